@@ -1,0 +1,92 @@
+// Constants and defaults of pi-lazy-agents. Settings (issue: see README) may override the
+// defaults marked "default"; everything else is fixed by design.
+
+/** Per-directory instruction file names, in Pi's own order of preference. Default. */
+export const INSTRUCTION_FILE_NAMES: readonly string[] = [
+  "AGENTS.override.md",
+  "AGENTS.md",
+  "AGENTS.MD",
+  "CLAUDE.md",
+  "CLAUDE.MD",
+];
+
+/** Tools whose `path` argument activates the instruction chain. Default. */
+export const TRIGGER_TOOLS: readonly string[] = ["read", "edit", "write"];
+
+/** Tools that may be added as triggers; their `path` may name a directory. */
+export const OPTIONAL_TRIGGER_TOOLS: readonly string[] = ["ls", "grep", "find"];
+
+/** Largest instruction, import or SKILL.md file accepted, in bytes. Default. */
+export const MAX_FILE_BYTES = 64 * 1024;
+
+/** Byte budget of one reminder's instruction text. Default. */
+export const REMINDER_BUDGET_BYTES = 48 * 1024;
+
+/** Directory names that never speak to the model, wherever they appear below cwd. Default. */
+export const IGNORED_DIR_NAMES: readonly string[] = [
+  ".git",
+  "node_modules",
+  "dist",
+  "build",
+  "target",
+  ".venv",
+  "venv",
+  "__pycache__",
+];
+
+/** Where skills live inside a directory, as in Pi. */
+export const SKILLS_DIR_SEGMENTS: readonly string[] = [".agents", "skills"];
+export const SKILL_FILE_NAME = "SKILL.md";
+
+/** Entries read from one directory of a skills tree before the scan stops there. */
+export const MAX_SKILL_DIR_ENTRIES = 256;
+
+/** How deep below `.agents/skills` a skill may sit. */
+export const MAX_SKILL_DEPTH = 4;
+
+/** How many `@import` hops an instruction file may follow. */
+export const MAX_IMPORT_DEPTH = 5;
+
+/** Files taken from one imported directory. */
+export const MAX_IMPORT_DIR_FILES = 32;
+
+/** Key of this extension's record in a tool result's `details`. */
+export const DETAILS_KEY = "lazyAgents";
+
+/** Version of the record stored under DETAILS_KEY. */
+export const LEDGER_VERSION = 1;
+
+/** Settings key in Pi's settings.json files. */
+export const SETTINGS_KEY = "lazyAgents";
+
+/** CLI flag that turns the extension off for one run. */
+export const DISABLE_FLAG = "no-lazy-agents";
+
+/** Command that reports what the extension loaded and why. */
+export const COMMAND_NAME = "lazy-agents";
+
+/** Status-bar key. */
+export const STATUS_KEY = "lazy-agents";
+
+/** Characters of a content hash kept as the version id. */
+export const VERSION_ID_LENGTH = 16;
+
+/** Fixed reasons: the only words a warning or report may add to a cwd-relative path. */
+export const REASONS = {
+  outsideCwd: "outside the working directory",
+  symlinkEscape: "a link that leads outside the working directory",
+  notRegular: "not a regular file",
+  tooLarge: "larger than the size limit",
+  notUtf8: "not valid UTF-8",
+  unreadable: "could not be read",
+  ignoredDir: "inside an ignored directory",
+  gitIgnored: "ignored by git",
+  overridden: "overridden by a preferred file in the same directory",
+  skillNoDescription: "skill without a description",
+  skillHidden: "skill hidden from the model (disable-model-invocation)",
+  skillShadowed: "skill shadowed by a more specific skill of the same name",
+  skillInvalid: "skill file could not be parsed",
+  scanCapped: "directory has more entries than the scan limit",
+} as const;
+
+export type Reason = keyof typeof REASONS;

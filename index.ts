@@ -1,0 +1,1108 @@
+// pi-lazy-agents: delivers the AGENTS.md files and skills of folders strictly below cwd, once per
+// content version, at the end of the tool result that first touches their scope.
+//
+// Layout, top-down: the filesystem seam, pure path and text helpers, discovery (directories,
+// instruction files, skills), the delivery ledger, reminder formatting, then the Pi adapter.
+
+import * as nodeFs from "node:fs";
+import { createHash } from "node:crypto";
+import { homedir } from "node:os";
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
+import { fileURLToPath } from "node:url";
+import {
+  parseFrontmatter,
+  type ExtensionAPI,
+  type ExtensionContext,
+  type ToolCallEvent,
+  type ToolResultEvent,
+  type ToolResultEventResult,
+} from "@earendil-works/pi-coding-agent";
+import {
+  DETAILS_KEY,
+  IGNORED_DIR_NAMES,
+  INSTRUCTION_FILE_NAMES,
+  LEDGER_VERSION,
+  MAX_FILE_BYTES,
+  MAX_SKILL_DEPTH,
+  MAX_SKILL_DIR_ENTRIES,
+  REASONS,
+  REMINDER_BUDGET_BYTES,
+  SKILL_FILE_NAME,
+  SKILLS_DIR_SEGMENTS,
+  TRIGGER_TOOLS,
+  VERSION_ID_LENGTH,
+  type Reason,
+} from "./config.ts";
+
+// ---------------------------------------------------------------------------------------------
+// Filesystem seam. Every byte the extension touches goes through one of these calls, so tests can
+// inject faults and record paths. Synchronous on purpose: the files are small and capped, and a
+// handler without awaits cannot interleave with its siblings.
+
+export interface FileSystem {
+  /** stat that follows links; undefined when nothing is there. */
+  stat(path: string): nodeFs.Stats | undefined;
+  /** lstat; undefined when nothing is there. */
+  lstat(path: string): nodeFs.Stats | undefined;
+  realpath(path: string): string;
+  open(path: string): number;
+  fstat(fd: number): nodeFs.Stats;
+  read(fd: number, buffer: Uint8Array, offset: number, length: number, position: number): number;
+  close(fd: number): void;
+  readdir(path: string): nodeFs.Dirent[];
+}
+
+const OPEN_FLAGS =
+  nodeFs.constants.O_RDONLY | (nodeFs.constants.O_NOFOLLOW ?? 0) | (nodeFs.constants.O_NONBLOCK ?? 0);
+
+export const nodeFileSystem: FileSystem = {
+  stat: (path) => nodeFs.statSync(path, { throwIfNoEntry: false }),
+  lstat: (path) => nodeFs.lstatSync(path, { throwIfNoEntry: false }),
+  realpath: (path) => nodeFs.realpathSync.native(path),
+  open: (path) => nodeFs.openSync(path, OPEN_FLAGS),
+  fstat: (fd) => nodeFs.fstatSync(fd),
+  read: (fd, buffer, offset, length, position) => nodeFs.readSync(fd, buffer, offset, length, position),
+  close: (fd) => nodeFs.closeSync(fd),
+  readdir: (path) => nodeFs.readdirSync(path, { withFileTypes: true }),
+};
+
+// ---------------------------------------------------------------------------------------------
+// Paths.
+
+/** True when `child` lies strictly inside `parent`. Both must already be absolute and resolved. */
+export function isPathInside(parent: string, child: string): boolean {
+  const rel = relative(parent, child);
+  return rel !== "" && rel !== ".." && !rel.startsWith(`..${sep}`) && !isAbsolute(rel);
+}
+
+export function isPathInsideOrSame(parent: string, child: string): boolean {
+  return resolve(parent) === resolve(child) || isPathInside(parent, child);
+}
+
+const UNICODE_SPACES = /[\u00A0\u2000-\u200A\u202F\u205F\u3000]/g;
+const MAX_PATH_BYTES = 4096;
+
+/**
+ * Resolves a tool's `path` argument the way Pi's built-in tools do (unicode spaces, a leading `@`,
+ * `~`, `file://`), or undefined for input no tool could open.
+ */
+export function resolveToolPath(raw: unknown, cwd: string): string | undefined {
+  if (typeof raw !== "string" || raw.trim() === "" || raw.includes("\0")) return undefined;
+  if (Buffer.byteLength(raw) > MAX_PATH_BYTES) return undefined;
+  let path = raw.replace(UNICODE_SPACES, " ");
+  if (path.startsWith("@")) path = path.slice(1);
+  if (path === "~") path = homedir();
+  else if (path.startsWith("~/")) path = join(homedir(), path.slice(2));
+  else if (path.startsWith("file://")) {
+    try {
+      path = fileURLToPath(path);
+    } catch {
+      return undefined;
+    }
+  }
+  return isAbsolute(path) ? resolve(path) : resolve(cwd, path);
+}
+
+/** cwd-relative path with forward slashes, as shown to the model. */
+export function toDisplayPath(cwdReal: string, absolute: string): string {
+  return relative(cwdReal, absolute).split(sep).join("/");
+}
+
+export function scopeGlob(scope: string): string {
+  return `${scope}/**`;
+}
+
+/** Directories strictly below `cwdReal` down to `dirReal`, parent first. */
+export function chainBelow(cwdReal: string, dirReal: string): string[] {
+  if (!isPathInside(cwdReal, dirReal)) return [];
+  const parts = relative(cwdReal, dirReal).split(sep);
+  const chain: string[] = [];
+  let current = cwdReal;
+  for (const part of parts) {
+    current = join(current, part);
+    chain.push(current);
+  }
+  return chain;
+}
+
+export function hasIgnoredSegment(scope: string, ignored: ReadonlySet<string>): boolean {
+  for (const segment of scope.split("/")) if (ignored.has(segment)) return true;
+  return false;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Text.
+
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
+
+/** Decodes strict UTF-8, drops a BOM and turns CRLF and lone CR into LF; undefined if invalid. */
+export function decodeInstructionText(bytes: Uint8Array): string | undefined {
+  let text: string;
+  try {
+    text = UTF8.decode(bytes);
+  } catch {
+    return undefined;
+  }
+  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+  return text.includes("\r") ? text.replace(/\r\n?/g, "\n") : text;
+}
+
+/** The longest prefix of `text` that fits in `maxBytes` of UTF-8, never splitting a character. */
+export function cutUtf8(text: string, maxBytes: number): string {
+  const bytes = Buffer.from(text, "utf8");
+  if (bytes.length <= maxBytes) return text;
+  let end = Math.max(0, maxBytes);
+  while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end--;
+  return bytes.subarray(0, end).toString("utf8");
+}
+
+export function versionOf(text: string): string {
+  return createHash("sha256").update(text).digest("hex").slice(0, VERSION_ID_LENGTH);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading one file: stat first, bounded read, strict decoding.
+
+export type Loaded =
+  | { ok: true; text: string; version: string; bytes: number }
+  | { ok: false; reason: Reason };
+
+interface Signature {
+  dev: number;
+  ino: number;
+  size: number;
+  mtimeMs: number;
+  ctimeMs: number;
+}
+
+function signatureOf(stats: nodeFs.Stats): Signature {
+  return { dev: stats.dev, ino: stats.ino, size: stats.size, mtimeMs: stats.mtimeMs, ctimeMs: stats.ctimeMs };
+}
+
+function sameSignature(a: Signature, b: Signature): boolean {
+  return a.ino === b.ino && a.mtimeMs === b.mtimeMs && a.ctimeMs === b.ctimeMs && a.size === b.size && a.dev === b.dev;
+}
+
+/** Reads at most `maxBytes` of a regular file; the file may change between stat and read. */
+export function readBounded(fs: FileSystem, realPath: string, maxBytes: number): Loaded {
+  let fd: number;
+  try {
+    fd = fs.open(realPath);
+  } catch {
+    return { ok: false, reason: "unreadable" };
+  }
+  try {
+    const stats = fs.fstat(fd);
+    if (!stats.isFile()) return { ok: false, reason: "notRegular" };
+    if (stats.size > maxBytes) return { ok: false, reason: "tooLarge" };
+    const buffer = new Uint8Array(maxBytes + 1);
+    let length = 0;
+    while (length < buffer.length) {
+      const count = fs.read(fd, buffer, length, buffer.length - length, length);
+      if (count <= 0) break;
+      length += count;
+    }
+    if (length > maxBytes) return { ok: false, reason: "tooLarge" };
+    const text = decodeInstructionText(buffer.subarray(0, length));
+    if (text === undefined) return { ok: false, reason: "notUtf8" };
+    return { ok: true, text, version: versionOf(text), bytes: length };
+  } catch {
+    return { ok: false, reason: "unreadable" };
+  } finally {
+    try {
+      fs.close(fd);
+    } catch {
+      // A failed close loses nothing we read.
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Options: the defaults of config.ts, which settings may override.
+
+export interface Options {
+  fileNames: readonly string[];
+  triggers: ReadonlySet<string>;
+  ignoredDirs: ReadonlySet<string>;
+  maxFileBytes: number;
+  budgetBytes: number;
+  skills: boolean;
+}
+
+export function defaultOptions(): Options {
+  return {
+    fileNames: INSTRUCTION_FILE_NAMES,
+    triggers: new Set(TRIGGER_TOOLS),
+    ignoredDirs: new Set(IGNORED_DIR_NAMES),
+    maxFileBytes: MAX_FILE_BYTES,
+    budgetBytes: REMINDER_BUDGET_BYTES,
+    skills: true,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Discovery. Directory listings and file contents are cached against their stat signature, so a
+// warm call costs one stat per directory on the chain plus one per known file.
+
+export interface Rejection {
+  path: string;
+  reason: Reason;
+  /** Instruction-file rejections are told to the model; skill ones only to the user. */
+  kind: "instruction" | "skill";
+}
+
+export interface InstructionFile {
+  /** cwd-relative path of the file's real location: its identity in the ledger. */
+  path: string;
+  realPath: string;
+  text: string;
+  version: string;
+  bytes: number;
+}
+
+export interface Skill {
+  name: string;
+  description: string;
+  /** cwd-relative path of its SKILL.md (or skill .md file). */
+  path: string;
+  version: string;
+}
+
+export interface DirectoryView {
+  /** cwd-relative directory, the scope of what it holds. */
+  scope: string;
+  file?: InstructionFile;
+  rejected: Rejection[];
+  skills: Skill[];
+}
+
+interface DirectoryEntry {
+  signature: Signature;
+  /** Instruction file names present (of any type), in preference order. */
+  present: string[];
+  hasAgentsDir: boolean;
+}
+
+interface FileEntry {
+  signature: Signature;
+  loaded: Loaded;
+  skill?: { ok: true; name: string; description: string; hidden: boolean } | { ok: false; reason: Reason };
+}
+
+interface ListingEntry {
+  signature: Signature;
+  names: Array<{ name: string; kind: "file" | "dir" | "link" | "other" }>;
+  capped: boolean;
+}
+
+export class Discovery {
+  readonly fs: FileSystem;
+  readonly cwdReal: string;
+  options: Options;
+  private readonly directories = new Map<string, DirectoryEntry>();
+  private readonly files = new Map<string, FileEntry>();
+  private readonly listings = new Map<string, ListingEntry>();
+
+  constructor(fs: FileSystem, cwdReal: string, options: Options) {
+    this.fs = fs;
+    this.cwdReal = cwdReal;
+    this.options = options;
+  }
+
+  /** Sizes of the internal caches, for the soak test and the inspection command. */
+  cacheSizes(): Record<string, number> {
+    return { directories: this.directories.size, files: this.files.size, listings: this.listings.size };
+  }
+
+  /** True when `path` is inside cwd by its real or its logical (possibly linked) form. */
+  mayBeInside(path: string): boolean {
+    return isPathInsideOrSame(this.cwdReal, path) || (this.logicalCwd !== undefined && isPathInsideOrSame(this.logicalCwd, path));
+  }
+
+  /**
+   * The real directory that holds `target` (or, for a directory target, the target itself), or
+   * the nearest existing ancestor when it does not exist yet. Undefined outside cwd. Paths that are
+   * outside cwd by their text are refused before any filesystem call.
+   */
+  targetDirectory(target: string, targetIsDirectory: boolean): string | undefined {
+    let dir = targetIsDirectory ? target : dirname(target);
+    while (this.mayBeInside(dir)) {
+      const real = this.realpathOrUndefined(dir);
+      if (real !== undefined) {
+        if (!isPathInsideOrSame(this.cwdReal, real)) return undefined;
+        // A directory target may name a file (grep, find): its folder is the scope.
+        if (targetIsDirectory && dir === target && !this.fs.stat(real)?.isDirectory()) return dirname(real);
+        return real;
+      }
+      const parent = dirname(dir);
+      if (parent === dir) return undefined;
+      dir = parent;
+    }
+    return undefined;
+  }
+
+  realpathOrUndefined(path: string): string | undefined {
+    try {
+      return this.fs.realpath(path);
+    } catch {
+      return undefined;
+    }
+  }
+
+  private logicalCwd?: string;
+  setLogicalCwd(cwd: string): void {
+    this.logicalCwd = resolve(cwd);
+  }
+
+  /** Views of every directory strictly below cwd down to `dirReal`, parent first. */
+  viewChain(dirReal: string, withSkills: boolean): DirectoryView[] {
+    const views: DirectoryView[] = [];
+    for (const dir of chainBelow(this.cwdReal, dirReal)) {
+      const scope = toDisplayPath(this.cwdReal, dir);
+      if (hasIgnoredSegment(scope, this.options.ignoredDirs)) break;
+      views.push(this.viewDirectory(dir, scope, withSkills));
+    }
+    return views;
+  }
+
+  viewDirectory(dir: string, scope: string, withSkills: boolean): DirectoryView {
+    const view: DirectoryView = { scope, rejected: [], skills: [] };
+    const entry = this.directoryEntry(dir);
+    if (!entry) return view;
+    for (const name of entry.present) {
+      const candidate = join(dir, name);
+      const result = this.instructionFile(candidate);
+      if ("reason" in result) {
+        if (result.reason !== "skip") {
+          view.rejected.push({ path: toDisplayPath(this.cwdReal, candidate), reason: result.reason, kind: "instruction" });
+        }
+        continue;
+      }
+      view.file = result;
+      break;
+    }
+    if (withSkills && entry.hasAgentsDir) view.skills = this.skillsOf(dir, view.rejected);
+    return view;
+  }
+
+  private directoryEntry(dir: string): DirectoryEntry | undefined {
+    const stats = this.fs.stat(dir);
+    if (!stats?.isDirectory()) {
+      this.directories.delete(dir);
+      return undefined;
+    }
+    const signature = signatureOf(stats);
+    const cached = this.directories.get(dir);
+    if (cached && sameSignature(cached.signature, signature)) return cached;
+    const present = this.options.fileNames.filter((name) => this.fs.lstat(join(dir, name)) !== undefined);
+    const hasAgentsDir = this.fs.lstat(join(dir, SKILLS_DIR_SEGMENTS[0]!)) !== undefined;
+    const entry = { signature, present, hasAgentsDir };
+    this.directories.set(dir, entry);
+    return entry;
+  }
+
+  /** Resolves one candidate path to its real, contained, regular file, and loads it. */
+  private resolveContained(candidate: string): { real: string; stats: nodeFs.Stats } | { reason: Reason | "skip" } {
+    const link = this.fs.lstat(candidate);
+    if (!link) return { reason: "skip" };
+    if (!link.isSymbolicLink()) {
+      if (link.isDirectory()) return { reason: "skip" };
+      return link.isFile() ? { real: candidate, stats: link } : { reason: "notRegular" };
+    }
+    let real: string;
+    try {
+      real = this.fs.realpath(candidate);
+    } catch {
+      return { reason: "skip" };
+    }
+    if (!isPathInside(this.cwdReal, real)) return { reason: "symlinkEscape" };
+    const stats = this.fs.stat(real);
+    if (!stats || stats.isDirectory()) return { reason: "skip" };
+    return stats.isFile() ? { real, stats } : { reason: "notRegular" };
+  }
+
+  private fileEntry(real: string, stats: nodeFs.Stats): FileEntry {
+    const signature = signatureOf(stats);
+    const cached = this.files.get(real);
+    if (cached && sameSignature(cached.signature, signature)) return cached;
+    const loaded: Loaded =
+      stats.size > this.options.maxFileBytes ? { ok: false, reason: "tooLarge" } : readBounded(this.fs, real, this.options.maxFileBytes);
+    const entry: FileEntry = { signature, loaded };
+    this.files.set(real, entry);
+    return entry;
+  }
+
+  instructionFile(candidate: string): InstructionFile | { reason: Reason | "skip" } {
+    const resolved = this.resolveContained(candidate);
+    if ("reason" in resolved) return resolved;
+    const loaded = this.fileEntry(resolved.real, resolved.stats).loaded;
+    if (!loaded.ok) return { reason: loaded.reason };
+    return {
+      path: toDisplayPath(this.cwdReal, resolved.real),
+      realPath: resolved.real,
+      text: loaded.text,
+      version: loaded.version,
+      bytes: loaded.bytes,
+    };
+  }
+
+  // Skills, by Pi's rules for `.agents/skills`: a directory holding SKILL.md is one skill and is not
+  // searched further; other `.md` files count only below the root; dot names and node_modules are
+  // skipped.
+
+  private skillsOf(dir: string, rejected: Rejection[]): Skill[] {
+    const root = this.containedPath(join(dir, ...SKILLS_DIR_SEGMENTS));
+    if (root === undefined) return [];
+    const skills: Skill[] = [];
+    this.scanSkillDirectory(root, 0, skills, rejected);
+    return skills;
+  }
+
+  /** Real path of `path` when it exists and stays inside cwd. */
+  private containedPath(path: string): string | undefined {
+    const real = this.realpathOrUndefined(path);
+    return real !== undefined && isPathInside(this.cwdReal, real) ? real : undefined;
+  }
+
+  private listing(dir: string): ListingEntry | undefined {
+    const stats = this.fs.stat(dir);
+    if (!stats?.isDirectory()) {
+      this.listings.delete(dir);
+      return undefined;
+    }
+    const signature = signatureOf(stats);
+    const cached = this.listings.get(dir);
+    if (cached && sameSignature(cached.signature, signature)) return cached;
+    let dirents: nodeFs.Dirent[];
+    try {
+      dirents = this.fs.readdir(dir);
+    } catch {
+      return undefined;
+    }
+    dirents.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const names = dirents.slice(0, MAX_SKILL_DIR_ENTRIES).map((d) => ({ name: d.name, kind: direntKind(d) }));
+    const entry: ListingEntry = { signature, names, capped: dirents.length > MAX_SKILL_DIR_ENTRIES };
+    this.listings.set(dir, entry);
+    return entry;
+  }
+
+  private scanSkillDirectory(dir: string, depth: number, skills: Skill[], rejected: Rejection[]): void {
+    const listing = this.listing(dir);
+    if (!listing) return;
+    if (listing.capped) rejected.push({ path: toDisplayPath(this.cwdReal, dir), reason: "scanCapped", kind: "skill" });
+    if (listing.names.some((entry) => entry.name === SKILL_FILE_NAME)) {
+      this.addSkill(join(dir, SKILL_FILE_NAME), true, skills, rejected);
+      return;
+    }
+    for (const entry of listing.names) {
+      if (entry.name.startsWith(".") || entry.name === "node_modules" || entry.kind === "other") continue;
+      const path = join(dir, entry.name);
+      let subdirectory = entry.kind === "dir" ? path : undefined;
+      if (entry.kind === "link") {
+        const real = this.containedPath(path);
+        if (real === undefined) continue;
+        if (this.fs.stat(real)?.isDirectory()) subdirectory = real;
+      }
+      if (subdirectory !== undefined) {
+        if (depth < MAX_SKILL_DEPTH) this.scanSkillDirectory(subdirectory, depth + 1, skills, rejected);
+        continue;
+      }
+      if (depth > 0 && entry.name.endsWith(".md")) this.addSkill(path, false, skills, rejected);
+    }
+  }
+
+  private addSkill(candidate: string, declared: boolean, skills: Skill[], rejected: Rejection[]): void {
+    const resolved = this.resolveContained(candidate);
+    if ("reason" in resolved) {
+      if (resolved.reason !== "skip") rejected.push({ path: toDisplayPath(this.cwdReal, candidate), reason: resolved.reason, kind: "skill" });
+      return;
+    }
+    const entry = this.fileEntry(resolved.real, resolved.stats);
+    const path = toDisplayPath(this.cwdReal, resolved.real);
+    if (!entry.loaded.ok) {
+      rejected.push({ path, reason: entry.loaded.reason, kind: "skill" });
+      return;
+    }
+    entry.skill ??= parseSkill(entry.loaded.text, basename(dirname(resolved.real)));
+    const skill = entry.skill;
+    if (!skill.ok) {
+      if (declared) rejected.push({ path, reason: skill.reason, kind: "skill" });
+      return;
+    }
+    if (skill.hidden) {
+      rejected.push({ path, reason: "skillHidden", kind: "skill" });
+      return;
+    }
+    skills.push({
+      name: skill.name,
+      description: skill.description,
+      path,
+      version: versionOf(`${skill.name}\n${skill.description}\n${path}`),
+    });
+  }
+}
+
+function direntKind(dirent: nodeFs.Dirent): "file" | "dir" | "link" | "other" {
+  if (dirent.isSymbolicLink()) return "link";
+  if (dirent.isDirectory()) return "dir";
+  return dirent.isFile() ? "file" : "other";
+}
+
+/** Name, description and visibility of a skill file, through Pi's own frontmatter parser. */
+export function parseSkill(
+  text: string,
+  directoryName: string,
+): { ok: true; name: string; description: string; hidden: boolean } | { ok: false; reason: Reason } {
+  let frontmatter: Record<string, unknown>;
+  try {
+    frontmatter = parseFrontmatter(text).frontmatter;
+  } catch {
+    return { ok: false, reason: "skillInvalid" };
+  }
+  const description = frontmatter.description;
+  if (typeof description !== "string" || description.trim() === "") return { ok: false, reason: "skillNoDescription" };
+  const name = typeof frontmatter.name === "string" && frontmatter.name !== "" ? frontmatter.name : directoryName;
+  return { ok: true, name, description: description.trim(), hidden: frontmatter["disable-model-invocation"] === true };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The ledger: what the model has in context right now, rebuilt from the session's own tool results.
+
+export interface FileRecord {
+  path: string;
+  scope: string;
+  version: string;
+  bytes: number;
+  /** How the model got it: appended by us, or through its own read of the file. */
+  via: "reminder" | "read";
+  truncated?: boolean;
+}
+
+export interface SkillRecord {
+  path: string;
+  name: string;
+  scope: string;
+  version: string;
+}
+
+export interface LedgerRecord {
+  v: number;
+  files: FileRecord[];
+  skills: SkillRecord[];
+  retracted: Array<{ path: string; scope: string }>;
+  retractedSkills: Array<{ path: string; scope: string }>;
+  skipped: Array<{ path: string; reason: Reason }>;
+}
+
+export function emptyRecord(): LedgerRecord {
+  return { v: LEDGER_VERSION, files: [], skills: [], retracted: [], retractedSkills: [], skipped: [] };
+}
+
+export function isRecordEmpty(record: LedgerRecord): boolean {
+  return (
+    record.files.length === 0 &&
+    record.skills.length === 0 &&
+    record.retracted.length === 0 &&
+    record.retractedSkills.length === 0 &&
+    record.skipped.length === 0
+  );
+}
+
+export function readRecord(details: unknown): LedgerRecord | undefined {
+  if (typeof details !== "object" || details === null) return undefined;
+  const record = (details as Record<string, unknown>)[DETAILS_KEY];
+  if (typeof record !== "object" || record === null) return undefined;
+  const r = record as Partial<LedgerRecord>;
+  if (r.v !== LEDGER_VERSION) return undefined;
+  return {
+    v: LEDGER_VERSION,
+    files: Array.isArray(r.files) ? r.files : [],
+    skills: Array.isArray(r.skills) ? r.skills : [],
+    retracted: Array.isArray(r.retracted) ? r.retracted : [],
+    retractedSkills: Array.isArray(r.retractedSkills) ? r.retractedSkills : [],
+    skipped: Array.isArray(r.skipped) ? r.skipped : [],
+  };
+}
+
+export class Ledger {
+  /** Instruction files the model holds: path → what it holds. */
+  readonly files = new Map<string, FileRecord>();
+  /** The instruction file last delivered for each scope. */
+  readonly fileByScope = new Map<string, string>();
+  readonly skills = new Map<string, SkillRecord>();
+  /** Skip notices the model holds: path → reason. */
+  readonly skipped = new Map<string, Reason>();
+
+  clear(): void {
+    this.files.clear();
+    this.fileByScope.clear();
+    this.skills.clear();
+    this.skipped.clear();
+  }
+
+  apply(record: LedgerRecord): void {
+    for (const { path, scope } of record.retracted) {
+      this.files.delete(path);
+      if (this.fileByScope.get(scope) === path) this.fileByScope.delete(scope);
+    }
+    for (const { path } of record.retractedSkills) this.skills.delete(path);
+    for (const file of record.files) {
+      this.files.set(file.path, file);
+      this.fileByScope.set(file.scope, file.path);
+      this.skipped.delete(file.path);
+    }
+    for (const skill of record.skills) this.skills.set(skill.path, skill);
+    for (const { path, reason } of record.skipped) this.skipped.set(path, reason);
+  }
+
+  /** Replays the records of the entries still in the model's context, oldest first. */
+  rebuild(records: Iterable<LedgerRecord>): void {
+    this.clear();
+    for (const record of records) this.apply(record);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Planning one delivery: what of the viewed chain the model lacks.
+
+export interface DeliveryPlan {
+  record: LedgerRecord;
+  /** Instruction files to append, parent first, with a flag for a superseded earlier version. */
+  files: Array<{ file: InstructionFile; scope: string; supersedes: boolean }>;
+  skills: Array<Skill & { scope: string }>;
+}
+
+export interface PlanInput {
+  views: DirectoryView[];
+  /** Real path of an instruction file the tool result itself shows whole (a plain read of it). */
+  shownWhole?: string;
+  /** Real path of a file the tool shows only in part: not appended now, not counted as delivered. */
+  shownInPart?: string;
+  /** Versions another in-flight call has claimed: not appended twice. */
+  claimed: ReadonlySet<string>;
+}
+
+export function claimKey(path: string, version: string): string {
+  return `${path}\0${version}`;
+}
+
+export function planDelivery(ledger: Ledger, input: PlanInput): DeliveryPlan {
+  const plan: DeliveryPlan = { record: emptyRecord(), files: [], skills: [] };
+  const seenSkillNames = new Set<string>();
+  for (const view of input.views) {
+    planRetraction(ledger, view, plan);
+    planSkips(ledger, view, plan);
+    const file = view.file;
+    if (file && file.realPath !== input.shownInPart) {
+      const held = ledger.files.get(file.path);
+      const current = held?.version === file.version;
+      if (!current && !input.claimed.has(claimKey(file.path, file.version))) {
+        const via = file.realPath === input.shownWhole ? "read" : "reminder";
+        plan.record.files.push({ path: file.path, scope: view.scope, version: file.version, bytes: file.bytes, via });
+        if (via === "reminder") plan.files.push({ file, scope: view.scope, supersedes: held !== undefined });
+      }
+    }
+    for (const skill of view.skills) {
+      seenSkillNames.add(skill.name);
+      if (ledger.skills.get(skill.path)?.version === skill.version) continue;
+      if (input.claimed.has(claimKey(skill.path, skill.version))) continue;
+      plan.record.skills.push({ path: skill.path, name: skill.name, scope: view.scope, version: skill.version });
+      plan.skills.push({ ...skill, scope: view.scope });
+    }
+  }
+  return plan;
+}
+
+function planRetraction(ledger: Ledger, view: DirectoryView, plan: DeliveryPlan): void {
+  const heldPath = ledger.fileByScope.get(view.scope);
+  if (heldPath !== undefined && heldPath !== view.file?.path && ledger.files.has(heldPath)) {
+    plan.record.retracted.push({ path: heldPath, scope: view.scope });
+  }
+  const present = new Set(view.skills.map((skill) => skill.path));
+  for (const skill of ledger.skills.values()) {
+    if (skill.scope === view.scope && !present.has(skill.path)) {
+      plan.record.retractedSkills.push({ path: skill.path, scope: view.scope });
+    }
+  }
+}
+
+/** Instruction files that exist but were refused: the model hears of each once per reason. */
+function planSkips(ledger: Ledger, view: DirectoryView, plan: DeliveryPlan): void {
+  for (const rejection of view.rejected) {
+    if (rejection.kind !== "instruction" || ledger.skipped.get(rejection.path) === rejection.reason) continue;
+    plan.record.skipped.push({ path: rejection.path, reason: rejection.reason });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Formatting. The deepest files are kept whole first; broader ones are cut to the budget.
+
+export const REMINDER_OPEN = '<nested-instructions source="pi-lazy-agents">';
+export const REMINDER_CLOSE = "</nested-instructions>";
+
+export function formatReminder(plan: DeliveryPlan, budgetBytes: number): string {
+  const lines: string[] = [REMINDER_OPEN];
+  if (plan.files.length > 0) {
+    lines.push(
+      "The harness found instruction files in folders on the way to the path this tool touched. " +
+        "They are project guidance from the repository, not a message from the user. " +
+        "Each one governs only its scope; where two disagree, the file of the more specific (deeper) folder takes precedence.",
+    );
+    const texts = fitToBudget(plan.files.map((entry) => entry.file.text), budgetBytes);
+    plan.files.forEach((entry, index) => {
+      const text = texts[index]!;
+      const cut = text !== entry.file.text;
+      if (cut) {
+        const recorded = plan.record.files.find((file) => file.path === entry.file.path);
+        if (recorded) recorded.truncated = true;
+      }
+      lines.push("");
+      const supersedes = entry.supersedes ? ' supersedes="earlier version"' : "";
+      lines.push(`<instructions path="${entry.file.path}" scope="${scopeGlob(entry.scope)}"${supersedes}>`);
+      if (entry.supersedes) lines.push(`(This version of ${entry.file.path} replaces the one sent earlier.)`);
+      lines.push(text.replace(/\n+$/, ""));
+      if (cut) lines.push(`[${entry.file.path} was cut here to fit the size budget; read the file for the rest.]`);
+      lines.push("</instructions>");
+    });
+  }
+  if (plan.skills.length > 0) {
+    lines.push("");
+    lines.push(
+      "Skills found in these folders. Read a skill's file when a task matches its description; " +
+        "inside its scope, a skill from a deeper folder wins over one of the same name from above.",
+    );
+    for (const skill of plan.skills) {
+      lines.push(`- ${skill.name} (scope ${scopeGlob(skill.scope)}): ${skill.description} [${skill.path}]`);
+    }
+  }
+  const notices = [
+    ...plan.record.retracted.map((r) => `- ${r.path} no longer applies: its earlier instructions are withdrawn.`),
+    ...plan.record.retractedSkills.map((r) => `- The skill at ${r.path} is gone: do not use it.`),
+    ...plan.record.skipped.map((r) => `- ${r.path} was not loaded: ${REASONS[r.reason]}.`),
+  ];
+  if (notices.length > 0) {
+    lines.push("");
+    lines.push(...notices);
+  }
+  lines.push(REMINDER_CLOSE);
+  return lines.join("\n");
+}
+
+/** Fits texts (parent first) into a byte budget, keeping the deepest whole first. */
+export function fitToBudget(texts: string[], budgetBytes: number): string[] {
+  const result = [...texts];
+  let remaining = budgetBytes;
+  for (let index = texts.length - 1; index >= 0; index--) {
+    const size = Buffer.byteLength(texts[index]!);
+    if (size <= remaining) {
+      remaining -= size;
+      continue;
+    }
+    result[index] = cutUtf8(texts[index]!, remaining);
+    remaining = 0;
+  }
+  return result;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The engine: per-session state behind the Pi adapter.
+
+const FILE_TOOLS: ReadonlySet<string> = new Set(["read", "edit", "write"]);
+
+interface PendingCall {
+  toolName: string;
+  rootId: string;
+  nested: boolean;
+  target: string;
+  views: DirectoryView[];
+  withSkills: boolean;
+  /** Real path of the target when it is itself named like an instruction file. */
+  instructionTarget?: string;
+  partial: boolean;
+}
+
+export interface ResultOutcome {
+  patch: ToolResultEventResult;
+  plan: DeliveryPlan;
+}
+
+export class LazyAgents {
+  readonly fs: FileSystem;
+  options: Options = defaultOptions();
+  readonly ledger = new Ledger();
+  discovery?: Discovery;
+  /** Per-call state between tool_call and tool_result (or tool_execution_end). */
+  readonly pending = new Map<string, PendingCall>();
+  /** Views activated by nested calls, waiting for the outermost call's result. */
+  readonly nestedViews = new Map<string, DirectoryView[]>();
+  readonly parentOf = new Map<string, string>();
+  /** Versions claimed by a result that is being built. */
+  readonly claims = new Set<string>();
+
+  constructor(fs: FileSystem = nodeFileSystem) {
+    this.fs = fs;
+  }
+
+  /** Binds to cwd; its real path is the boundary every candidate is checked against. */
+  bind(cwd: string): Discovery | undefined {
+    let cwdReal: string;
+    try {
+      cwdReal = this.fs.realpath(resolve(cwd));
+    } catch {
+      return undefined;
+    }
+    if (this.discovery?.cwdReal !== cwdReal) {
+      this.discovery = new Discovery(this.fs, cwdReal, this.options);
+      this.discovery.setLogicalCwd(cwd);
+    }
+    this.discovery.options = this.options;
+    return this.discovery;
+  }
+
+  rebuildLedger(entries: Iterable<unknown>): void {
+    const records: LedgerRecord[] = [];
+    for (const entry of entries) {
+      const record = recordOfEntry(entry);
+      if (record) records.push(record);
+    }
+    this.ledger.rebuild(records);
+  }
+
+  rootOf(toolCallId: string): string {
+    let id = toolCallId;
+    for (let hops = 0; hops < 64; hops++) {
+      const parent = this.parentOf.get(id);
+      if (parent === undefined) return id;
+      id = parent;
+    }
+    return id;
+  }
+
+  /** Discovery, before the tool runs. */
+  onToolCall(event: ToolCallEvent, cwd: string, trusted: boolean): void {
+    if (event.parentToolCallId !== undefined) this.parentOf.set(event.toolCallId, event.parentToolCallId);
+    if (!this.options.triggers.has(event.toolName)) return;
+    const input = event.input as Record<string, unknown>;
+    const targetIsDirectory = !FILE_TOOLS.has(event.toolName);
+    const target = resolveToolPath(input.path ?? (targetIsDirectory ? "." : undefined), cwd);
+    if (target === undefined) return;
+    const discovery = this.bind(cwd);
+    if (!discovery) return;
+    const dir = discovery.targetDirectory(target, targetIsDirectory);
+    if (dir === undefined) return;
+    const withSkills = trusted && this.options.skills;
+    const views = discovery.viewChain(dir, withSkills);
+    if (views.length === 0) return;
+    this.pending.set(event.toolCallId, {
+      toolName: event.toolName,
+      rootId: this.rootOf(event.toolCallId),
+      nested: event.parentToolCallId !== undefined,
+      target,
+      views,
+      withSkills,
+      instructionTarget: this.instructionTarget(discovery, target),
+      partial: event.toolName === "read" && (input.offset !== undefined || input.limit !== undefined),
+    });
+  }
+
+  private instructionTarget(discovery: Discovery, target: string): string | undefined {
+    if (!this.options.fileNames.includes(basename(target))) return undefined;
+    return discovery.realpathOrUndefined(target);
+  }
+
+  /** Activation, after the tool ran: the patch for this result, or undefined to leave it alone. */
+  onToolResult(event: ToolResultEvent): ResultOutcome | undefined {
+    const call = this.pending.get(event.toolCallId);
+    this.pending.delete(event.toolCallId);
+    const own = call !== undefined && activates(call.toolName, event.isError) ? call : undefined;
+    if (own?.nested) {
+      this.nestedViews.set(own.rootId, [...(this.nestedViews.get(own.rootId) ?? []), ...own.views]);
+      return undefined;
+    }
+    const fromNested = this.nestedViews.get(event.toolCallId) ?? [];
+    this.nestedViews.delete(event.toolCallId);
+    const ownViews = own ? this.viewsAfterTool(own) : [];
+    const views = mergeViews([...fromNested, ...ownViews]);
+    if (views.length === 0) return undefined;
+    return this.deliver(event, views, own ? this.shownByTool(own, event) : {});
+  }
+
+  /** An edit or write may have created or changed instruction files on the chain: look again. */
+  private viewsAfterTool(call: PendingCall): DirectoryView[] {
+    if (call.toolName === "read" || FILE_TOOLS.has(call.toolName) === false || !this.discovery) return call.views;
+    if (!this.options.fileNames.includes(basename(call.target))) return call.views;
+    const dir = this.discovery.targetDirectory(call.target, false);
+    if (dir === undefined) return call.views;
+    call.instructionTarget = this.discovery.realpathOrUndefined(call.target);
+    return this.discovery.viewChain(dir, call.withSkills);
+  }
+
+  /** What of an instruction file the tool's own output already shows the model. */
+  private shownByTool(call: PendingCall, event: ToolResultEvent): Pick<PlanInput, "shownWhole" | "shownInPart"> {
+    if (call.instructionTarget === undefined) return {};
+    if (call.toolName === "write") return { shownWhole: call.instructionTarget };
+    if (call.toolName !== "read") return {};
+    const whole = !call.partial && !isTruncated(event.details);
+    return whole ? { shownWhole: call.instructionTarget } : { shownInPart: call.instructionTarget };
+  }
+
+  private deliver(
+    event: ToolResultEvent,
+    views: DirectoryView[],
+    shown: Pick<PlanInput, "shownWhole" | "shownInPart">,
+  ): ResultOutcome | undefined {
+    const plan = planDelivery(this.ledger, { views, ...shown, claimed: this.claims });
+    if (isRecordEmpty(plan.record)) return undefined;
+    // Claimed before anything else happens and released only after the ledger holds the delivery.
+    const keys = claimKeys(plan.record);
+    for (const key of keys) this.claims.add(key);
+    try {
+      const patch: ToolResultEventResult = { details: withRecord(event.details, plan.record) };
+      if (hasVisibleText(plan)) {
+        patch.content = [...event.content, { type: "text", text: formatReminder(plan, this.options.budgetBytes) }];
+        if (event.structuredContent !== undefined) patch.structuredContent = event.structuredContent;
+      }
+      this.ledger.apply(plan.record);
+      return { patch, plan };
+    } finally {
+      for (const key of keys) this.claims.delete(key);
+    }
+  }
+
+  onExecutionEnd(toolCallId: string): void {
+    this.pending.delete(toolCallId);
+    this.nestedViews.delete(toolCallId);
+    this.parentOf.delete(toolCallId);
+  }
+
+  /** Sizes of every map, for tests and the soak run. */
+  stateSizes(): Record<string, number> {
+    return {
+      pending: this.pending.size,
+      nestedViews: this.nestedViews.size,
+      parentOf: this.parentOf.size,
+      claims: this.claims.size,
+      ledgerFiles: this.ledger.files.size,
+      ledgerScopes: this.ledger.fileByScope.size,
+      ledgerSkills: this.ledger.skills.size,
+      ledgerSkipped: this.ledger.skipped.size,
+      ...this.discovery?.cacheSizes(),
+    };
+  }
+}
+
+function claimKeys(record: LedgerRecord): string[] {
+  return [
+    ...record.files.map((file) => claimKey(file.path, file.version)),
+    ...record.skills.map((skill) => claimKey(skill.path, skill.version)),
+  ];
+}
+
+function hasVisibleText(plan: DeliveryPlan): boolean {
+  const r = plan.record;
+  return plan.files.length + plan.skills.length + r.retracted.length + r.retractedSkills.length + r.skipped.length > 0;
+}
+
+function activates(toolName: string, isError: boolean): boolean {
+  return toolName === "edit" || toolName === "write" || !isError;
+}
+
+function isTruncated(details: unknown): boolean {
+  if (typeof details !== "object" || details === null) return false;
+  const truncation = (details as { truncation?: { truncated?: unknown } }).truncation;
+  return truncation?.truncated === true;
+}
+
+/** One view per scope, parent first; a later view of the same scope is the fresher one. */
+export function mergeViews(views: DirectoryView[]): DirectoryView[] {
+  const byScope = new Map<string, DirectoryView>();
+  for (const view of views) byScope.set(view.scope, view);
+  return [...byScope.values()].sort((a, b) => depthOf(a.scope) - depthOf(b.scope) || a.scope.localeCompare(b.scope));
+}
+
+function depthOf(scope: string): number {
+  return scope.split("/").length;
+}
+
+function withRecord(details: unknown, record: LedgerRecord): Record<string, unknown> {
+  const base = typeof details === "object" && details !== null && !Array.isArray(details) ? (details as Record<string, unknown>) : {};
+  return { ...base, [DETAILS_KEY]: record };
+}
+
+function recordOfEntry(entry: unknown): LedgerRecord | undefined {
+  if (typeof entry !== "object" || entry === null) return undefined;
+  const e = entry as { type?: unknown; message?: { role?: unknown; details?: unknown } };
+  if (e.type !== "message" || e.message?.role !== "toolResult") return undefined;
+  return readRecord(e.message.details);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pi adapter.
+
+function contextEntries(ctx: ExtensionContext): unknown[] {
+  const manager = ctx.sessionManager as { buildContextEntries?: () => unknown[]; getBranch: () => unknown[] };
+  return typeof manager.buildContextEntries === "function" ? manager.buildContextEntries() : manager.getBranch();
+}
+
+/** One fixed line per refused file, for the user; never contents, absolute paths or exceptions. */
+export function warningText(rejection: { path: string; reason: Reason }): string {
+  return `pi-lazy-agents: skipped ${rejection.path}: ${REASONS[rejection.reason]}`;
+}
+
+export interface CreateOptions {
+  fs?: FileSystem;
+  /** Receives the engine, so tests can read its state. */
+  onEngine?: (engine: LazyAgents) => void;
+}
+
+export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI) => void {
+  return (pi: ExtensionAPI) => {
+    const engine = new LazyAgents(create.fs ?? nodeFileSystem);
+    create.onEngine?.(engine);
+
+    const rebuild = (ctx: ExtensionContext): void => {
+      try {
+        engine.bind(ctx.cwd);
+        engine.rebuildLedger(contextEntries(ctx));
+      } catch {
+        // A session we cannot read leaves the ledger empty: at worst a file is sent again.
+        engine.ledger.clear();
+      }
+    };
+
+    const warn = (ctx: ExtensionContext, plan: DeliveryPlan): void => {
+      if (!ctx.hasUI) return;
+      for (const rejection of plan.record.skipped) ctx.ui.notify(warningText(rejection), "warning");
+    };
+
+    pi.on("session_start", (_event, ctx) => rebuild(ctx));
+    pi.on("session_tree", (_event, ctx) => rebuild(ctx));
+    pi.on("session_compact", (_event, ctx) => rebuild(ctx));
+
+    pi.on("tool_call", (event, ctx) => {
+      try {
+        engine.onToolCall(event, ctx.cwd, ctx.isProjectTrusted());
+      } catch {
+        // Never block a tool: a failed discovery only means nothing is appended.
+      }
+      return undefined;
+    });
+
+    pi.on("tool_result", (event, ctx) => {
+      try {
+        const outcome = engine.onToolResult(event);
+        if (!outcome) return undefined;
+        warn(ctx, outcome.plan);
+        return outcome.patch;
+      } catch {
+        return undefined;
+      }
+    });
+
+    pi.on("tool_execution_end", (event) => {
+      engine.onExecutionEnd(event.toolCallId);
+    });
+  };
+}
+
+export default createLazyAgents();

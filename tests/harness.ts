@@ -1,0 +1,395 @@
+// Test harness: temporary trees, Pi's real extension runner, and whole Pi sessions driven by the
+// scripted faux provider. Nothing here re-implements the extension's hooks.
+
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import {
+  createAgentSession,
+  createCodemodeExtension,
+  createEditTool,
+  createExtensionRuntime,
+  createFindTool,
+  createGrepTool,
+  createLsTool,
+  createReadTool,
+  createWriteTool,
+  DefaultResourceLoader,
+  discoverAndLoadExtensions,
+  ExtensionRunner,
+  ModelRegistry,
+  ModelRuntime,
+  SessionManager,
+  SettingsManager,
+  type AgentSession,
+  type ExtensionFactory,
+  type ExtensionUIContext,
+  type LoadExtensionsResult,
+} from "@earendil-works/pi-coding-agent";
+import {
+  fauxAssistantMessage,
+  fauxProvider,
+  fauxToolCall,
+  InMemoryCredentialStore,
+  type AssistantMessage,
+  type FauxResponseStep,
+} from "@earendil-works/pi-ai";
+import { REMINDER_OPEN } from "../index.ts";
+
+export const EXTENSION_PATH = resolve(import.meta.dirname, "..", "index.ts");
+
+// ---------------------------------------------------------------------------------------------
+// Trees.
+
+export type TreeSpec = Record<string, string | Uint8Array | { link: string }>;
+
+export interface Tree {
+  /** Temporary root; cwd is `root/repo` so that siblings outside cwd can be made. */
+  root: string;
+  cwd: string;
+  agentDir: string;
+  write(path: string, content: string | Uint8Array): void;
+  link(path: string, target: string): void;
+  abs(path: string): string;
+}
+
+export function makeTree(spec: TreeSpec = {}): Tree {
+  const root = realpathSync(mkdtempSync(join(tmpdir(), "lazy-agents-")));
+  const cwd = join(root, "repo");
+  const agentDir = join(root, "agent");
+  mkdirSync(cwd, { recursive: true });
+  mkdirSync(agentDir, { recursive: true });
+  const abs = (path: string) => resolve(cwd, path);
+  const write = (path: string, content: string | Uint8Array) => {
+    mkdirSync(dirname(abs(path)), { recursive: true });
+    writeFileSync(abs(path), content);
+  };
+  const link = (path: string, target: string) => {
+    mkdirSync(dirname(abs(path)), { recursive: true });
+    symlinkSync(target, abs(path));
+  };
+  for (const [path, content] of Object.entries(spec)) {
+    if (typeof content === "object" && "link" in content) link(path, content.link);
+    else write(path, content);
+  }
+  return { root, cwd, agentDir, write, link, abs };
+}
+
+/** Runs `fn` on a fresh tree and always removes it. */
+export async function withTree<T>(spec: TreeSpec, fn: (tree: Tree) => Promise<T> | T): Promise<T> {
+  const tree = makeTree(spec);
+  try {
+    return await fn(tree);
+  } finally {
+    rmSync(tree.root, { recursive: true, force: true });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The real extension runner, as `pi -e ./index.ts` loads it.
+
+export interface RunnerHarness {
+  runner: ExtensionRunner;
+  sessionManager: SessionManager;
+  notifications: string[];
+  statuses: Map<string, string | undefined>;
+  /** Runs one tool call through tool_call, the real tool, tool_result and tool_execution_end. */
+  call(toolName: string, input: Record<string, unknown>, options?: CallOptions): Promise<CallResult>;
+  emitSessionStart(reason?: "startup" | "reload" | "new" | "resume" | "fork"): Promise<void>;
+}
+
+export interface CallOptions {
+  id?: string;
+  parentToolCallId?: string;
+}
+
+export interface CallResult {
+  blocked: boolean;
+  reason?: string;
+  content: Array<{ type: string; text?: string }>;
+  details: unknown;
+  isError: boolean;
+  /** The tool's own content, before any tool_result handler ran. */
+  original: Array<{ type: string; text?: string }>;
+}
+
+export interface RunnerOptions {
+  trusted?: boolean;
+  hasUI?: boolean;
+  settings?: Record<string, unknown>;
+  /** Load these factories (the extension built with a test seam) instead of index.ts from disk. */
+  factories?: ExtensionFactory[];
+  flags?: Record<string, boolean | string>;
+}
+
+let callCounter = 0;
+
+export async function loadRunner(tree: Tree, options: RunnerOptions = {}): Promise<RunnerHarness> {
+  const loaded = await loadExtensions(tree, options.factories);
+  if (loaded.errors.length > 0) throw new Error(`extension errors: ${JSON.stringify(loaded.errors)}`);
+  const modelRuntime = await ModelRuntime.create({
+    credentials: new InMemoryCredentialStore(),
+    modelsPath: null,
+    refreshOnCreate: false,
+    allowModelNetwork: false,
+  });
+  const sessionManager = SessionManager.inMemory(tree.cwd);
+  const runner = new ExtensionRunner(loaded.extensions, loaded.runtime, tree.cwd, sessionManager, new ModelRegistry(modelRuntime));
+  const settings = options.settings ?? {};
+  runner.bindCore(
+    {
+      sendMessage: () => {},
+      sendUserMessage: () => {},
+      appendEntry: () => {},
+      setSessionName: () => {},
+      getSessionName: () => undefined,
+      setLabel: () => {},
+      getActiveTools: () => ["read", "edit", "write"],
+      getAllTools: () => [],
+      getSettings: () => structuredClone(settings) as never,
+      setActiveTools: () => {},
+      refreshTools: () => {},
+      getCommands: () => [],
+      setModel: async () => false,
+      getThinkingLevel: () => "off",
+      setThinkingLevel: () => {},
+    },
+    {
+      getModel: () => undefined,
+      getScopedModels: () => [],
+      isIdle: () => true,
+      isProjectTrusted: () => options.trusted ?? true,
+      getSignal: () => undefined,
+      abort: () => {},
+      hasPendingMessages: () => false,
+      shutdown: () => {},
+      getContextUsage: () => undefined,
+      compact: () => {},
+      getSystemPrompt: () => "",
+    },
+  );
+  for (const [name, value] of Object.entries(options.flags ?? {})) runner.setFlagValue(name, value);
+  const notifications: string[] = [];
+  const statuses = new Map<string, string | undefined>();
+  if (options.hasUI) runner.setUIContext(recordingUI(notifications, statuses), "rpc");
+
+  const tools = {
+    read: createReadTool(tree.cwd),
+    edit: createEditTool(tree.cwd),
+    write: createWriteTool(tree.cwd),
+    ls: createLsTool(tree.cwd),
+    grep: createGrepTool(tree.cwd),
+    find: createFindTool(tree.cwd),
+  } as Record<string, { execute: (...args: unknown[]) => Promise<{ content: CallResult["content"]; details: unknown }> }>;
+
+  const call = async (toolName: string, input: Record<string, unknown>, callOptions: CallOptions = {}): Promise<CallResult> => {
+    const toolCallId = callOptions.id ?? `call-${++callCounter}`;
+    const parent = callOptions.parentToolCallId ? { parentToolCallId: callOptions.parentToolCallId } : {};
+    const gate = await runner.emitToolCall({ type: "tool_call", toolName, toolCallId, input, ...parent } as never);
+    if (gate?.block) {
+      await runner.emit({ type: "tool_execution_end", toolCallId, toolName, result: {}, isError: true, ...parent } as never);
+      return { blocked: true, reason: gate.reason, content: [], details: undefined, isError: true, original: [] };
+    }
+    let content: CallResult["content"];
+    let details: unknown;
+    let isError = false;
+    try {
+      const tool = tools[toolName];
+      if (!tool) throw new Error(`no tool ${toolName}`);
+      const result = await tool.execute(toolCallId, input, undefined, undefined);
+      content = result.content;
+      details = result.details;
+    } catch (error) {
+      content = [{ type: "text", text: error instanceof Error ? error.message : String(error) }];
+      details = {};
+      isError = true;
+    }
+    const original = structuredClone(content);
+    const patched = await runner.emitToolResult({
+      type: "tool_result",
+      toolName,
+      toolCallId,
+      input,
+      content,
+      details,
+      isError,
+      ...parent,
+    } as never);
+    const final = {
+      blocked: false,
+      content: (patched?.content ?? content) as CallResult["content"],
+      details: patched?.details ?? details,
+      isError: patched?.isError ?? isError,
+      original,
+    };
+    await runner.emit({ type: "tool_execution_end", toolCallId, toolName, result: final, isError: final.isError, ...parent } as never);
+    return final;
+  };
+
+  const emitSessionStart = async (reason: "startup" | "reload" | "new" | "resume" | "fork" = "startup") => {
+    await runner.emit({ type: "session_start", reason } as never);
+  };
+  await emitSessionStart();
+  return { runner, sessionManager, notifications, statuses, call, emitSessionStart };
+}
+
+async function loadExtensions(tree: Tree, factories?: ExtensionFactory[]): Promise<LoadExtensionsResult> {
+  if (!factories) return discoverAndLoadExtensions([EXTENSION_PATH], tree.cwd, tree.agentDir);
+  const loader = new DefaultResourceLoader({
+    cwd: tree.cwd,
+    agentDir: tree.agentDir,
+    settingsManager: SettingsManager.inMemory({}, { projectTrusted: true }),
+    extensionFactories: factories,
+    noSkills: true,
+    noPromptTemplates: true,
+    noThemes: true,
+    noContextFiles: true,
+  });
+  await loader.reload();
+  return loader.getExtensions();
+}
+
+function recordingUI(notifications: string[], statuses: Map<string, string | undefined>): ExtensionUIContext {
+  const ui = {
+    notify: (message: string) => notifications.push(message),
+    setStatus: (key: string, value: string | undefined) => statuses.set(key, value),
+  };
+  return new Proxy(ui, {
+    get: (target, property) => (property in target ? target[property as keyof typeof target] : () => undefined),
+  }) as unknown as ExtensionUIContext;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Whole sessions with the scripted model.
+
+export interface SessionHarness {
+  session: AgentSession;
+  sessionManager: SessionManager;
+  /** Serialized messages of every provider request, in order. */
+  requests: string[];
+  /** Raw message arrays of every provider request. */
+  requestMessages: unknown[][];
+  faux: ReturnType<typeof fauxProvider>;
+  dispose(): void;
+}
+
+export interface SessionOptions {
+  trusted?: boolean;
+  codemode?: boolean;
+  /** Open this session file instead of creating a new one (as `pi --continue` does). */
+  sessionFile?: string;
+  sessionDir?: string;
+  settings?: Record<string, unknown>;
+  extensionPaths?: string[];
+  factories?: ExtensionFactory[];
+  tools?: string[];
+}
+
+export async function startSession(tree: Tree, steps: FauxResponseStep[], options: SessionOptions = {}): Promise<SessionHarness> {
+  const faux = fauxProvider({ tokensPerSecond: 1_000_000 });
+  const requests: string[] = [];
+  const requestMessages: unknown[][] = [];
+  faux.setResponses(steps.map((step) => recordStep(step, requests, requestMessages)));
+  const modelRuntime = await ModelRuntime.create({
+    credentials: new InMemoryCredentialStore(),
+    modelsPath: null,
+    refreshOnCreate: false,
+    allowModelNetwork: false,
+  });
+  modelRuntime.registerNativeProvider(faux.provider);
+  const settingsManager = SettingsManager.inMemory(
+    { compaction: { enabled: false }, retry: { enabled: false }, ...options.settings } as never,
+    { projectTrusted: options.trusted ?? true },
+  );
+  const factories: ExtensionFactory[] = [...(options.factories ?? [])];
+  if (options.codemode) factories.push(createCodemodeExtension());
+  const loader = new DefaultResourceLoader({
+    cwd: tree.cwd,
+    agentDir: tree.agentDir,
+    settingsManager,
+    additionalExtensionPaths: options.factories ? (options.extensionPaths ?? []) : [EXTENSION_PATH, ...(options.extensionPaths ?? [])],
+    extensionFactories: factories,
+    noPromptTemplates: true,
+    noThemes: true,
+  });
+  await loader.reload();
+  const errors = loader.getExtensions().errors;
+  if (errors.length > 0) throw new Error(`extension errors: ${JSON.stringify(errors)}`);
+  const sessionDir = options.sessionDir ?? join(tree.root, "sessions");
+  const sessionManager = options.sessionFile
+    ? SessionManager.open(options.sessionFile, sessionDir)
+    : SessionManager.create(tree.cwd, sessionDir);
+  const tools = options.tools ?? ["read", "edit", "write", ...(options.codemode ? ["codemode"] : [])];
+  const { session } = await createAgentSession({
+    cwd: tree.cwd,
+    agentDir: tree.agentDir,
+    modelRuntime,
+    model: faux.getModel(),
+    thinkingLevel: "off",
+    resourceLoader: loader,
+    sessionManager,
+    settingsManager,
+    tools,
+  });
+  await session.bindExtensions({});
+  return { session, sessionManager, requests, requestMessages, faux, dispose: () => session.dispose() };
+}
+
+function recordStep(step: FauxResponseStep, requests: string[], requestMessages: unknown[][]): FauxResponseStep {
+  return (context, options, state, model) => {
+    requests.push(JSON.stringify(context.messages));
+    requestMessages.push(structuredClone(context.messages) as unknown[]);
+    return typeof step === "function" ? step(context, options, state, model) : step;
+  };
+}
+
+/** An assistant turn that calls the given tools in parallel. */
+export function toolTurn(...calls: Array<[string, Record<string, unknown>]>): AssistantMessage {
+  return fauxAssistantMessage(
+    calls.map(([name, args]) => fauxToolCall(name, args)),
+    { stopReason: "toolUse" },
+  );
+}
+
+export function finalTurn(text = "done"): AssistantMessage {
+  return fauxAssistantMessage(text);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Assertions on what reached the model.
+
+export function textOf(content: Array<{ type: string; text?: string }>): string {
+  return content.map((block) => (block.type === "text" ? (block.text ?? "") : `[${block.type}]`)).join("\n");
+}
+
+export function reminderOf(content: Array<{ type: string; text?: string }>): string | undefined {
+  const last = content.at(-1);
+  return last?.type === "text" && last.text?.startsWith(REMINDER_OPEN) ? last.text : undefined;
+}
+
+export function countOccurrences(haystack: string, needle: string): number {
+  let count = 0;
+  for (let index = haystack.indexOf(needle); index !== -1; index = haystack.indexOf(needle, index + needle.length)) count++;
+  return count;
+}
+
+/** True when every request's messages start with the previous request's messages, byte for byte. */
+export function prefixBreaks(requestMessages: unknown[][]): number[] {
+  const breaks: number[] = [];
+  for (let index = 1; index < requestMessages.length; index++) {
+    const previous = requestMessages[index - 1]!;
+    const current = requestMessages[index]!;
+    const extends_ =
+      current.length >= previous.length && previous.every((message, i) => JSON.stringify(message) === JSON.stringify(current[i]));
+    if (!extends_) breaks.push(index);
+  }
+  return breaks;
+}
+
+/** Persisted tool results of a session file, in file order. */
+export function persistedToolResults(sessionManager: SessionManager): Array<{ toolName: string; content: CallResult["content"]; details: unknown; isError: boolean }> {
+  return sessionManager
+    .getEntries()
+    .filter((entry) => entry.type === "message" && entry.message.role === "toolResult")
+    .map((entry) => (entry as { message: { toolName: string; content: CallResult["content"]; details: unknown; isError: boolean } }).message);
+}
