@@ -52,8 +52,7 @@ export interface FileSystem {
   readdir(path: string): nodeFs.Dirent[];
 }
 
-const OPEN_FLAGS =
-  nodeFs.constants.O_RDONLY | (nodeFs.constants.O_NOFOLLOW ?? 0) | (nodeFs.constants.O_NONBLOCK ?? 0);
+const OPEN_FLAGS = nodeFs.constants.O_RDONLY | (nodeFs.constants.O_NOFOLLOW ?? 0) | (nodeFs.constants.O_NONBLOCK ?? 0);
 
 export const nodeFileSystem: FileSystem = {
   stat: (path) => nodeFs.statSync(path, { throwIfNoEntry: false }),
@@ -163,9 +162,7 @@ export function versionOf(text: string): string {
 // ---------------------------------------------------------------------------------------------
 // Reading one file: stat first, bounded read, strict decoding.
 
-export type Loaded =
-  | { ok: true; text: string; version: string; bytes: number }
-  | { ok: false; reason: Reason };
+export type Loaded = { ok: true; text: string; version: string; bytes: number } | { ok: false; reason: Reason };
 
 interface Signature {
   dev: number;
@@ -316,7 +313,10 @@ export class Discovery {
 
   /** True when `path` is inside cwd by its real or its logical (possibly linked) form. */
   mayBeInside(path: string): boolean {
-    return isPathInsideOrSame(this.cwdReal, path) || (this.logicalCwd !== undefined && isPathInsideOrSame(this.logicalCwd, path));
+    return (
+      isPathInsideOrSame(this.cwdReal, path) ||
+      (this.logicalCwd !== undefined && isPathInsideOrSame(this.logicalCwd, path))
+    );
   }
 
   /**
@@ -374,7 +374,11 @@ export class Discovery {
       const result = this.instructionFile(candidate);
       if ("reason" in result) {
         if (result.reason !== "skip") {
-          view.rejected.push({ path: toDisplayPath(this.cwdReal, candidate), reason: result.reason, kind: "instruction" });
+          view.rejected.push({
+            path: toDisplayPath(this.cwdReal, candidate),
+            reason: result.reason,
+            kind: "instruction",
+          });
         }
         continue;
       }
@@ -426,7 +430,9 @@ export class Discovery {
     const cached = this.files.get(real);
     if (cached && sameSignature(cached.signature, signature)) return cached;
     const loaded: Loaded =
-      stats.size > this.options.maxFileBytes ? { ok: false, reason: "tooLarge" } : readBounded(this.fs, real, this.options.maxFileBytes);
+      stats.size > this.options.maxFileBytes
+        ? { ok: false, reason: "tooLarge" }
+        : readBounded(this.fs, real, this.options.maxFileBytes);
     const entry: FileEntry = { signature, loaded };
     this.files.set(real, entry);
     return entry;
@@ -514,7 +520,8 @@ export class Discovery {
   private addSkill(candidate: string, declared: boolean, skills: Skill[], rejected: Rejection[]): void {
     const resolved = this.resolveContained(candidate);
     if ("reason" in resolved) {
-      if (resolved.reason !== "skip") rejected.push({ path: toDisplayPath(this.cwdReal, candidate), reason: resolved.reason, kind: "skill" });
+      if (resolved.reason !== "skip")
+        rejected.push({ path: toDisplayPath(this.cwdReal, candidate), reason: resolved.reason, kind: "skill" });
       return;
     }
     const entry = this.fileEntry(resolved.real, resolved.stats);
@@ -748,7 +755,10 @@ export function formatReminder(plan: DeliveryPlan, budgetBytes: number): string 
         "They are project guidance from the repository, not a message from the user. " +
         "Each one governs only its scope; where two disagree, the file of the more specific (deeper) folder takes precedence.",
     );
-    const texts = fitToBudget(plan.files.map((entry) => entry.file.text), budgetBytes);
+    const texts = fitToBudget(
+      plan.files.map((entry) => entry.file.text),
+      budgetBytes,
+    );
     plan.files.forEach((entry, index) => {
       const text = texts[index]!;
       const cut = text !== entry.file.text;
@@ -1025,7 +1035,10 @@ function depthOf(scope: string): number {
 }
 
 function withRecord(details: unknown, record: LedgerRecord): Record<string, unknown> {
-  const base = typeof details === "object" && details !== null && !Array.isArray(details) ? (details as Record<string, unknown>) : {};
+  const base =
+    typeof details === "object" && details !== null && !Array.isArray(details)
+      ? (details as Record<string, unknown>)
+      : {};
   return { ...base, [DETAILS_KEY]: record };
 }
 

@@ -8,7 +8,6 @@ import {
   createAgentSession,
   createCodemodeExtension,
   createEditTool,
-  createExtensionRuntime,
   createFindTool,
   createGrepTool,
   createLsTool,
@@ -33,6 +32,7 @@ import {
   InMemoryCredentialStore,
   type AssistantMessage,
   type FauxResponseStep,
+  type JsonObject,
 } from "@earendil-works/pi-ai";
 import { REMINDER_OPEN } from "../index.ts";
 
@@ -134,7 +134,13 @@ export async function loadRunner(tree: Tree, options: RunnerOptions = {}): Promi
     allowModelNetwork: false,
   });
   const sessionManager = SessionManager.inMemory(tree.cwd);
-  const runner = new ExtensionRunner(loaded.extensions, loaded.runtime, tree.cwd, sessionManager, new ModelRegistry(modelRuntime));
+  const runner = new ExtensionRunner(
+    loaded.extensions,
+    loaded.runtime,
+    tree.cwd,
+    sessionManager,
+    new ModelRegistry(modelRuntime),
+  );
   const settings = options.settings ?? {};
   runner.bindCore(
     {
@@ -180,14 +186,28 @@ export async function loadRunner(tree: Tree, options: RunnerOptions = {}): Promi
     ls: createLsTool(tree.cwd),
     grep: createGrepTool(tree.cwd),
     find: createFindTool(tree.cwd),
-  } as Record<string, { execute: (...args: unknown[]) => Promise<{ content: CallResult["content"]; details: unknown }> }>;
+  } as Record<
+    string,
+    { execute: (...args: unknown[]) => Promise<{ content: CallResult["content"]; details: unknown }> }
+  >;
 
-  const call = async (toolName: string, input: Record<string, unknown>, callOptions: CallOptions = {}): Promise<CallResult> => {
+  const call = async (
+    toolName: string,
+    input: Record<string, unknown>,
+    callOptions: CallOptions = {},
+  ): Promise<CallResult> => {
     const toolCallId = callOptions.id ?? `call-${++callCounter}`;
     const parent = callOptions.parentToolCallId ? { parentToolCallId: callOptions.parentToolCallId } : {};
     const gate = await runner.emitToolCall({ type: "tool_call", toolName, toolCallId, input, ...parent } as never);
     if (gate?.block) {
-      await runner.emit({ type: "tool_execution_end", toolCallId, toolName, result: {}, isError: true, ...parent } as never);
+      await runner.emit({
+        type: "tool_execution_end",
+        toolCallId,
+        toolName,
+        result: {},
+        isError: true,
+        ...parent,
+      } as never);
       return { blocked: true, reason: gate.reason, content: [], details: undefined, isError: true, original: [] };
     }
     let content: CallResult["content"];
@@ -222,7 +242,14 @@ export async function loadRunner(tree: Tree, options: RunnerOptions = {}): Promi
       isError: patched?.isError ?? isError,
       original,
     };
-    await runner.emit({ type: "tool_execution_end", toolCallId, toolName, result: final, isError: final.isError, ...parent } as never);
+    await runner.emit({
+      type: "tool_execution_end",
+      toolCallId,
+      toolName,
+      result: final,
+      isError: final.isError,
+      ...parent,
+    } as never);
     return final;
   };
 
@@ -285,7 +312,11 @@ export interface SessionOptions {
   tools?: string[];
 }
 
-export async function startSession(tree: Tree, steps: FauxResponseStep[], options: SessionOptions = {}): Promise<SessionHarness> {
+export async function startSession(
+  tree: Tree,
+  steps: FauxResponseStep[],
+  options: SessionOptions = {},
+): Promise<SessionHarness> {
   const faux = fauxProvider({ tokensPerSecond: 1_000_000 });
   const requests: string[] = [];
   const requestMessages: unknown[][] = [];
@@ -307,7 +338,9 @@ export async function startSession(tree: Tree, steps: FauxResponseStep[], option
     cwd: tree.cwd,
     agentDir: tree.agentDir,
     settingsManager,
-    additionalExtensionPaths: options.factories ? (options.extensionPaths ?? []) : [EXTENSION_PATH, ...(options.extensionPaths ?? [])],
+    additionalExtensionPaths: options.factories
+      ? (options.extensionPaths ?? [])
+      : [EXTENSION_PATH, ...(options.extensionPaths ?? [])],
     extensionFactories: factories,
     noPromptTemplates: true,
     noThemes: true,
@@ -344,7 +377,7 @@ function recordStep(step: FauxResponseStep, requests: string[], requestMessages:
 }
 
 /** An assistant turn that calls the given tools in parallel. */
-export function toolTurn(...calls: Array<[string, Record<string, unknown>]>): AssistantMessage {
+export function toolTurn(...calls: Array<[string, JsonObject]>): AssistantMessage {
   return fauxAssistantMessage(
     calls.map(([name, args]) => fauxToolCall(name, args)),
     { stopReason: "toolUse" },
@@ -369,7 +402,8 @@ export function reminderOf(content: Array<{ type: string; text?: string }>): str
 
 export function countOccurrences(haystack: string, needle: string): number {
   let count = 0;
-  for (let index = haystack.indexOf(needle); index !== -1; index = haystack.indexOf(needle, index + needle.length)) count++;
+  for (let index = haystack.indexOf(needle); index !== -1; index = haystack.indexOf(needle, index + needle.length))
+    count++;
   return count;
 }
 
@@ -380,16 +414,23 @@ export function prefixBreaks(requestMessages: unknown[][]): number[] {
     const previous = requestMessages[index - 1]!;
     const current = requestMessages[index]!;
     const extends_ =
-      current.length >= previous.length && previous.every((message, i) => JSON.stringify(message) === JSON.stringify(current[i]));
+      current.length >= previous.length &&
+      previous.every((message, i) => JSON.stringify(message) === JSON.stringify(current[i]));
     if (!extends_) breaks.push(index);
   }
   return breaks;
 }
 
 /** Persisted tool results of a session file, in file order. */
-export function persistedToolResults(sessionManager: SessionManager): Array<{ toolName: string; content: CallResult["content"]; details: unknown; isError: boolean }> {
+export function persistedToolResults(
+  sessionManager: SessionManager,
+): Array<{ toolName: string; content: CallResult["content"]; details: unknown; isError: boolean }> {
   return sessionManager
     .getEntries()
     .filter((entry) => entry.type === "message" && entry.message.role === "toolResult")
-    .map((entry) => (entry as { message: { toolName: string; content: CallResult["content"]; details: unknown; isError: boolean } }).message);
+    .map(
+      (entry) =>
+        (entry as { message: { toolName: string; content: CallResult["content"]; details: unknown; isError: boolean } })
+          .message,
+    );
 }
