@@ -1105,7 +1105,11 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
       try {
         const outcome = engine.onToolResult(event);
         if (!outcome) return undefined;
-        warn(ctx, outcome.plan);
+        try {
+          warn(ctx, outcome.plan);
+        } catch {
+          // A UI that fails must not cost the model its reminder.
+        }
         return outcome.patch;
       } catch {
         return undefined;
