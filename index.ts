@@ -869,12 +869,7 @@ export class LazyAgents {
     return this.discovery;
   }
 
-  rebuildLedger(entries: Iterable<unknown>): void {
-    const records: LedgerRecord[] = [];
-    for (const entry of entries) {
-      const record = recordOfEntry(entry);
-      if (record) records.push(record);
-    }
+  rebuildLedger(records: Iterable<LedgerRecord>): void {
     this.ledger.rebuild(records);
   }
 
@@ -968,7 +963,7 @@ export class LazyAgents {
     for (const key of keys) this.claims.add(key);
     try {
       const patch: ToolResultEventResult = { details: withRecord(event.details, plan.record) };
-      if (hasVisibleText(plan)) {
+      if (recordShowsText(plan.record)) {
         patch.content = [...event.content, { type: "text", text: formatReminder(plan, this.options.budgetBytes) }];
         if (event.structuredContent !== undefined) patch.structuredContent = event.structuredContent;
       }
@@ -1008,9 +1003,10 @@ function claimKeys(record: LedgerRecord): string[] {
   ];
 }
 
-function hasVisibleText(plan: DeliveryPlan): boolean {
-  const r = plan.record;
-  return plan.files.length + plan.skills.length + r.retracted.length + r.retractedSkills.length + r.skipped.length > 0;
+/** Whether a delivery puts text in front of the model (a read of the file itself puts none). */
+function recordShowsText(r: LedgerRecord): boolean {
+  const appended = r.files.some((file) => file.via === "reminder");
+  return appended || r.skills.length + r.retracted.length + r.retractedSkills.length + r.skipped.length > 0;
 }
 
 function activates(toolName: string, isError: boolean): boolean {
@@ -1052,9 +1048,42 @@ function recordOfEntry(entry: unknown): LedgerRecord | undefined {
 // ---------------------------------------------------------------------------------------------
 // Pi adapter.
 
-function contextEntries(ctx: ExtensionContext): unknown[] {
-  const manager = ctx.sessionManager as { buildContextEntries?: () => unknown[]; getBranch: () => unknown[] };
-  return typeof manager.buildContextEntries === "function" ? manager.buildContextEntries() : manager.getBranch();
+interface SessionView {
+  buildSessionProjection?: () => { entries: Array<{ sourceEntry: unknown; messages: unknown[] }> };
+  buildContextEntries?: () => unknown[];
+  getBranch: () => unknown[];
+}
+
+/**
+ * The ledger records of the entries the model still sees: the active branch with compaction and
+ * context edits applied. A record whose reminder an edit removed no longer counts.
+ */
+export function recordsInContext(sessionManager: SessionView): LedgerRecord[] {
+  if (typeof sessionManager.buildSessionProjection === "function") {
+    const records: LedgerRecord[] = [];
+    for (const projected of sessionManager.buildSessionProjection().entries) {
+      const record = recordOfEntry(projected.sourceEntry);
+      if (record && projectionShows(projected.messages, record)) records.push(record);
+    }
+    return records;
+  }
+  const entries =
+    typeof sessionManager.buildContextEntries === "function"
+      ? sessionManager.buildContextEntries()
+      : sessionManager.getBranch();
+  return entries.map(recordOfEntry).filter((record): record is LedgerRecord => record !== undefined);
+}
+
+function projectionShows(messages: unknown[], record: LedgerRecord): boolean {
+  if (messages.length === 0) return false;
+  if (!recordShowsText(record)) return true;
+  return messages.some((message) => {
+    const content = (message as { content?: unknown }).content;
+    return (
+      Array.isArray(content) &&
+      content.some((block) => typeof block?.text === "string" && block.text.startsWith(REMINDER_OPEN))
+    );
+  });
 }
 
 /** One fixed line per refused file, for the user; never contents, absolute paths or exceptions. */
@@ -1076,7 +1105,7 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
     const rebuild = (ctx: ExtensionContext): void => {
       try {
         engine.bind(ctx.cwd);
-        engine.rebuildLedger(contextEntries(ctx));
+        engine.rebuildLedger(recordsInContext(ctx.sessionManager));
       } catch {
         // A session we cannot read leaves the ledger empty: at worst a file is sent again.
         engine.ledger.clear();

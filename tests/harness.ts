@@ -6,6 +6,9 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import {
   createAgentSession,
+  createAgentSessionFromServices,
+  createAgentSessionRuntime,
+  createAgentSessionServices,
   createCodemodeExtension,
   createEditTool,
   createFindTool,
@@ -21,6 +24,7 @@ import {
   SessionManager,
   SettingsManager,
   type AgentSession,
+  type AgentSessionRuntime,
   type ExtensionFactory,
   type ExtensionUIContext,
   type LoadExtensionsResult,
@@ -368,12 +372,97 @@ export async function startSession(
   return { session, sessionManager, requests, requestMessages, faux, dispose: () => session.dispose() };
 }
 
+const SUMMARY_STEP = Symbol("summary step");
+
+/** The faux model's answer to a compaction's summary request; not counted as a conversation request. */
+export function summaryTurn(text = "Summary of the earlier work."): FauxResponseStep {
+  return Object.assign(() => fauxAssistantMessage(text), { [SUMMARY_STEP]: true });
+}
+
 function recordStep(step: FauxResponseStep, requests: string[], requestMessages: unknown[][]): FauxResponseStep {
+  if (typeof step === "function" && SUMMARY_STEP in step) return step;
   return (context, options, state, model) => {
     requests.push(JSON.stringify(context.messages));
     requestMessages.push(structuredClone(context.messages) as unknown[]);
     return typeof step === "function" ? step(context, options, state, model) : step;
   };
+}
+
+export interface RuntimeHarness {
+  runtime: AgentSessionRuntime;
+  readonly session: AgentSession;
+  requests: string[];
+  requestMessages: unknown[][];
+  faux: ReturnType<typeof fauxProvider>;
+  /** Queues more scripted turns. */
+  script(steps: FauxResponseStep[]): void;
+  /** Binds extensions of the current session (after creation or a replacement). */
+  bind(): Promise<void>;
+  dispose(): Promise<void>;
+}
+
+/** A session runtime, as the CLI builds it, for /resume, /fork and /new flows. */
+export async function startRuntime(
+  tree: Tree,
+  options: SessionOptions & { sessionManager?: SessionManager } = {},
+): Promise<RuntimeHarness> {
+  const faux = fauxProvider({ tokensPerSecond: 1_000_000 });
+  const requests: string[] = [];
+  const requestMessages: unknown[][] = [];
+  const modelRuntime = await ModelRuntime.create({
+    credentials: new InMemoryCredentialStore(),
+    modelsPath: null,
+    refreshOnCreate: false,
+    allowModelNetwork: false,
+  });
+  modelRuntime.registerNativeProvider(faux.provider);
+  const settings = { compaction: { enabled: false }, retry: { enabled: false }, ...options.settings } as never;
+  const runtime = await createAgentSessionRuntime(
+    async ({ cwd, agentDir, sessionManager, sessionStartEvent }) => {
+      const settingsManager = SettingsManager.inMemory(settings, { projectTrusted: options.trusted ?? true });
+      const services = await createAgentSessionServices({
+        cwd,
+        agentDir,
+        settingsManager,
+        modelRuntime,
+        resourceLoaderOptions: {
+          additionalExtensionPaths: [EXTENSION_PATH, ...(options.extensionPaths ?? [])],
+          extensionFactories: options.factories ?? [],
+          noPromptTemplates: true,
+          noThemes: true,
+        },
+      });
+      const created = await createAgentSessionFromServices({
+        services,
+        sessionManager,
+        sessionStartEvent,
+        model: faux.getModel(),
+        thinkingLevel: "off",
+        tools: options.tools ?? ["read", "edit", "write"],
+      });
+      return { ...created, services, diagnostics: services.diagnostics };
+    },
+    {
+      cwd: tree.cwd,
+      agentDir: tree.agentDir,
+      sessionManager:
+        options.sessionManager ?? SessionManager.create(tree.cwd, options.sessionDir ?? join(tree.root, "sessions")),
+    },
+  );
+  const harness: RuntimeHarness = {
+    runtime,
+    get session() {
+      return runtime.session;
+    },
+    requests,
+    requestMessages,
+    faux,
+    script: (steps) => faux.appendResponses(steps.map((step) => recordStep(step, requests, requestMessages))),
+    bind: () => runtime.session.bindExtensions({}),
+    dispose: () => runtime.dispose(),
+  };
+  await harness.bind();
+  return harness;
 }
 
 /** An assistant turn that calls the given tools in parallel. */

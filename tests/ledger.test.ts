@@ -1,0 +1,268 @@
+// Issue 3: exactly-once delivery across resume, fork, tree navigation and compaction, in real
+// sessions on session files on disk.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync, statSync, unlinkSync, utimesSync, writeFileSync } from "node:fs";
+import { SessionManager } from "@earendil-works/pi-coding-agent";
+import {
+  countOccurrences,
+  finalTurn,
+  persistedToolResults,
+  prefixBreaks,
+  reminderOf,
+  startRuntime,
+  startSession,
+  summaryTurn,
+  textOf,
+  toolTurn,
+  withTree,
+  type Tree,
+} from "./harness.ts";
+
+const files = {
+  "pkg/AGENTS.md": "PKG-RULES",
+  "pkg/a.ts": "a\n",
+  "other/AGENTS.md": "OTHER-RULES",
+  "other/b.ts": "b\n",
+};
+
+const readA = toolTurn(["read", { path: "pkg/a.ts" }]);
+const readB = toolTurn(["read", { path: "other/b.ts" }]);
+
+/** Every reminder text in the current session file, oldest first. */
+function remindersIn(sessionFile: string): string[] {
+  const reminders: string[] = [];
+  for (const line of readFileSync(sessionFile, "utf8").trim().split("\n")) {
+    const entry = JSON.parse(line);
+    if (entry.type !== "message" || entry.message.role !== "toolResult") continue;
+    const reminder = reminderOf(entry.message.content);
+    if (reminder) reminders.push(reminder);
+  }
+  return reminders;
+}
+
+/** Reminder texts the model saw in the last provider request. */
+function remindersInLastRequest(requestMessages: unknown[][]): string[] {
+  const last = requestMessages.at(-1) ?? [];
+  return last
+    .filter((m) => (m as { role: string }).role === "toolResult")
+    .map((m) => reminderOf((m as { content: Array<{ type: string; text?: string }> }).content))
+    .filter((r): r is string => r !== undefined);
+}
+
+async function firstSession(tree: Tree) {
+  const h = await startSession(tree, [readA, finalTurn()]);
+  await h.session.prompt("first");
+  const file = h.sessionManager.getSessionFile()!;
+  h.dispose();
+  return file;
+}
+
+test("regression: a second runtime on the same session file (pi --continue) does not re-send what the model holds", () =>
+  withTree(files, async (tree) => {
+    const file = await firstSession(tree);
+    const h = await startSession(tree, [readA, readB, finalTurn()], { sessionFile: file });
+    try {
+      await h.session.prompt("second");
+      const reminders = remindersIn(file);
+      assert.equal(reminders.filter((r) => r.includes("PKG-RULES")).length, 1);
+      assert.equal(reminders.filter((r) => r.includes("OTHER-RULES")).length, 1);
+      assert.deepEqual(prefixBreaks(h.requestMessages), []);
+    } finally {
+      h.dispose();
+    }
+  }));
+
+test("regression: /resume (switchSession) rebuilds the ledger from the resumed session", () =>
+  withTree(files, async (tree) => {
+    const h = await startRuntime(tree);
+    try {
+      h.script([readA, finalTurn()]);
+      await h.session.prompt("first");
+      const first = h.session.sessionFile!;
+      await h.runtime.newSession();
+      await h.bind();
+      h.script([readA, finalTurn()]);
+      await h.session.prompt("in a new session the model lacks the file");
+      assert.equal(remindersIn(h.session.sessionFile!).length, 1, "the new session gets its own copy");
+      await h.runtime.switchSession(first);
+      await h.bind();
+      h.script([readA, finalTurn()]);
+      await h.session.prompt("back in the first session");
+      assert.equal(remindersIn(first).length, 1, "the resumed session still holds it");
+    } finally {
+      await h.dispose();
+    }
+  }));
+
+test("regression: a fork keeps what its copied branch delivered and re-sends nothing", () =>
+  withTree(files, async (tree) => {
+    const h = await startRuntime(tree);
+    try {
+      h.script([readA, finalTurn(), readB, finalTurn()]);
+      await h.session.prompt("first");
+      await h.session.prompt("second");
+      const userEntries = h.session.sessionManager
+        .getEntries()
+        .filter((e) => e.type === "message" && e.message.role === "user");
+      // Fork before the second prompt: the fork holds the PKG delivery but not the OTHER one.
+      await h.runtime.fork(userEntries[1]!.id);
+      await h.bind();
+      h.script([readA, readB, finalTurn()]);
+      await h.session.prompt("on the fork");
+      const reminders = remindersIn(h.session.sessionFile!);
+      assert.equal(reminders.filter((r) => r.includes("PKG-RULES")).length, 1, "PKG was on the copied branch");
+      assert.equal(reminders.filter((r) => r.includes("OTHER-RULES")).length, 1, "OTHER is sent once on the fork");
+    } finally {
+      await h.dispose();
+    }
+  }));
+
+test("regression: /tree navigation to a branch that never saw the reminder sends it there", () =>
+  withTree(files, async (tree) => {
+    const h = await startRuntime(tree);
+    try {
+      h.script([finalTurn("hello"), readA, finalTurn()]);
+      await h.session.prompt("say hello");
+      const afterHello = h.session.sessionManager.getLeafId()!;
+      await h.session.prompt("read a");
+      await h.session.navigateTree(afterHello);
+      h.script([readA, finalTurn()]);
+      await h.session.prompt("read a on the other branch");
+      const visible = remindersInLastRequest(h.requestMessages);
+      assert.equal(visible.filter((r) => r.includes("PKG-RULES")).length, 1, "delivered on the new branch");
+      await h.session.navigateTree(afterHello);
+      h.script([readB, finalTurn()]);
+      await h.session.prompt("third branch");
+      assert.equal(
+        remindersInLastRequest(h.requestMessages).some((r) => r.includes("PKG-RULES")),
+        false,
+      );
+    } finally {
+      await h.dispose();
+    }
+  }));
+
+test("regression: a compaction that drops the carrying result re-sends that file, and only at its next access", () =>
+  withTree({ ...files, "pkg/big.txt": "z".repeat(4000) }, async (tree) => {
+    const h = await startRuntime(tree, { settings: { compaction: { enabled: false, keepRecentTokens: 200 } } });
+    try {
+      h.script([readA, finalTurn(), toolTurn(["read", { path: "pkg/big.txt" }]), finalTurn(), readB, finalTurn()]);
+      await h.session.prompt("first");
+      await h.session.prompt("filler");
+      await h.session.prompt("third");
+      h.script([summaryTurn(), summaryTurn()]);
+      await h.session.compact();
+      const kept = textOf(
+        h.session.sessionManager
+          .buildContextEntries()
+          .flatMap((e) => (e.type === "message" && e.message.role === "toolResult" ? e.message.content : [])) as never,
+      );
+      assert.doesNotMatch(kept, /PKG-RULES/, "the compaction dropped the PKG delivery");
+      assert.match(kept, /OTHER-RULES/, "and kept the OTHER one");
+      h.script([readB, finalTurn(), readA, finalTurn()]);
+      await h.session.prompt("other again");
+      assert.equal(remindersInLastRequest(h.requestMessages).filter((r) => r.includes("OTHER-RULES")).length, 1);
+      assert.equal(
+        remindersInLastRequest(h.requestMessages).some((r) => r.includes("PKG-RULES")),
+        false,
+        "not eager",
+      );
+      await h.session.prompt("pkg again");
+      assert.equal(remindersInLastRequest(h.requestMessages).filter((r) => r.includes("PKG-RULES")).length, 1);
+      const afterCompaction = h.requestMessages.slice(-3);
+      assert.deepEqual(prefixBreaks(afterCompaction), []);
+    } finally {
+      await h.dispose();
+    }
+  }));
+
+test("regression: a compaction that keeps the carrying result re-sends nothing", () =>
+  withTree({ ...files, "filler.txt": "z".repeat(8000) }, async (tree) => {
+    const h = await startRuntime(tree, { settings: { compaction: { enabled: false, keepRecentTokens: 400 } } });
+    try {
+      h.script([toolTurn(["read", { path: "filler.txt" }]), finalTurn(), readA, finalTurn(), finalTurn("more")]);
+      await h.session.prompt("filler first");
+      await h.session.prompt("then pkg");
+      await h.session.prompt("more");
+      h.script([summaryTurn(), summaryTurn()]);
+      await h.session.compact();
+      const kept = JSON.stringify(h.session.sessionManager.buildContextEntries());
+      assert.doesNotMatch(kept, /zzzzzzzz/, "the compaction dropped the filler");
+      assert.match(kept, /PKG-RULES/, "and kept the carrying result");
+      h.script([readA, finalTurn()]);
+      await h.session.prompt("again");
+      assert.equal(remindersIn(h.session.sessionFile!).length, 1);
+    } finally {
+      await h.dispose();
+    }
+  }));
+
+test("regression: touch and a same-size edit with restored mtime in a real session", () =>
+  withTree(files, async (tree) => {
+    const fixed = 1_700_000_000;
+    utimesSync(tree.abs("pkg/AGENTS.md"), fixed, fixed);
+    const h = await startRuntime(tree);
+    try {
+      h.script([readA, finalTurn()]);
+      await h.session.prompt("first");
+      utimesSync(tree.abs("pkg/AGENTS.md"), fixed + 60, fixed + 60);
+      h.script([readA, finalTurn()]);
+      await h.session.prompt("after touch");
+      assert.equal(remindersIn(h.session.sessionFile!).length, 1, "touch re-sends nothing");
+      writeFileSync(tree.abs("pkg/AGENTS.md"), "PKG-RULEZ");
+      utimesSync(tree.abs("pkg/AGENTS.md"), fixed + 60, fixed + 60);
+      assert.equal(statSync(tree.abs("pkg/AGENTS.md")).size, "PKG-RULES".length);
+      h.script([readA, finalTurn()]);
+      await h.session.prompt("after same-size edit");
+      const reminders = remindersIn(h.session.sessionFile!);
+      assert.equal(reminders.length, 2);
+      assert.match(reminders[1]!, /PKG-RULEZ/);
+      assert.match(reminders[1]!, /replaces the one sent earlier/);
+    } finally {
+      await h.dispose();
+    }
+  }));
+
+test("regression: a deletion followed by two accesses retracts exactly once, and survives --continue", () =>
+  withTree(files, async (tree) => {
+    const h = await startRuntime(tree);
+    let file: string;
+    try {
+      h.script([readA, finalTurn()]);
+      await h.session.prompt("first");
+      unlinkSync(tree.abs("pkg/AGENTS.md"));
+      h.script([readA, finalTurn(), readA, finalTurn()]);
+      await h.session.prompt("second");
+      await h.session.prompt("third");
+      file = h.session.sessionFile!;
+      const reminders = remindersIn(file);
+      assert.equal(reminders.length, 2);
+      assert.match(reminders[1]!, /pkg\/AGENTS.md no longer applies/);
+    } finally {
+      await h.dispose();
+    }
+    const again = await startSession(tree, [readA, finalTurn()], { sessionFile: file });
+    try {
+      await again.session.prompt("continued");
+      assert.equal(remindersIn(file).length, 2, "no second retraction after --continue");
+    } finally {
+      again.dispose();
+    }
+  }));
+
+test("the persisted record names path, scope and version of every delivery", () =>
+  withTree(files, async (tree) => {
+    const h = await startSession(tree, [readA, finalTurn()]);
+    try {
+      await h.session.prompt("go");
+      const [result] = persistedToolResults(h.sessionManager);
+      const record = (result!.details as { lazyAgents: { v: number; files: unknown[] } }).lazyAgents;
+      assert.equal(record.v, 1);
+      assert.deepEqual(Object.keys(record.files[0] as object).sort(), ["bytes", "path", "scope", "version", "via"]);
+      const reopened = SessionManager.open(h.sessionManager.getSessionFile()!);
+      assert.equal(countOccurrences(JSON.stringify(reopened.getEntries()), '"lazyAgents"'), 1);
+    } finally {
+      h.dispose();
+    }
+  }));
