@@ -90,3 +90,6 @@ export const REASONS = {
 } as const;
 
 export type Reason = keyof typeof REASONS;
+
+/** How long a git ignore answer may take before git is given up for the session. */
+export const GIT_ANSWER_TIMEOUT_MS = 2000;

@@ -5,6 +5,7 @@
 // instruction files, skills), the delivery ledger, reminder formatting, then the Pi adapter.
 
 import * as nodeFs from "node:fs";
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { createHash } from "node:crypto";
 import { homedir } from "node:os";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
@@ -19,10 +20,13 @@ import {
 } from "@earendil-works/pi-coding-agent";
 import {
   DETAILS_KEY,
+  GIT_ANSWER_TIMEOUT_MS,
   IGNORED_DIR_NAMES,
   INSTRUCTION_FILE_NAMES,
   LEDGER_VERSION,
   MAX_FILE_BYTES,
+  MAX_IMPORT_DEPTH,
+  MAX_IMPORT_DIR_FILES,
   MAX_SKILL_DEPTH,
   MAX_SKILL_DIR_ENTRIES,
   REASONS,
@@ -155,6 +159,29 @@ export function cutUtf8(text: string, maxBytes: number): string {
   return bytes.subarray(0, end).toString("utf8");
 }
 
+const FENCE = /^\s{0,3}(`{3,}|~{3,})/;
+const INLINE_CODE = /(`+)[^`]*?\1/g;
+const IMPORT_TOKEN = /(?:^|[\s([])@((?:\.{1,2}\/|[\w-])[^\s)\]`'"<>,;]*)/g;
+
+/** The `@path` tokens of an instruction file, outside fenced blocks and code spans, in order. */
+export function importTokens(text: string): string[] {
+  const tokens: string[] = [];
+  let fence: string | undefined;
+  for (const line of text.split("\n")) {
+    const marker = FENCE.exec(line)?.[1];
+    if (marker !== undefined && (fence === undefined || (marker[0] === fence[0] && marker.length >= fence.length))) {
+      fence = fence === undefined ? marker : undefined;
+      continue;
+    }
+    if (fence !== undefined) continue;
+    for (const match of line.replace(INLINE_CODE, " ").matchAll(IMPORT_TOKEN)) {
+      const token = match[1]!.replace(/[.:!?]+$/, "");
+      if (token !== "" && !tokens.includes(token)) tokens.push(token);
+    }
+  }
+  return tokens;
+}
+
 export function versionOf(text: string): string {
   return createHash("sha256").update(text).digest("hex").slice(0, VERSION_ID_LENGTH);
 }
@@ -224,6 +251,7 @@ export interface Options {
   maxFileBytes: number;
   budgetBytes: number;
   skills: boolean;
+  imports: boolean;
 }
 
 export function defaultOptions(): Options {
@@ -234,6 +262,7 @@ export function defaultOptions(): Options {
     maxFileBytes: MAX_FILE_BYTES,
     budgetBytes: REMINDER_BUDGET_BYTES,
     skills: true,
+    imports: true,
   };
 }
 
@@ -244,8 +273,8 @@ export function defaultOptions(): Options {
 export interface Rejection {
   path: string;
   reason: Reason;
-  /** Instruction-file rejections are told to the model; skill ones only to the user. */
-  kind: "instruction" | "skill";
+  /** Instruction-file and import rejections are told to the model; skill ones only to the user. */
+  kind: "instruction" | "import" | "skill";
 }
 
 export interface InstructionFile {
@@ -265,10 +294,18 @@ export interface Skill {
   version: string;
 }
 
+export interface ImportedFile {
+  file: InstructionFile;
+  /** cwd-relative path of the file whose `@path` token brought it in. */
+  importedBy: string;
+}
+
 export interface DirectoryView {
   /** cwd-relative directory, the scope of what it holds. */
   scope: string;
   file?: InstructionFile;
+  /** Files the instruction file imports, depth first, each once. */
+  imports: ImportedFile[];
   rejected: Rejection[];
   skills: Skill[];
 }
@@ -283,6 +320,7 @@ interface DirectoryEntry {
 interface FileEntry {
   signature: Signature;
   loaded: Loaded;
+  importTokens?: string[];
   skill?: { ok: true; name: string; description: string; hidden: boolean } | { ok: false; reason: Reason };
 }
 
@@ -308,7 +346,12 @@ export class Discovery {
 
   /** Sizes of the internal caches, for the soak test and the inspection command. */
   cacheSizes(): Record<string, number> {
-    return { directories: this.directories.size, files: this.files.size, listings: this.listings.size };
+    return {
+      directories: this.directories.size,
+      files: this.files.size,
+      listings: this.listings.size,
+      gitAnswers: this.gitIgnored.size,
+    };
   }
 
   /** True when `path` is inside cwd by its real or its logical (possibly linked) form. */
@@ -354,19 +397,33 @@ export class Discovery {
     this.logicalCwd = resolve(cwd);
   }
 
+  /** Scopes that git ignores (filled by the engine from its git helper); their subtrees too. */
+  readonly gitIgnored = new Map<string, boolean>();
+
+  /** Scopes on the chain down to `dirReal` whose git status is not known yet. */
+  scopesWithoutGitAnswer(dirReal: string): string[] {
+    const unknown: string[] = [];
+    for (const dir of chainBelow(this.cwdReal, dirReal)) {
+      const scope = toDisplayPath(this.cwdReal, dir);
+      if (hasIgnoredSegment(scope, this.options.ignoredDirs) || this.gitIgnored.get(scope) === true) break;
+      if (!this.gitIgnored.has(scope)) unknown.push(scope);
+    }
+    return unknown;
+  }
+
   /** Views of every directory strictly below cwd down to `dirReal`, parent first. */
   viewChain(dirReal: string, withSkills: boolean): DirectoryView[] {
     const views: DirectoryView[] = [];
     for (const dir of chainBelow(this.cwdReal, dirReal)) {
       const scope = toDisplayPath(this.cwdReal, dir);
-      if (hasIgnoredSegment(scope, this.options.ignoredDirs)) break;
+      if (hasIgnoredSegment(scope, this.options.ignoredDirs) || this.gitIgnored.get(scope) === true) break;
       views.push(this.viewDirectory(dir, scope, withSkills));
     }
     return views;
   }
 
   viewDirectory(dir: string, scope: string, withSkills: boolean): DirectoryView {
-    const view: DirectoryView = { scope, rejected: [], skills: [] };
+    const view: DirectoryView = { scope, imports: [], rejected: [], skills: [] };
     const entry = this.directoryEntry(dir);
     if (!entry) return view;
     for (const name of entry.present) {
@@ -385,8 +442,68 @@ export class Discovery {
       view.file = result;
       break;
     }
+    if (view.file && this.options.imports) view.imports = this.importsOf(view.file, view.rejected);
     if (withSkills && entry.hasAgentsDir) view.skills = this.skillsOf(dir, view.rejected);
     return view;
+  }
+
+  // Imports: `@relative/path` tokens in an instruction file, resolved against its folder, under the
+  // same rules as instruction files. Depth first, at most MAX_IMPORT_DEPTH hops, cycles cut.
+
+  private importsOf(root: InstructionFile, rejected: Rejection[]): ImportedFile[] {
+    const imports: ImportedFile[] = [];
+    const seen = new Set([root.realPath]);
+    const visit = (file: InstructionFile, depth: number): void => {
+      for (const token of this.importTokensOf(file)) {
+        for (const imported of this.resolveImport(file, token, rejected)) {
+          if (seen.has(imported.realPath)) continue;
+          seen.add(imported.realPath);
+          imports.push({ file: imported, importedBy: file.path });
+          if (depth < MAX_IMPORT_DEPTH) visit(imported, depth + 1);
+        }
+      }
+    };
+    visit(root, 1);
+    return imports;
+  }
+
+  private importTokensOf(file: InstructionFile): string[] {
+    const entry = this.files.get(file.realPath);
+    if (!entry) return importTokens(file.text);
+    return (entry.importTokens ??= importTokens(file.text));
+  }
+
+  /** The files one token names; nothing for a token that names nothing (an npm scope, an email). */
+  private resolveImport(from: InstructionFile, token: string, rejected: Rejection[]): InstructionFile[] {
+    const target = resolve(dirname(from.realPath), token);
+    // The token itself is file content: a rejection names only the importing file.
+    const reject = (reason: Reason): InstructionFile[] => {
+      rejected.push({ path: from.path, reason, kind: "import" });
+      return [];
+    };
+    if (!isPathInside(this.cwdReal, target)) return reject("outsideCwd");
+    const real = this.realpathOrUndefined(target);
+    if (real === undefined) return [];
+    if (!isPathInside(this.cwdReal, real)) return reject("symlinkEscape");
+    const stats = this.fs.stat(real);
+    if (stats?.isDirectory()) return this.importDirectory(real, from, rejected);
+    const file = this.instructionFile(real);
+    if ("reason" in file) return file.reason === "skip" ? [] : reject(file.reason);
+    return [file];
+  }
+
+  private importDirectory(dir: string, from: InstructionFile, rejected: Rejection[]): InstructionFile[] {
+    const listing = this.listing(dir);
+    if (!listing) return [];
+    const files: InstructionFile[] = [];
+    for (const entry of listing.names) {
+      if (files.length >= MAX_IMPORT_DIR_FILES) break;
+      if (entry.name.startsWith(".") || (entry.kind !== "file" && entry.kind !== "link")) continue;
+      const file = this.instructionFile(join(dir, entry.name));
+      if (!("reason" in file)) files.push(file);
+      else if (file.reason !== "skip") rejected.push({ path: from.path, reason: file.reason, kind: "import" });
+    }
+    return files;
   }
 
   private directoryEntry(dir: string): DirectoryEntry | undefined {
@@ -582,6 +699,8 @@ export interface FileRecord {
   bytes: number;
   /** How the model got it: appended by us, or through its own read of the file. */
   via: "reminder" | "read";
+  /** Set for an import: the file whose `@path` token brought it in. */
+  importedBy?: string;
   truncated?: boolean;
 }
 
@@ -598,7 +717,18 @@ export interface LedgerRecord {
   skills: SkillRecord[];
   retracted: Array<{ path: string; scope: string }>;
   retractedSkills: Array<{ path: string; scope: string }>;
-  skipped: Array<{ path: string; reason: Reason }>;
+  /** Refused files the model was told about; `inImport` marks a refused import of `path`. */
+  skipped: Skip[];
+}
+
+export interface Skip {
+  path: string;
+  reason: Reason;
+  inImport?: boolean;
+}
+
+function skipKey(skip: Skip): string {
+  return skip.inImport ? `import\0${skip.path}` : skip.path;
 }
 
 export function emptyRecord(): LedgerRecord {
@@ -634,15 +764,15 @@ export function readRecord(details: unknown): LedgerRecord | undefined {
 export class Ledger {
   /** Instruction files the model holds: path → what it holds. */
   readonly files = new Map<string, FileRecord>();
-  /** The instruction file last delivered for each scope. */
-  readonly fileByScope = new Map<string, string>();
+  /** Paths delivered for each scope: its instruction file and that file's imports. */
+  readonly pathsByScope = new Map<string, Set<string>>();
   readonly skills = new Map<string, SkillRecord>();
-  /** Skip notices the model holds: path → reason. */
+  /** Skip notices the model holds, by skipKey → reason. */
   readonly skipped = new Map<string, Reason>();
 
   clear(): void {
     this.files.clear();
-    this.fileByScope.clear();
+    this.pathsByScope.clear();
     this.skills.clear();
     this.skipped.clear();
   }
@@ -650,16 +780,20 @@ export class Ledger {
   apply(record: LedgerRecord): void {
     for (const { path, scope } of record.retracted) {
       this.files.delete(path);
-      if (this.fileByScope.get(scope) === path) this.fileByScope.delete(scope);
+      this.pathsByScope.get(scope)?.delete(path);
     }
     for (const { path } of record.retractedSkills) this.skills.delete(path);
     for (const file of record.files) {
+      const earlier = this.files.get(file.path);
+      if (earlier && earlier.scope !== file.scope) this.pathsByScope.get(earlier.scope)?.delete(file.path);
       this.files.set(file.path, file);
-      this.fileByScope.set(file.scope, file.path);
+      let paths = this.pathsByScope.get(file.scope);
+      if (!paths) this.pathsByScope.set(file.scope, (paths = new Set()));
+      paths.add(file.path);
       this.skipped.delete(file.path);
     }
     for (const skill of record.skills) this.skills.set(skill.path, skill);
-    for (const { path, reason } of record.skipped) this.skipped.set(path, reason);
+    for (const skip of record.skipped) this.skipped.set(skipKey(skip), skip.reason);
   }
 
   /** Replays the records of the entries still in the model's context, oldest first. */
@@ -672,11 +806,27 @@ export class Ledger {
 // ---------------------------------------------------------------------------------------------
 // Planning one delivery: what of the viewed chain the model lacks.
 
+export interface PlannedFile {
+  file: InstructionFile;
+  scope: string;
+  /** The model holds an earlier version of this path. */
+  supersedes: boolean;
+  importedBy?: string;
+  /** Set when the budget cut the text. */
+  cutText?: string;
+}
+
+export interface PlannedSkill extends Skill {
+  scope: string;
+  /** Pi listed a skill of this name at start-up, from another location. */
+  overridesStartup: boolean;
+}
+
 export interface DeliveryPlan {
   record: LedgerRecord;
-  /** Instruction files to append, parent first, with a flag for a superseded earlier version. */
-  files: Array<{ file: InstructionFile; scope: string; supersedes: boolean }>;
-  skills: Array<Skill & { scope: string }>;
+  /** Files to append, parent first, each import right after the file that imports it. */
+  files: PlannedFile[];
+  skills: PlannedSkill[];
 }
 
 export interface PlanInput {
@@ -687,6 +837,10 @@ export interface PlanInput {
   shownInPart?: string;
   /** Versions another in-flight call has claimed: not appended twice. */
   claimed: ReadonlySet<string>;
+  /** Skills Pi listed in its system prompt at start-up: name → location. */
+  startupSkills?: ReadonlyMap<string, string>;
+  /** Real path of cwd, to compare skill locations with Pi's. */
+  cwdReal?: string;
 }
 
 export function claimKey(path: string, version: string): string {
@@ -695,35 +849,57 @@ export function claimKey(path: string, version: string): string {
 
 export function planDelivery(ledger: Ledger, input: PlanInput): DeliveryPlan {
   const plan: DeliveryPlan = { record: emptyRecord(), files: [], skills: [] };
-  const seenSkillNames = new Set<string>();
+  const planned = new Set<string>();
   for (const view of input.views) {
     planRetraction(ledger, view, plan);
     planSkips(ledger, view, plan);
-    const file = view.file;
-    if (file && file.realPath !== input.shownInPart) {
-      const held = ledger.files.get(file.path);
-      const current = held?.version === file.version;
-      if (!current && !input.claimed.has(claimKey(file.path, file.version))) {
-        const via = file.realPath === input.shownWhole ? "read" : "reminder";
-        plan.record.files.push({ path: file.path, scope: view.scope, version: file.version, bytes: file.bytes, via });
-        if (via === "reminder") plan.files.push({ file, scope: view.scope, supersedes: held !== undefined });
-      }
-    }
-    for (const skill of view.skills) {
-      seenSkillNames.add(skill.name);
-      if (ledger.skills.get(skill.path)?.version === skill.version) continue;
-      if (input.claimed.has(claimKey(skill.path, skill.version))) continue;
-      plan.record.skills.push({ path: skill.path, name: skill.name, scope: view.scope, version: skill.version });
-      plan.skills.push({ ...skill, scope: view.scope });
-    }
+    if (view.file) planFile(ledger, input, plan, planned, { file: view.file, scope: view.scope });
+    for (const { file, importedBy } of view.imports)
+      planFile(ledger, input, plan, planned, { file, scope: view.scope, importedBy });
+    for (const skill of view.skills) planSkill(ledger, input, plan, skill, view.scope);
   }
   return plan;
 }
 
+function planFile(
+  ledger: Ledger,
+  input: PlanInput,
+  plan: DeliveryPlan,
+  planned: Set<string>,
+  entry: { file: InstructionFile; scope: string; importedBy?: string },
+): void {
+  const { file, scope, importedBy } = entry;
+  if (file.realPath === input.shownInPart || planned.has(file.path)) return;
+  const held = ledger.files.get(file.path);
+  if (held?.version === file.version || input.claimed.has(claimKey(file.path, file.version))) return;
+  planned.add(file.path);
+  const via = file.realPath === input.shownWhole ? "read" : "reminder";
+  const record: FileRecord = { path: file.path, scope, version: file.version, bytes: file.bytes, via };
+  if (importedBy !== undefined) record.importedBy = importedBy;
+  plan.record.files.push(record);
+  if (via === "reminder") plan.files.push({ file, scope, supersedes: held !== undefined, importedBy });
+}
+
+function planSkill(ledger: Ledger, input: PlanInput, plan: DeliveryPlan, skill: Skill, scope: string): void {
+  if (ledger.skills.get(skill.path)?.version === skill.version) return;
+  if (input.claimed.has(claimKey(skill.path, skill.version))) return;
+  if (plan.skills.some((s) => s.path === skill.path)) return;
+  const startup = input.startupSkills?.get(skill.name);
+  const sameAsStartup =
+    startup !== undefined && input.cwdReal !== undefined && resolve(input.cwdReal, skill.path) === resolve(startup);
+  if (sameAsStartup) return;
+  plan.record.skills.push({ path: skill.path, name: skill.name, scope, version: skill.version });
+  plan.skills.push({ ...skill, scope, overridesStartup: startup !== undefined });
+}
+
+/** What the model holds for this scope and the folder no longer offers is withdrawn. */
 function planRetraction(ledger: Ledger, view: DirectoryView, plan: DeliveryPlan): void {
-  const heldPath = ledger.fileByScope.get(view.scope);
-  if (heldPath !== undefined && heldPath !== view.file?.path && ledger.files.has(heldPath)) {
-    plan.record.retracted.push({ path: heldPath, scope: view.scope });
+  const offered = new Set<string>();
+  if (view.file) offered.add(view.file.path);
+  for (const { file } of view.imports) offered.add(file.path);
+  for (const path of ledger.pathsByScope.get(view.scope) ?? []) {
+    if (offered.has(path) || ledger.files.get(path)?.scope !== view.scope) continue;
+    plan.record.retracted.push({ path, scope: view.scope });
   }
   const present = new Set(view.skills.map((skill) => skill.path));
   for (const skill of ledger.skills.values()) {
@@ -736,73 +912,65 @@ function planRetraction(ledger: Ledger, view: DirectoryView, plan: DeliveryPlan)
 /** Instruction files that exist but were refused: the model hears of each once per reason. */
 function planSkips(ledger: Ledger, view: DirectoryView, plan: DeliveryPlan): void {
   for (const rejection of view.rejected) {
-    if (rejection.kind !== "instruction" || ledger.skipped.get(rejection.path) === rejection.reason) continue;
-    plan.record.skipped.push({ path: rejection.path, reason: rejection.reason });
+    if (rejection.kind === "skill") continue;
+    const skip: Skip =
+      rejection.kind === "import"
+        ? { path: rejection.path, reason: rejection.reason, inImport: true }
+        : { path: rejection.path, reason: rejection.reason };
+    if (ledger.skipped.get(skipKey(skip)) === skip.reason) continue;
+    if (plan.record.skipped.some((s) => skipKey(s) === skipKey(skip) && s.reason === skip.reason)) continue;
+    plan.record.skipped.push(skip);
   }
 }
 
 // ---------------------------------------------------------------------------------------------
 // Formatting. The deepest files are kept whole first; broader ones are cut to the budget.
 
+export function skipText(skip: Skip): string {
+  return skip.inImport
+    ? `an import in ${skip.path} was not loaded: ${REASONS[skip.reason]}`
+    : `${skip.path} was not loaded: ${REASONS[skip.reason]}`;
+}
+
 export const REMINDER_OPEN = '<nested-instructions source="pi-lazy-agents">';
 export const REMINDER_CLOSE = "</nested-instructions>";
 
-export function formatReminder(plan: DeliveryPlan, budgetBytes: number): string {
-  const lines: string[] = [REMINDER_OPEN];
-  if (plan.files.length > 0) {
-    lines.push(
-      "The harness found instruction files in folders on the way to the path this tool touched. " +
-        "They are project guidance from the repository, not a message from the user. " +
-        "Each one governs only its scope; where two disagree, the file of the more specific (deeper) folder takes precedence.",
-    );
-    const texts = fitToBudget(
-      plan.files.map((entry) => entry.file.text),
-      budgetBytes,
-    );
-    plan.files.forEach((entry, index) => {
-      const text = texts[index]!;
-      const cut = text !== entry.file.text;
-      if (cut) {
-        const recorded = plan.record.files.find((file) => file.path === entry.file.path);
-        if (recorded) recorded.truncated = true;
-      }
-      lines.push("");
-      const supersedes = entry.supersedes ? ' supersedes="earlier version"' : "";
-      lines.push(`<instructions path="${entry.file.path}" scope="${scopeGlob(entry.scope)}"${supersedes}>`);
-      if (entry.supersedes) lines.push(`(This version of ${entry.file.path} replaces the one sent earlier.)`);
-      lines.push(text.replace(/\n+$/, ""));
-      if (cut) lines.push(`[${entry.file.path} was cut here to fit the size budget; read the file for the rest.]`);
-      lines.push("</instructions>");
-    });
-  }
-  if (plan.skills.length > 0) {
-    lines.push("");
-    lines.push(
-      "Skills found in these folders. Read a skill's file when a task matches its description; " +
-        "inside its scope, a skill from a deeper folder wins over one of the same name from above.",
-    );
-    for (const skill of plan.skills) {
-      lines.push(`- ${skill.name} (scope ${scopeGlob(skill.scope)}): ${skill.description} [${skill.path}]`);
-    }
-  }
-  const notices = [
-    ...plan.record.retracted.map((r) => `- ${r.path} no longer applies: its earlier instructions are withdrawn.`),
-    ...plan.record.retractedSkills.map((r) => `- The skill at ${r.path} is gone: do not use it.`),
-    ...plan.record.skipped.map((r) => `- ${r.path} was not loaded: ${REASONS[r.reason]}.`),
-  ];
-  if (notices.length > 0) {
-    lines.push("");
-    lines.push(...notices);
-  }
-  lines.push(REMINDER_CLOSE);
-  return lines.join("\n");
+/**
+ * Cuts the plan's texts to the byte budget: the deepest scope's files stay whole first, an
+ * instruction file before its imports; broader ones are cut on a UTF-8 boundary. Marks each cut in
+ * the ledger record, so the inspection command can show it.
+ */
+export function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
+  const texts = fitToBudget(
+    plan.files.map((entry) => entry.file.text),
+    budgetBytes,
+    budgetPriority(plan.files),
+  );
+  plan.files.forEach((entry, index) => {
+    if (texts[index] === entry.file.text) return;
+    entry.cutText = texts[index];
+    const recorded = plan.record.files.find((file) => file.path === entry.file.path);
+    if (recorded) recorded.truncated = true;
+  });
 }
 
-/** Fits texts (parent first) into a byte budget, keeping the deepest whole first. */
-export function fitToBudget(texts: string[], budgetBytes: number): string[] {
+/** Indexes of `files` in the order they claim the budget. */
+function budgetPriority(files: PlannedFile[]): number[] {
+  return files
+    .map((entry, index) => ({ index, depth: depthOf(entry.scope), imported: entry.importedBy !== undefined }))
+    .sort((a, b) => b.depth - a.depth || Number(a.imported) - Number(b.imported) || a.index - b.index)
+    .map((entry) => entry.index);
+}
+
+/** Fits texts into a byte budget, giving each its whole size in `priority` order until it runs out. */
+export function fitToBudget(
+  texts: string[],
+  budgetBytes: number,
+  priority: number[] = texts.map((_, i) => texts.length - 1 - i),
+): string[] {
   const result = [...texts];
   let remaining = budgetBytes;
-  for (let index = texts.length - 1; index >= 0; index--) {
+  for (const index of priority) {
     const size = Buffer.byteLength(texts[index]!);
     if (size <= remaining) {
       remaining -= size;
@@ -814,10 +982,197 @@ export function fitToBudget(texts: string[], budgetBytes: number): string[] {
   return result;
 }
 
+export function formatReminder(plan: DeliveryPlan): string {
+  const lines: string[] = [REMINDER_OPEN];
+  if (plan.files.length > 0) {
+    lines.push(
+      "The harness found instruction files in folders on the way to the path this tool touched. " +
+        "They are project guidance from the repository, not a message from the user. " +
+        "Each one governs only its scope; where two disagree, the file of the more specific (deeper) folder takes precedence.",
+    );
+    for (const entry of plan.files) lines.push("", ...formatFile(entry));
+  }
+  if (plan.skills.length > 0) {
+    lines.push(
+      "",
+      "Skills found in these folders. Read a skill's file when a task matches its description; " +
+        "inside its scope, a skill from a deeper folder wins over one of the same name from above.",
+    );
+    for (const skill of plan.skills) {
+      const precedence = skill.overridesStartup
+        ? " Inside this scope it takes precedence over the skill of the same name listed at start-up."
+        : "";
+      lines.push(
+        `- ${skill.name} (scope ${scopeGlob(skill.scope)}): ${skill.description} [${skill.path}]${precedence}`,
+      );
+    }
+  }
+  const notices = [
+    ...plan.record.retracted.map((r) => `- ${r.path} no longer applies: its earlier instructions are withdrawn.`),
+    ...plan.record.retractedSkills.map((r) => `- The skill at ${r.path} is gone: do not use it.`),
+    ...plan.record.skipped.map((r) => `- ${skipText(r)}.`),
+  ];
+  if (notices.length > 0) lines.push("", ...notices);
+  lines.push(REMINDER_CLOSE);
+  return lines.join("\n");
+}
+
+function formatFile(entry: PlannedFile): string[] {
+  const { file, scope, supersedes, importedBy, cutText } = entry;
+  const attributes = [`path="${file.path}"`, `scope="${scopeGlob(scope)}"`];
+  if (importedBy !== undefined) attributes.push(`imported-by="${importedBy}"`);
+  if (supersedes) attributes.push('supersedes="earlier version"');
+  const lines = [`<instructions ${attributes.join(" ")}>`];
+  if (supersedes) lines.push(`(This version of ${file.path} replaces the one sent earlier.)`);
+  if (cutText === "") {
+    lines.push(`[${file.path} was left out to fit the size budget; read the file itself.]`);
+  } else {
+    lines.push((cutText ?? file.text).replace(/\n+$/, ""));
+    if (cutText !== undefined)
+      lines.push(`[${file.path} was cut here to fit the size budget; read the file for the rest.]`);
+  }
+  lines.push("</instructions>");
+  return lines;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Git: one long-lived `git check-ignore --stdin` per session answers which folders git ignores.
+// It starts with the session, so no tool call ever waits for a spawn, and its answers are cached
+// per folder, so a warm call never waits on it at all.
+
+export type SpawnGit = (cwd: string) => ChildProcessWithoutNullStreams;
+
+const spawnGit: SpawnGit = (cwd) =>
+  spawn("git", ["check-ignore", "--stdin", "-z", "--verbose", "--non-matching"], {
+    cwd,
+    env: { ...process.env, GIT_FLUSH: "1", GIT_OPTIONAL_LOCKS: "0" },
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+
+interface GitWaiter {
+  resolve: (ignored: boolean) => void;
+}
+
+export class GitIgnoreOracle {
+  private child?: ChildProcessWithoutNullStreams;
+  private off = false;
+  private buffer = "";
+  private readonly waiters: GitWaiter[] = [];
+  private readonly cwdReal: string;
+  private readonly spawnGit: SpawnGit;
+
+  constructor(cwdReal: string, spawner: SpawnGit = spawnGit) {
+    this.cwdReal = cwdReal;
+    this.spawnGit = spawner;
+  }
+
+  get running(): boolean {
+    return this.child !== undefined && !this.off;
+  }
+
+  start(): void {
+    if (this.child || this.off) return;
+    try {
+      const child = this.spawnGit(this.cwdReal);
+      this.child = child;
+      // The helper must never keep Pi (or a print-mode run) alive on its own.
+      child.unref();
+      for (const stream of [child.stdin, child.stdout, child.stderr] as Array<{ unref?: () => void }>) stream.unref?.();
+      child.stdout.setEncoding("utf8");
+      child.stdout.on("data", (chunk: string) => this.onData(chunk));
+      child.stderr.resume();
+      child.on("error", () => this.stop());
+      child.on("exit", () => this.stop());
+      child.stdin.on("error", () => this.stop());
+    } catch {
+      this.stop();
+    }
+  }
+
+  /** Whether git ignores each folder; false for all when git is absent or cwd is not in a work tree. */
+  async ignored(scopes: string[]): Promise<boolean[]> {
+    this.start();
+    if (this.off || !this.child) return scopes.map(() => false);
+    const answers = scopes.map(
+      () =>
+        new Promise<boolean>((resolve) => {
+          this.waiters.push({ resolve });
+        }),
+    );
+    try {
+      this.child.stdin.write(scopes.map((scope) => `${scope}/\0`).join(""));
+    } catch {
+      this.stop();
+    }
+    const timer = setTimeout(() => this.stop(), GIT_ANSWER_TIMEOUT_MS);
+    try {
+      return await Promise.all(answers);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Records are four NUL-terminated fields: source, line, pattern, path. */
+  private onData(chunk: string): void {
+    this.buffer += chunk;
+    for (;;) {
+      const fields: string[] = [];
+      let start = 0;
+      for (let i = 0; i < 4; i++) {
+        const end = this.buffer.indexOf("\0", start);
+        if (end === -1) return;
+        fields.push(this.buffer.slice(start, end));
+        start = end + 1;
+      }
+      this.buffer = this.buffer.slice(start);
+      const pattern = fields[2]!;
+      this.waiters.shift()?.resolve(pattern !== "" && !pattern.startsWith("!"));
+    }
+  }
+
+  stop(): void {
+    this.off = true;
+    for (const waiter of this.waiters.splice(0)) waiter.resolve(false);
+    const child = this.child;
+    if (!child) return;
+    try {
+      child.stdin.end();
+      child.kill();
+    } catch {
+      // Already gone.
+    }
+  }
+}
+
+/** Skills Pi listed in its system prompt at start-up: name → location. */
+export function startupSkillsOf(systemPrompt: string): Map<string, string> {
+  const skills = new Map<string, string>();
+  const pattern =
+    /<skill>\s*<name>([^<]*)<\/name>\s*<description>[^]*?<\/description>\s*<location>([^<]*)<\/location>/g;
+  for (const match of systemPrompt.matchAll(pattern)) skills.set(unescapeXml(match[1]!), unescapeXml(match[2]!));
+  return skills;
+}
+
+function unescapeXml(text: string): string {
+  return text
+    .replace(/&lt;/g, "<")
+    .replace(/&gt;/g, ">")
+    .replace(/&quot;/g, '"')
+    .replace(/&apos;/g, "'")
+    .replace(/&amp;/g, "&");
+}
+
 // ---------------------------------------------------------------------------------------------
 // The engine: per-session state behind the Pi adapter.
 
 const FILE_TOOLS: ReadonlySet<string> = new Set(["read", "edit", "write"]);
+
+export interface CallEnvironment {
+  cwd: string;
+  trusted: boolean;
+  /** Pi's system prompt, read only when skills are in view. */
+  systemPrompt?: () => string;
+}
 
 interface PendingCall {
   toolName: string;
@@ -848,9 +1203,14 @@ export class LazyAgents {
   readonly parentOf = new Map<string, string>();
   /** Versions claimed by a result that is being built. */
   readonly claims = new Set<string>();
+  git?: GitIgnoreOracle;
+  private readonly spawner: SpawnGit;
+  startupSkills = new Map<string, string>();
+  private startupPrompt?: string;
 
-  constructor(fs: FileSystem = nodeFileSystem) {
+  constructor(fs: FileSystem = nodeFileSystem, spawner: SpawnGit = spawnGit) {
     this.fs = fs;
+    this.spawner = spawner;
   }
 
   /** Binds to cwd; its real path is the boundary every candidate is checked against. */
@@ -862,11 +1222,38 @@ export class LazyAgents {
       return undefined;
     }
     if (this.discovery?.cwdReal !== cwdReal) {
+      this.git?.stop();
+      this.git = new GitIgnoreOracle(cwdReal, this.spawner);
       this.discovery = new Discovery(this.fs, cwdReal, this.options);
       this.discovery.setLogicalCwd(cwd);
     }
     this.discovery.options = this.options;
     return this.discovery;
+  }
+
+  /** Starts the git helper ahead of the first tool call. */
+  startGit(): void {
+    this.git?.start();
+  }
+
+  shutdown(): void {
+    this.git?.stop();
+    this.git = undefined;
+    this.discovery = undefined;
+  }
+
+  /** Asks git about the chain's folders it has not answered for yet; a warm chain asks nothing. */
+  private async learnGitIgnores(discovery: Discovery, dir: string): Promise<void> {
+    const unknown = discovery.scopesWithoutGitAnswer(dir);
+    if (unknown.length === 0 || !this.git) return;
+    const answers = await this.git.ignored(unknown);
+    unknown.forEach((scope, index) => discovery.gitIgnored.set(scope, answers[index]!));
+  }
+
+  private refreshStartupSkills(systemPrompt: string | undefined): void {
+    if (systemPrompt === undefined || systemPrompt === this.startupPrompt) return;
+    this.startupPrompt = systemPrompt;
+    this.startupSkills = startupSkillsOf(systemPrompt);
   }
 
   rebuildLedger(records: Iterable<LedgerRecord>): void {
@@ -884,20 +1271,22 @@ export class LazyAgents {
   }
 
   /** Discovery, before the tool runs. */
-  onToolCall(event: ToolCallEvent, cwd: string, trusted: boolean): void {
+  async onToolCall(event: ToolCallEvent, env: CallEnvironment): Promise<void> {
     if (event.parentToolCallId !== undefined) this.parentOf.set(event.toolCallId, event.parentToolCallId);
     if (!this.options.triggers.has(event.toolName)) return;
     const input = event.input as Record<string, unknown>;
     const targetIsDirectory = !FILE_TOOLS.has(event.toolName);
-    const target = resolveToolPath(input.path ?? (targetIsDirectory ? "." : undefined), cwd);
+    const target = resolveToolPath(input.path ?? (targetIsDirectory ? "." : undefined), env.cwd);
     if (target === undefined) return;
-    const discovery = this.bind(cwd);
+    const discovery = this.bind(env.cwd);
     if (!discovery) return;
     const dir = discovery.targetDirectory(target, targetIsDirectory);
     if (dir === undefined) return;
-    const withSkills = trusted && this.options.skills;
+    await this.learnGitIgnores(discovery, dir);
+    const withSkills = env.trusted && this.options.skills;
     const views = discovery.viewChain(dir, withSkills);
     if (views.length === 0) return;
+    if (views.some((view) => view.skills.length > 0)) this.refreshStartupSkills(env.systemPrompt?.());
     this.pending.set(event.toolCallId, {
       toolName: event.toolName,
       rootId: this.rootOf(event.toolCallId),
@@ -956,15 +1345,22 @@ export class LazyAgents {
     views: DirectoryView[],
     shown: Pick<PlanInput, "shownWhole" | "shownInPart">,
   ): ResultOutcome | undefined {
-    const plan = planDelivery(this.ledger, { views, ...shown, claimed: this.claims });
+    const plan = planDelivery(this.ledger, {
+      views,
+      ...shown,
+      claimed: this.claims,
+      startupSkills: this.startupSkills,
+      cwdReal: this.discovery?.cwdReal,
+    });
     if (isRecordEmpty(plan.record)) return undefined;
+    fitPlanToBudget(plan, this.options.budgetBytes);
     // Claimed before anything else happens and released only after the ledger holds the delivery.
     const keys = claimKeys(plan.record);
     for (const key of keys) this.claims.add(key);
     try {
       const patch: ToolResultEventResult = { details: withRecord(event.details, plan.record) };
       if (recordShowsText(plan.record)) {
-        patch.content = [...event.content, { type: "text", text: formatReminder(plan, this.options.budgetBytes) }];
+        patch.content = [...event.content, { type: "text", text: formatReminder(plan) }];
         if (event.structuredContent !== undefined) patch.structuredContent = event.structuredContent;
       }
       this.ledger.apply(plan.record);
@@ -988,7 +1384,7 @@ export class LazyAgents {
       parentOf: this.parentOf.size,
       claims: this.claims.size,
       ledgerFiles: this.ledger.files.size,
-      ledgerScopes: this.ledger.fileByScope.size,
+      ledgerScopes: this.ledger.pathsByScope.size,
       ledgerSkills: this.ledger.skills.size,
       ledgerSkipped: this.ledger.skipped.size,
       ...this.discovery?.cacheSizes(),
@@ -1087,24 +1483,26 @@ function projectionShows(messages: unknown[], record: LedgerRecord): boolean {
 }
 
 /** One fixed line per refused file, for the user; never contents, absolute paths or exceptions. */
-export function warningText(rejection: { path: string; reason: Reason }): string {
-  return `pi-lazy-agents: skipped ${rejection.path}: ${REASONS[rejection.reason]}`;
+export function warningText(skip: Skip): string {
+  return `pi-lazy-agents: ${skipText(skip)}`;
 }
 
 export interface CreateOptions {
   fs?: FileSystem;
+  spawnGit?: SpawnGit;
   /** Receives the engine, so tests can read its state. */
   onEngine?: (engine: LazyAgents) => void;
 }
 
 export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI) => void {
   return (pi: ExtensionAPI) => {
-    const engine = new LazyAgents(create.fs ?? nodeFileSystem);
+    const engine = new LazyAgents(create.fs ?? nodeFileSystem, create.spawnGit ?? spawnGit);
     create.onEngine?.(engine);
 
     const rebuild = (ctx: ExtensionContext): void => {
       try {
         engine.bind(ctx.cwd);
+        engine.startGit();
         engine.rebuildLedger(recordsInContext(ctx.sessionManager));
       } catch {
         // A session we cannot read leaves the ledger empty: at worst a file is sent again.
@@ -1121,9 +1519,13 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
     pi.on("session_tree", (_event, ctx) => rebuild(ctx));
     pi.on("session_compact", (_event, ctx) => rebuild(ctx));
 
-    pi.on("tool_call", (event, ctx) => {
+    pi.on("tool_call", async (event, ctx) => {
       try {
-        engine.onToolCall(event, ctx.cwd, ctx.isProjectTrusted());
+        await engine.onToolCall(event, {
+          cwd: ctx.cwd,
+          trusted: ctx.isProjectTrusted(),
+          systemPrompt: () => ctx.getSystemPrompt(),
+        });
       } catch {
         // Never block a tool: a failed discovery only means nothing is appended.
       }
@@ -1147,6 +1549,10 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
 
     pi.on("tool_execution_end", (event) => {
       engine.onExecutionEnd(event.toolCallId);
+    });
+
+    pi.on("session_shutdown", () => {
+      engine.shutdown();
     });
   };
 }

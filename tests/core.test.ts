@@ -154,7 +154,7 @@ test("regression: a file symlink out of cwd is refused with a fixed notice", () 
     assert.doesNotMatch(reminder, /OUTSIDE-SECRET/);
     assert.match(reminder, /src\/AGENTS.md was not loaded: a link that leads outside the working directory/);
     assert.deepEqual(h.notifications, [
-      "pi-lazy-agents: skipped src/AGENTS.md: a link that leads outside the working directory",
+      "pi-lazy-agents: src/AGENTS.md was not loaded: a link that leads outside the working directory",
     ]);
   }));
 
