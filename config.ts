@@ -19,6 +19,9 @@ export const OPTIONAL_TRIGGER_TOOLS: readonly string[] = ["ls", "grep", "find"];
 /** Largest instruction, import or SKILL.md file accepted, in bytes. Default. */
 export const MAX_FILE_BYTES = 64 * 1024;
 
+/** Upper bound a setting may give to a file size or a budget, so reads stay bounded. */
+export const MAX_SETTING_BYTES = 1024 * 1024;
+
 /** Byte budget of one reminder's instruction text. Default. */
 export const REMINDER_BUDGET_BYTES = 48 * 1024;
 

@@ -19,7 +19,9 @@ import {
   type ToolResultEventResult,
 } from "@earendil-works/pi-coding-agent";
 import {
+  COMMAND_NAME,
   DETAILS_KEY,
+  DISABLE_FLAG,
   GIT_ANSWER_TIMEOUT_MS,
   IGNORED_DIR_NAMES,
   INSTRUCTION_FILE_NAMES,
@@ -28,11 +30,15 @@ import {
   MAX_IMPORT_DEPTH,
   MAX_IMPORT_DIR_FILES,
   MAX_SKILL_DEPTH,
+  MAX_SETTING_BYTES,
   MAX_SKILL_DIR_ENTRIES,
+  OPTIONAL_TRIGGER_TOOLS,
   REASONS,
   REMINDER_BUDGET_BYTES,
   SKILL_FILE_NAME,
+  SETTINGS_KEY,
   SKILLS_DIR_SEGMENTS,
+  STATUS_KEY,
   TRIGGER_TOOLS,
   VERSION_ID_LENGTH,
   type Reason,
@@ -245,6 +251,7 @@ export function readBounded(fs: FileSystem, realPath: string, maxBytes: number):
 // Options: the defaults of config.ts, which settings may override.
 
 export interface Options {
+  enabled: boolean;
   fileNames: readonly string[];
   triggers: ReadonlySet<string>;
   ignoredDirs: ReadonlySet<string>;
@@ -252,10 +259,12 @@ export interface Options {
   budgetBytes: number;
   skills: boolean;
   imports: boolean;
+  gateWrites: boolean;
 }
 
 export function defaultOptions(): Options {
   return {
+    enabled: true,
     fileNames: INSTRUCTION_FILE_NAMES,
     triggers: new Set(TRIGGER_TOOLS),
     ignoredDirs: new Set(IGNORED_DIR_NAMES),
@@ -263,7 +272,115 @@ export function defaultOptions(): Options {
     budgetBytes: REMINDER_BUDGET_BYTES,
     skills: true,
     imports: true,
+    gateWrites: false,
   };
+}
+
+// Settings: `lazyAgents` in Pi's settings.json files, as `pi.getSettings()` merges them (project
+// over global, key by key; Pi leaves an untrusted project's settings out). Every value is checked;
+// a bad one keeps its default and earns one fixed warning that names only our own key.
+
+const SETTING_KEYS = [
+  "enabled",
+  "fileNames",
+  "ignoreDirs",
+  "maxFileBytes",
+  "reminderBudgetBytes",
+  "triggers",
+  "skills",
+  "imports",
+  "gateWrites",
+] as const;
+
+type SettingKey = (typeof SETTING_KEYS)[number];
+
+const ALL_TRIGGERS: ReadonlySet<string> = new Set([...TRIGGER_TOOLS, ...OPTIONAL_TRIGGER_TOOLS]);
+
+function isPlainName(value: unknown): value is string {
+  return (
+    typeof value === "string" &&
+    value !== "" &&
+    value !== "." &&
+    value !== ".." &&
+    value.length <= 255 &&
+    !/[/\\\0]/.test(value)
+  );
+}
+
+function isNameList(value: unknown, allowEmpty: boolean): value is string[] {
+  return (
+    Array.isArray(value) &&
+    (allowEmpty || value.length > 0) &&
+    value.length <= 64 &&
+    value.every(isPlainName) &&
+    new Set(value).size === value.length
+  );
+}
+
+function isByteCount(value: unknown, min: number, max: number): value is number {
+  return typeof value === "number" && Number.isInteger(value) && value >= min && value <= max;
+}
+
+export interface SettingsOutcome {
+  options: Options;
+  warnings: string[];
+}
+
+/** Applies the `lazyAgents` settings object over the defaults of config.ts. */
+export function optionsFromSettings(raw: unknown): SettingsOutcome {
+  const options = defaultOptions();
+  const warnings: string[] = [];
+  if (raw === undefined) return { options, warnings };
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+    return { options, warnings: [`pi-lazy-agents: the ${SETTINGS_KEY} setting must be an object; defaults apply`] };
+  }
+  const bad = (key: SettingKey, expected: string) =>
+    warnings.push(`pi-lazy-agents: ${SETTINGS_KEY}.${key} must be ${expected}; its default applies`);
+  const settings = raw as Record<string, unknown>;
+  if (Object.keys(settings).some((key) => !(SETTING_KEYS as readonly string[]).includes(key))) {
+    warnings.push(`pi-lazy-agents: ${SETTINGS_KEY} has an unknown key; it was ignored`);
+  }
+  for (const key of ["enabled", "skills", "imports", "gateWrites"] as const) {
+    if (settings[key] === undefined) continue;
+    if (typeof settings[key] === "boolean") options[key] = settings[key];
+    else bad(key, "true or false");
+  }
+  if (settings.fileNames !== undefined) {
+    if (isNameList(settings.fileNames, false)) options.fileNames = settings.fileNames;
+    else bad("fileNames", "a non-empty list of distinct file names");
+  }
+  if (settings.ignoreDirs !== undefined) {
+    if (isNameList(settings.ignoreDirs, true)) options.ignoredDirs = new Set(settings.ignoreDirs);
+    else bad("ignoreDirs", "a list of distinct folder names");
+  }
+  if (settings.maxFileBytes !== undefined) {
+    if (isByteCount(settings.maxFileBytes, 1, MAX_SETTING_BYTES)) options.maxFileBytes = settings.maxFileBytes;
+    else bad("maxFileBytes", `a whole number of bytes from 1 to ${MAX_SETTING_BYTES}`);
+  }
+  if (settings.reminderBudgetBytes !== undefined) {
+    if (isByteCount(settings.reminderBudgetBytes, 1024, MAX_SETTING_BYTES))
+      options.budgetBytes = settings.reminderBudgetBytes;
+    else bad("reminderBudgetBytes", `a whole number of bytes from 1024 to ${MAX_SETTING_BYTES}`);
+  }
+  if (settings.triggers !== undefined) {
+    const triggers = settings.triggers;
+    if (Array.isArray(triggers) && triggers.every((t) => typeof t === "string" && ALL_TRIGGERS.has(t))) {
+      options.triggers = new Set(triggers as string[]);
+    } else {
+      bad("triggers", `a list of tool names from: ${[...ALL_TRIGGERS].join(", ")}`);
+    }
+  }
+  return { options, warnings };
+}
+
+/** True when two option sets would discover differently (the caches depend on these). */
+function discoveryChanged(a: Options, b: Options): boolean {
+  return (
+    a.fileNames.join("\0") !== b.fileNames.join("\0") ||
+    [...a.ignoredDirs].sort().join("\0") !== [...b.ignoredDirs].sort().join("\0") ||
+    a.maxFileBytes !== b.maxFileBytes ||
+    a.imports !== b.imports
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -273,8 +390,8 @@ export function defaultOptions(): Options {
 export interface Rejection {
   path: string;
   reason: Reason;
-  /** Instruction-file and import rejections are told to the model; skill ones only to the user. */
-  kind: "instruction" | "import" | "skill";
+  /** Instruction-file and import rejections are told to the model; the others only to the user. */
+  kind: "instruction" | "import" | "skill" | "overridden";
 }
 
 export interface InstructionFile {
@@ -411,15 +528,28 @@ export class Discovery {
     return unknown;
   }
 
+  /** Folders whose subtree was skipped, for the inspection command. */
+  readonly ignoredSeen = new Map<string, Reason>();
+
   /** Views of every directory strictly below cwd down to `dirReal`, parent first. */
   viewChain(dirReal: string, withSkills: boolean): DirectoryView[] {
     const views: DirectoryView[] = [];
     for (const dir of chainBelow(this.cwdReal, dirReal)) {
       const scope = toDisplayPath(this.cwdReal, dir);
-      if (hasIgnoredSegment(scope, this.options.ignoredDirs) || this.gitIgnored.get(scope) === true) break;
+      const ignored = this.ignoredReason(scope);
+      if (ignored) {
+        this.ignoredSeen.set(scope, ignored);
+        break;
+      }
       views.push(this.viewDirectory(dir, scope, withSkills));
     }
     return views;
+  }
+
+  private ignoredReason(scope: string): Reason | undefined {
+    if (this.gitIgnored.get(scope) === true) return "gitIgnored";
+    const name = scope.slice(scope.lastIndexOf("/") + 1);
+    return this.options.ignoredDirs.has(name) ? "ignoredDir" : undefined;
   }
 
   viewDirectory(dir: string, scope: string, withSkills: boolean): DirectoryView {
@@ -440,6 +570,13 @@ export class Discovery {
         continue;
       }
       view.file = result;
+      for (const later of entry.present.slice(entry.present.indexOf(name) + 1)) {
+        view.rejected.push({
+          path: toDisplayPath(this.cwdReal, join(dir, later)),
+          reason: "overridden",
+          kind: "overridden",
+        });
+      }
       break;
     }
     if (view.file && this.options.imports) view.imports = this.importsOf(view.file, view.rejected);
@@ -769,8 +906,11 @@ export class Ledger {
   readonly skills = new Map<string, SkillRecord>();
   /** Skip notices the model holds, by skipKey → reason. */
   readonly skipped = new Map<string, Reason>();
+  /** Paths whose withdrawal notice the model holds. */
+  readonly retracted = new Set<string>();
 
   clear(): void {
+    this.retracted.clear();
     this.files.clear();
     this.pathsByScope.clear();
     this.skills.clear();
@@ -781,12 +921,14 @@ export class Ledger {
     for (const { path, scope } of record.retracted) {
       this.files.delete(path);
       this.pathsByScope.get(scope)?.delete(path);
+      this.retracted.add(path);
     }
     for (const { path } of record.retractedSkills) this.skills.delete(path);
     for (const file of record.files) {
       const earlier = this.files.get(file.path);
       if (earlier && earlier.scope !== file.scope) this.pathsByScope.get(earlier.scope)?.delete(file.path);
       this.files.set(file.path, file);
+      this.retracted.delete(file.path);
       let paths = this.pathsByScope.get(file.scope);
       if (!paths) this.pathsByScope.set(file.scope, (paths = new Set()));
       paths.add(file.path);
@@ -912,7 +1054,7 @@ function planRetraction(ledger: Ledger, view: DirectoryView, plan: DeliveryPlan)
 /** Instruction files that exist but were refused: the model hears of each once per reason. */
 function planSkips(ledger: Ledger, view: DirectoryView, plan: DeliveryPlan): void {
   for (const rejection of view.rejected) {
-    if (rejection.kind === "skill") continue;
+    if (rejection.kind !== "instruction" && rejection.kind !== "import") continue;
     const skip: Skip =
       rejection.kind === "import"
         ? { path: rejection.path, reason: rejection.reason, inImport: true }
@@ -1058,7 +1200,7 @@ export class GitIgnoreOracle {
   private off = false;
   private buffer = "";
   private readonly waiters: GitWaiter[] = [];
-  private readonly cwdReal: string;
+  readonly cwdReal: string;
   private readonly spawnGit: SpawnGit;
 
   constructor(cwdReal: string, spawner: SpawnGit = spawnGit) {
@@ -1167,6 +1309,16 @@ function unescapeXml(text: string): string {
 
 const FILE_TOOLS: ReadonlySet<string> = new Set(["read", "edit", "write"]);
 
+export const GATE_RETRY_TEXT =
+  "pi-lazy-agents held this call back once so that these instructions arrive before the first change in their scope. " +
+  "Apply them, then retry the same call: it will go through.";
+
+export interface GateOutcome {
+  block: true;
+  reason: string;
+  plan: DeliveryPlan;
+}
+
 export interface CallEnvironment {
   cwd: string;
   trusted: boolean;
@@ -1203,6 +1355,9 @@ export class LazyAgents {
   readonly parentOf = new Map<string, string>();
   /** Versions claimed by a result that is being built. */
   readonly claims = new Set<string>();
+  /** Deliveries made through a held-back write, waiting for Pi's error result message. */
+  readonly gateRecords = new Map<string, LedgerRecord>();
+  readonly inspection = new Inspection();
   git?: GitIgnoreOracle;
   private readonly spawner: SpawnGit;
   startupSkills = new Map<string, string>();
@@ -1221,13 +1376,16 @@ export class LazyAgents {
     } catch {
       return undefined;
     }
-    if (this.discovery?.cwdReal !== cwdReal) {
+    if (this.discovery?.cwdReal === cwdReal) {
+      this.discovery.options = this.options;
+      return this.discovery;
+    }
+    if (this.git?.cwdReal !== cwdReal) {
       this.git?.stop();
       this.git = new GitIgnoreOracle(cwdReal, this.spawner);
-      this.discovery = new Discovery(this.fs, cwdReal, this.options);
-      this.discovery.setLogicalCwd(cwd);
     }
-    this.discovery.options = this.options;
+    this.discovery = new Discovery(this.fs, cwdReal, this.options);
+    this.discovery.setLogicalCwd(cwd);
     return this.discovery;
   }
 
@@ -1243,7 +1401,7 @@ export class LazyAgents {
   }
 
   /** Asks git about the chain's folders it has not answered for yet; a warm chain asks nothing. */
-  private async learnGitIgnores(discovery: Discovery, dir: string): Promise<void> {
+  async learnGitIgnores(discovery: Discovery, dir: string): Promise<void> {
     const unknown = discovery.scopesWithoutGitAnswer(dir);
     if (unknown.length === 0 || !this.git) return;
     const answers = await this.git.ignored(unknown);
@@ -1270,10 +1428,10 @@ export class LazyAgents {
     return id;
   }
 
-  /** Discovery, before the tool runs. */
-  async onToolCall(event: ToolCallEvent, env: CallEnvironment): Promise<void> {
+  /** Discovery, before the tool runs; with the write gate on, may hold a write back once. */
+  async onToolCall(event: ToolCallEvent, env: CallEnvironment): Promise<GateOutcome | undefined> {
     if (event.parentToolCallId !== undefined) this.parentOf.set(event.toolCallId, event.parentToolCallId);
-    if (!this.options.triggers.has(event.toolName)) return;
+    if (!this.options.enabled || !this.options.triggers.has(event.toolName)) return;
     const input = event.input as Record<string, unknown>;
     const targetIsDirectory = !FILE_TOOLS.has(event.toolName);
     const target = resolveToolPath(input.path ?? (targetIsDirectory ? "." : undefined), env.cwd);
@@ -1287,6 +1445,11 @@ export class LazyAgents {
     const views = discovery.viewChain(dir, withSkills);
     if (views.length === 0) return;
     if (views.some((view) => view.skills.length > 0)) this.refreshStartupSkills(env.systemPrompt?.());
+    this.inspection.record(views);
+    if (this.shouldGate(event)) {
+      const gate = this.gate(event.toolCallId, views);
+      if (gate) return gate;
+    }
     this.pending.set(event.toolCallId, {
       toolName: event.toolName,
       rootId: this.rootOf(event.toolCallId),
@@ -1296,6 +1459,46 @@ export class LazyAgents {
       withSkills,
       instructionTarget: this.instructionTarget(discovery, target),
       partial: event.toolName === "read" && (input.offset !== undefined || input.limit !== undefined),
+    });
+  }
+
+  private shouldGate(event: ToolCallEvent): boolean {
+    return (
+      this.options.gateWrites &&
+      event.parentToolCallId === undefined &&
+      (event.toolName === "write" || event.toolName === "edit")
+    );
+  }
+
+  /**
+   * Holds back the first write or edit into a scope whose instructions the model lacks: the block
+   * reason carries them, the ledger counts them delivered, and the retry goes through. Pi persists
+   * the reason as the call's error result; `gateRecords` waits for that message to record it.
+   */
+  private gate(toolCallId: string, views: DirectoryView[]): GateOutcome | undefined {
+    const plan = this.plan(views, {});
+    if (plan.files.length === 0) return undefined;
+    fitPlanToBudget(plan, this.options.budgetBytes);
+    this.ledger.apply(plan.record);
+    this.gateRecords.set(toolCallId, plan.record);
+    const reason = `${formatReminder(plan)}\n${GATE_RETRY_TEXT}`;
+    return { block: true, reason, plan };
+  }
+
+  /** The gate's ledger record for the error result Pi persists for a held-back call. */
+  takeGateRecord(toolCallId: string): LedgerRecord | undefined {
+    const record = this.gateRecords.get(toolCallId);
+    this.gateRecords.delete(toolCallId);
+    return record;
+  }
+
+  private plan(views: DirectoryView[], shown: Pick<PlanInput, "shownWhole" | "shownInPart">): DeliveryPlan {
+    return planDelivery(this.ledger, {
+      views,
+      ...shown,
+      claimed: this.claims,
+      startupSkills: this.startupSkills,
+      cwdReal: this.discovery?.cwdReal,
     });
   }
 
@@ -1316,6 +1519,7 @@ export class LazyAgents {
     const fromNested = this.nestedViews.get(event.toolCallId) ?? [];
     this.nestedViews.delete(event.toolCallId);
     const ownViews = own ? this.viewsAfterTool(own) : [];
+    if (own) this.inspection.record(ownViews);
     const views = mergeViews([...fromNested, ...ownViews]);
     if (views.length === 0) return undefined;
     return this.deliver(event, views, own ? this.shownByTool(own, event) : {});
@@ -1345,13 +1549,7 @@ export class LazyAgents {
     views: DirectoryView[],
     shown: Pick<PlanInput, "shownWhole" | "shownInPart">,
   ): ResultOutcome | undefined {
-    const plan = planDelivery(this.ledger, {
-      views,
-      ...shown,
-      claimed: this.claims,
-      startupSkills: this.startupSkills,
-      cwdReal: this.discovery?.cwdReal,
-    });
+    const plan = this.plan(views, shown);
     if (isRecordEmpty(plan.record)) return undefined;
     fitPlanToBudget(plan, this.options.budgetBytes);
     // Claimed before anything else happens and released only after the ledger holds the delivery.
@@ -1370,6 +1568,15 @@ export class LazyAgents {
     }
   }
 
+  /** Applies new options; caches that depend on them start over. */
+  configure(options: Options): void {
+    if (discoveryChanged(this.options, options)) {
+      this.discovery = undefined;
+      this.inspection.clear();
+    }
+    this.options = options;
+  }
+
   onExecutionEnd(toolCallId: string): void {
     this.pending.delete(toolCallId);
     this.nestedViews.delete(toolCallId);
@@ -1383,6 +1590,8 @@ export class LazyAgents {
       nestedViews: this.nestedViews.size,
       parentOf: this.parentOf.size,
       claims: this.claims.size,
+      gateRecords: this.gateRecords.size,
+      ...this.inspection.sizes(),
       ledgerFiles: this.ledger.files.size,
       ledgerScopes: this.ledger.pathsByScope.size,
       ledgerSkills: this.ledger.skills.size,
@@ -1442,6 +1651,160 @@ function recordOfEntry(entry: unknown): LedgerRecord | undefined {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Inspection: what the session has seen, for `/lazy-agents`. Kept per scope and replaced at each
+// view, so it is bounded by the folders visited and always shows their latest state.
+
+export interface SeenFile {
+  path: string;
+  scope: string;
+  bytes: number;
+  version: string;
+  importedBy?: string;
+}
+
+export class Inspection {
+  readonly files = new Map<string, SeenFile[]>();
+  readonly notUsed = new Map<string, Rejection[]>();
+  readonly skills = new Map<string, Skill[]>();
+
+  record(views: DirectoryView[]): void {
+    for (const view of views) {
+      const files: SeenFile[] = [];
+      if (view.file) files.push(seenFile(view.file, view.scope));
+      for (const { file, importedBy } of view.imports) files.push({ ...seenFile(file, view.scope), importedBy });
+      this.files.set(view.scope, files);
+      this.notUsed.set(view.scope, [...view.rejected, ...shadowedSkills(views, view)]);
+      this.skills.set(view.scope, view.skills);
+    }
+  }
+
+  clear(): void {
+    this.files.clear();
+    this.notUsed.clear();
+    this.skills.clear();
+  }
+
+  sizes(): Record<string, number> {
+    return { inspectedScopes: this.files.size };
+  }
+}
+
+function seenFile(file: InstructionFile, scope: string): SeenFile {
+  return { path: file.path, scope, bytes: file.bytes, version: file.version };
+}
+
+/** Skills of `view` that a deeper folder on the same chain redefines. */
+function shadowedSkills(views: DirectoryView[], view: DirectoryView): Rejection[] {
+  const deeper = views.filter((other) => depthOf(other.scope) > depthOf(view.scope));
+  const deeperNames = new Set(deeper.flatMap((other) => other.skills.map((skill) => skill.name)));
+  return view.skills
+    .filter((skill) => deeperNames.has(skill.name))
+    .map((skill) => ({ path: skill.path, reason: "skillShadowed", kind: "skill" }));
+}
+
+export function fileState(ledger: Ledger, file: SeenFile): string {
+  const held = ledger.files.get(file.path);
+  if (!held) return ledger.retracted.has(file.path) ? "retracted" : "pending";
+  if (held.version !== file.version) return "changed since delivery";
+  if (held.truncated) return "delivered, truncated by the budget";
+  return held.via === "read" ? "delivered (read by the model)" : "delivered";
+}
+
+function formatBytes(bytes: number): string {
+  return bytes < 1024 ? `${bytes} B` : `${(bytes / 1024).toFixed(1)} KiB`;
+}
+
+/** The `/lazy-agents` report: paths, scopes, sizes, states and reasons; never file contents. */
+export function formatInspection(engine: LazyAgents): string {
+  const { ledger, inspection } = engine;
+  const lines = ["pi-lazy-agents"];
+  if (!engine.options.enabled) lines.push("  off for this run (setting or --no-lazy-agents flag)");
+  const files = [...inspection.files.values()].flat();
+  const seenPaths = new Set(files.map((file) => file.path));
+  lines.push("", `Instruction files and imports (${files.length}):`);
+  for (const file of files) {
+    const imported = file.importedBy ? `, imported by ${file.importedBy}` : "";
+    lines.push(
+      `  ${file.path}  scope ${scopeGlob(file.scope)}${imported}  ${formatBytes(file.bytes)}  ${fileState(ledger, file)}`,
+    );
+  }
+  for (const path of ledger.retracted) if (!seenPaths.has(path)) lines.push(`  ${path}  retracted`);
+  const skills = [...inspection.skills.entries()].flatMap(([scope, list]) =>
+    list.map((skill) => ({ ...skill, scope })),
+  );
+  lines.push("", `Nested skills (${skills.length}):`);
+  for (const skill of skills) {
+    const state = ledger.skills.get(skill.path)?.version === skill.version ? "listed" : "pending";
+    lines.push(`  ${skill.name}  scope ${scopeGlob(skill.scope)}  ${skill.path}  ${state}`);
+  }
+  const notUsed = [
+    ...[...(engine.discovery?.ignoredSeen ?? new Map<string, Reason>())].map(([path, reason]) => ({ path, reason })),
+    ...[...inspection.notUsed.values()].flat(),
+  ];
+  lines.push("", `Seen and not used (${notUsed.length}):`);
+  for (const { path, reason } of notUsed) lines.push(`  ${path}  ${REASONS[reason]}`);
+  lines.push("", `Delivered in this context: ${ledger.files.size} file(s), ${ledger.skills.size} skill(s).`);
+  return lines.join("\n");
+}
+
+/** `/lazy-agents why <path>`: the chain of one path, folder by folder. */
+export async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnvironment): Promise<string> {
+  const shown = rawPath.trim();
+  const target = resolveToolPath(shown, env.cwd);
+  if (target === undefined) return `pi-lazy-agents: "${shown}" is not a usable path.`;
+  const discovery = engine.bind(env.cwd);
+  if (!discovery) return "pi-lazy-agents: the working directory cannot be resolved.";
+  const isDirectory = discovery.fs.stat(target)?.isDirectory() === true;
+  const dir = discovery.targetDirectory(target, isDirectory);
+  if (dir === undefined) return `pi-lazy-agents: ${shown} is ${REASONS.outsideCwd}; nothing below cwd applies to it.`;
+  await engine.learnGitIgnores(discovery, dir);
+  const views = discovery.viewChain(dir, env.trusted && engine.options.skills);
+  engine.inspection.record(views);
+  const lines = [`pi-lazy-agents: why ${shown}`];
+  if (dir === discovery.cwdReal) lines.push("  It lies directly in cwd: only Pi's own AGENTS.md applies there.");
+  const chain = chainBelow(discovery.cwdReal, dir).map((path) => toDisplayPath(discovery.cwdReal, path));
+  for (const scope of chain) {
+    const view = views.find((candidate) => candidate.scope === scope);
+    if (!view) {
+      const reason = discovery.ignoredSeen.get(scope);
+      lines.push(`  ${scope}/  ${reason ? REASONS[reason] : "not reached"}: nothing below it is used`);
+      if (reason) break;
+      continue;
+    }
+    const file = view.file
+      ? `${view.file.path} (${fileState(engine.ledger, seenFile(view.file, scope))})`
+      : "no instruction file";
+    lines.push(`  ${scope}/  scope ${scopeGlob(scope)}: ${file}`);
+    for (const { file: imported } of view.imports) {
+      lines.push(`    imports ${imported.path} (${fileState(engine.ledger, seenFile(imported, scope))})`);
+    }
+    for (const skill of view.skills) lines.push(`    skill ${skill.name} at ${skill.path}`);
+    for (const rejection of view.rejected) lines.push(`    not used: ${rejection.path}: ${REASONS[rejection.reason]}`);
+  }
+  if (!env.trusted) lines.push("  Skills are not listed: the project is not trusted.");
+  return lines.join("\n");
+}
+
+/** Completions for `/lazy-agents`: the `why` word, then paths this session has seen. */
+export function commandCompletions(engine: LazyAgents, prefix: string): Array<{ value: string; label: string }> | null {
+  const words = ["why "];
+  const paths = [
+    ...[...engine.inspection.files.values()].flat().map((file) => file.path),
+    ...[...engine.inspection.files.keys()].map((scope) => `${scope}/`),
+  ];
+  const candidates = prefix.startsWith("why ") ? paths.map((path) => `why ${path}`) : words;
+  const items = [...new Set(candidates)]
+    .filter((value) => value.startsWith(prefix))
+    .map((value) => ({ value, label: value }));
+  return items.length > 0 ? items : null;
+}
+
+export function statusText(ledger: Ledger): string | undefined {
+  if (ledger.files.size === 0 && ledger.skills.size === 0) return undefined;
+  return `nested: ${ledger.files.size} file${ledger.files.size === 1 ? "" : "s"}, ${ledger.skills.size} skill${ledger.skills.size === 1 ? "" : "s"}`;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Pi adapter.
 
 interface SessionView {
@@ -1477,7 +1840,7 @@ function projectionShows(messages: unknown[], record: LedgerRecord): boolean {
     const content = (message as { content?: unknown }).content;
     return (
       Array.isArray(content) &&
-      content.some((block) => typeof block?.text === "string" && block.text.startsWith(REMINDER_OPEN))
+      content.some((block) => typeof block?.text === "string" && block.text.includes(REMINDER_OPEN))
     );
   });
 }
@@ -1499,49 +1862,104 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
     const engine = new LazyAgents(create.fs ?? nodeFileSystem, create.spawnGit ?? spawnGit);
     create.onEngine?.(engine);
 
+    pi.registerFlag(DISABLE_FLAG, {
+      description: "Turn pi-lazy-agents off for this run",
+      type: "boolean",
+      default: false,
+    });
+
+    const tell = (ctx: ExtensionContext, message: string, level: "info" | "warning"): void => {
+      try {
+        if (ctx.hasUI) ctx.ui.notify(message, level);
+        else if (level === "warning") process.stderr.write(`${message}\n`);
+      } catch {
+        // A UI that fails must not cost the model anything.
+      }
+    };
+
+    const showStatus = (ctx: ExtensionContext): void => {
+      try {
+        if (ctx.hasUI) ctx.ui.setStatus(STATUS_KEY, engine.options.enabled ? statusText(engine.ledger) : undefined);
+      } catch {
+        // The status line is decoration.
+      }
+    };
+
+    const loadSettings = (ctx: ExtensionContext): void => {
+      let raw: unknown;
+      try {
+        raw = (pi.getSettings() as Record<string, unknown>)[SETTINGS_KEY];
+      } catch {
+        raw = undefined;
+      }
+      const { options, warnings } = optionsFromSettings(raw);
+      if (pi.getFlag(DISABLE_FLAG) === true) options.enabled = false;
+      engine.configure(options);
+      for (const warning of warnings) tell(ctx, warning, "warning");
+    };
+
     const rebuild = (ctx: ExtensionContext): void => {
       try {
         engine.bind(ctx.cwd);
-        engine.startGit();
+        if (engine.options.enabled) engine.startGit();
         engine.rebuildLedger(recordsInContext(ctx.sessionManager));
       } catch {
         // A session we cannot read leaves the ledger empty: at worst a file is sent again.
         engine.ledger.clear();
       }
+      showStatus(ctx);
     };
 
-    const warn = (ctx: ExtensionContext, plan: DeliveryPlan): void => {
+    const announce = (ctx: ExtensionContext, plan: DeliveryPlan): void => {
       if (!ctx.hasUI) return;
-      for (const rejection of plan.record.skipped) ctx.ui.notify(warningText(rejection), "warning");
+      const loaded = plan.record.files.filter((file) => file.via === "reminder").map((file) => file.path);
+      if (loaded.length > 0) tell(ctx, `pi-lazy-agents: loaded ${loaded.join(", ")}`, "info");
+      for (const skip of plan.record.skipped) tell(ctx, warningText(skip), "warning");
+      showStatus(ctx);
     };
 
-    pi.on("session_start", (_event, ctx) => rebuild(ctx));
+    pi.on("session_start", (_event, ctx) => {
+      loadSettings(ctx);
+      rebuild(ctx);
+    });
     pi.on("session_tree", (_event, ctx) => rebuild(ctx));
     pi.on("session_compact", (_event, ctx) => rebuild(ctx));
 
     pi.on("tool_call", async (event, ctx) => {
       try {
-        await engine.onToolCall(event, {
+        const gate = await engine.onToolCall(event, {
           cwd: ctx.cwd,
           trusted: ctx.isProjectTrusted(),
           systemPrompt: () => ctx.getSystemPrompt(),
         });
+        if (!gate) return undefined;
+        announce(ctx, gate.plan);
+        return { block: true, reason: gate.reason };
       } catch {
-        // Never block a tool: a failed discovery only means nothing is appended.
+        // Never block a tool by accident: a failed discovery only means nothing is appended.
+        return undefined;
       }
-      return undefined;
     });
 
     pi.on("tool_result", (event, ctx) => {
       try {
         const outcome = engine.onToolResult(event);
         if (!outcome) return undefined;
-        try {
-          warn(ctx, outcome.plan);
-        } catch {
-          // A UI that fails must not cost the model its reminder.
-        }
+        announce(ctx, outcome.plan);
         return outcome.patch;
+      } catch {
+        return undefined;
+      }
+    });
+
+    // A held-back call has no tool_result: its delivery is recorded on the error result Pi persists.
+    pi.on("message_end", (event) => {
+      try {
+        const message = event.message as { role: string; toolCallId?: string; details?: unknown };
+        if (message.role !== "toolResult" || message.toolCallId === undefined) return undefined;
+        const record = engine.takeGateRecord(message.toolCallId);
+        if (!record) return undefined;
+        return { message: { ...event.message, details: withRecord(message.details, record) } as typeof event.message };
       } catch {
         return undefined;
       }
@@ -1554,7 +1972,30 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
     pi.on("session_shutdown", () => {
       engine.shutdown();
     });
+
+    pi.registerCommand(COMMAND_NAME, {
+      description: "Show the nested AGENTS.md files and skills pi-lazy-agents found; `why <path>` explains one path",
+      getArgumentCompletions: (prefix) => commandCompletions(engine, prefix),
+      handler: async (args, ctx) => {
+        const report = await commandReport(engine, args, { cwd: ctx.cwd, trusted: ctx.isProjectTrusted() });
+        // Without a UI the report goes to stderr: Pi keeps stdout for the answer (print) or events (json).
+        if (ctx.hasUI) ctx.ui.notify(report, "info");
+        else process.stderr.write(`${report}\n`);
+      },
+    });
   };
+}
+
+/** The text `/lazy-agents [why <path>]` shows. */
+export async function commandReport(engine: LazyAgents, args: string, env: CallEnvironment): Promise<string> {
+  try {
+    const words = args.trim();
+    if (words.startsWith("why ")) return await explainPath(engine, words.slice(4), env);
+    engine.bind(env.cwd);
+    return formatInspection(engine);
+  } catch {
+    return "pi-lazy-agents: the report could not be built.";
+  }
 }
 
 export default createLazyAgents();

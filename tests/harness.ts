@@ -99,6 +99,9 @@ export interface RunnerHarness {
   statuses: Map<string, string | undefined>;
   /** Runs one tool call through tool_call, the real tool, tool_result and tool_execution_end. */
   call(toolName: string, input: Record<string, unknown>, options?: CallOptions): Promise<CallResult>;
+  callWithOutput(toolName: string, input: Record<string, unknown>, output: CallResult["content"]): Promise<CallResult>;
+  /** Runs a registered slash command's handler with the runner's command context. */
+  command(name: string, args: string): Promise<void>;
   emitSessionStart(reason?: "startup" | "reload" | "new" | "resume" | "fork"): Promise<void>;
 }
 
@@ -120,7 +123,10 @@ export interface CallResult {
 export interface RunnerOptions {
   trusted?: boolean;
   hasUI?: boolean;
+  /** Written to the agent dir's settings.json (global settings) before loading. */
   settings?: Record<string, unknown>;
+  /** Written to cwd/.pi/settings.json (project settings) before loading. */
+  projectSettings?: Record<string, unknown>;
   /** Load these factories (the extension built with a test seam) instead of index.ts from disk. */
   factories?: ExtensionFactory[];
   flags?: Record<string, boolean | string>;
@@ -138,6 +144,9 @@ export async function loadRunner(tree: Tree, options: RunnerOptions = {}): Promi
     allowModelNetwork: false,
   });
   const sessionManager = SessionManager.inMemory(tree.cwd);
+  if (options.settings) writeFileSync(join(tree.agentDir, "settings.json"), JSON.stringify(options.settings));
+  if (options.projectSettings) tree.write(".pi/settings.json", JSON.stringify(options.projectSettings));
+  const settingsManager = SettingsManager.create(tree.cwd, tree.agentDir, { projectTrusted: options.trusted ?? true });
   const runner = new ExtensionRunner(
     loaded.extensions,
     loaded.runtime,
@@ -145,7 +154,6 @@ export async function loadRunner(tree: Tree, options: RunnerOptions = {}): Promi
     sessionManager,
     new ModelRegistry(modelRuntime),
   );
-  const settings = options.settings ?? {};
   runner.bindCore(
     {
       sendMessage: () => {},
@@ -156,7 +164,7 @@ export async function loadRunner(tree: Tree, options: RunnerOptions = {}): Promi
       setLabel: () => {},
       getActiveTools: () => ["read", "edit", "write"],
       getAllTools: () => [],
-      getSettings: () => structuredClone(settings) as never,
+      getSettings: () => settingsManager.getSettings(),
       setActiveTools: () => {},
       refreshTools: () => {},
       getCommands: () => [],
@@ -195,11 +203,23 @@ export async function loadRunner(tree: Tree, options: RunnerOptions = {}): Promi
     { execute: (...args: unknown[]) => Promise<{ content: CallResult["content"]; details: unknown }> }
   >;
 
-  const call = async (
+  const call = (toolName: string, input: Record<string, unknown>, callOptions: CallOptions = {}): Promise<CallResult> =>
+    callThrough(toolName, input, callOptions, async (toolCallId) => {
+      const tool = tools[toolName];
+      if (!tool) throw new Error(`no tool ${toolName}`);
+      return tool.execute(toolCallId, input, undefined, undefined);
+    });
+
+  /** Like `call`, but with a given tool output: for tools whose binary (ripgrep, fd) this machine lacks. */
+  const callWithOutput = (toolName: string, input: Record<string, unknown>, output: CallResult["content"]) =>
+    callThrough(toolName, input, {}, async () => ({ content: output, details: undefined }));
+
+  async function callThrough(
     toolName: string,
     input: Record<string, unknown>,
-    callOptions: CallOptions = {},
-  ): Promise<CallResult> => {
+    callOptions: CallOptions,
+    execute: (toolCallId: string) => Promise<{ content: CallResult["content"]; details: unknown }>,
+  ): Promise<CallResult> {
     const toolCallId = callOptions.id ?? `call-${++callCounter}`;
     const parent = callOptions.parentToolCallId ? { parentToolCallId: callOptions.parentToolCallId } : {};
     const gate = await runner.emitToolCall({ type: "tool_call", toolName, toolCallId, input, ...parent } as never);
@@ -218,9 +238,7 @@ export async function loadRunner(tree: Tree, options: RunnerOptions = {}): Promi
     let details: unknown;
     let isError = false;
     try {
-      const tool = tools[toolName];
-      if (!tool) throw new Error(`no tool ${toolName}`);
-      const result = await tool.execute(toolCallId, input, undefined, undefined);
+      const result = await execute(toolCallId);
       content = result.content;
       details = result.details;
     } catch (error) {
@@ -255,13 +273,18 @@ export async function loadRunner(tree: Tree, options: RunnerOptions = {}): Promi
       ...parent,
     } as never);
     return final;
-  };
+  }
 
   const emitSessionStart = async (reason: "startup" | "reload" | "new" | "resume" | "fork" = "startup") => {
     await runner.emit({ type: "session_start", reason } as never);
   };
+  const command = async (name: string, args: string): Promise<void> => {
+    const registered = runner.getCommand(name);
+    if (!registered) throw new Error(`no command ${name}`);
+    await registered.handler(args, runner.createCommandContext());
+  };
   await emitSessionStart();
-  return { runner, sessionManager, notifications, statuses, call, emitSessionStart };
+  return { runner, sessionManager, notifications, statuses, call, callWithOutput, command, emitSessionStart };
 }
 
 async function loadExtensions(tree: Tree, factories?: ExtensionFactory[]): Promise<LoadExtensionsResult> {
