@@ -1360,6 +1360,7 @@ export class LazyAgents {
   readonly inspection = new Inspection();
   git?: GitIgnoreOracle;
   private readonly spawner: SpawnGit;
+  private boundCwd?: string;
   startupSkills = new Map<string, string>();
   private startupPrompt?: string;
 
@@ -1370,6 +1371,12 @@ export class LazyAgents {
 
   /** Binds to cwd; its real path is the boundary every candidate is checked against. */
   bind(cwd: string): Discovery | undefined {
+    // The warm path: cwd does not move within a session, so its real path is resolved once.
+    if (this.discovery && this.boundCwd === cwd) {
+      this.discovery.options = this.options;
+      return this.discovery;
+    }
+    this.boundCwd = cwd;
     let cwdReal: string;
     try {
       cwdReal = this.fs.realpath(resolve(cwd));
