@@ -339,15 +339,9 @@ export interface SessionOptions {
   tools?: string[];
 }
 
-export async function startSession(
-  tree: Tree,
-  steps: FauxResponseStep[],
-  options: SessionOptions = {},
-): Promise<SessionHarness> {
+/** The scripted faux model, registered in a model runtime that never touches the network. */
+async function scriptedModel(): Promise<{ faux: ReturnType<typeof fauxProvider>; modelRuntime: ModelRuntime }> {
   const faux = fauxProvider({ tokensPerSecond: 1_000_000 });
-  const requests: string[] = [];
-  const requestMessages: unknown[][] = [];
-  faux.setResponses(steps.map((step) => recordStep(step, requests, requestMessages)));
   const modelRuntime = await ModelRuntime.create({
     credentials: new InMemoryCredentialStore(),
     modelsPath: null,
@@ -355,6 +349,18 @@ export async function startSession(
     allowModelNetwork: false,
   });
   modelRuntime.registerNativeProvider(faux.provider);
+  return { faux, modelRuntime };
+}
+
+export async function startSession(
+  tree: Tree,
+  steps: FauxResponseStep[],
+  options: SessionOptions = {},
+): Promise<SessionHarness> {
+  const { faux, modelRuntime } = await scriptedModel();
+  const requests: string[] = [];
+  const requestMessages: unknown[][] = [];
+  faux.setResponses(steps.map((step) => recordStep(step, requests, requestMessages)));
   const settingsManager = SettingsManager.inMemory(
     { compaction: { enabled: false }, retry: { enabled: false }, ...options.settings } as never,
     { projectTrusted: options.trusted ?? true },
@@ -429,16 +435,9 @@ export async function startRuntime(
   tree: Tree,
   options: SessionOptions & { sessionManager?: SessionManager } = {},
 ): Promise<RuntimeHarness> {
-  const faux = fauxProvider({ tokensPerSecond: 1_000_000 });
+  const { faux, modelRuntime } = await scriptedModel();
   const requests: string[] = [];
   const requestMessages: unknown[][] = [];
-  const modelRuntime = await ModelRuntime.create({
-    credentials: new InMemoryCredentialStore(),
-    modelsPath: null,
-    refreshOnCreate: false,
-    allowModelNetwork: false,
-  });
-  modelRuntime.registerNativeProvider(faux.provider);
   const settings = { compaction: { enabled: false }, retry: { enabled: false }, ...options.settings } as never;
   const runtime = await createAgentSessionRuntime(
     async ({ cwd, agentDir, sessionManager, sessionStartEvent }) => {
