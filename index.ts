@@ -209,7 +209,7 @@ function signatureOf(stats: nodeFs.Stats): Signature {
   return { dev: stats.dev, ino: stats.ino, size: stats.size, mtimeMs: stats.mtimeMs, ctimeMs: stats.ctimeMs };
 }
 
-function sameSignature(a: Signature, b: Signature): boolean {
+function sameSignature(a: Signature, b: Signature | nodeFs.Stats): boolean {
   return a.ino === b.ino && a.mtimeMs === b.mtimeMs && a.ctimeMs === b.ctimeMs && a.size === b.size && a.dev === b.dev;
 }
 
@@ -431,20 +431,39 @@ interface DirectoryEntry {
   signature: Signature;
   /** Instruction file names present (of any type), in preference order. */
   present: string[];
-  hasAgentsDir: boolean;
+  /** What `.agents` is in this folder: absent, a folder, or a link to resolve. */
+  agents: "none" | "dir" | "link";
 }
 
 interface FileEntry {
   signature: Signature;
   loaded: Loaded;
-  importTokens?: string[];
-  skill?: { ok: true; name: string; description: string; hidden: boolean } | { ok: false; reason: Reason };
+  /** The loaded file as views show it, built once per content. */
+  file?: InstructionFile;
+  /** Absolute targets of its `@path` tokens, parsed once per content. */
+  importTargets?: string[];
+  skill?: { ok: true; skill: Skill; hidden: boolean } | { ok: false; reason: Reason };
 }
 
 interface ListingEntry {
   signature: Signature;
   names: Array<{ name: string; kind: "file" | "dir" | "link" | "other" }>;
   capped: boolean;
+  hasSkillFile: boolean;
+}
+
+/** One folder strictly below cwd on the way to a target. */
+export interface ChainLink {
+  dir: string;
+  /** cwd-relative, with forward slashes: the folder's scope. */
+  scope: string;
+  name: string;
+}
+
+/** Where a tool call lands: the folders below cwd down to it, with the stats the fast path took. */
+export interface Located {
+  links: ChainLink[];
+  stats?: nodeFs.Stats[];
 }
 
 export class Discovery {
@@ -454,6 +473,12 @@ export class Discovery {
   private readonly directories = new Map<string, DirectoryEntry>();
   private readonly files = new Map<string, FileEntry>();
   private readonly listings = new Map<string, ListingEntry>();
+  private readonly chains = new Map<string, ChainLink[]>();
+  private logicalCwd?: string;
+  /** Scopes that git ignores (filled by the engine from its git helper); their subtrees too. */
+  readonly gitIgnored = new Map<string, boolean>();
+  /** Folders whose subtree was skipped, for the inspection command. */
+  readonly ignoredSeen = new Map<string, Reason>();
 
   constructor(fs: FileSystem, cwdReal: string, options: Options) {
     this.fs = fs;
@@ -467,8 +492,14 @@ export class Discovery {
       directories: this.directories.size,
       files: this.files.size,
       listings: this.listings.size,
+      chains: this.chains.size,
       gitAnswers: this.gitIgnored.size,
+      ignoredSeen: this.ignoredSeen.size,
     };
+  }
+
+  setLogicalCwd(cwd: string): void {
+    this.logicalCwd = resolve(cwd);
   }
 
   /** True when `path` is inside cwd by its real or its logical (possibly linked) form. */
@@ -479,11 +510,58 @@ export class Discovery {
     );
   }
 
+  realpathOrUndefined(path: string): string | undefined {
+    try {
+      return this.fs.realpath(path);
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** The folders strictly below cwd down to the cwd-relative `rel`, parent first; cached. */
+  chainFor(rel: string): ChainLink[] {
+    const cached = this.chains.get(rel);
+    if (cached) return cached;
+    const links: ChainLink[] = [];
+    if (rel !== "") {
+      let dir = this.cwdReal;
+      let scope = "";
+      for (const name of rel.split(sep)) {
+        dir = join(dir, name);
+        scope = scope === "" ? name : `${scope}/${name}`;
+        links.push({ dir, scope, name });
+      }
+    }
+    this.chains.set(rel, links);
+    return links;
+  }
+
   /**
-   * The real directory that holds `target` (or, for a directory target, the target itself), or
-   * the nearest existing ancestor when it does not exist yet. Undefined outside cwd. Paths that are
-   * outside cwd by their text are refused before any filesystem call.
+   * The chain to a tool's target. The fast path takes the target's folder as written when every
+   * folder on the way is a real folder (lstat, no links): then it is its own real path, and those
+   * stats serve the views too. Otherwise the slow path resolves real paths, walking up to the
+   * nearest existing folder for targets that do not exist yet. Paths outside cwd by their text are
+   * refused before any filesystem call.
    */
+  locate(target: string, targetIsDirectory: boolean): Located | undefined {
+    const dir = targetIsDirectory ? target : dirname(target);
+    const rel = relative(this.cwdReal, dir);
+    if (rel === "") return { links: [] };
+    if (rel !== ".." && !rel.startsWith(`..${sep}`) && !isAbsolute(rel)) {
+      const links = this.chainFor(rel);
+      const stats: nodeFs.Stats[] = [];
+      for (const link of links) {
+        const stat = this.fs.lstat(link.dir);
+        if (!stat?.isDirectory()) break;
+        stats.push(stat);
+      }
+      if (stats.length === links.length) return { links, stats };
+    }
+    const real = this.targetDirectory(target, targetIsDirectory);
+    return real === undefined ? undefined : { links: this.chainFor(relative(this.cwdReal, real)) };
+  }
+
+  /** Real folder of a target, or of its nearest existing ancestor; undefined outside cwd. */
   targetDirectory(target: string, targetIsDirectory: boolean): string | undefined {
     let dir = targetIsDirectory ? target : dirname(target);
     while (this.mayBeInside(dir)) {
@@ -501,63 +579,50 @@ export class Discovery {
     return undefined;
   }
 
-  realpathOrUndefined(path: string): string | undefined {
-    try {
-      return this.fs.realpath(path);
-    } catch {
-      return undefined;
-    }
-  }
-
-  private logicalCwd?: string;
-  setLogicalCwd(cwd: string): void {
-    this.logicalCwd = resolve(cwd);
-  }
-
-  /** Scopes that git ignores (filled by the engine from its git helper); their subtrees too. */
-  readonly gitIgnored = new Map<string, boolean>();
-
-  /** Scopes on the chain down to `dirReal` whose git status is not known yet. */
-  scopesWithoutGitAnswer(dirReal: string): string[] {
+  /** Scopes on the chain whose git status is not known yet. */
+  scopesWithoutGitAnswer(links: ChainLink[]): string[] {
     const unknown: string[] = [];
-    for (const dir of chainBelow(this.cwdReal, dirReal)) {
-      const scope = toDisplayPath(this.cwdReal, dir);
-      if (hasIgnoredSegment(scope, this.options.ignoredDirs) || this.gitIgnored.get(scope) === true) break;
-      if (!this.gitIgnored.has(scope)) unknown.push(scope);
+    for (const link of links) {
+      if (this.ignoredReason(link) !== undefined) break;
+      if (!this.gitIgnored.has(link.scope)) unknown.push(link.scope);
     }
     return unknown;
   }
 
-  /** Folders whose subtree was skipped, for the inspection command. */
-  readonly ignoredSeen = new Map<string, Reason>();
-
-  /** Views of every directory strictly below cwd down to `dirReal`, parent first. */
-  viewChain(dirReal: string, withSkills: boolean): DirectoryView[] {
+  /** Views of the chain's folders, parent first, up to the first ignored one. */
+  viewChain(located: Located, withSkills: boolean): DirectoryView[] {
     const views: DirectoryView[] = [];
-    for (const dir of chainBelow(this.cwdReal, dirReal)) {
-      const scope = toDisplayPath(this.cwdReal, dir);
-      const ignored = this.ignoredReason(scope);
+    for (let index = 0; index < located.links.length; index++) {
+      const link = located.links[index]!;
+      const ignored = this.ignoredReason(link);
       if (ignored) {
-        this.ignoredSeen.set(scope, ignored);
+        this.ignoredSeen.set(link.scope, ignored);
         break;
       }
-      views.push(this.viewDirectory(dir, scope, withSkills));
+      views.push(this.viewDirectory(link, withSkills, located.stats?.[index]));
     }
     return views;
   }
 
-  private ignoredReason(scope: string): Reason | undefined {
-    if (this.gitIgnored.get(scope) === true) return "gitIgnored";
-    const name = scope.slice(scope.lastIndexOf("/") + 1);
-    return this.options.ignoredDirs.has(name) ? "ignoredDir" : undefined;
+  /** The views above the first folder git turned out to ignore (answers that came after the views). */
+  dropGitIgnored(views: DirectoryView[]): DirectoryView[] {
+    const cut = views.findIndex((view) => this.gitIgnored.get(view.scope) === true);
+    if (cut === -1) return views;
+    this.ignoredSeen.set(views[cut]!.scope, "gitIgnored");
+    return views.slice(0, cut);
   }
 
-  viewDirectory(dir: string, scope: string, withSkills: boolean): DirectoryView {
-    const view: DirectoryView = { scope, imports: [], rejected: [], skills: [] };
-    const entry = this.directoryEntry(dir);
+  private ignoredReason(link: ChainLink): Reason | undefined {
+    if (this.options.ignoredDirs.has(link.name)) return "ignoredDir";
+    return this.gitIgnored.get(link.scope) === true ? "gitIgnored" : undefined;
+  }
+
+  viewDirectory(link: ChainLink, withSkills: boolean, stats?: nodeFs.Stats): DirectoryView {
+    const view: DirectoryView = { scope: link.scope, imports: [], rejected: [], skills: [] };
+    const entry = this.directoryEntry(link.dir, stats);
     if (!entry) return view;
-    for (const name of entry.present) {
-      const candidate = join(dir, name);
+    for (let index = 0; index < entry.present.length; index++) {
+      const candidate = join(link.dir, entry.present[index]!);
       const result = this.instructionFile(candidate);
       if ("reason" in result) {
         if (result.reason !== "skip") {
@@ -570,18 +635,76 @@ export class Discovery {
         continue;
       }
       view.file = result;
-      for (const later of entry.present.slice(entry.present.indexOf(name) + 1)) {
-        view.rejected.push({
-          path: toDisplayPath(this.cwdReal, join(dir, later)),
-          reason: "overridden",
-          kind: "overridden",
-        });
+      for (const later of entry.present.slice(index + 1)) {
+        view.rejected.push({ path: `${link.scope}/${later}`, reason: "overridden", kind: "overridden" });
       }
       break;
     }
     if (view.file && this.options.imports) view.imports = this.importsOf(view.file, view.rejected);
-    if (withSkills && entry.hasAgentsDir) view.skills = this.skillsOf(dir, view.rejected);
+    if (withSkills && entry.agents !== "none") view.skills = this.skillsOf(link.dir, entry, view.rejected);
     return view;
+  }
+
+  private directoryEntry(dir: string, known?: nodeFs.Stats): DirectoryEntry | undefined {
+    const stats = known ?? this.fs.lstat(dir);
+    if (!stats?.isDirectory()) {
+      this.directories.delete(dir);
+      return undefined;
+    }
+    const cached = this.directories.get(dir);
+    if (cached && sameSignature(cached.signature, stats)) return cached;
+    const present = this.options.fileNames.filter((name) => this.fs.lstat(join(dir, name)) !== undefined);
+    const agents = this.fs.lstat(join(dir, SKILLS_DIR_SEGMENTS[0]!));
+    const entry: DirectoryEntry = {
+      signature: signatureOf(stats),
+      present,
+      agents: !agents ? "none" : agents.isSymbolicLink() ? "link" : agents.isDirectory() ? "dir" : "none",
+    };
+    this.directories.set(dir, entry);
+    return entry;
+  }
+
+  // Instruction files.
+
+  /** Resolves one candidate path to its real, contained, regular file. */
+  private resolveContained(candidate: string): { real: string; stats: nodeFs.Stats } | { reason: Reason | "skip" } {
+    const link = this.fs.lstat(candidate);
+    if (!link) return { reason: "skip" };
+    if (!link.isSymbolicLink()) {
+      if (link.isDirectory()) return { reason: "skip" };
+      return link.isFile() ? { real: candidate, stats: link } : { reason: "notRegular" };
+    }
+    const real = this.realpathOrUndefined(candidate);
+    if (real === undefined) return { reason: "skip" };
+    if (!isPathInside(this.cwdReal, real)) return { reason: "symlinkEscape" };
+    const stats = this.fs.stat(real);
+    if (!stats || stats.isDirectory()) return { reason: "skip" };
+    return stats.isFile() ? { real, stats } : { reason: "notRegular" };
+  }
+
+  private fileEntry(real: string, stats: nodeFs.Stats): FileEntry {
+    const cached = this.files.get(real);
+    if (cached && sameSignature(cached.signature, stats)) return cached;
+    const loaded: Loaded =
+      stats.size > this.options.maxFileBytes
+        ? { ok: false, reason: "tooLarge" }
+        : readBounded(this.fs, real, this.options.maxFileBytes);
+    const entry: FileEntry = { signature: signatureOf(stats), loaded };
+    this.files.set(real, entry);
+    return entry;
+  }
+
+  instructionFile(candidate: string): InstructionFile | { reason: Reason | "skip" } {
+    const resolved = this.resolveContained(candidate);
+    if ("reason" in resolved) return resolved;
+    return this.loadedFile(resolved.real, resolved.stats);
+  }
+
+  private loadedFile(real: string, stats: nodeFs.Stats): InstructionFile | { reason: Reason } {
+    const entry = this.fileEntry(real, stats);
+    if (!entry.loaded.ok) return { reason: entry.loaded.reason };
+    const { text, version, bytes } = entry.loaded;
+    return (entry.file ??= { path: toDisplayPath(this.cwdReal, real), realPath: real, text, version, bytes });
   }
 
   // Imports: `@relative/path` tokens in an instruction file, resolved against its folder, under the
@@ -591,8 +714,8 @@ export class Discovery {
     const imports: ImportedFile[] = [];
     const seen = new Set([root.realPath]);
     const visit = (file: InstructionFile, depth: number): void => {
-      for (const token of this.importTokensOf(file)) {
-        for (const imported of this.resolveImport(file, token, rejected)) {
+      for (const target of this.importTargetsOf(file)) {
+        for (const imported of this.resolveImport(file, target, rejected)) {
           if (seen.has(imported.realPath)) continue;
           seen.add(imported.realPath);
           imports.push({ file: imported, importedBy: file.path });
@@ -604,15 +727,14 @@ export class Discovery {
     return imports;
   }
 
-  private importTokensOf(file: InstructionFile): string[] {
+  private importTargetsOf(file: InstructionFile): string[] {
+    const parse = () => importTokens(file.text).map((token) => resolve(dirname(file.realPath), token));
     const entry = this.files.get(file.realPath);
-    if (!entry) return importTokens(file.text);
-    return (entry.importTokens ??= importTokens(file.text));
+    return entry ? (entry.importTargets ??= parse()) : parse();
   }
 
-  /** The files one token names; nothing for a token that names nothing (an npm scope, an email). */
-  private resolveImport(from: InstructionFile, token: string, rejected: Rejection[]): InstructionFile[] {
-    const target = resolve(dirname(from.realPath), token);
+  /** The files one target names; nothing for a token that names nothing (an npm scope, an email). */
+  private resolveImport(from: InstructionFile, target: string, rejected: Rejection[]): InstructionFile[] {
     // The token itself is file content: a rejection names only the importing file.
     const reject = (reason: Reason): InstructionFile[] => {
       rejected.push({ path: from.path, reason, kind: "import" });
@@ -622,11 +744,12 @@ export class Discovery {
     const real = this.realpathOrUndefined(target);
     if (real === undefined) return [];
     if (!isPathInside(this.cwdReal, real)) return reject("symlinkEscape");
-    const stats = this.fs.stat(real);
-    if (stats?.isDirectory()) return this.importDirectory(real, from, rejected);
-    const file = this.instructionFile(real);
-    if ("reason" in file) return file.reason === "skip" ? [] : reject(file.reason);
-    return [file];
+    const stats = this.fs.lstat(real);
+    if (!stats) return [];
+    if (stats.isDirectory()) return this.importDirectory(real, from, rejected);
+    if (!stats.isFile()) return reject("notRegular");
+    const file = this.loadedFile(real, stats);
+    return "reason" in file ? reject(file.reason) : [file];
   }
 
   private importDirectory(dir: string, from: InstructionFile, rejected: Rejection[]): InstructionFile[] {
@@ -643,78 +766,16 @@ export class Discovery {
     return files;
   }
 
-  private directoryEntry(dir: string): DirectoryEntry | undefined {
-    const stats = this.fs.stat(dir);
-    if (!stats?.isDirectory()) {
-      this.directories.delete(dir);
-      return undefined;
-    }
-    const signature = signatureOf(stats);
-    const cached = this.directories.get(dir);
-    if (cached && sameSignature(cached.signature, signature)) return cached;
-    const present = this.options.fileNames.filter((name) => this.fs.lstat(join(dir, name)) !== undefined);
-    const hasAgentsDir = this.fs.lstat(join(dir, SKILLS_DIR_SEGMENTS[0]!)) !== undefined;
-    const entry = { signature, present, hasAgentsDir };
-    this.directories.set(dir, entry);
-    return entry;
-  }
-
-  /** Resolves one candidate path to its real, contained, regular file, and loads it. */
-  private resolveContained(candidate: string): { real: string; stats: nodeFs.Stats } | { reason: Reason | "skip" } {
-    const link = this.fs.lstat(candidate);
-    if (!link) return { reason: "skip" };
-    if (!link.isSymbolicLink()) {
-      if (link.isDirectory()) return { reason: "skip" };
-      return link.isFile() ? { real: candidate, stats: link } : { reason: "notRegular" };
-    }
-    let real: string;
-    try {
-      real = this.fs.realpath(candidate);
-    } catch {
-      return { reason: "skip" };
-    }
-    if (!isPathInside(this.cwdReal, real)) return { reason: "symlinkEscape" };
-    const stats = this.fs.stat(real);
-    if (!stats || stats.isDirectory()) return { reason: "skip" };
-    return stats.isFile() ? { real, stats } : { reason: "notRegular" };
-  }
-
-  private fileEntry(real: string, stats: nodeFs.Stats): FileEntry {
-    const signature = signatureOf(stats);
-    const cached = this.files.get(real);
-    if (cached && sameSignature(cached.signature, signature)) return cached;
-    const loaded: Loaded =
-      stats.size > this.options.maxFileBytes
-        ? { ok: false, reason: "tooLarge" }
-        : readBounded(this.fs, real, this.options.maxFileBytes);
-    const entry: FileEntry = { signature, loaded };
-    this.files.set(real, entry);
-    return entry;
-  }
-
-  instructionFile(candidate: string): InstructionFile | { reason: Reason | "skip" } {
-    const resolved = this.resolveContained(candidate);
-    if ("reason" in resolved) return resolved;
-    const loaded = this.fileEntry(resolved.real, resolved.stats).loaded;
-    if (!loaded.ok) return { reason: loaded.reason };
-    return {
-      path: toDisplayPath(this.cwdReal, resolved.real),
-      realPath: resolved.real,
-      text: loaded.text,
-      version: loaded.version,
-      bytes: loaded.bytes,
-    };
-  }
-
   // Skills, by Pi's rules for `.agents/skills`: a directory holding SKILL.md is one skill and is not
   // searched further; other `.md` files count only below the root; dot names and node_modules are
-  // skipped.
+  // skipped. A known skill folder costs one lstat of its SKILL.md; other folders one of themselves.
 
-  private skillsOf(dir: string, rejected: Rejection[]): Skill[] {
-    const root = this.containedPath(join(dir, ...SKILLS_DIR_SEGMENTS));
-    if (root === undefined) return [];
+  private skillsOf(dir: string, entry: DirectoryEntry, rejected: Rejection[]): Skill[] {
+    const root = join(dir, ...SKILLS_DIR_SEGMENTS);
+    const resolved = entry.agents === "link" ? this.containedPath(root) : root;
+    if (resolved === undefined) return [];
     const skills: Skill[] = [];
-    this.scanSkillDirectory(root, 0, skills, rejected);
+    this.scanSkillDirectory(resolved, 0, skills, rejected);
     return skills;
   }
 
@@ -724,15 +785,19 @@ export class Discovery {
     return real !== undefined && isPathInside(this.cwdReal, real) ? real : undefined;
   }
 
+  /** The sorted, capped entries of a real folder, re-read only when its signature changes. */
   private listing(dir: string): ListingEntry | undefined {
-    const stats = this.fs.stat(dir);
+    const stats = this.fs.lstat(dir);
+    if (stats?.isSymbolicLink()) {
+      const real = this.containedPath(dir);
+      return real === undefined ? undefined : this.listing(real);
+    }
     if (!stats?.isDirectory()) {
       this.listings.delete(dir);
       return undefined;
     }
-    const signature = signatureOf(stats);
     const cached = this.listings.get(dir);
-    if (cached && sameSignature(cached.signature, signature)) return cached;
+    if (cached && sameSignature(cached.signature, stats)) return cached;
     let dirents: nodeFs.Dirent[];
     try {
       dirents = this.fs.readdir(dir);
@@ -741,16 +806,24 @@ export class Discovery {
     }
     dirents.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     const names = dirents.slice(0, MAX_SKILL_DIR_ENTRIES).map((d) => ({ name: d.name, kind: direntKind(d) }));
-    const entry: ListingEntry = { signature, names, capped: dirents.length > MAX_SKILL_DIR_ENTRIES };
+    const entry: ListingEntry = {
+      signature: signatureOf(stats),
+      names,
+      capped: dirents.length > MAX_SKILL_DIR_ENTRIES,
+      hasSkillFile: names.some((name) => name.name === SKILL_FILE_NAME),
+    };
     this.listings.set(dir, entry);
     return entry;
   }
 
   private scanSkillDirectory(dir: string, depth: number, skills: Skill[], rejected: Rejection[]): void {
+    // A folder known to hold SKILL.md stays a skill while that file exists: nothing else there matters.
+    if (this.listings.get(dir)?.hasSkillFile && this.addSkill(join(dir, SKILL_FILE_NAME), true, skills, rejected))
+      return;
     const listing = this.listing(dir);
     if (!listing) return;
     if (listing.capped) rejected.push({ path: toDisplayPath(this.cwdReal, dir), reason: "scanCapped", kind: "skill" });
-    if (listing.names.some((entry) => entry.name === SKILL_FILE_NAME)) {
+    if (listing.hasSkillFile) {
       this.addSkill(join(dir, SKILL_FILE_NAME), true, skills, rejected);
       return;
     }
@@ -771,36 +844,46 @@ export class Discovery {
     }
   }
 
-  private addSkill(candidate: string, declared: boolean, skills: Skill[], rejected: Rejection[]): void {
+  /** Adds the skill a file defines; false when the file is not there. */
+  private addSkill(candidate: string, declared: boolean, skills: Skill[], rejected: Rejection[]): boolean {
     const resolved = this.resolveContained(candidate);
     if ("reason" in resolved) {
-      if (resolved.reason !== "skip")
-        rejected.push({ path: toDisplayPath(this.cwdReal, candidate), reason: resolved.reason, kind: "skill" });
-      return;
+      if (resolved.reason === "skip") return false;
+      rejected.push({ path: toDisplayPath(this.cwdReal, candidate), reason: resolved.reason, kind: "skill" });
+      return true;
     }
     const entry = this.fileEntry(resolved.real, resolved.stats);
     const path = toDisplayPath(this.cwdReal, resolved.real);
     if (!entry.loaded.ok) {
       rejected.push({ path, reason: entry.loaded.reason, kind: "skill" });
-      return;
+      return true;
     }
-    entry.skill ??= parseSkill(entry.loaded.text, basename(dirname(resolved.real)));
-    const skill = entry.skill;
-    if (!skill.ok) {
-      if (declared) rejected.push({ path, reason: skill.reason, kind: "skill" });
-      return;
-    }
-    if (skill.hidden) {
+    entry.skill ??= skillOf(entry.loaded.text, basename(dirname(resolved.real)), path);
+    const parsed = entry.skill;
+    if (!parsed.ok) {
+      if (declared) rejected.push({ path, reason: parsed.reason, kind: "skill" });
+    } else if (parsed.hidden) {
       rejected.push({ path, reason: "skillHidden", kind: "skill" });
-      return;
+    } else {
+      skills.push(parsed.skill);
     }
-    skills.push({
-      name: skill.name,
-      description: skill.description,
-      path,
-      version: versionOf(`${skill.name}\n${skill.description}\n${path}`),
-    });
+    return true;
   }
+}
+
+function skillOf(
+  text: string,
+  directoryName: string,
+  path: string,
+): { ok: true; skill: Skill; hidden: boolean } | { ok: false; reason: Reason } {
+  const parsed = parseSkill(text, directoryName);
+  if (!parsed.ok) return parsed;
+  const { name, description, hidden } = parsed;
+  return {
+    ok: true,
+    hidden,
+    skill: { name, description, path, version: versionOf(`${name}\n${description}\n${path}`) },
+  };
 }
 
 function direntKind(dirent: nodeFs.Dirent): "file" | "dir" | "link" | "other" {
@@ -904,6 +987,7 @@ export class Ledger {
   /** Paths delivered for each scope: its instruction file and that file's imports. */
   readonly pathsByScope = new Map<string, Set<string>>();
   readonly skills = new Map<string, SkillRecord>();
+  readonly skillsByScope = new Map<string, Set<string>>();
   /** Skip notices the model holds, by skipKey → reason. */
   readonly skipped = new Map<string, Reason>();
   /** Paths whose withdrawal notice the model holds. */
@@ -914,6 +998,7 @@ export class Ledger {
     this.files.clear();
     this.pathsByScope.clear();
     this.skills.clear();
+    this.skillsByScope.clear();
     this.skipped.clear();
   }
 
@@ -923,7 +1008,10 @@ export class Ledger {
       this.pathsByScope.get(scope)?.delete(path);
       this.retracted.add(path);
     }
-    for (const { path } of record.retractedSkills) this.skills.delete(path);
+    for (const { path, scope } of record.retractedSkills) {
+      this.skills.delete(path);
+      this.skillsByScope.get(scope)?.delete(path);
+    }
     for (const file of record.files) {
       const earlier = this.files.get(file.path);
       if (earlier && earlier.scope !== file.scope) this.pathsByScope.get(earlier.scope)?.delete(file.path);
@@ -934,7 +1022,12 @@ export class Ledger {
       paths.add(file.path);
       this.skipped.delete(file.path);
     }
-    for (const skill of record.skills) this.skills.set(skill.path, skill);
+    for (const skill of record.skills) {
+      this.skills.set(skill.path, skill);
+      let paths = this.skillsByScope.get(skill.scope);
+      if (!paths) this.skillsByScope.set(skill.scope, (paths = new Set()));
+      paths.add(skill.path);
+    }
     for (const skip of record.skipped) this.skipped.set(skipKey(skip), skip.reason);
   }
 
@@ -1013,9 +1106,12 @@ function planFile(
   const { file, scope, importedBy } = entry;
   if (file.realPath === input.shownInPart || planned.has(file.path)) return;
   const held = ledger.files.get(file.path);
-  if (held?.version === file.version || input.claimed.has(claimKey(file.path, file.version))) return;
-  planned.add(file.path);
+  // A whole read is recorded even when the model already held the file: if a compaction later
+  // drops the earlier delivery but keeps this read, the ledger must still see the file.
   const via = file.realPath === input.shownWhole ? "read" : "reminder";
+  const current = held?.version === file.version || input.claimed.has(claimKey(file.path, file.version));
+  if (current && via === "reminder") return;
+  planned.add(file.path);
   const record: FileRecord = { path: file.path, scope, version: file.version, bytes: file.bytes, via };
   if (importedBy !== undefined) record.importedBy = importedBy;
   plan.record.files.push(record);
@@ -1043,10 +1139,12 @@ function planRetraction(ledger: Ledger, view: DirectoryView, plan: DeliveryPlan)
     if (offered.has(path) || ledger.files.get(path)?.scope !== view.scope) continue;
     plan.record.retracted.push({ path, scope: view.scope });
   }
+  const held = ledger.skillsByScope.get(view.scope);
+  if (!held || held.size === 0) return;
   const present = new Set(view.skills.map((skill) => skill.path));
-  for (const skill of ledger.skills.values()) {
-    if (skill.scope === view.scope && !present.has(skill.path)) {
-      plan.record.retractedSkills.push({ path: skill.path, scope: view.scope });
+  for (const path of held) {
+    if (!present.has(path) && ledger.skills.get(path)?.scope === view.scope) {
+      plan.record.retractedSkills.push({ path, scope: view.scope });
     }
   }
 }
@@ -1327,6 +1425,8 @@ export interface CallEnvironment {
 }
 
 interface PendingCall {
+  /** Git's answer for the chain's new folders, when one was asked for. */
+  gitAnswer?: Promise<void>;
   toolName: string;
   rootId: string;
   nested: boolean;
@@ -1408,11 +1508,13 @@ export class LazyAgents {
   }
 
   /** Asks git about the chain's folders it has not answered for yet; a warm chain asks nothing. */
-  async learnGitIgnores(discovery: Discovery, dir: string): Promise<void> {
-    const unknown = discovery.scopesWithoutGitAnswer(dir);
-    if (unknown.length === 0 || !this.git) return;
-    const answers = await this.git.ignored(unknown);
-    unknown.forEach((scope, index) => discovery.gitIgnored.set(scope, answers[index]!));
+  learnGitIgnores(discovery: Discovery, links: ChainLink[]): Promise<void> | undefined {
+    const unknown = discovery.scopesWithoutGitAnswer(links);
+    const git = this.git;
+    if (unknown.length === 0 || !git) return undefined;
+    return git.ignored(unknown).then((answers) => {
+      unknown.forEach((scope, index) => discovery.gitIgnored.set(scope, answers[index]!));
+    });
   }
 
   private refreshStartupSkills(systemPrompt: string | undefined): void {
@@ -1445,19 +1547,23 @@ export class LazyAgents {
     if (target === undefined) return;
     const discovery = this.bind(env.cwd);
     if (!discovery) return;
-    const dir = discovery.targetDirectory(target, targetIsDirectory);
-    if (dir === undefined) return;
-    await this.learnGitIgnores(discovery, dir);
+    const located = discovery.locate(target, targetIsDirectory);
+    if (located === undefined || located.links.length === 0) return;
+    // Git's answer for new folders overlaps the tool's run: it is awaited before the result only.
+    const gitAnswer = this.learnGitIgnores(discovery, located.links);
+    const gated = this.shouldGate(event);
+    if (gitAnswer && gated) await gitAnswer;
     const withSkills = env.trusted && this.options.skills;
-    const views = discovery.viewChain(dir, withSkills);
+    const views = discovery.viewChain(located, withSkills);
     if (views.length === 0) return;
     if (views.some((view) => view.skills.length > 0)) this.refreshStartupSkills(env.systemPrompt?.());
-    this.inspection.record(views);
-    if (this.shouldGate(event)) {
+    if (gated) {
+      this.inspection.record(views);
       const gate = this.gate(event.toolCallId, views);
       if (gate) return gate;
     }
     this.pending.set(event.toolCallId, {
+      gitAnswer,
       toolName: event.toolName,
       rootId: this.rootOf(event.toolCallId),
       nested: event.parentToolCallId !== undefined,
@@ -1519,27 +1625,39 @@ export class LazyAgents {
     const call = this.pending.get(event.toolCallId);
     this.pending.delete(event.toolCallId);
     const own = call !== undefined && activates(call.toolName, event.isError) ? call : undefined;
+    const ownViews = own ? this.viewsAfterTool(own) : [];
+    if (call) this.inspection.record(own ? ownViews : (this.discovery?.dropGitIgnored(call.views) ?? []));
     if (own?.nested) {
-      this.nestedViews.set(own.rootId, [...(this.nestedViews.get(own.rootId) ?? []), ...own.views]);
+      this.nestedViews.set(own.rootId, [...(this.nestedViews.get(own.rootId) ?? []), ...ownViews]);
       return undefined;
     }
-    const fromNested = this.nestedViews.get(event.toolCallId) ?? [];
+    const fromNested = this.nestedViews.get(event.toolCallId);
     this.nestedViews.delete(event.toolCallId);
-    const ownViews = own ? this.viewsAfterTool(own) : [];
-    if (own) this.inspection.record(ownViews);
-    const views = mergeViews([...fromNested, ...ownViews]);
+    const views = fromNested ? mergeViews([...fromNested, ...ownViews]) : ownViews;
     if (views.length === 0) return undefined;
     return this.deliver(event, views, own ? this.shownByTool(own, event) : {});
   }
 
   /** An edit or write may have created or changed instruction files on the chain: look again. */
   private viewsAfterTool(call: PendingCall): DirectoryView[] {
-    if (call.toolName === "read" || FILE_TOOLS.has(call.toolName) === false || !this.discovery) return call.views;
-    if (!this.options.fileNames.includes(basename(call.target))) return call.views;
-    const dir = this.discovery.targetDirectory(call.target, false);
-    if (dir === undefined) return call.views;
-    call.instructionTarget = this.discovery.realpathOrUndefined(call.target);
-    return this.discovery.viewChain(dir, call.withSkills);
+    const discovery = this.discovery;
+    if (!discovery) return call.views;
+    if (
+      call.toolName === "read" ||
+      !FILE_TOOLS.has(call.toolName) ||
+      !this.options.fileNames.includes(basename(call.target))
+    ) {
+      return discovery.dropGitIgnored(call.views);
+    }
+    const located = discovery.locate(call.target, false);
+    if (located === undefined) return discovery.dropGitIgnored(call.views);
+    call.instructionTarget = discovery.realpathOrUndefined(call.target);
+    return discovery.viewChain(located, call.withSkills);
+  }
+
+  /** Resolves once git has answered for this call's folders (at once when it asked nothing). */
+  settle(toolCallId: string): Promise<void> | undefined {
+    return this.pending.get(toolCallId)?.gitAnswer;
   }
 
   /** What of an instruction file the tool's own output already shows the model. */
@@ -1670,43 +1788,46 @@ export interface SeenFile {
 }
 
 export class Inspection {
-  readonly files = new Map<string, SeenFile[]>();
-  readonly notUsed = new Map<string, Rejection[]>();
-  readonly skills = new Map<string, Skill[]>();
+  /** The latest view of each folder a call looked at; reports are built from it on demand. */
+  readonly views = new Map<string, DirectoryView>();
 
   record(views: DirectoryView[]): void {
-    for (const view of views) {
-      const files: SeenFile[] = [];
-      if (view.file) files.push(seenFile(view.file, view.scope));
-      for (const { file, importedBy } of view.imports) files.push({ ...seenFile(file, view.scope), importedBy });
-      this.files.set(view.scope, files);
-      this.notUsed.set(view.scope, [...view.rejected, ...shadowedSkills(views, view)]);
-      this.skills.set(view.scope, view.skills);
-    }
+    for (const view of views) this.views.set(view.scope, view);
   }
 
   clear(): void {
-    this.files.clear();
-    this.notUsed.clear();
-    this.skills.clear();
+    this.views.clear();
   }
 
   sizes(): Record<string, number> {
-    return { inspectedScopes: this.files.size };
+    return { inspectedScopes: this.views.size };
+  }
+
+  files(): SeenFile[] {
+    return [...this.views.values()].flatMap((view) => [
+      ...(view.file ? [seenFile(view.file, view.scope)] : []),
+      ...view.imports.map(({ file, importedBy }) => ({ ...seenFile(file, view.scope), importedBy })),
+    ]);
+  }
+
+  skills(): Array<Skill & { scope: string }> {
+    return [...this.views.values()].flatMap((view) => view.skills.map((skill) => ({ ...skill, scope: view.scope })));
+  }
+
+  /** Refused candidates, plus skills that a deeper folder redefines. */
+  notUsed(): Rejection[] {
+    const skills = this.skills();
+    const shadowed = skills
+      .filter((outer) =>
+        skills.some((inner) => inner.name === outer.name && isPathInside(`/${outer.scope}`, `/${inner.scope}`)),
+      )
+      .map((skill): Rejection => ({ path: skill.path, reason: "skillShadowed", kind: "skill" }));
+    return [...[...this.views.values()].flatMap((view) => view.rejected), ...shadowed];
   }
 }
 
 function seenFile(file: InstructionFile, scope: string): SeenFile {
   return { path: file.path, scope, bytes: file.bytes, version: file.version };
-}
-
-/** Skills of `view` that a deeper folder on the same chain redefines. */
-function shadowedSkills(views: DirectoryView[], view: DirectoryView): Rejection[] {
-  const deeper = views.filter((other) => depthOf(other.scope) > depthOf(view.scope));
-  const deeperNames = new Set(deeper.flatMap((other) => other.skills.map((skill) => skill.name)));
-  return view.skills
-    .filter((skill) => deeperNames.has(skill.name))
-    .map((skill) => ({ path: skill.path, reason: "skillShadowed", kind: "skill" }));
 }
 
 export function fileState(ledger: Ledger, file: SeenFile): string {
@@ -1726,7 +1847,7 @@ export function formatInspection(engine: LazyAgents): string {
   const { ledger, inspection } = engine;
   const lines = ["pi-lazy-agents"];
   if (!engine.options.enabled) lines.push("  off for this run (setting or --no-lazy-agents flag)");
-  const files = [...inspection.files.values()].flat();
+  const files = inspection.files();
   const seenPaths = new Set(files.map((file) => file.path));
   lines.push("", `Instruction files and imports (${files.length}):`);
   for (const file of files) {
@@ -1736,9 +1857,7 @@ export function formatInspection(engine: LazyAgents): string {
     );
   }
   for (const path of ledger.retracted) if (!seenPaths.has(path)) lines.push(`  ${path}  retracted`);
-  const skills = [...inspection.skills.entries()].flatMap(([scope, list]) =>
-    list.map((skill) => ({ ...skill, scope })),
-  );
+  const skills = inspection.skills();
   lines.push("", `Nested skills (${skills.length}):`);
   for (const skill of skills) {
     const state = ledger.skills.get(skill.path)?.version === skill.version ? "listed" : "pending";
@@ -1746,7 +1865,7 @@ export function formatInspection(engine: LazyAgents): string {
   }
   const notUsed = [
     ...[...(engine.discovery?.ignoredSeen ?? new Map<string, Reason>())].map(([path, reason]) => ({ path, reason })),
-    ...[...inspection.notUsed.values()].flat(),
+    ...inspection.notUsed(),
   ];
   lines.push("", `Seen and not used (${notUsed.length}):`);
   for (const { path, reason } of notUsed) lines.push(`  ${path}  ${REASONS[reason]}`);
@@ -1761,16 +1880,16 @@ export async function explainPath(engine: LazyAgents, rawPath: string, env: Call
   if (target === undefined) return `pi-lazy-agents: "${shown}" is not a usable path.`;
   const discovery = engine.bind(env.cwd);
   if (!discovery) return "pi-lazy-agents: the working directory cannot be resolved.";
-  const isDirectory = discovery.fs.stat(target)?.isDirectory() === true;
-  const dir = discovery.targetDirectory(target, isDirectory);
-  if (dir === undefined) return `pi-lazy-agents: ${shown} is ${REASONS.outsideCwd}; nothing below cwd applies to it.`;
-  await engine.learnGitIgnores(discovery, dir);
-  const views = discovery.viewChain(dir, env.trusted && engine.options.skills);
+  const isDirectory = discovery.mayBeInside(target) && discovery.fs.stat(target)?.isDirectory() === true;
+  const located = discovery.locate(target, isDirectory);
+  if (located === undefined)
+    return `pi-lazy-agents: ${shown} is ${REASONS.outsideCwd}; nothing below cwd applies to it.`;
+  await engine.learnGitIgnores(discovery, located.links);
+  const views = discovery.viewChain(located, env.trusted && engine.options.skills);
   engine.inspection.record(views);
   const lines = [`pi-lazy-agents: why ${shown}`];
-  if (dir === discovery.cwdReal) lines.push("  It lies directly in cwd: only Pi's own AGENTS.md applies there.");
-  const chain = chainBelow(discovery.cwdReal, dir).map((path) => toDisplayPath(discovery.cwdReal, path));
-  for (const scope of chain) {
+  if (located.links.length === 0) lines.push("  It lies directly in cwd: only Pi's own AGENTS.md applies there.");
+  for (const { scope } of located.links) {
     const view = views.find((candidate) => candidate.scope === scope);
     if (!view) {
       const reason = discovery.ignoredSeen.get(scope);
@@ -1796,8 +1915,8 @@ export async function explainPath(engine: LazyAgents, rawPath: string, env: Call
 export function commandCompletions(engine: LazyAgents, prefix: string): Array<{ value: string; label: string }> | null {
   const words = ["why "];
   const paths = [
-    ...[...engine.inspection.files.values()].flat().map((file) => file.path),
-    ...[...engine.inspection.files.keys()].map((scope) => `${scope}/`),
+    ...engine.inspection.files().map((file) => file.path),
+    ...[...engine.inspection.views.keys()].map((scope) => `${scope}/`),
   ];
   const candidates = prefix.startsWith("why ") ? paths.map((path) => `why ${path}`) : words;
   const items = [...new Set(candidates)]
@@ -1948,8 +2067,11 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
       }
     });
 
-    pi.on("tool_result", (event, ctx) => {
+    pi.on("tool_result", async (event, ctx) => {
       try {
+        // Only a call that entered new folders waits here, for git; nothing else awaits before the claim.
+        const gitAnswer = engine.settle(event.toolCallId);
+        if (gitAnswer) await gitAnswer;
         const outcome = engine.onToolResult(event);
         if (!outcome) return undefined;
         announce(ctx, outcome.plan);

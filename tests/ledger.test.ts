@@ -266,3 +266,31 @@ test("the persisted record names path, scope and version of every delivery", () 
       h.dispose();
     }
   }));
+
+test("regression: a whole read of a held instruction file is recorded, so a compaction that drops the first delivery sends nothing again", () =>
+  withTree({ ...files, "filler.txt": "z".repeat(8000) }, async (tree) => {
+    const h = await startRuntime(tree, { settings: { compaction: { enabled: false, keepRecentTokens: 300 } } });
+    try {
+      h.script([
+        readA,
+        finalTurn(),
+        toolTurn(["read", { path: "filler.txt" }]),
+        finalTurn(),
+        toolTurn(["read", { path: "pkg/AGENTS.md" }]),
+        finalTurn(),
+      ]);
+      await h.session.prompt("first");
+      await h.session.prompt("filler");
+      await h.session.prompt("read the rules file itself");
+      h.script([summaryTurn(), summaryTurn()]);
+      await h.session.compact();
+      const kept = JSON.stringify(h.session.sessionManager.buildContextEntries());
+      assert.doesNotMatch(kept, /<nested-instructions/, "the compaction dropped the reminder");
+      assert.match(kept, /"via":"read"/, "and kept the read of the file itself");
+      h.script([readA, finalTurn()]);
+      await h.session.prompt("pkg again");
+      assert.equal(remindersInLastRequest(h.requestMessages).length, 0);
+    } finally {
+      await h.dispose();
+    }
+  }));
