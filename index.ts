@@ -431,6 +431,8 @@ interface DirectoryEntry {
   signature: Signature;
   /** Instruction file names present (of any type), in preference order. */
   present: string[];
+  /** Their absolute paths, joined once. */
+  candidates: string[];
   /** What `.agents` is in this folder: absent, a folder, or a link to resolve. */
   agents: "none" | "dir" | "link";
 }
@@ -451,6 +453,8 @@ interface ListingEntry {
   capped: boolean;
   hasSkillFile: boolean;
 }
+
+const NO_IMPORTS: ImportedFile[] = [];
 
 /** One folder strictly below cwd on the way to a target. */
 export interface ChainLink {
@@ -621,8 +625,8 @@ export class Discovery {
     const view: DirectoryView = { scope: link.scope, imports: [], rejected: [], skills: [] };
     const entry = this.directoryEntry(link.dir, stats);
     if (!entry) return view;
-    for (let index = 0; index < entry.present.length; index++) {
-      const candidate = join(link.dir, entry.present[index]!);
+    for (let index = 0; index < entry.candidates.length; index++) {
+      const candidate = entry.candidates[index]!;
       const result = this.instructionFile(candidate);
       if ("reason" in result) {
         if (result.reason !== "skip") {
@@ -658,6 +662,7 @@ export class Discovery {
     const entry: DirectoryEntry = {
       signature: signatureOf(stats),
       present,
+      candidates: present.map((name) => join(dir, name)),
       agents: !agents ? "none" : agents.isSymbolicLink() ? "link" : agents.isDirectory() ? "dir" : "none",
     };
     this.directories.set(dir, entry);
@@ -711,6 +716,7 @@ export class Discovery {
   // same rules as instruction files. Depth first, at most MAX_IMPORT_DEPTH hops, cycles cut.
 
   private importsOf(root: InstructionFile, rejected: Rejection[]): ImportedFile[] {
+    if (this.importTargetsOf(root).length === 0) return NO_IMPORTS;
     const imports: ImportedFile[] = [];
     const seen = new Set([root.realPath]);
     const visit = (file: InstructionFile, depth: number): void => {
@@ -1109,7 +1115,8 @@ function planFile(
   // A whole read is recorded even when the model already held the file: if a compaction later
   // drops the earlier delivery but keeps this read, the ledger must still see the file.
   const via = file.realPath === input.shownWhole ? "read" : "reminder";
-  const current = held?.version === file.version || input.claimed.has(claimKey(file.path, file.version));
+  const current =
+    held?.version === file.version || (input.claimed.size > 0 && input.claimed.has(claimKey(file.path, file.version)));
   if (current && via === "reminder") return;
   planned.add(file.path);
   const record: FileRecord = { path: file.path, scope, version: file.version, bytes: file.bytes, via };
@@ -1120,7 +1127,7 @@ function planFile(
 
 function planSkill(ledger: Ledger, input: PlanInput, plan: DeliveryPlan, skill: Skill, scope: string): void {
   if (ledger.skills.get(skill.path)?.version === skill.version) return;
-  if (input.claimed.has(claimKey(skill.path, skill.version))) return;
+  if (input.claimed.size > 0 && input.claimed.has(claimKey(skill.path, skill.version))) return;
   if (plan.skills.some((s) => s.path === skill.path)) return;
   const startup = input.startupSkills?.get(skill.name);
   const sameAsStartup =
@@ -1538,30 +1545,50 @@ export class LazyAgents {
   }
 
   /** Discovery, before the tool runs; with the write gate on, may hold a write back once. */
-  async onToolCall(event: ToolCallEvent, env: CallEnvironment): Promise<GateOutcome | undefined> {
+  /**
+   * Discovery, before the tool runs. Synchronous, so a warm call adds no promise hops; only a held
+   * write waits, for git's answer about new folders.
+   */
+  onToolCall(event: ToolCallEvent, env: CallEnvironment): GateOutcome | undefined | Promise<GateOutcome | undefined> {
     if (event.parentToolCallId !== undefined) this.parentOf.set(event.toolCallId, event.parentToolCallId);
-    if (!this.options.enabled || !this.options.triggers.has(event.toolName)) return;
+    if (!this.options.enabled || !this.options.triggers.has(event.toolName)) return undefined;
     const input = event.input as Record<string, unknown>;
     const targetIsDirectory = !FILE_TOOLS.has(event.toolName);
     const target = resolveToolPath(input.path ?? (targetIsDirectory ? "." : undefined), env.cwd);
-    if (target === undefined) return;
+    if (target === undefined) return undefined;
     const discovery = this.bind(env.cwd);
-    if (!discovery) return;
+    if (!discovery) return undefined;
     const located = discovery.locate(target, targetIsDirectory);
-    if (located === undefined || located.links.length === 0) return;
+    if (located === undefined || located.links.length === 0) return undefined;
     // Git's answer for new folders overlaps the tool's run: it is awaited before the result only.
     const gitAnswer = this.learnGitIgnores(discovery, located.links);
-    const gated = this.shouldGate(event);
-    if (gitAnswer && gated) await gitAnswer;
+    const call = { event, env, discovery, located, target, gitAnswer };
+    if (!this.shouldGate(event)) return this.discover(call, false);
+    return gitAnswer ? gitAnswer.then(() => this.discover(call, true)) : this.discover(call, true);
+  }
+
+  private discover(
+    call: {
+      event: ToolCallEvent;
+      env: CallEnvironment;
+      discovery: Discovery;
+      located: Located;
+      target: string;
+      gitAnswer?: Promise<void>;
+    },
+    gated: boolean,
+  ): GateOutcome | undefined {
+    const { event, env, discovery, located, target, gitAnswer } = call;
     const withSkills = env.trusted && this.options.skills;
     const views = discovery.viewChain(located, withSkills);
-    if (views.length === 0) return;
+    if (views.length === 0) return undefined;
     if (views.some((view) => view.skills.length > 0)) this.refreshStartupSkills(env.systemPrompt?.());
     if (gated) {
       this.inspection.record(views);
       const gate = this.gate(event.toolCallId, views);
       if (gate) return gate;
     }
+    const input = event.input as Record<string, unknown>;
     this.pending.set(event.toolCallId, {
       gitAnswer,
       toolName: event.toolName,
@@ -1573,6 +1600,7 @@ export class LazyAgents {
       instructionTarget: this.instructionTarget(discovery, target),
       partial: event.toolName === "read" && (input.offset !== undefined || input.limit !== undefined),
     });
+    return undefined;
   }
 
   private shouldGate(event: ToolCallEvent): boolean {
@@ -2051,27 +2079,26 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
     pi.on("session_tree", (_event, ctx) => rebuild(ctx));
     pi.on("session_compact", (_event, ctx) => rebuild(ctx));
 
-    pi.on("tool_call", async (event, ctx) => {
+    const block = (ctx: ExtensionContext, gate: GateOutcome | undefined) => {
+      if (!gate) return undefined;
+      announce(ctx, gate.plan);
+      return { block: true, reason: gate.reason };
+    };
+
+    pi.on("tool_call", (event, ctx) => {
+      // Never block a tool by accident: a failed discovery only means nothing is appended.
       try {
-        const gate = await engine.onToolCall(event, {
-          cwd: ctx.cwd,
-          trusted: ctx.isProjectTrusted(),
-          systemPrompt: () => ctx.getSystemPrompt(),
-        });
-        if (!gate) return undefined;
-        announce(ctx, gate.plan);
-        return { block: true, reason: gate.reason };
+        const env = { cwd: ctx.cwd, trusted: ctx.isProjectTrusted(), systemPrompt: () => ctx.getSystemPrompt() };
+        const gate = engine.onToolCall(event, env);
+        if (gate instanceof Promise) return gate.then((held) => block(ctx, held)).catch(() => undefined);
+        return block(ctx, gate);
       } catch {
-        // Never block a tool by accident: a failed discovery only means nothing is appended.
         return undefined;
       }
     });
 
-    pi.on("tool_result", async (event, ctx) => {
+    const patch = (ctx: ExtensionContext, event: ToolResultEvent) => {
       try {
-        // Only a call that entered new folders waits here, for git; nothing else awaits before the claim.
-        const gitAnswer = engine.settle(event.toolCallId);
-        if (gitAnswer) await gitAnswer;
         const outcome = engine.onToolResult(event);
         if (!outcome) return undefined;
         announce(ctx, outcome.plan);
@@ -2079,6 +2106,16 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
       } catch {
         return undefined;
       }
+    };
+
+    pi.on("tool_result", (event, ctx) => {
+      // Only a call that entered new folders waits, for git; the claim itself never follows an await.
+      const gitAnswer = engine.settle(event.toolCallId);
+      if (!gitAnswer) return patch(ctx, event);
+      return gitAnswer.then(
+        () => patch(ctx, event),
+        () => patch(ctx, event),
+      );
     });
 
     // A held-back call has no tool_result: its delivery is recorded on the error result Pi persists.
