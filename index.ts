@@ -142,7 +142,8 @@ export function hasIgnoredSegment(scope: string, ignored: ReadonlySet<string>): 
 // ---------------------------------------------------------------------------------------------
 // Text.
 
-const UTF8 = new TextDecoder("utf-8", { fatal: true });
+// ignoreBOM keeps a BOM as text, so exactly one is stripped below, as Pi does.
+const UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 /** Decodes strict UTF-8, drops a BOM and turns CRLF and lone CR into LF; undefined if invalid. */
 export function decodeInstructionText(bytes: Uint8Array): string | undefined {
@@ -502,6 +503,37 @@ export class Discovery {
     };
   }
 
+  /** Cache size at which the next sweep runs. */
+  private sweepAt = 256;
+
+  /**
+   * Drops cache entries of paths that are gone, once the caches have doubled since the last sweep:
+   * they stay bounded by the tree on disk, not by every path a long session has seen. Returns
+   * whether it swept.
+   */
+  sweep(): boolean {
+    const byPath = [this.directories, this.files, this.listings] as Array<Map<string, unknown>>;
+    const byScope = [this.chains, this.gitIgnored, this.ignoredSeen] as Array<Map<string, unknown>>;
+    const total = () => [...byPath, ...byScope].reduce((sum, map) => sum + map.size, 0);
+    if (total() < this.sweepAt) return false;
+    for (const map of byPath) {
+      for (const path of map.keys()) if (!this.exists(path)) map.delete(path);
+    }
+    for (const map of byScope) {
+      for (const scope of map.keys()) if (!this.exists(join(this.cwdReal, scope))) map.delete(scope);
+    }
+    this.sweepAt = Math.max(256, 2 * total());
+    return true;
+  }
+
+  exists(path: string): boolean {
+    try {
+      return this.fs.lstat(path) !== undefined;
+    } catch {
+      return true;
+    }
+  }
+
   setLogicalCwd(cwd: string): void {
     this.logicalCwd = resolve(cwd);
   }
@@ -555,7 +587,12 @@ export class Discovery {
       const links = this.chainFor(rel);
       const stats: nodeFs.Stats[] = [];
       for (const link of links) {
-        const stat = this.fs.lstat(link.dir);
+        let stat: nodeFs.Stats | undefined;
+        try {
+          stat = this.fs.lstat(link.dir);
+        } catch {
+          break; // ENAMETOOLONG, EACCES …: the slow path walks up to a folder that can be resolved.
+        }
         if (!stat?.isDirectory()) break;
         stats.push(stat);
       }
@@ -603,7 +640,11 @@ export class Discovery {
         this.ignoredSeen.set(link.scope, ignored);
         break;
       }
-      views.push(this.viewDirectory(link, withSkills, located.stats?.[index]));
+      try {
+        views.push(this.viewDirectory(link, withSkills, located.stats?.[index]));
+      } catch {
+        // A folder that cannot be examined now (EIO, EACCES) is left out; the others still count.
+      }
     }
     return views;
   }
@@ -695,7 +736,9 @@ export class Discovery {
         ? { ok: false, reason: "tooLarge" }
         : readBounded(this.fs, real, this.options.maxFileBytes);
     const entry: FileEntry = { signature: signatureOf(stats), loaded };
-    this.files.set(real, entry);
+    // A read that failed (EIO, EACCES, a race) may succeed next time without the file changing.
+    if (loaded.ok || loaded.reason !== "unreadable") this.files.set(real, entry);
+    else this.files.delete(real);
     return entry;
   }
 
@@ -998,8 +1041,11 @@ export class Ledger {
   readonly skipped = new Map<string, Reason>();
   /** Paths whose withdrawal notice the model holds. */
   readonly retracted = new Set<string>();
+  /** Bumped by every change, so that a pending call can tell that its views may be stale. */
+  generation = 0;
 
   clear(): void {
+    this.generation++;
     this.retracted.clear();
     this.files.clear();
     this.pathsByScope.clear();
@@ -1009,6 +1055,7 @@ export class Ledger {
   }
 
   apply(record: LedgerRecord): void {
+    this.generation++;
     for (const { path, scope } of record.retracted) {
       this.files.delete(path);
       this.pathsByScope.get(scope)?.delete(path);
@@ -1443,6 +1490,8 @@ interface PendingCall {
   /** Real path of the target when it is itself named like an instruction file. */
   instructionTarget?: string;
   partial: boolean;
+  /** The ledger's generation when the call looked. */
+  generation: number;
 }
 
 export interface ResultOutcome {
@@ -1558,8 +1607,12 @@ export class LazyAgents {
     if (target === undefined) return undefined;
     const discovery = this.bind(env.cwd);
     if (!discovery) return undefined;
+    if (discovery.sweep()) this.inspection.prune((scope) => discovery.exists(join(discovery.cwdReal, scope)));
     const located = discovery.locate(target, targetIsDirectory);
-    if (located === undefined || located.links.length === 0) return undefined;
+    if (located === undefined) return undefined;
+    // A write may create an instruction file in folders that do not exist yet: the call is kept,
+    // so that its result counts the file as delivered.
+    if (located.links.length === 0 && !this.writesInstruction(event.toolName, target)) return undefined;
     // Git's answer for new folders overlaps the tool's run: it is awaited before the result only.
     const gitAnswer = this.learnGitIgnores(discovery, located.links);
     const call = { event, env, discovery, located, target, gitAnswer };
@@ -1581,7 +1634,7 @@ export class LazyAgents {
     const { event, env, discovery, located, target, gitAnswer } = call;
     const withSkills = env.trusted && this.options.skills;
     const views = discovery.viewChain(located, withSkills);
-    if (views.length === 0) return undefined;
+    if (views.length === 0 && !this.writesInstruction(event.toolName, target)) return undefined;
     if (views.some((view) => view.skills.length > 0)) this.refreshStartupSkills(env.systemPrompt?.());
     if (gated) {
       this.inspection.record(views);
@@ -1599,8 +1652,13 @@ export class LazyAgents {
       withSkills,
       instructionTarget: this.instructionTarget(discovery, target),
       partial: event.toolName === "read" && (input.offset !== undefined || input.limit !== undefined),
+      generation: this.ledger.generation,
     });
     return undefined;
+  }
+
+  private writesInstruction(toolName: string, target: string): boolean {
+    return toolName === "write" && this.options.fileNames.includes(basename(target));
   }
 
   private shouldGate(event: ToolCallEvent): boolean {
@@ -1670,16 +1728,13 @@ export class LazyAgents {
   private viewsAfterTool(call: PendingCall): DirectoryView[] {
     const discovery = this.discovery;
     if (!discovery) return call.views;
-    if (
-      call.toolName === "read" ||
-      !FILE_TOOLS.has(call.toolName) ||
-      !this.options.fileNames.includes(basename(call.target))
-    ) {
-      return discovery.dropGitIgnored(call.views);
-    }
-    const located = discovery.locate(call.target, false);
+    const changesInstruction =
+      (call.toolName === "edit" || call.toolName === "write") && this.options.fileNames.includes(basename(call.target));
+    // Unless a delivery since this call looked may hold a newer version than its views, they stand.
+    if (!changesInstruction && call.generation === this.ledger.generation) return discovery.dropGitIgnored(call.views);
+    const located = discovery.locate(call.target, !FILE_TOOLS.has(call.toolName));
     if (located === undefined) return discovery.dropGitIgnored(call.views);
-    call.instructionTarget = discovery.realpathOrUndefined(call.target);
+    if (changesInstruction) call.instructionTarget = discovery.realpathOrUndefined(call.target);
     return discovery.viewChain(located, call.withSkills);
   }
 
@@ -1821,6 +1876,11 @@ export class Inspection {
 
   record(views: DirectoryView[]): void {
     for (const view of views) this.views.set(view.scope, view);
+  }
+
+  /** Forgets folders that `keep` rejects. */
+  prune(keep: (scope: string) => boolean): void {
+    for (const scope of this.views.keys()) if (!keep(scope)) this.views.delete(scope);
   }
 
   clear(): void {
