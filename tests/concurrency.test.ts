@@ -1,0 +1,318 @@
+// Issue 7, part 4: concurrency in real sessions (the faux model issues parallel tool calls), other
+// extensions that block calls or rewrite results, image-only results, and the races between
+// parallel calls that change instruction files.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { readdirSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import type { ExtensionFactory } from "@earendil-works/pi-coding-agent";
+import type { JsonObject } from "@earendil-works/pi-ai";
+import { createLazyAgents, REMINDER_OPEN, type LazyAgents } from "../index.ts";
+import { noGit } from "./fuzz-lib.ts";
+import {
+  countOccurrences,
+  finalTurn,
+  loadRunner,
+  persistedToolResults,
+  reminderOf,
+  startSession,
+  textOf,
+  toolTurn,
+  withTree,
+  type TreeSpec,
+} from "./harness.ts";
+
+const SCOPES = 20;
+const FILES = 10;
+const scopeName = (i: number) => `s${String(i).padStart(2, "0")}`;
+const rules = (i: number) => `RULES-${scopeName(i)}-V1`;
+
+function twentyScopes(): TreeSpec {
+  const spec: TreeSpec = {};
+  for (let i = 0; i < SCOPES; i++) {
+    spec[`pkg/${scopeName(i)}/AGENTS.md`] = `${rules(i)}\n`;
+    for (let j = 0; j < FILES; j++) spec[`pkg/${scopeName(i)}/f${j}.ts`] = `export const v${j} = ${j};\n`;
+  }
+  return spec;
+}
+
+/** The extension built with a test seam, handing its engine out; without git unless asked. */
+function lazyAgents(options: { git?: boolean } = {}): { factory: ExtensionFactory; engine: () => LazyAgents } {
+  let engine: LazyAgents | undefined;
+  const factory = createLazyAgents({
+    ...(options.git ? {} : { spawnGit: noGit }),
+    onEngine: (e) => (engine = e),
+  });
+  return { factory, engine: () => engine! };
+}
+
+/** Per-call maps are empty once every call has finished. */
+function assertNoPerCallState(engine: LazyAgents): void {
+  const sizes = engine.stateSizes();
+  for (const key of ["pending", "nestedViews", "parentOf", "claims", "gateRecords"]) {
+    assert.equal(sizes[key] ?? 0, 0, `${key} is empty after the turn`);
+  }
+}
+
+/** Collects unhandled rejections while `fn` runs. */
+async function noUnhandledRejections(fn: () => Promise<void>): Promise<void> {
+  const rejections: unknown[] = [];
+  const onRejection = (reason: unknown) => rejections.push(reason);
+  process.on("unhandledRejection", onRejection);
+  try {
+    await fn();
+    await new Promise((resolve) => setImmediate(resolve));
+  } finally {
+    process.off("unhandledRejection", onRejection);
+  }
+  assert.deepEqual(rejections, [], "no unhandled rejections");
+}
+
+test("200 parallel tool calls over 20 scopes in one turn deliver every version exactly once", () =>
+  withTree(twentyScopes(), (tree) =>
+    noUnhandledRejections(async () => {
+      // A real git work tree: the git helper answers for the 20 new folders while the calls run.
+      execFileSync("git", ["init", "-q"], { cwd: tree.cwd });
+      const { factory, engine } = lazyAgents({ git: true });
+      const calls: Array<[string, JsonObject]> = [];
+      for (let j = 0; j < FILES; j++) {
+        for (let i = 0; i < SCOPES; i++) {
+          const path = `pkg/${scopeName(i)}/f${j}.ts`;
+          if (j < 6) calls.push(["read", { path }]);
+          else if (j < 8) calls.push(["edit", { path, edits: [{ oldText: `= ${j};`, newText: `= ${j + 100};` }] }]);
+          else if (j === 8) calls.push(["write", { path: `pkg/${scopeName(i)}/new.ts`, content: "x\n" }]);
+          else calls.push(["read", { path: `pkg/${scopeName(i)}/missing.ts` }]);
+        }
+      }
+      assert.equal(calls.length, 200);
+      const h = await startSession(tree, [toolTurn(...calls), finalTurn()], { factories: [factory] });
+      try {
+        await h.session.prompt("touch everything at once");
+        const results = persistedToolResults(h.sessionManager);
+        assert.equal(results.length, 200, "every call has a result");
+        const all = results.map((r) => textOf(r.content)).join("\n");
+        for (let i = 0; i < SCOPES; i++) assert.equal(countOccurrences(all, rules(i)), 1, rules(i));
+        const reminders = results.filter((r) => reminderOf(r.content) !== undefined);
+        assert.ok(reminders.length >= 1 && reminders.length <= SCOPES, `${reminders.length} results carry reminders`);
+        for (const result of results) {
+          const blocks = result.content.filter((b) => b.type === "text" && b.text?.includes(REMINDER_OPEN));
+          assert.ok(blocks.length <= 1, "at most one reminder per result");
+          if (blocks.length === 1) assert.equal(result.content.at(-1), blocks[0], "and it is the last block");
+        }
+        const reads = results.filter((r) => r.toolName === "read" && !r.isError);
+        for (const read of reads) assert.match(read.content[0]!.text ?? "", /^export const v\d = \d;\n?$/);
+        const recorded = results.flatMap(
+          (r) =>
+            (r.details as { lazyAgents?: { files: Array<{ path: string }> } } | undefined)?.lazyAgents?.files ?? [],
+        );
+        assert.equal(recorded.length, SCOPES, "one ledger entry per scope");
+        assert.equal(new Set(recorded.map((f) => f.path)).size, SCOPES);
+        assertNoPerCallState(engine());
+        assert.equal(engine().ledger.files.size, SCOPES);
+      } finally {
+        h.dispose();
+      }
+    }),
+  ));
+
+function blocker(blocked: (path: string) => boolean): ExtensionFactory {
+  return (pi) => {
+    pi.on("tool_call", (event) => {
+      const path = (event.input as { path?: unknown }).path;
+      return typeof path === "string" && blocked(path) ? { block: true, reason: "not allowed here" } : undefined;
+    });
+  };
+}
+
+for (const order of ["before", "after"] as const) {
+  test(`a second extension (loaded ${order} this one) that blocks calls activates nothing for them and leaks no state`, () =>
+    withTree(twentyScopes(), (tree) =>
+      noUnhandledRejections(async () => {
+        const { factory, engine } = lazyAgents();
+        const block = blocker((path) => path.startsWith("pkg/s00/") || path.startsWith("pkg/s01/"));
+        const calls: Array<[string, JsonObject]> = [];
+        for (let i = 0; i < 4; i++) {
+          for (let j = 0; j < 5; j++) calls.push(["read", { path: `pkg/${scopeName(i)}/f${j}.ts` }]);
+          calls.push(["write", { path: `pkg/${scopeName(i)}/w.ts`, content: "w\n" }]);
+        }
+        const h = await startSession(
+          tree,
+          [toolTurn(...calls), finalTurn(), toolTurn(["read", { path: "pkg/s00/f0.ts" }]), finalTurn()],
+          { factories: order === "before" ? [block, factory] : [factory, block] },
+        );
+        try {
+          await h.session.prompt("blocked in s00 and s01");
+          const first = persistedToolResults(h.sessionManager);
+          assert.equal(first.length, calls.length);
+          const text = first.map((r) => textOf(r.content)).join("\n");
+          assert.equal(countOccurrences(text, rules(0)), 0, "nothing of a blocked scope is delivered");
+          assert.equal(countOccurrences(text, rules(1)), 0);
+          assert.equal(countOccurrences(text, rules(2)), 1);
+          assert.equal(countOccurrences(text, rules(3)), 1);
+          for (const result of first.filter((r) => r.isError)) assert.equal(reminderOf(result.content), undefined);
+          assertNoPerCallState(engine());
+          assert.equal(engine().ledger.files.has("pkg/s00/AGENTS.md"), false, "not counted as delivered");
+          // A second turn into the blocked scope: blocked again, still nothing activated or left over.
+          await h.session.prompt("again");
+          const second = persistedToolResults(h.sessionManager).slice(first.length);
+          assert.equal(second.length, 1);
+          assert.equal(countOccurrences(textOf(second[0]!.content), rules(0)), 0);
+          assertNoPerCallState(engine());
+        } finally {
+          h.dispose();
+        }
+      }),
+    ));
+}
+
+test("a blocked call leaves its scope to the next call that goes through", () =>
+  withTree(twentyScopes(), async (tree) => {
+    const { factory, engine } = lazyAgents();
+    let blocking = true;
+    const block: ExtensionFactory = (pi) => {
+      pi.on("tool_call", () => (blocking ? { block: true, reason: "held" } : undefined));
+    };
+    const h = await loadRunner(tree, { factories: [factory, block] });
+    const blocked = await h.call("read", { path: "pkg/s05/f0.ts" });
+    assert.equal(blocked.blocked, true);
+    assertNoPerCallState(engine());
+    blocking = false;
+    const through = await h.call("read", { path: "pkg/s05/f0.ts" });
+    assert.match(reminderOf(through.content) ?? "", new RegExp(rules(5)));
+  }));
+
+test("a second extension's tool_result that rewrites the content: the reminder is appended after its blocks", () =>
+  withTree(twentyScopes(), async (tree) => {
+    const { factory } = lazyAgents();
+    const rewriter: ExtensionFactory = (pi) => {
+      pi.on("tool_result", (event) => ({
+        content: [
+          { type: "text", text: `SUMMARY of ${(event.input as { path: string }).path}` },
+          ...event.content.map((block) =>
+            block.type === "text" ? { ...block, text: block.text.toUpperCase() } : block,
+          ),
+        ],
+      }));
+    };
+    const h = await startSession(
+      tree,
+      [toolTurn(["read", { path: "pkg/s03/f1.ts" }], ["read", { path: "pkg/s04/f1.ts" }]), finalTurn()],
+      { factories: [rewriter, factory] },
+    );
+    try {
+      await h.session.prompt("read two");
+      const results = persistedToolResults(h.sessionManager);
+      for (const [index, result] of results.entries()) {
+        const scope = index === 0 ? 3 : 4;
+        assert.equal(result.content.length, 3, "two rewritten blocks and the reminder");
+        assert.deepEqual(result.content.slice(0, 2), [
+          { type: "text", text: `SUMMARY of pkg/${scopeName(scope)}/f1.ts` },
+          { type: "text", text: "EXPORT CONST V1 = 1;\n" },
+        ]);
+        assert.match(reminderOf(result.content) ?? "", new RegExp(rules(scope)));
+      }
+    } finally {
+      h.dispose();
+    }
+  }));
+
+const PNG = Buffer.from(
+  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==",
+  "base64",
+);
+
+test("a read that returns image content only gets the reminder as a text block after the untouched image", () =>
+  withTree({ "img/AGENTS.md": "IMG-RULES\n", "img/dot.png": PNG, "img/two.png": PNG }, async (tree) => {
+    const { factory } = lazyAgents();
+    // Drops the text note Pi's read puts before an image: the content is the image block alone.
+    const imageOnly: ExtensionFactory = (pi) => {
+      pi.on("tool_result", (event) =>
+        (event.input as { path: string }).path.endsWith("dot.png")
+          ? { content: event.content.filter((block) => block.type === "image") }
+          : undefined,
+      );
+    };
+    const h = await startSession(
+      tree,
+      [toolTurn(["read", { path: "img/dot.png" }]), toolTurn(["read", { path: "img/two.png" }]), finalTurn()],
+      { factories: [imageOnly, factory] },
+    );
+    try {
+      await h.session.prompt("look at the picture");
+      const [imageOnlyResult, plain] = persistedToolResults(h.sessionManager);
+      const image = { type: "image", data: PNG.toString("base64"), mimeType: "image/png" };
+      assert.deepEqual(imageOnlyResult!.content.slice(0, 1), [image], "the image block is untouched");
+      assert.equal(imageOnlyResult!.content.length, 2);
+      assert.equal(imageOnlyResult!.content[1]!.type, "text");
+      assert.match(reminderOf(imageOnlyResult!.content) ?? "", /IMG-RULES/);
+      assert.deepEqual(plain!.content, [{ type: "text", text: "Read image file [image/png]" }, image]);
+    } finally {
+      h.dispose();
+    }
+  }));
+
+test("regression: a read discovered before a parallel edit of its instruction file does not send the older version after the newer one", () =>
+  withTree({ "pkg/AGENTS.md": "RULE-V1\n", "pkg/x.ts": "x\n" }, async (tree) => {
+    const { factory } = lazyAgents();
+    const h = await loadRunner(tree, { factories: [factory] });
+    // Pi preflights sibling calls in order, then runs them concurrently: the read's tool_call
+    // sees V1, the edit finishes first and sends V2, and only then the read's result is built.
+    const input = { path: "pkg/x.ts" };
+    await h.runner.emitToolCall({ type: "tool_call", toolName: "read", toolCallId: "read-1", input } as never);
+    const edit = await h.call("edit", {
+      path: "pkg/AGENTS.md",
+      edits: [{ oldText: "RULE-V1", newText: "RULE-V2" }],
+    });
+    assert.match(reminderOf(edit.content) ?? "", /RULE-V2/);
+    const content = [{ type: "text", text: "x\n" }];
+    const patched = await h.runner.emitToolResult({
+      type: "tool_result",
+      toolName: "read",
+      toolCallId: "read-1",
+      input,
+      content,
+      details: undefined,
+      isError: false,
+    } as never);
+    await h.runner.emit({
+      type: "tool_execution_end",
+      toolCallId: "read-1",
+      toolName: "read",
+      isError: false,
+    } as never);
+    const reminder = reminderOf((patched?.content ?? content) as never) ?? "";
+    assert.doesNotMatch(reminder, /RULE-V1/, "the older version must not replace the newer one");
+    const next = await h.call("read", input);
+    assert.equal(reminderOf(next.content), undefined, "the model holds V2: nothing to send");
+  }));
+
+test("regression: caches keep the entries of deleted folders and files, growing with churn instead of with the tree", () =>
+  withTree({ "pkg/AGENTS.md": "PKG\n" }, async (tree) => {
+    const { factory, engine } = lazyAgents();
+    const h = await loadRunner(tree, { factories: [factory] });
+    // 300 short-lived scopes, one at a time: each is created, read and deleted.
+    for (let i = 0; i < 300; i++) {
+      if (i % 10 === 0) tree.write(`pkg/tmp${i}/.agents/skills/s/SKILL.md`, "---\nname: s\ndescription: brief\n---\n");
+      tree.write(`pkg/tmp${i}/AGENTS.md`, `TMP-${i}\n`);
+      await h.call("read", { path: `pkg/tmp${i}/AGENTS.md` });
+      rmSync(tree.abs(`pkg/tmp${i}`), { recursive: true });
+    }
+    let folders = 0;
+    let files = 0;
+    const walk = (dir: string): void => {
+      for (const entry of readdirSync(dir, { withFileTypes: true })) {
+        if (entry.isDirectory()) {
+          folders++;
+          walk(join(dir, entry.name));
+        } else files++;
+      }
+    };
+    walk(tree.cwd);
+    const sizes = engine().stateSizes();
+    // Between two sweeps a cache may run to twice the tree plus a constant; never to every path seen.
+    for (const key of ["directories", "listings", "gitAnswers", "inspectedScopes"]) {
+      assert.ok(sizes[key]! <= 2 * folders + 256, `${key} = ${sizes[key]} for ${folders} folders on disk`);
+    }
+    assert.ok(sizes.files! <= 2 * files + 256, `files = ${sizes.files} for ${files} files on disk`);
+  }));

@@ -1,0 +1,306 @@
+// Issue 7, part 2: fault injection through the FileSystem seam. In every case the tool's own result
+// stays intact byte for byte, at most one fixed warning is given, nothing throws into Pi, and the
+// file is picked up again once the fault clears.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { appendFileSync, mkdirSync, rmSync, unlinkSync, utimesSync, writeFileSync } from "node:fs";
+import type { ExtensionFactory } from "@earendil-works/pi-coding-agent";
+import { REASONS } from "../config.ts";
+import { createLazyAgents, nodeFileSystem, type FileSystem } from "../index.ts";
+import { fsError, interceptFileSystem, type FsCall, type FsMethod } from "./fs-seam.ts";
+import { noGit } from "./fuzz-lib.ts";
+import { loadRunner, reminderOf, withTree, type CallResult, type RunnerHarness, type Tree } from "./harness.ts";
+
+const skill = "---\nname: sk\ndescription: SKILL-DESCRIPTION\n---\nbody\n";
+const files = {
+  "a/AGENTS.md": "A-RULES\n",
+  "a/b/AGENTS.md": "B-RULES\n",
+  "a/b/x.ts": "export const x = 1;\n",
+  "a/b/.agents/skills/sk/SKILL.md": skill,
+};
+
+const FIXED_WARNING = new RegExp(
+  `^pi-lazy-agents: [^/\\s][^\\s]* was not loaded: (${Object.values(REASONS)
+    .map((r) => r.replace(/[()]/g, "\\$&"))
+    .join("|")})$`,
+);
+
+interface Faulty {
+  h: RunnerHarness;
+  errors: string[];
+  /** Turns the fault on or off. */
+  active: { on: boolean };
+  /** How often the fault fired. */
+  fired: { count: number };
+}
+
+/** A runner whose filesystem fails `method` on paths that `matches`, while `active.on`. */
+async function faultyRunner(
+  tree: Tree,
+  fault: (call: FsCall, proceed: () => unknown) => unknown,
+  matches: (call: FsCall) => boolean,
+  extra: ExtensionFactory[] = [],
+): Promise<Faulty> {
+  const active = { on: true };
+  const fired = { count: 0 };
+  const fs: FileSystem = interceptFileSystem((call, proceed) => {
+    if (!active.on || !matches(call)) return proceed();
+    fired.count++;
+    return fault(call, proceed);
+  }, nodeFileSystem);
+  const h = await loadRunner(tree, {
+    hasUI: true,
+    factories: [createLazyAgents({ fs, spawnGit: noGit }), ...extra],
+  });
+  const errors: string[] = [];
+  h.runner.onError((error) => errors.push(error.error));
+  return { h, errors, active, fired };
+}
+
+/** The tool's own content is untouched, and whatever was added is one reminder block at the end. */
+function assertIntact(result: CallResult): void {
+  const own = reminderOf(result.content) === undefined ? result.content : result.content.slice(0, -1);
+  assert.deepEqual(own, result.original, "the tool's own content is intact byte for byte");
+}
+
+/** At most one refusal warning, fixed wording, no absolute path, no exception text. */
+function assertOneFixedWarning(tree: Tree, f: Faulty, result: CallResult): void {
+  const warnings = f.h.notifications.filter((n) => n.includes("was not loaded"));
+  assert.ok(warnings.length <= 1, `at most one warning: ${JSON.stringify(warnings)}`);
+  const notices = (reminderOf(result.content) ?? "").split("\n").filter((line) => / was not loaded: /.test(line));
+  assert.ok(notices.length <= 1, `at most one notice line: ${JSON.stringify(notices)}`);
+  for (const text of [...warnings, ...notices]) {
+    assert.doesNotMatch(text, /EACCES|EIO|ENAMETOOLONG|ELOOP|ENOENT|Error|denied|i\/o error|too many/);
+    assert.ok(!text.includes(tree.root), "no absolute path");
+  }
+  for (const warning of warnings) assert.match(warning, FIXED_WARNING);
+  assert.deepEqual(f.errors, [], "nothing threw into Pi");
+}
+
+const CODES = ["EACCES", "EIO", "ENAMETOOLONG", "ELOOP"] as const;
+
+/**
+ * Where a fault hits: the instruction file of a/b, its folder, its skills folder. Each site is a
+ * call the extension really makes; a fault that never fires fails the test.
+ */
+const SITES: Array<{ name: string; method: FsMethod; path: string }> = [
+  { name: "lstat of the instruction file", method: "lstat", path: "a/b/AGENTS.md" },
+  { name: "lstat of its folder", method: "lstat", path: "a/b" },
+  { name: "open of the instruction file", method: "open", path: "a/b/AGENTS.md" },
+  { name: "fstat of the instruction file", method: "fstat", path: "a/b/AGENTS.md" },
+  { name: "read of the instruction file", method: "read", path: "a/b/AGENTS.md" },
+  { name: "close of the instruction file", method: "close", path: "a/b/AGENTS.md" },
+  { name: "lstat of its skills folder", method: "lstat", path: "a/b/.agents/skills" },
+  { name: "readdir of its skills folder", method: "readdir", path: "a/b/.agents/skills" },
+];
+
+/** Failures that a retry may not see: a transient read error must not stick in a cache. */
+const STICKY = new Set(["open", "fstat", "read"]);
+
+for (const site of SITES) {
+  for (const code of CODES) {
+    const sticky = STICKY.has(site.method);
+    test(`${sticky ? "regression: " : ""}${code} on the ${site.name}: result intact, one fixed warning at most, picked up once it clears`, () =>
+      withTree(files, async (tree) => {
+        const f = await faultyRunner(
+          tree,
+          (call) => {
+            throw fsError(code, call.method, call.path);
+          },
+          (call) => call.method === site.method && call.path === tree.abs(site.path),
+        );
+        const during = await f.h.call("read", { path: "a/b/x.ts" });
+        assert.ok(f.fired.count > 0, `the fault never fired: no ${site.method} call on ${site.path}`);
+        assertIntact(during);
+        assertOneFixedWarning(tree, f, during);
+        f.active.on = false;
+        const after = await f.h.call("read", { path: "a/b/x.ts" });
+        assertIntact(after);
+        const seen = [reminderOf(during.content) ?? "", reminderOf(after.content) ?? ""].join("\n");
+        assert.match(seen, /B-RULES/, "the instruction file is delivered once the fault clears");
+        assert.match(seen, /SKILL-DESCRIPTION/, "and so is the skill");
+        assert.equal(seen.split("B-RULES").length - 1, 1, "exactly once");
+      }));
+  }
+}
+
+for (const site of [
+  { method: "lstat", path: "a/b/AGENTS.md" },
+  { method: "lstat", path: "a/b" },
+] as const) {
+  test(`regression: an EIO on the ${site.method} of ${site.path} does not cost the folders above it their delivery`, () =>
+    withTree(files, async (tree) => {
+      const f = await faultyRunner(
+        tree,
+        (call) => {
+          throw fsError("EIO", call.method, call.path);
+        },
+        (call) => call.method === site.method && call.path === tree.abs(site.path),
+      );
+      const during = await f.h.call("read", { path: "a/b/x.ts" });
+      assert.ok(f.fired.count > 0, `the fault never fired: no ${site.method} call on ${site.path}`);
+      assertIntact(during);
+      assert.match(reminderOf(during.content) ?? "", /A-RULES/, "a's file still arrives");
+    }));
+}
+
+test("a file that grows past the cap between stat and read is refused once, and picked up when it shrinks", () =>
+  withTree(files, async (tree) => {
+    const target = tree.abs("a/b/AGENTS.md");
+    const f = await faultyRunner(
+      tree,
+      (_call, proceed) => {
+        appendFileSync(target, "g".repeat(70 * 1024));
+        return proceed();
+      },
+      (call) => call.method === "open" && call.path === target,
+    );
+    const during = await f.h.call("read", { path: "a/b/x.ts" });
+    assertIntact(during);
+    assertOneFixedWarning(tree, f, during);
+    const reminder = reminderOf(during.content) ?? "";
+    assert.match(reminder, /A-RULES/, "the rest of the chain still arrives");
+    assert.match(reminder, /a\/b\/AGENTS.md was not loaded: larger than the size limit/);
+    assert.doesNotMatch(reminder, /gggg/);
+    f.active.on = false;
+    writeFileSync(target, "B-RULES\n");
+    utimesSync(target, 2_000_000_000, 2_000_000_000);
+    const after = await f.h.call("read", { path: "a/b/x.ts" });
+    assertIntact(after);
+    assert.match(reminderOf(after.content) ?? "", /B-RULES/);
+  }));
+
+test("a file that grows past the cap while it is read (the stat still small) is refused, not cut", () =>
+  withTree(files, async (tree) => {
+    const target = tree.abs("a/b/AGENTS.md");
+    // fstat still reports the small file; read returns a grown one, as if it grew after fstat.
+    const grown = Buffer.alloc(64 * 1024 + 10, "h");
+    const reads = new Map<number, number>();
+    const base = nodeFileSystem;
+    const fs: FileSystem = {
+      ...base,
+      open: (path) => {
+        const fd = base.open(path);
+        if (path === target) reads.set(fd, 0);
+        return fd;
+      },
+      read: (fd, buffer, offset, length, position) => {
+        if (!reads.has(fd)) return base.read(fd, buffer, offset, length, position);
+        const chunk = grown.subarray(position, position + length);
+        buffer.set(chunk, offset);
+        return chunk.length;
+      },
+    };
+    const h = await loadRunner(tree, { hasUI: true, factories: [createLazyAgents({ fs, spawnGit: noGit })] });
+    const result = await h.call("read", { path: "a/b/x.ts" });
+    assertIntact(result);
+    const reminder = reminderOf(result.content) ?? "";
+    assert.match(reminder, /a\/b\/AGENTS.md was not loaded: larger than the size limit/);
+    assert.doesNotMatch(reminder, /hhhh/);
+  }));
+
+test("a file replaced by a directory between stat and open is refused once, then picked up when it is a file again", () =>
+  withTree(files, async (tree) => {
+    const target = tree.abs("a/b/AGENTS.md");
+    const f = await faultyRunner(
+      tree,
+      (_call, proceed) => {
+        unlinkSync(target);
+        mkdirSync(target);
+        return proceed();
+      },
+      (call) => call.method === "open" && call.path === target,
+    );
+    const during = await f.h.call("read", { path: "a/b/x.ts" });
+    f.active.on = false;
+    assertIntact(during);
+    assertOneFixedWarning(tree, f, during);
+    assert.match(reminderOf(during.content) ?? "", /A-RULES/);
+    const asDirectory = await f.h.call("read", { path: "a/b/x.ts" });
+    assertIntact(asDirectory);
+    assert.doesNotMatch(reminderOf(asDirectory.content) ?? "", /was not loaded/, "a folder is skipped silently");
+    rmSync(target, { recursive: true });
+    writeFileSync(target, "B-RULES\n");
+    const after = await f.h.call("read", { path: "a/b/x.ts" });
+    assert.match(reminderOf(after.content) ?? "", /B-RULES/);
+    assertOneFixedWarning(tree, f, after);
+  }));
+
+test("a file deleted between discovery and activation: result intact, one withdrawal, picked up when it returns", () =>
+  withTree(files, async (tree) => {
+    const target = tree.abs("a/b/AGENTS.md");
+    let armed = true;
+    // A second extension, loaded after this one, deletes the file in tool_call: after discovery,
+    // before the tool runs and the result is built.
+    const deleter: ExtensionFactory = (pi) => {
+      pi.on("tool_call", () => {
+        if (armed) unlinkSync(target);
+        armed = false;
+        return undefined;
+      });
+    };
+    const f = await faultyRunner(
+      tree,
+      (_call, proceed) => proceed(),
+      () => false,
+      [deleter],
+    );
+    const during = await f.h.call("read", { path: "a/b/x.ts" });
+    assertIntact(during);
+    assertOneFixedWarning(tree, f, during);
+    const next = await f.h.call("read", { path: "a/b/x.ts" });
+    assertIntact(next);
+    const withdrawn = (reminderOf(next.content) ?? "").split("\n").filter((l) => l.includes("no longer applies"));
+    const delivered = /B-RULES/.test(reminderOf(during.content) ?? "");
+    assert.equal(withdrawn.length, delivered ? 1 : 0, "withdrawn once if it was delivered");
+    writeFileSync(target, "B-RULES-AGAIN\n");
+    const after = await f.h.call("read", { path: "a/b/x.ts" });
+    assert.match(reminderOf(after.content) ?? "", /B-RULES-AGAIN/);
+    assertOneFixedWarning(tree, f, after);
+  }));
+
+test("a file deleted between lstat and open gives one fixed warning, and is picked up when it returns", () =>
+  withTree(files, async (tree) => {
+    const target = tree.abs("a/b/AGENTS.md");
+    const f = await faultyRunner(
+      tree,
+      (_call, proceed) => {
+        unlinkSync(target);
+        return proceed();
+      },
+      (call) => call.method === "open" && call.path === target,
+    );
+    const during = await f.h.call("read", { path: "a/b/x.ts" });
+    f.active.on = false;
+    assertIntact(during);
+    assertOneFixedWarning(tree, f, during);
+    writeFileSync(target, "B-RULES-BACK\n");
+    const after = await f.h.call("read", { path: "a/b/x.ts" });
+    assert.match(reminderOf(after.content) ?? "", /B-RULES-BACK/);
+  }));
+
+test("every fault at once, on every call, never throws into Pi and never touches the tool's result", () =>
+  withTree(files, async (tree) => {
+    let n = 0;
+    const f = await faultyRunner(
+      tree,
+      (call) => {
+        throw fsError(CODES[n++ % CODES.length]!, call.method, call.path);
+      },
+      (call) => call.path !== tree.cwd,
+    );
+    for (const input of [
+      { path: "a/b/x.ts" },
+      { path: "a/b/AGENTS.md" },
+      { path: "a/b/x.ts", limit: 1 },
+      { path: "a/missing/deeper.ts" },
+    ]) {
+      const result = await f.h.call("read", input);
+      assertIntact(result);
+    }
+    const edited = await f.h.call("edit", { path: "a/b/x.ts", edits: [{ oldText: "1", newText: "2" }] });
+    assertIntact(edited);
+    const written = await f.h.call("write", { path: "a/b/AGENTS.md", content: "NEW\n" });
+    assertIntact(written);
+    assertOneFixedWarning(tree, f, written);
+  }));

@@ -1,0 +1,132 @@
+// Issue 7, part 1 and 3: differential fuzzing against the reference model, with every filesystem
+// call recorded and checked against the cwd boundary. More cases: `bun run fuzz -- --cases N`.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { createLazyAgents } from "../index.ts";
+import {
+  describeFailure,
+  fuzz,
+  generateCase,
+  noGit,
+  presentKnownBugs,
+  runCase,
+  shrink,
+  type Case,
+  type Stats,
+} from "./fuzz-lib.ts";
+import { loadRunner, reminderOf, withTree } from "./harness.ts";
+
+/** Bugs index.ts still has: the model mirrors them, and their regression tests are todo. */
+const KNOWN_BUGS = await presentKnownBugs();
+const todo = (bug: "double-bom" | "write-new-top-level", patch: number) =>
+  KNOWN_BUGS.has(bug) ? `fixed by proposed patch ${patch}` : false;
+
+const CASES = 200;
+const SEED = 1;
+
+test(`differential fuzz: ${CASES} seeded cases agree with the reference model, and nothing outside cwd is touched`, async () => {
+  const stats: Stats = {};
+  const report = await fuzz(SEED, CASES, { compat: KNOWN_BUGS, stats });
+  assert.equal(report, undefined, report);
+  // A fuzzer that exercises nothing must not pass quietly.
+  for (const key of [
+    "delivered",
+    "delivered:supersedes",
+    "delivered:via-read",
+    "retracted",
+    "skills",
+    "refused:tooLarge",
+    "refused:notUtf8",
+    "refused:symlinkEscape",
+    "step:batch",
+    "step:compact",
+    "call:failed",
+  ]) {
+    assert.ok((stats[key] ?? 0) > 0, `the corpus never exercised ${key}: ${JSON.stringify(stats)}`);
+  }
+});
+
+if (KNOWN_BUGS.size > 0) {
+  test(
+    "differential fuzz, strict: the corpus agrees with the model without mirroring known bugs",
+    { todo: `fixed by the proposed patches for: ${[...KNOWN_BUGS].join(", ")}` },
+    async () => {
+      const report = await fuzz(SEED, 60, { shrink: false });
+      assert.equal(report, undefined, report);
+    },
+  );
+}
+
+test("a failing case is reported with its seed, a minimal reproduction and the replay command", async () => {
+  // A case that trips over the double-BOM rule: exactly one of the strict model and the model that
+  // mirrors the bug disagrees with the extension, before and after the fix alike.
+  const c: Case = {
+    seed: 4242,
+    entries: [
+      { kind: "file", path: "src/f.ts", content: "f\n" },
+      { kind: "file", path: "src/AGENTS.md", content: "\uFEFF\uFEFFTWO-BOMS\n" },
+      { kind: "file", path: "lib/AGENTS.md", content: "UNRELATED\n" },
+      { kind: "file", path: "lib/f.ts", content: "f\n" },
+    ],
+    steps: [
+      { op: "call", call: { tool: "read", path: "lib/f.ts" } },
+      { op: "put", path: "lib/CLAUDE.md", content: "NOISE\n" },
+      { op: "call", call: { tool: "read", path: "src/f.ts" } },
+      { op: "reload" },
+    ],
+  };
+  const strict = await runCase(c, {});
+  const mirrored = await runCase(c, { compat: new Set(["double-bom"]) });
+  const failure = strict ?? mirrored;
+  assert.ok(failure && !(strict && mirrored), "exactly one of the two models disagrees");
+  const options = strict ? {} : { compat: new Set(["double-bom"] as const) };
+  const minimal = await shrink(c, failure, options);
+  assert.equal(minimal.case.steps.length, 1, "only the read of src/f.ts is left");
+  assert.deepEqual(
+    minimal.case.entries.map((entry) => entry.path),
+    ["src/f.ts", "src/AGENTS.md"],
+  );
+  const report = describeFailure(failure, minimal);
+  assert.match(report, /fuzz case failed: seed 4242, step 2/);
+  assert.match(report, /\\ufeff\\ufeffTWO-BOMS/, "invisible characters are escaped");
+  assert.match(report, /replay: bun run fuzz -- --seed 4242 --cases 1/);
+});
+
+test("the generator is deterministic: one seed, one case", () => {
+  assert.deepEqual(generateCase(77), generateCase(77));
+  assert.notDeepEqual(generateCase(77), generateCase(78));
+});
+
+// ---------------------------------------------------------------------------------------------
+// Bugs the fuzzer found. Each is todo while its probe (KNOWN_BUG_PROBES) still finds it in
+// index.ts, and an ordinary test once the proposed patch has landed.
+
+test(
+  "regression: a second BOM at the start of an instruction file is kept as text",
+  { todo: todo("double-bom", 1) },
+  () =>
+    withTree({ "src/AGENTS.md": "\uFEFF\uFEFFTWO-BOMS\n", "src/a.ts": "a" }, async (tree) => {
+      const h = await loadRunner(tree, { factories: [createLazyAgents({ spawnGit: noGit })] });
+      const reminder = reminderOf((await h.call("read", { path: "src/a.ts" })).content) ?? "";
+      assert.match(reminder, />\n\uFEFFTWO-BOMS\n<\/instructions>/, "one BOM dropped, the second one is content");
+    }),
+);
+
+test(
+  "regression: writing an instruction file into a new folder directly below cwd counts as its delivery",
+  { todo: todo("write-new-top-level", 2) },
+  () =>
+    withTree({ "f.ts": "root" }, async (tree) => {
+      const h = await loadRunner(tree, { factories: [createLazyAgents({ spawnGit: noGit })] });
+      const written = await h.call("write", { path: "pkg/AGENTS.md", content: "WRITTEN-RULES\n" });
+      assert.deepEqual(written.content, written.original, "the model wrote it: no copy appended");
+      const record = (written.details as { lazyAgents?: { files: Array<{ path: string; via: string }> } }).lazyAgents;
+      assert.deepEqual(
+        record?.files.map((file) => [file.path, file.via]),
+        [["pkg/AGENTS.md", "read"]],
+        "recorded as delivered",
+      );
+      const next = await h.call("write", { path: "pkg/a.ts", content: "a" });
+      assert.equal(reminderOf(next.content), undefined, "not sent back to the model that wrote it");
+    }),
+);

@@ -1,0 +1,411 @@
+// The reference model of the delivery rules: small, slow and obviously correct. It keeps no cache
+// and shares no code with index.ts: every question is answered from the disk at the moment it is
+// asked, with plain node:fs calls, and what the model (the LLM) holds is a fold over the records
+// of the tool results still in its context.
+//
+// Covered: per-directory file choice (first valid name wins, refused names are told once, folders
+// and broken links skipped silently), scopes, the cwd boundary, symlinks, the size and UTF-8
+// rules, text normalization, ignored folders, activation (reads only on success), once per
+// version, changes (supersedes), deletions (one withdrawal), reading or writing the file itself,
+// skills (name, description, location; withdrawal) and the compaction rule (rebuild from the
+// records still in context).
+//
+// Not covered, on purpose: `@imports` and the 48 KiB reminder budget (the fuzzer keeps files
+// small and free of `@` tokens), git-ignored folders (the fuzzer runs without git), and Pi's
+// start-up skill list (empty in the runner harness).
+
+import { createHash } from "node:crypto";
+import { lstatSync, readdirSync, readFileSync, realpathSync, statSync, type Stats } from "node:fs";
+import { homedir } from "node:os";
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
+import { parseFrontmatter } from "@earendil-works/pi-coding-agent";
+
+export const NAMES = ["AGENTS.override.md", "AGENTS.md", "AGENTS.MD", "CLAUDE.md", "CLAUDE.MD"];
+export const IGNORED = new Set([".git", "node_modules", "dist", "build", "target", ".venv", "venv", "__pycache__"]);
+export const CAP_BYTES = 64 * 1024;
+const SKILL_MAX_DEPTH = 4;
+
+export type ModelReason = "symlinkEscape" | "notRegular" | "tooLarge" | "notUtf8" | "unreadable";
+
+export interface ModelFile {
+  /** cwd-relative path of the real file, forward slashes. */
+  path: string;
+  real: string;
+  text: string;
+  version: string;
+  bytes: number;
+}
+
+export interface ModelSkill {
+  path: string;
+  name: string;
+  description: string;
+  /** What makes a listing stale: name and description. */
+  key: string;
+}
+
+export interface ModelView {
+  scope: string;
+  file?: ModelFile;
+  rejected: Array<{ path: string; reason: ModelReason }>;
+  skills: ModelSkill[];
+}
+
+export interface ExpectedFile {
+  path: string;
+  scope: string;
+  version: string;
+  bytes: number;
+  via: "reminder" | "read";
+  supersedes: boolean;
+  text: string;
+}
+
+export interface ExpectedRecord {
+  files: ExpectedFile[];
+  skills: Array<ModelSkill & { scope: string }>;
+  retracted: Array<{ path: string; scope: string }>;
+  retractedSkills: Array<{ path: string; scope: string }>;
+  skipped: Array<{ path: string; reason: ModelReason }>;
+}
+
+export interface Shown {
+  /** Real path of an instruction file the tool showed whole. */
+  whole?: string;
+  /** Real path of an instruction file the tool showed in part. */
+  part?: string;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Paths.
+
+/** `child` lies strictly inside `parent`: the relative path is non-empty and does not climb. */
+export function strictlyInside(parent: string, child: string): boolean {
+  const rel = relative(parent, child);
+  return rel !== "" && !isAbsolute(rel) && rel.split(sep)[0] !== "..";
+}
+
+function insideOrSame(parent: string, child: string): boolean {
+  return resolve(parent) === resolve(child) || strictlyInside(parent, child);
+}
+
+function display(cwd: string, absolute: string): string {
+  return relative(cwd, absolute).split(sep).join("/");
+}
+
+function tryRealpath(path: string): string | undefined {
+  try {
+    return realpathSync(path);
+  } catch {
+    return undefined;
+  }
+}
+
+function tryLstat(path: string): Stats | undefined {
+  try {
+    return lstatSync(path, { throwIfNoEntry: false });
+  } catch {
+    return undefined;
+  }
+}
+
+function tryStat(path: string): Stats | undefined {
+  try {
+    return statSync(path, { throwIfNoEntry: false });
+  } catch {
+    return undefined;
+  }
+}
+
+/** A tool's path argument as an absolute path, or undefined for one no tool could open. */
+export function modelTarget(raw: unknown, cwd: string): string | undefined {
+  if (typeof raw !== "string" || raw.trim() === "" || raw.includes("\0")) return undefined;
+  if (Buffer.byteLength(raw) > 4096) return undefined;
+  let path = raw;
+  if (path === "~") path = homedir();
+  else if (path.startsWith("~/")) path = join(homedir(), path.slice(2));
+  return resolve(cwd, path);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Text.
+
+export function modelVersion(text: string): string {
+  return createHash("sha256").update(text, "utf8").digest("hex").slice(0, 16);
+}
+
+/** Valid UTF-8 iff decoding and re-encoding gives the same bytes back. One BOM is dropped. */
+export function modelDecode(bytes: Buffer, compat: ReadonlySet<KnownBug> = new Set()): string | undefined {
+  const text = bytes.toString("utf8");
+  if (!Buffer.from(text, "utf8").equals(bytes)) return undefined;
+  let withoutBom = text.startsWith("\uFEFF") ? text.slice(1) : text;
+  if (compat.has("double-bom") && withoutBom.startsWith("\uFEFF")) withoutBom = withoutBom.slice(1);
+  return withoutBom.split("\r\n").join("\n").split("\r").join("\n");
+}
+
+/** Pi's frontmatter parser, memoized by text (a pure function; the disk is never cached). */
+const parsed = new Map<string, Record<string, unknown> | undefined>();
+function frontmatterOf(text: string): Record<string, unknown> | undefined {
+  if (!parsed.has(text)) {
+    let frontmatter: Record<string, unknown> | undefined;
+    try {
+      frontmatter = parseFrontmatter(text).frontmatter;
+    } catch {
+      frontmatter = undefined;
+    }
+    if (parsed.size > 10_000) parsed.clear();
+    parsed.set(text, frontmatter);
+  }
+  return parsed.get(text);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The model.
+
+/**
+ * Bugs the fuzzer found in index.ts, each with a proposed patch and a regression test. While one
+ * is present (tests/fuzz-lib.ts probes for it), the model can mirror it, so that the fuzzer keeps
+ * looking for new ones; once its patch lands, the probe fails to find it and the mirror is off.
+ */
+export type KnownBug = "double-bom" | "write-new-top-level";
+
+export type Candidate = { file: ModelFile } | { reason: ModelReason } | { skip: true };
+
+export class ReferenceModel {
+  readonly cwd: string;
+  /** What the LLM holds: instruction file path → version and the scope it was given for. */
+  held = new Map<string, { version: string; scope: string }>();
+  /** Skills the LLM holds: path → listing key and scope. */
+  heldSkills = new Map<string, { key: string; scope: string }>();
+  /** Refusal notices the LLM holds: path → reason. */
+  told = new Map<string, string>();
+
+  readonly compat: ReadonlySet<KnownBug>;
+
+  constructor(cwdReal: string, compat: ReadonlySet<KnownBug> = new Set()) {
+    this.cwd = cwdReal;
+    this.compat = compat;
+  }
+
+  /** The real folder whose chain a tool touching `target` activates, or undefined. */
+  targetFolder(target: string): string | undefined {
+    // A path outside cwd by its text is never followed.
+    let dir = dirname(target);
+    while (insideOrSame(this.cwd, dir)) {
+      const real = tryRealpath(dir);
+      if (real !== undefined) return insideOrSame(this.cwd, real) ? real : undefined;
+      if (dirname(dir) === dir) return undefined;
+      dir = dirname(dir);
+    }
+    return undefined;
+  }
+
+  /** Every folder strictly below cwd down to `folder`, parent first, up to the first ignored one. */
+  views(folder: string | undefined, withSkills: boolean): ModelView[] {
+    if (folder === undefined || !strictlyInside(this.cwd, folder)) return [];
+    const views: ModelView[] = [];
+    const parts = relative(this.cwd, folder).split(sep);
+    for (let i = 1; i <= parts.length; i++) {
+      if (IGNORED.has(parts[i - 1]!)) break;
+      const dir = join(this.cwd, ...parts.slice(0, i));
+      views.push(this.view(dir, withSkills));
+    }
+    return views;
+  }
+
+  view(dir: string, withSkills: boolean): ModelView {
+    const view: ModelView = { scope: display(this.cwd, dir), rejected: [], skills: [] };
+    for (const name of NAMES) {
+      const candidate = join(dir, name);
+      const result = this.candidate(candidate);
+      if ("skip" in result) continue;
+      if ("reason" in result) {
+        view.rejected.push({ path: display(this.cwd, candidate), reason: result.reason });
+        continue;
+      }
+      view.file = result.file;
+      break;
+    }
+    if (withSkills) view.skills = this.skillsIn(dir);
+    return view;
+  }
+
+  /** One candidate path: a loaded file, a refusal, or nothing at all. */
+  candidate(path: string): Candidate {
+    const own = tryLstat(path);
+    if (!own) return { skip: true };
+    let real = path;
+    let stats = own;
+    if (own.isSymbolicLink()) {
+      const resolved = tryRealpath(path);
+      if (resolved === undefined) return { skip: true };
+      if (!strictlyInside(this.cwd, resolved)) return { reason: "symlinkEscape" };
+      const target = tryStat(resolved);
+      if (!target) return { skip: true };
+      real = resolved;
+      stats = target;
+    }
+    if (stats.isDirectory()) return { skip: true };
+    if (!stats.isFile()) return { reason: "notRegular" };
+    let bytes: Buffer;
+    try {
+      bytes = readFileSync(real);
+    } catch {
+      return { reason: "unreadable" };
+    }
+    if (bytes.length > CAP_BYTES) return { reason: "tooLarge" };
+    const text = modelDecode(bytes, this.compat);
+    if (text === undefined) return { reason: "notUtf8" };
+    return { file: { path: display(this.cwd, real), real, text, version: modelVersion(text), bytes: bytes.length } };
+  }
+
+  /** Pi's rules for `.agents/skills`, answered from the disk. */
+  skillsIn(dir: string): ModelSkill[] {
+    if (!tryLstat(join(dir, ".agents"))) return [];
+    const root = tryRealpath(join(dir, ".agents", "skills"));
+    if (root === undefined || !strictlyInside(this.cwd, root)) return [];
+    const skills: ModelSkill[] = [];
+    this.scanSkills(root, 0, skills);
+    return skills;
+  }
+
+  private scanSkills(dir: string, depth: number, out: ModelSkill[]): void {
+    if (!tryStat(dir)?.isDirectory()) return;
+    let entries: Array<{ name: string; link: boolean; dir: boolean; file: boolean }>;
+    try {
+      entries = readdirSync(dir, { withFileTypes: true }).map((d) => ({
+        name: d.name,
+        link: d.isSymbolicLink(),
+        dir: d.isDirectory(),
+        file: d.isFile(),
+      }));
+    } catch {
+      return;
+    }
+    entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    if (entries.some((entry) => entry.name === "SKILL.md")) {
+      this.addSkill(join(dir, "SKILL.md"), out);
+      return;
+    }
+    for (const entry of entries) {
+      if (entry.name.startsWith(".") || entry.name === "node_modules") continue;
+      if (!entry.link && !entry.dir && !entry.file) continue;
+      const path = join(dir, entry.name);
+      let subdirectory = entry.dir ? path : undefined;
+      if (entry.link) {
+        const real = tryRealpath(path);
+        if (real === undefined || !strictlyInside(this.cwd, real)) continue;
+        if (tryStat(real)?.isDirectory()) subdirectory = real;
+      }
+      if (subdirectory !== undefined) {
+        if (depth < SKILL_MAX_DEPTH) this.scanSkills(subdirectory, depth + 1, out);
+        continue;
+      }
+      if (depth > 0 && entry.name.endsWith(".md")) this.addSkill(path, out);
+    }
+  }
+
+  private addSkill(path: string, out: ModelSkill[]): void {
+    const result = this.candidate(path);
+    if (!("file" in result)) return;
+    const frontmatter = frontmatterOf(result.file.text);
+    if (frontmatter === undefined) return;
+    const description = frontmatter.description;
+    if (typeof description !== "string" || description.trim() === "") return;
+    if (frontmatter["disable-model-invocation"] === true) return;
+    const name =
+      typeof frontmatter.name === "string" && frontmatter.name !== ""
+        ? frontmatter.name
+        : basename(dirname(result.file.real));
+    const trimmed = description.trim();
+    out.push({ path: result.file.path, name, description: trimmed, key: `${name}\n${trimmed}` });
+  }
+
+  /** The real path of a target named like an instruction file, when it resolves. */
+  instructionTarget(target: string): string | undefined {
+    return NAMES.includes(basename(target)) ? tryRealpath(target) : undefined;
+  }
+
+  /** What one activation should deliver, given what the LLM holds now. */
+  plan(views: ModelView[], shown: Shown = {}): ExpectedRecord {
+    const record: ExpectedRecord = { files: [], skills: [], retracted: [], retractedSkills: [], skipped: [] };
+    for (const view of views) {
+      for (const [path, held] of this.held) {
+        if (held.scope === view.scope && path !== view.file?.path) record.retracted.push({ path, scope: view.scope });
+      }
+      const present = new Set(view.skills.map((skill) => skill.path));
+      for (const [path, held] of this.heldSkills) {
+        if (held.scope === view.scope && !present.has(path)) record.retractedSkills.push({ path, scope: view.scope });
+      }
+      for (const refusal of view.rejected) {
+        if (this.told.get(refusal.path) === refusal.reason) continue;
+        if (record.skipped.some((s) => s.path === refusal.path && s.reason === refusal.reason)) continue;
+        record.skipped.push(refusal);
+      }
+      const file = view.file;
+      // A whole read of the file is recorded even when the LLM held it: should a compaction drop
+      // the earlier delivery and keep the read, the file is still held.
+      if (
+        file &&
+        file.real !== shown.part &&
+        !record.files.some((f) => f.path === file.path) &&
+        (file.real === shown.whole || this.held.get(file.path)?.version !== file.version)
+      ) {
+        record.files.push({
+          path: file.path,
+          scope: view.scope,
+          version: file.version,
+          bytes: file.bytes,
+          via: file.real === shown.whole ? "read" : "reminder",
+          supersedes: this.held.has(file.path),
+          text: file.text,
+        });
+      }
+      for (const skill of view.skills) {
+        if (this.heldSkills.get(skill.path)?.key === skill.key) continue;
+        if (record.skills.some((s) => s.path === skill.path)) continue;
+        record.skills.push({ ...skill, scope: view.scope });
+      }
+    }
+    return record;
+  }
+
+  /** What the LLM holds after a record reached it. */
+  apply(record: ExpectedRecord): void {
+    for (const { path } of record.retracted) this.held.delete(path);
+    for (const { path } of record.retractedSkills) this.heldSkills.delete(path);
+    for (const file of record.files) {
+      this.held.set(file.path, { version: file.version, scope: file.scope });
+      this.told.delete(file.path);
+    }
+    for (const skill of record.skills) this.heldSkills.set(skill.path, { key: skill.key, scope: skill.scope });
+    for (const skip of record.skipped) this.told.set(skip.path, skip.reason);
+  }
+
+  /** The compaction rule: what the LLM holds is what the records still in context say. */
+  rebuild(records: ExpectedRecord[]): void {
+    this.held.clear();
+    this.heldSkills.clear();
+    this.told.clear();
+    for (const record of records) this.apply(record);
+  }
+}
+
+export function isEmptyRecord(record: ExpectedRecord): boolean {
+  return (
+    record.files.length +
+      record.skills.length +
+      record.retracted.length +
+      record.retractedSkills.length +
+      record.skipped.length ===
+    0
+  );
+}
+
+/** Whether the record puts text in front of the LLM (a whole read of the file itself puts none). */
+export function showsText(record: ExpectedRecord): boolean {
+  return (
+    record.files.some((file) => file.via === "reminder") ||
+    record.skills.length + record.retracted.length + record.retractedSkills.length + record.skipped.length > 0
+  );
+}
