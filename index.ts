@@ -14,6 +14,9 @@ import {
   parseFrontmatter,
   type ExtensionAPI,
   type ExtensionContext,
+  type ExtensionHandler,
+  type MessageEndEvent,
+  type MessageEndEventResult,
   type ToolCallEvent,
   type ToolResultEvent,
   type ToolResultEventResult,
@@ -512,10 +515,10 @@ export class Discovery {
    * whether it swept.
    */
   sweep(): boolean {
+    if (!this.wantsSweep()) return false;
     const byPath = [this.directories, this.files, this.listings] as Array<Map<string, unknown>>;
     const byScope = [this.chains, this.gitIgnored, this.ignoredSeen] as Array<Map<string, unknown>>;
     const total = () => [...byPath, ...byScope].reduce((sum, map) => sum + map.size, 0);
-    if (total() < this.sweepAt) return false;
     for (const map of byPath) {
       for (const path of map.keys()) if (!this.exists(path)) map.delete(path);
     }
@@ -524,6 +527,18 @@ export class Discovery {
     }
     this.sweepAt = Math.max(256, 2 * total());
     return true;
+  }
+
+  /** Whether the caches have doubled since the last sweep. */
+  wantsSweep(): boolean {
+    const total =
+      this.directories.size +
+      this.files.size +
+      this.listings.size +
+      this.chains.size +
+      this.gitIgnored.size +
+      this.ignoredSeen.size;
+    return total >= this.sweepAt;
   }
 
   exists(path: string): boolean {
@@ -1607,7 +1622,7 @@ export class LazyAgents {
     if (target === undefined) return undefined;
     const discovery = this.bind(env.cwd);
     if (!discovery) return undefined;
-    if (discovery.sweep()) this.inspection.prune((scope) => discovery.exists(join(discovery.cwdReal, scope)));
+    this.sweepSoon(discovery);
     const located = discovery.locate(target, targetIsDirectory);
     if (located === undefined) return undefined;
     // A write may create an instruction file in folders that do not exist yet: the call is kept,
@@ -1655,6 +1670,24 @@ export class LazyAgents {
       generation: this.ledger.generation,
     });
     return undefined;
+  }
+
+  private sweepScheduled = false;
+
+  /** Runs a due cache sweep after the current call, so no tool call pays for it. */
+  private sweepSoon(discovery: Discovery): void {
+    if (this.sweepScheduled || !discovery.wantsSweep()) return;
+    this.sweepScheduled = true;
+    setImmediate(() => {
+      this.sweepScheduled = false;
+      try {
+        if (discovery === this.discovery && discovery.sweep()) {
+          this.inspection.prune((scope) => discovery.exists(join(discovery.cwdReal, scope)));
+        }
+      } catch {
+        // A sweep that fails leaves the caches as they were: correct, only larger.
+      }
+    });
   }
 
   private writesInstruction(toolName: string, target: string): boolean {
@@ -1710,6 +1743,7 @@ export class LazyAgents {
   onToolResult(event: ToolResultEvent): ResultOutcome | undefined {
     const call = this.pending.get(event.toolCallId);
     this.pending.delete(event.toolCallId);
+    this.parentOf.delete(event.toolCallId);
     const own = call !== undefined && activates(call.toolName, event.isError) ? call : undefined;
     const ownViews = own ? this.viewsAfterTool(own) : [];
     if (call) this.inspection.record(own ? ownViews : (this.discovery?.dropGitIgnored(call.views) ?? []));
@@ -1785,10 +1819,12 @@ export class LazyAgents {
     this.options = options;
   }
 
-  onExecutionEnd(toolCallId: string): void {
-    this.pending.delete(toolCallId);
-    this.nestedViews.delete(toolCallId);
-    this.parentOf.delete(toolCallId);
+  /** Forgets what calls that never reached their result left behind; all calls of the turn are done. */
+  endTurn(): void {
+    this.pending.clear();
+    this.nestedViews.clear();
+    this.parentOf.clear();
+    this.gateRecords.clear();
   }
 
   /** Sizes of every map, for tests and the soak run. */
@@ -2099,6 +2135,29 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
       }
     };
 
+    // A held-back call has no tool_result: its delivery is recorded on the error result Pi persists.
+    // The hook runs for every message, so it is registered only while the gate is on.
+    const recordGateDelivery: ExtensionHandler<MessageEndEvent, MessageEndEventResult> = (event) => {
+      try {
+        const message = event.message as { role: string; toolCallId?: string; details?: unknown };
+        if (message.role !== "toolResult" || message.toolCallId === undefined) return undefined;
+        const record = engine.takeGateRecord(message.toolCallId);
+        if (!record) return undefined;
+        return { message: { ...event.message, details: withRecord(message.details, record) } as typeof event.message };
+      } catch {
+        return undefined;
+      }
+    };
+    let stopGateHook: (() => void) | undefined;
+    const syncGateHook = (): void => {
+      const wanted = engine.options.enabled && engine.options.gateWrites;
+      if (wanted && !stopGateHook) stopGateHook = pi.on("message_end", recordGateDelivery);
+      if (!wanted && stopGateHook) {
+        stopGateHook();
+        stopGateHook = undefined;
+      }
+    };
+
     const loadSettings = (ctx: ExtensionContext): void => {
       let raw: unknown;
       try {
@@ -2109,6 +2168,7 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
       const { options, warnings } = optionsFromSettings(raw);
       if (pi.getFlag(DISABLE_FLAG) === true) options.enabled = false;
       engine.configure(options);
+      syncGateHook();
       for (const warning of warnings) tell(ctx, warning, "warning");
     };
 
@@ -2178,21 +2238,13 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
       );
     });
 
-    // A held-back call has no tool_result: its delivery is recorded on the error result Pi persists.
-    pi.on("message_end", (event) => {
-      try {
-        const message = event.message as { role: string; toolCallId?: string; details?: unknown };
-        if (message.role !== "toolResult" || message.toolCallId === undefined) return undefined;
-        const record = engine.takeGateRecord(message.toolCallId);
-        if (!record) return undefined;
-        return { message: { ...event.message, details: withRecord(message.details, record) } as typeof event.message };
-      } catch {
-        return undefined;
-      }
+    // Per-call state ends with each result; what calls without a result (blocked, aborted) leave
+    // ends with their turn. No per-call hook is spent on it: every hook costs Pi a context object.
+    pi.on("turn_end", () => {
+      engine.endTurn();
     });
-
-    pi.on("tool_execution_end", (event) => {
-      engine.onExecutionEnd(event.toolCallId);
+    pi.on("agent_end", () => {
+      engine.endTurn();
     });
 
     pi.on("session_shutdown", () => {

@@ -176,6 +176,8 @@ test("a blocked call leaves its scope to the next call that goes through", () =>
     const h = await loadRunner(tree, { factories: [factory, block] });
     const blocked = await h.call("read", { path: "pkg/s05/f0.ts" });
     assert.equal(blocked.blocked, true);
+    // A call without a result leaves its state until its turn ends; Pi then emits turn_end and agent_end.
+    await h.runner.emit({ type: "agent_end", messages: [] } as never);
     assertNoPerCallState(engine());
     blocking = false;
     const through = await h.call("read", { path: "pkg/s05/f0.ts" });
