@@ -439,6 +439,8 @@ interface DirectoryEntry {
   candidates: string[];
   /** What `.agents` is in this folder: absent, a folder, or a link to resolve. */
   agents: "none" | "dir" | "link";
+  /** The folder's last view, when it depends on nothing but the folder and its first file. */
+  plainView?: DirectoryView;
 }
 
 interface FileEntry {
@@ -459,6 +461,10 @@ interface ListingEntry {
 }
 
 const NO_IMPORTS: ImportedFile[] = [];
+
+function emptyView(scope: string): DirectoryView {
+  return { scope, imports: [], rejected: [], skills: [] };
+}
 
 /** One folder strictly below cwd on the way to a target. */
 export interface ChainLink {
@@ -678,12 +684,17 @@ export class Discovery {
   }
 
   viewDirectory(link: ChainLink, withSkills: boolean, stats?: nodeFs.Stats): DirectoryView {
-    const view: DirectoryView = { scope: link.scope, imports: [], rejected: [], skills: [] };
     const entry = this.directoryEntry(link.dir, stats);
-    if (!entry) return view;
+    if (!entry) return emptyView(link.scope);
+    const skillsToo = withSkills && entry.agents !== "none";
+    // Most folders look the same call after call: reuse their view instead of building it again.
+    if (entry.candidates.length === 0 && !skillsToo) return (entry.plainView ??= emptyView(link.scope));
+    const first = entry.candidates.length > 0 ? this.instructionFile(entry.candidates[0]!) : undefined;
+    if (!skillsToo && first !== undefined && entry.plainView?.file === first) return entry.plainView;
+    const view: DirectoryView = { scope: link.scope, imports: [], rejected: [], skills: [] };
     for (let index = 0; index < entry.candidates.length; index++) {
       const candidate = entry.candidates[index]!;
-      const result = this.instructionFile(candidate);
+      const result = index === 0 && first !== undefined ? first : this.instructionFile(candidate);
       if ("reason" in result) {
         if (result.reason !== "skip") {
           view.rejected.push({
@@ -701,7 +712,14 @@ export class Discovery {
       break;
     }
     if (view.file && this.options.imports) view.imports = this.importsOf(view.file, view.rejected);
-    if (withSkills && entry.agents !== "none") view.skills = this.skillsOf(link.dir, entry, view.rejected);
+    if (skillsToo) view.skills = this.skillsOf(link.dir, entry, view.rejected);
+    // A view that depends on nothing but its folder and its first file can be reused while both stand.
+    const reusable =
+      !skillsToo &&
+      view.file === first &&
+      view.imports.length === 0 &&
+      view.rejected.every((rejection) => rejection.kind === "overridden");
+    entry.plainView = reusable ? view : undefined;
     return view;
   }
 
