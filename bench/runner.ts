@@ -2,14 +2,8 @@
 // discoverAndLoadExtensions, which also maps the old `@mariozechner/*` import names to Pi 1.6.
 
 import { resolve } from "node:path";
-import {
-  discoverAndLoadExtensions,
-  ExtensionRunner,
-  ModelRegistry,
-  ModelRuntime,
-  SessionManager,
-} from "@earendil-works/pi-coding-agent";
-import { InMemoryCredentialStore } from "@earendil-works/pi-ai";
+import { discoverAndLoadExtensions, type ExtensionRunner } from "@earendil-works/pi-coding-agent";
+import { hostRunner } from "../tests/harness.ts";
 
 export const OURS_PATH = process.env.BENCH_OURS ?? resolve(import.meta.dirname, "..", "index.ts");
 /** The peer is loaded by its package folder: Pi reads its `pi.extensions` manifest (./src/index.ts). */
@@ -48,52 +42,7 @@ export async function loadRunner(
 ): Promise<BenchRunner> {
   const loaded = await discoverAndLoadExtensions(extensionPaths, cwd, agentDir);
   if (loaded.errors.length > 0) throw new Error(`${name}: extension errors: ${JSON.stringify(loaded.errors)}`);
-  const modelRuntime = await ModelRuntime.create({
-    credentials: new InMemoryCredentialStore(),
-    modelsPath: null,
-    refreshOnCreate: false,
-    allowModelNetwork: false,
-  });
-  const sessionManager = SessionManager.inMemory(cwd);
-  const runner = new ExtensionRunner(
-    loaded.extensions,
-    loaded.runtime,
-    cwd,
-    sessionManager,
-    new ModelRegistry(modelRuntime),
-  );
-  runner.bindCore(
-    {
-      sendMessage: () => {},
-      sendUserMessage: () => {},
-      appendEntry: () => {},
-      setSessionName: () => {},
-      getSessionName: () => undefined,
-      setLabel: () => {},
-      getActiveTools: () => ["read", "edit", "write"],
-      getAllTools: () => [],
-      getSettings: () => ({}) as never,
-      setActiveTools: () => {},
-      refreshTools: () => {},
-      getCommands: () => [],
-      setModel: async () => false,
-      getThinkingLevel: () => "off",
-      setThinkingLevel: () => {},
-    },
-    {
-      getModel: () => undefined,
-      getScopedModels: () => [],
-      isIdle: () => true,
-      isProjectTrusted: () => true,
-      getSignal: () => undefined,
-      abort: () => {},
-      hasPendingMessages: () => false,
-      shutdown: () => {},
-      getContextUsage: () => undefined,
-      compact: () => {},
-      getSystemPrompt: () => "",
-    },
-  );
+  const { runner } = await hostRunner(loaded, cwd, { trusted: true, getSettings: () => ({}) });
   await runner.emit({ type: "session_start", reason: "startup" } as never);
 
   const hooks = async (call: ToolCallSpec, between?: () => Promise<unknown>): Promise<HookTiming> => {

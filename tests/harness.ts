@@ -137,55 +137,14 @@ let callCounter = 0;
 export async function loadRunner(tree: Tree, options: RunnerOptions = {}): Promise<RunnerHarness> {
   const loaded = await loadExtensions(tree, options.factories);
   if (loaded.errors.length > 0) throw new Error(`extension errors: ${JSON.stringify(loaded.errors)}`);
-  const modelRuntime = await ModelRuntime.create({
-    credentials: new InMemoryCredentialStore(),
-    modelsPath: null,
-    refreshOnCreate: false,
-    allowModelNetwork: false,
-  });
-  const sessionManager = SessionManager.inMemory(tree.cwd);
   if (options.settings) writeFileSync(join(tree.agentDir, "settings.json"), JSON.stringify(options.settings));
   if (options.projectSettings) tree.write(".pi/settings.json", JSON.stringify(options.projectSettings));
-  const settingsManager = SettingsManager.create(tree.cwd, tree.agentDir, { projectTrusted: options.trusted ?? true });
-  const runner = new ExtensionRunner(
-    loaded.extensions,
-    loaded.runtime,
-    tree.cwd,
-    sessionManager,
-    new ModelRegistry(modelRuntime),
-  );
-  runner.bindCore(
-    {
-      sendMessage: () => {},
-      sendUserMessage: () => {},
-      appendEntry: () => {},
-      setSessionName: () => {},
-      getSessionName: () => undefined,
-      setLabel: () => {},
-      getActiveTools: () => ["read", "edit", "write"],
-      getAllTools: () => [],
-      getSettings: () => settingsManager.getSettings(),
-      setActiveTools: () => {},
-      refreshTools: () => {},
-      getCommands: () => [],
-      setModel: async () => false,
-      getThinkingLevel: () => "off",
-      setThinkingLevel: () => {},
-    },
-    {
-      getModel: () => undefined,
-      getScopedModels: () => [],
-      isIdle: () => true,
-      isProjectTrusted: () => options.trusted ?? true,
-      getSignal: () => undefined,
-      abort: () => {},
-      hasPendingMessages: () => false,
-      shutdown: () => {},
-      getContextUsage: () => undefined,
-      compact: () => {},
-      getSystemPrompt: () => "",
-    },
-  );
+  const trusted = options.trusted ?? true;
+  const settingsManager = SettingsManager.create(tree.cwd, tree.agentDir, { projectTrusted: trusted });
+  const { runner, sessionManager } = await hostRunner(loaded, tree.cwd, {
+    trusted,
+    getSettings: () => settingsManager.getSettings(),
+  });
   for (const [name, value] of Object.entries(options.flags ?? {})) runner.setFlagValue(name, value);
   const notifications: string[] = [];
   const statuses = new Map<string, string | undefined>();
@@ -285,6 +244,64 @@ export async function loadRunner(tree: Tree, options: RunnerOptions = {}): Promi
   };
   await emitSessionStart();
   return { runner, sessionManager, notifications, statuses, call, callWithOutput, command, emitSessionStart };
+}
+
+/**
+ * Pi's ExtensionRunner for loaded extensions, bound to a host whose actions do nothing: the role
+ * the interactive app plays for `pi -e`. Shared by the tests and the benchmark.
+ */
+export async function hostRunner(
+  loaded: LoadExtensionsResult,
+  cwd: string,
+  host: { trusted: boolean; getSettings: () => unknown },
+): Promise<{ runner: ExtensionRunner; sessionManager: SessionManager }> {
+  const modelRuntime = await ModelRuntime.create({
+    credentials: new InMemoryCredentialStore(),
+    modelsPath: null,
+    refreshOnCreate: false,
+    allowModelNetwork: false,
+  });
+  const sessionManager = SessionManager.inMemory(cwd);
+  const runner = new ExtensionRunner(
+    loaded.extensions,
+    loaded.runtime,
+    cwd,
+    sessionManager,
+    new ModelRegistry(modelRuntime),
+  );
+  runner.bindCore(
+    {
+      sendMessage: () => {},
+      sendUserMessage: () => {},
+      appendEntry: () => {},
+      setSessionName: () => {},
+      getSessionName: () => undefined,
+      setLabel: () => {},
+      getActiveTools: () => ["read", "edit", "write"],
+      getAllTools: () => [],
+      getSettings: () => host.getSettings() as never,
+      setActiveTools: () => {},
+      refreshTools: () => {},
+      getCommands: () => [],
+      setModel: async () => false,
+      getThinkingLevel: () => "off",
+      setThinkingLevel: () => {},
+    },
+    {
+      getModel: () => undefined,
+      getScopedModels: () => [],
+      isIdle: () => true,
+      isProjectTrusted: () => host.trusted,
+      getSignal: () => undefined,
+      abort: () => {},
+      hasPendingMessages: () => false,
+      shutdown: () => {},
+      getContextUsage: () => undefined,
+      compact: () => {},
+      getSystemPrompt: () => "",
+    },
+  );
+  return { runner, sessionManager };
 }
 
 async function loadExtensions(tree: Tree, factories?: ExtensionFactory[]): Promise<LoadExtensionsResult> {
