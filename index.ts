@@ -124,24 +124,6 @@ export function scopeGlob(scope: string): string {
   return `${scope}/**`;
 }
 
-/** Directories strictly below `cwdReal` down to `dirReal`, parent first. */
-export function chainBelow(cwdReal: string, dirReal: string): string[] {
-  if (!isPathInside(cwdReal, dirReal)) return [];
-  const parts = relative(cwdReal, dirReal).split(sep);
-  const chain: string[] = [];
-  let current = cwdReal;
-  for (const part of parts) {
-    current = join(current, part);
-    chain.push(current);
-  }
-  return chain;
-}
-
-export function hasIgnoredSegment(scope: string, ignored: ReadonlySet<string>): boolean {
-  for (const segment of scope.split("/")) if (ignored.has(segment)) return true;
-  return false;
-}
-
 // ---------------------------------------------------------------------------------------------
 // Text.
 
