@@ -1588,8 +1588,14 @@ export class LazyAgents {
     });
   }
 
-  private refreshStartupSkills(systemPrompt: string | undefined): void {
-    if (systemPrompt === undefined || systemPrompt === this.startupPrompt) return;
+  private refreshStartupSkills(read: (() => string) | undefined): void {
+    let systemPrompt: string | undefined;
+    try {
+      systemPrompt = read?.();
+    } catch {
+      // A Pi without the prompt at hand: nested skills are listed as they are.
+    }
+    if (typeof systemPrompt !== "string" || systemPrompt === this.startupPrompt) return;
     this.startupPrompt = systemPrompt;
     this.startupSkills = startupSkillsOf(systemPrompt);
   }
@@ -1650,7 +1656,7 @@ export class LazyAgents {
     const withSkills = env.trusted && this.options.skills;
     const views = discovery.viewChain(located, withSkills);
     if (views.length === 0 && !this.writesInstruction(event.toolName, target)) return undefined;
-    if (views.some((view) => view.skills.length > 0)) this.refreshStartupSkills(env.systemPrompt?.());
+    if (views.some((view) => view.skills.length > 0)) this.refreshStartupSkills(env.systemPrompt);
     if (gated) {
       this.inspection.record(views);
       const gate = this.gate(event.toolCallId, views);
