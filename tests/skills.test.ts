@@ -65,3 +65,19 @@ test("regression: a skills directory that links outside cwd is not scanned", () 
     const result = await h.call("read", { path: "pkg/a.ts" });
     assert.deepEqual(result.content, result.original);
   }));
+
+test("a skills folder with more entries than the scan limit is scanned up to the limit and reported", () =>
+  withTree({ "pkg/a.ts": "a" }, async (tree) => {
+    for (let i = 0; i < 300; i++) {
+      const name = `s${String(i).padStart(3, "0")}`;
+      tree.write(`pkg/.agents/skills/${name}/SKILL.md`, skill(name, `Skill ${name}`));
+    }
+    const h = await loadRunner(tree, { hasUI: true });
+    const reminder = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
+    assert.match(reminder, /- s000 /);
+    assert.match(reminder, /- s255 /);
+    assert.doesNotMatch(reminder, /- s256 /);
+    h.notifications.length = 0;
+    await h.command("lazy-agents", "");
+    assert.match(h.notifications.join("\n"), /pkg\/\.agents\/skills {2}directory has more entries than the scan limit/);
+  }));
