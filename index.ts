@@ -1614,10 +1614,9 @@ export class LazyAgents {
     return id;
   }
 
-  /** Discovery, before the tool runs; with the write gate on, may hold a write back once. */
   /**
-   * Discovery, before the tool runs. Synchronous, so a warm call adds no promise hops; only a held
-   * write waits, for git's answer about new folders.
+   * Discovery, before the tool runs. Synchronous, so a warm call adds no promise hops; only the
+   * write gate, which may hold a write back once, waits for git's answer about new folders.
    */
   onToolCall(event: ToolCallEvent, env: CallEnvironment): GateOutcome | undefined | Promise<GateOutcome | undefined> {
     if (event.parentToolCallId !== undefined) this.parentOf.set(event.toolCallId, event.parentToolCallId);
