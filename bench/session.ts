@@ -22,7 +22,8 @@ import {
   type JsonObject,
 } from "@earendil-works/pi-ai";
 import { REMINDER_OPEN } from "../index.ts";
-import { generateTree, instructionText, removeTree, rng, type DirNode, type SyntheticTree } from "./tree.ts";
+import { rng } from "../tests/rng.ts";
+import { generateTree, instructionText, removeTree, type DirNode, type SyntheticTree } from "./tree.ts";
 import { buildWorkload, type ReplayCall } from "./workload.ts";
 
 export const PEER_MESSAGE_PREFIX = "[context-breadcrumbs]";

@@ -2,7 +2,8 @@
 // Most calls revisit one of the few folders it worked in lately; a few enter a folder it has never
 // touched (a cold call); now and then it goes back to an older one, or reads into node_modules.
 
-import { pick, rng, type DirNode, type SyntheticTree } from "./tree.ts";
+import { rng } from "../tests/rng.ts";
+import { pick, type DirNode, type SyntheticTree } from "./tree.ts";
 
 export interface ReplayCall {
   toolName: "read" | "edit" | "write";

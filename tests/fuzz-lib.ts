@@ -39,6 +39,7 @@ import {
   type KnownBug,
   type Shown,
 } from "./reference-model.ts";
+import { rng } from "./rng.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Cases: plain data, so that a failing case can be shrunk, printed and replayed.
@@ -78,18 +79,6 @@ export interface Case {
 
 // ---------------------------------------------------------------------------------------------
 // Seeded generation.
-
-/** mulberry32: the same seed gives the same case. */
-export function rng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const DIR_NAMES = ["a", "b", "src", "lib", "pkg", "node_modules", "dist", "..cache", "sp ace", "deep", ".agents"];
 const NAME_WEIGHTS: Array<[string, number]> = [

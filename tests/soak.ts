@@ -10,7 +10,8 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { SessionManager } from "@earendil-works/pi-coding-agent";
 import { createLazyAgents, type LazyAgents } from "../index.ts";
-import { makeScratchTree, noGit, rng } from "./fuzz-lib.ts";
+import { makeScratchTree, noGit } from "./fuzz-lib.ts";
+import { rng } from "./rng.ts";
 import { loadRunner, type CallResult } from "./harness.ts";
 
 const { values } = parseArgs({
