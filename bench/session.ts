@@ -8,20 +8,18 @@ import { join } from "node:path";
 import {
   createAgentSession,
   DefaultResourceLoader,
-  ModelRuntime,
   SessionManager,
   SettingsManager,
 } from "@earendil-works/pi-coding-agent";
 import {
   fauxAssistantMessage,
-  fauxProvider,
   fauxToolCall,
-  InMemoryCredentialStore,
   type AssistantMessage,
   type FauxResponseStep,
   type JsonObject,
 } from "@earendil-works/pi-ai";
 import { REMINDER_OPEN } from "../index.ts";
+import { scriptedModel } from "../tests/harness.ts";
 import { rng } from "../tests/rng.ts";
 import { generateTree, instructionText, removeTree, type DirNode, type SyntheticTree } from "./tree.ts";
 import { buildWorkload, type ReplayCall } from "./workload.ts";
@@ -271,14 +269,7 @@ export async function runEconomy(
 }
 
 async function startSession(tree: SyntheticTree, extensionPath: string) {
-  const faux = fauxProvider({ tokensPerSecond: 1_000_000 });
-  const modelRuntime = await ModelRuntime.create({
-    credentials: new InMemoryCredentialStore(),
-    modelsPath: null,
-    refreshOnCreate: false,
-    allowModelNetwork: false,
-  });
-  modelRuntime.registerNativeProvider(faux.provider);
+  const { faux, modelRuntime } = await scriptedModel();
   // Automatic compaction off: the one compaction happens where the script puts it. A small
   // keepRecentTokens makes it drop most of the earlier conversation, as a real one does.
   const settingsManager = SettingsManager.inMemory(

@@ -255,12 +255,7 @@ export async function hostRunner(
   cwd: string,
   host: { trusted: boolean; getSettings: () => unknown },
 ): Promise<{ runner: ExtensionRunner; sessionManager: SessionManager }> {
-  const modelRuntime = await ModelRuntime.create({
-    credentials: new InMemoryCredentialStore(),
-    modelsPath: null,
-    refreshOnCreate: false,
-    allowModelNetwork: false,
-  });
+  const modelRuntime = await offlineModelRuntime();
   const sessionManager = SessionManager.inMemory(cwd);
   const runner = new ExtensionRunner(
     loaded.extensions,
@@ -356,15 +351,20 @@ export interface SessionOptions {
   tools?: string[];
 }
 
-/** The scripted faux model, registered in a model runtime that never touches the network. */
-async function scriptedModel(): Promise<{ faux: ReturnType<typeof fauxProvider>; modelRuntime: ModelRuntime }> {
-  const faux = fauxProvider({ tokensPerSecond: 1_000_000 });
-  const modelRuntime = await ModelRuntime.create({
+/** A model runtime with no stored credentials, no catalog files and no network. */
+function offlineModelRuntime(): Promise<ModelRuntime> {
+  return ModelRuntime.create({
     credentials: new InMemoryCredentialStore(),
     modelsPath: null,
     refreshOnCreate: false,
     allowModelNetwork: false,
   });
+}
+
+/** The scripted faux model, registered in an offline model runtime. Shared with the benchmark. */
+export async function scriptedModel(): Promise<{ faux: ReturnType<typeof fauxProvider>; modelRuntime: ModelRuntime }> {
+  const faux = fauxProvider({ tokensPerSecond: 1_000_000 });
+  const modelRuntime = await offlineModelRuntime();
   modelRuntime.registerNativeProvider(faux.provider);
   return { faux, modelRuntime };
 }
