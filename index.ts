@@ -1235,10 +1235,45 @@ function planSkips(ledger: Ledger, view: DirectoryView, plan: DeliveryPlan): voi
 // ---------------------------------------------------------------------------------------------
 // Formatting. The deepest files are kept whole first; broader ones are cut to the budget.
 
-export function skipText(skip: Skip): string {
+export function skipText(skip: Skip, field: (text: string) => string = reminderField): string {
   return skip.inImport
-    ? `an import in ${skip.path} was not loaded: ${REASONS[skip.reason]}`
-    : `${skip.path} was not loaded: ${REASONS[skip.reason]}`;
+    ? `an import in ${field(skip.path)} was not loaded: ${REASONS[skip.reason]}`
+    : `${field(skip.path)} was not loaded: ${REASONS[skip.reason]}`;
+}
+
+const CONTROL_NAMES: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
+
+/** A path, name or description kept on one line: control characters are shown, not obeyed. */
+export function oneLine(text: string): string {
+  return text.replace(
+    /[\p{Cc}\u2028\u2029]/gu,
+    (char) => CONTROL_NAMES[char] ?? `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
+}
+
+/** Escapes text as Pi escapes its own skill listing. */
+export function escapeXml(text: string): string {
+  return text
+    .replace(/&/g, "&amp;")
+    .replace(/</g, "&lt;")
+    .replace(/>/g, "&gt;")
+    .replace(/"/g, "&quot;")
+    .replace(/'/g, "&apos;");
+}
+
+/** A one-line field or attribute value inside the reminder: it can neither break a line nor a tag. */
+export function reminderField(text: string): string {
+  return escapeXml(oneLine(text));
+}
+
+const WRAPPER_CLOSING_TAG = /<(?=\s*\/\s*(?:nested-)?instructions\b)/gi;
+
+/**
+ * Instruction text as the reminder carries it: byte for byte, except that anything that reads as
+ * one of the wrapper's own closing tags loses its `<`, so the block ends only where we end it.
+ */
+export function neutralizeClosingTags(text: string): string {
+  return text.replace(WRAPPER_CLOSING_TAG, "&lt;");
 }
 
 export const REMINDER_OPEN = '<nested-instructions source="pi-lazy-agents">';
@@ -1311,14 +1346,18 @@ export function formatReminder(plan: DeliveryPlan): string {
       const precedence = skill.overridesStartup
         ? " Inside this scope it takes precedence over the skill of the same name listed at start-up."
         : "";
+      const name = reminderField(skill.name);
+      const scope = reminderField(scopeGlob(skill.scope));
       lines.push(
-        `- ${skill.name} (scope ${scopeGlob(skill.scope)}): ${skill.description} [${skill.path}]${precedence}`,
+        `- ${name} (scope ${scope}): ${reminderField(skill.description)} [${reminderField(skill.path)}]${precedence}`,
       );
     }
   }
   const notices = [
-    ...plan.record.retracted.map((r) => `- ${r.path} no longer applies: its earlier instructions are withdrawn.`),
-    ...plan.record.retractedSkills.map((r) => `- The skill at ${r.path} is gone: do not use it.`),
+    ...plan.record.retracted.map(
+      (r) => `- ${reminderField(r.path)} no longer applies: its earlier instructions are withdrawn.`,
+    ),
+    ...plan.record.retractedSkills.map((r) => `- The skill at ${reminderField(r.path)} is gone: do not use it.`),
     ...plan.record.skipped.map((r) => `- ${skipText(r)}.`),
   ];
   if (notices.length > 0) lines.push("", ...notices);
@@ -1328,17 +1367,17 @@ export function formatReminder(plan: DeliveryPlan): string {
 
 function formatFile(entry: PlannedFile): string[] {
   const { file, scope, supersedes, importedBy, cutText } = entry;
-  const attributes = [`path="${file.path}"`, `scope="${scopeGlob(scope)}"`];
-  if (importedBy !== undefined) attributes.push(`imported-by="${importedBy}"`);
+  const path = reminderField(file.path);
+  const attributes = [`path="${path}"`, `scope="${reminderField(scopeGlob(scope))}"`];
+  if (importedBy !== undefined) attributes.push(`imported-by="${reminderField(importedBy)}"`);
   if (supersedes) attributes.push('supersedes="earlier version"');
   const lines = [`<instructions ${attributes.join(" ")}>`];
-  if (supersedes) lines.push(`(This version of ${file.path} replaces the one sent earlier.)`);
+  if (supersedes) lines.push(`(This version of ${path} replaces the one sent earlier.)`);
   if (cutText === "") {
-    lines.push(`[${file.path} was left out to fit the size budget; read the file itself.]`);
+    lines.push(`[${path} was left out to fit the size budget; read the file itself.]`);
   } else {
-    lines.push((cutText ?? file.text).replace(/\n+$/, ""));
-    if (cutText !== undefined)
-      lines.push(`[${file.path} was cut here to fit the size budget; read the file for the rest.]`);
+    lines.push(neutralizeClosingTags((cutText ?? file.text).replace(/\n+$/, "")));
+    if (cutText !== undefined) lines.push(`[${path} was cut here to fit the size budget; read the file for the rest.]`);
   }
   lines.push("</instructions>");
   return lines;
@@ -1999,7 +2038,7 @@ export function formatInspection(engine: LazyAgents): string {
   lines.push("", `Seen and not used (${notUsed.length}):`);
   for (const { path, reason } of notUsed) lines.push(`  ${path}  ${REASONS[reason]}`);
   lines.push("", `Delivered in this context: ${ledger.files.size} file(s), ${ledger.skills.size} skill(s).`);
-  return lines.join("\n");
+  return lines.map(oneLine).join("\n");
 }
 
 /** `/lazy-agents why <path>`: the chain of one path, folder by folder. */
@@ -2037,7 +2076,7 @@ export async function explainPath(engine: LazyAgents, rawPath: string, env: Call
     for (const rejection of view.rejected) lines.push(`    not used: ${rejection.path}: ${REASONS[rejection.reason]}`);
   }
   if (!env.trusted) lines.push("  Skills are not listed: the project is not trusted.");
-  return lines.join("\n");
+  return lines.map(oneLine).join("\n");
 }
 
 /** Completions for `/lazy-agents`: the `why` word, then paths this session has seen. */
@@ -2102,7 +2141,7 @@ function projectionShows(messages: unknown[], record: LedgerRecord): boolean {
 
 /** One fixed line per refused file, for the user; never contents, absolute paths or exceptions. */
 export function warningText(skip: Skip): string {
-  return `pi-lazy-agents: ${skipText(skip)}`;
+  return `pi-lazy-agents: ${skipText(skip, oneLine)}`;
 }
 
 export interface CreateOptions {
@@ -2191,7 +2230,7 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
 
     const announce = (ctx: ExtensionContext, plan: DeliveryPlan): void => {
       if (!ctx.hasUI) return;
-      const loaded = plan.record.files.filter((file) => file.via === "reminder").map((file) => file.path);
+      const loaded = plan.record.files.filter((file) => file.via === "reminder").map((file) => oneLine(file.path));
       if (loaded.length > 0) tell(ctx, `pi-lazy-agents: loaded ${loaded.join(", ")}`, "info");
       for (const skip of plan.record.skipped) tell(ctx, warningText(skip), "warning");
       showStatus(ctx);
