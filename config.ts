@@ -83,6 +83,7 @@ export const REASONS = {
   notUtf8: "not valid UTF-8",
   unreadable: "could not be read",
   ignoredDir: "inside an ignored directory",
+  dotfile: "a dotfile, which may hold credentials",
   gitIgnored: "ignored by git",
   overridden: "overridden by a preferred file in the same directory",
   skillNoDescription: "skill without a description",
@@ -96,3 +97,8 @@ export type Reason = keyof typeof REASONS;
 
 /** How long a git ignore answer may take before git is given up for the session. */
 export const GIT_ANSWER_TIMEOUT_MS = 2000;
+
+/** The notice that a file the model holds also governs another folder (one file linked into several). */
+export function alsoGovernsNotice(path: string, scopeGlob: string): string {
+  return `${path} also governs ${scopeGlob}: it is the same file, linked there, and its text was sent earlier.`;
+}

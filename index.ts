@@ -473,6 +473,12 @@ export class Discovery {
   private logicalCwd?: string;
   /** Scopes that git ignores (filled by the engine from its git helper); their subtrees too. */
   readonly gitIgnored = new Map<string, boolean>();
+  /** Import targets that git ignores, by cwd-relative path (filled like `gitIgnored`). */
+  readonly gitIgnoredFiles = new Map<string, boolean>();
+  /** Whether git may still answer; while it may, an import it has not answered for is held back. */
+  gitMayAnswer: () => boolean = () => false;
+  /** Questions for git that imports raised while views were built: `scope/` for a folder, a file's path. */
+  private readonly gitWanted = new Set<string>();
   /** Folders whose subtree was skipped, for the inspection command. */
   readonly ignoredSeen = new Map<string, Reason>();
 
@@ -490,6 +496,7 @@ export class Discovery {
       listings: this.listings.size,
       chains: this.chains.size,
       gitAnswers: this.gitIgnored.size,
+      gitFileAnswers: this.gitIgnoredFiles.size,
       ignoredSeen: this.ignoredSeen.size,
     };
   }
@@ -505,7 +512,9 @@ export class Discovery {
   sweep(): boolean {
     if (!this.wantsSweep()) return false;
     const byPath = [this.directories, this.files, this.listings] as Array<Map<string, unknown>>;
-    const byScope = [this.chains, this.gitIgnored, this.ignoredSeen] as Array<Map<string, unknown>>;
+    const byScope = [this.chains, this.gitIgnored, this.gitIgnoredFiles, this.ignoredSeen] as Array<
+      Map<string, unknown>
+    >;
     const total = () => [...byPath, ...byScope].reduce((sum, map) => sum + map.size, 0);
     for (const map of byPath) {
       for (const path of map.keys()) if (!this.exists(path)) map.delete(path);
@@ -525,6 +534,7 @@ export class Discovery {
       this.listings.size +
       this.chains.size +
       this.gitIgnored.size +
+      this.gitIgnoredFiles.size +
       this.ignoredSeen.size;
     return total >= this.sweepAt;
   }
@@ -633,6 +643,19 @@ export class Discovery {
     return unknown;
   }
 
+  /** The questions for git that the views built since the last call raised. */
+  takeGitWanted(): string[] {
+    const wanted = [...this.gitWanted];
+    this.gitWanted.clear();
+    return wanted;
+  }
+
+  /** Records git's answer to a question of `takeGitWanted`. */
+  setGitAnswer(question: string, ignored: boolean): void {
+    if (question.endsWith("/")) this.gitIgnored.set(question.slice(0, -1), ignored);
+    else this.gitIgnoredFiles.set(question, ignored);
+  }
+
   /** Views of the chain's folders, parent first, up to the first ignored one. */
   viewChain(located: Located, withSkills: boolean): DirectoryView[] {
     const views: DirectoryView[] = [];
@@ -696,10 +719,11 @@ export class Discovery {
     if (view.file && this.options.imports) view.imports = this.importsOf(view.file, view.rejected);
     if (skillsToo) view.skills = this.skillsOf(link.dir, entry, view.rejected);
     // A view that depends on nothing but its folder and its first file can be reused while both stand.
+    // A file with `@path` tokens depends on their targets too, which may appear or change at any time.
     const reusable =
       !skillsToo &&
       view.file === first &&
-      view.imports.length === 0 &&
+      (view.file === undefined || !this.options.imports || this.importTargetsOf(view.file).length === 0) &&
       view.rejected.every((rejection) => rejection.kind === "overridden");
     entry.plainView = reusable ? view : undefined;
     return view;
@@ -797,8 +821,16 @@ export class Discovery {
     return entry ? (entry.importTargets ??= parse()) : parse();
   }
 
-  /** The files one target names; nothing for a token that names nothing (an npm scope, an email). */
-  private resolveImport(from: InstructionFile, target: string, rejected: Rejection[]): InstructionFile[] {
+  /**
+   * The files one target names; nothing for a token that names nothing (an npm scope, an email),
+   * nor for a target git has yet to answer for. `inDirectory` marks an entry of an imported folder.
+   */
+  private resolveImport(
+    from: InstructionFile,
+    target: string,
+    rejected: Rejection[],
+    inDirectory = false,
+  ): InstructionFile[] {
     // The token itself is file content: a rejection names only the importing file.
     const reject = (reason: Reason): InstructionFile[] => {
       rejected.push({ path: from.path, reason, kind: "import" });
@@ -809,11 +841,43 @@ export class Discovery {
     if (real === undefined) return [];
     if (!isPathInside(this.cwdReal, real)) return reject("symlinkEscape");
     const stats = this.fs.lstat(real);
-    if (!stats) return [];
+    if (!stats || (inDirectory && stats.isDirectory())) return [];
+    const refusal = this.importRefusal(target, real, stats.isDirectory());
+    if (refusal === "held") return [];
+    if (refusal !== undefined) return reject(refusal);
     if (stats.isDirectory()) return this.importDirectory(real, from, rejected);
     if (!stats.isFile()) return reject("notRegular");
     const file = this.loadedFile(real, stats);
     return "reason" in file ? reject(file.reason) : [file];
+  }
+
+  /**
+   * The source rules an import target must pass besides containment: no dotfile (credentials live
+   * there whether or not git ignores them), no ignored folder on its path as written or as it
+   * resolves, and nothing git ignores. "held" while git has yet to answer.
+   */
+  private importRefusal(target: string, real: string, isDirectory: boolean): Reason | "held" | undefined {
+    if (basename(target).startsWith(".") || basename(real).startsWith(".")) return "dotfile";
+    const written = relative(this.cwdReal, target).split(sep);
+    const resolved = relative(this.cwdReal, real).split(sep);
+    if ([...written, ...resolved].some((name) => this.options.ignoredDirs.has(name))) return "ignoredDir";
+    return this.gitRefusal(resolved, isDirectory);
+  }
+
+  /** Whether git ignores a target (cwd-relative segments) or a folder above it; "held" when unknown. */
+  private gitRefusal(segments: string[], isDirectory: boolean): Reason | "held" | undefined {
+    const questions: string[] = [];
+    let scope = "";
+    for (const [index, name] of segments.entries()) {
+      scope = scope === "" ? name : `${scope}/${name}`;
+      const folder = isDirectory || index < segments.length - 1;
+      const answer = folder ? this.gitIgnored.get(scope) : this.gitIgnoredFiles.get(scope);
+      if (answer === true) return "gitIgnored";
+      if (answer === undefined) questions.push(folder ? `${scope}/` : scope);
+    }
+    if (questions.length === 0 || !this.gitMayAnswer()) return undefined;
+    for (const question of questions) this.gitWanted.add(question);
+    return "held";
   }
 
   private importDirectory(dir: string, from: InstructionFile, rejected: Rejection[]): InstructionFile[] {
@@ -823,9 +887,7 @@ export class Discovery {
     for (const entry of listing.names) {
       if (files.length >= MAX_IMPORT_DIR_FILES) break;
       if (entry.name.startsWith(".") || (entry.kind !== "file" && entry.kind !== "link")) continue;
-      const file = this.instructionFile(join(dir, entry.name));
-      if (!("reason" in file)) files.push(file);
-      else if (file.reason !== "skip") rejected.push({ path: from.path, reason: file.reason, kind: "import" });
+      files.push(...this.resolveImport(from, join(dir, entry.name), rejected, true));
     }
     return files;
   }
@@ -1012,7 +1074,8 @@ export interface Skip {
 }
 
 function skipKey(skip: Skip): string {
-  return skip.inImport ? `import\0${skip.path}` : skip.path;
+  // One file may hold several refused imports: the model hears of each reason once.
+  return skip.inImport ? `import\0${skip.path}\0${skip.reason}` : skip.path;
 }
 
 export function emptyRecord(): LedgerRecord {
@@ -1153,8 +1216,9 @@ export function claimKey(path: string, version: string): string {
 export function planDelivery(ledger: Ledger, input: PlanInput): DeliveryPlan {
   const plan: DeliveryPlan = { record: emptyRecord(), files: [], skills: [] };
   const planned = new Set<string>();
+  const offered = offeredPaths(input.views);
   for (const view of input.views) {
-    planRetraction(ledger, view, plan);
+    planRetraction(ledger, view, offered, plan);
     planSkips(ledger, view, plan);
     if (view.file) planFile(ledger, input, plan, planned, { file: view.file, scope: view.scope });
     for (const { file, importedBy } of view.imports)
@@ -1199,11 +1263,21 @@ function planSkill(ledger: Ledger, input: PlanInput, plan: DeliveryPlan, skill: 
   plan.skills.push({ ...skill, scope, overridesStartup: startup !== undefined });
 }
 
-/** What the model holds for this scope and the folder no longer offers is withdrawn. */
-function planRetraction(ledger: Ledger, view: DirectoryView, plan: DeliveryPlan): void {
+/** Every path the chain offers: instruction files and their imports, in any of its folders. */
+function offeredPaths(views: DirectoryView[]): Set<string> {
   const offered = new Set<string>();
-  if (view.file) offered.add(view.file.path);
-  for (const { file } of view.imports) offered.add(file.path);
+  for (const view of views) {
+    if (view.file) offered.add(view.file.path);
+    for (const { file } of view.imports) offered.add(file.path);
+  }
+  return offered;
+}
+
+/**
+ * What the model holds for this scope and the folder no longer offers is withdrawn, unless another
+ * folder on the chain still offers it (an import two files share).
+ */
+function planRetraction(ledger: Ledger, view: DirectoryView, offered: Set<string>, plan: DeliveryPlan): void {
   for (const path of ledger.pathsByScope.get(view.scope) ?? []) {
     if (offered.has(path) || ledger.files.get(path)?.scope !== view.scope) continue;
     plan.record.retracted.push({ path, scope: view.scope });
@@ -1418,6 +1492,11 @@ export class GitIgnoreOracle {
     return this.child !== undefined && !this.off;
   }
 
+  /** Whether git may still answer: false once it is gone for the session (absent, no repository). */
+  get available(): boolean {
+    return !this.off;
+  }
+
   start(): void {
     if (this.child || this.off) return;
     try {
@@ -1438,17 +1517,22 @@ export class GitIgnoreOracle {
   }
 
   /** Whether git ignores each folder; false for all when git is absent or cwd is not in a work tree. */
-  async ignored(scopes: string[]): Promise<boolean[]> {
+  ignored(scopes: string[]): Promise<boolean[]> {
+    return this.ask(scopes.map((scope) => `${scope}/`));
+  }
+
+  /** Whether git ignores each cwd-relative path (a folder's ends in `/`); false for all without git. */
+  async ask(paths: string[]): Promise<boolean[]> {
     this.start();
-    if (this.off || !this.child) return scopes.map(() => false);
-    const answers = scopes.map(
+    if (this.off || !this.child) return paths.map(() => false);
+    const answers = paths.map(
       () =>
         new Promise<boolean>((resolve) => {
           this.waiters.push({ resolve });
         }),
     );
     try {
-      this.child.stdin.write(scopes.map((scope) => `${scope}/\0`).join(""));
+      this.child.stdin.write(paths.map((path) => `${path}\0`).join(""));
     } catch {
       this.stop();
     }
@@ -1535,6 +1619,8 @@ export interface CallEnvironment {
 interface PendingCall {
   /** Git's answer for the chain's new folders, when one was asked for. */
   gitAnswer?: Promise<void>;
+  /** An import waits for git's answer: the views are built again once it came. */
+  heldImports: boolean;
   toolName: string;
   rootId: string;
   nested: boolean;
@@ -1603,6 +1689,7 @@ export class LazyAgents {
     }
     this.discovery = new Discovery(this.fs, cwdReal, this.options);
     this.discovery.setLogicalCwd(cwd);
+    this.discovery.gitMayAnswer = () => this.git?.available === true;
     return this.discovery;
   }
 
@@ -1624,6 +1711,16 @@ export class LazyAgents {
     if (unknown.length === 0 || !git) return undefined;
     return git.ignored(unknown).then((answers) => {
       unknown.forEach((scope, index) => discovery.gitIgnored.set(scope, answers[index]!));
+    });
+  }
+
+  /** Asks git what the imports of the views just built need to know; undefined when nothing. */
+  learnImportGitIgnores(discovery: Discovery): Promise<void> | undefined {
+    const questions = discovery.takeGitWanted();
+    const git = this.git;
+    if (questions.length === 0 || !git) return undefined;
+    return git.ask(questions).then((answers) => {
+      questions.forEach((question, index) => discovery.setGitAnswer(question, answers[index]!));
     });
   }
 
@@ -1693,6 +1790,7 @@ export class LazyAgents {
     const { event, env, discovery, located, target, gitAnswer } = call;
     const withSkills = env.trusted && this.options.skills;
     const views = discovery.viewChain(located, withSkills);
+    const importAnswer = this.learnImportGitIgnores(discovery);
     if (views.length === 0 && !this.writesInstruction(event.toolName, target)) return undefined;
     if (views.some((view) => view.skills.length > 0)) this.refreshStartupSkills(env.systemPrompt);
     if (gated) {
@@ -1702,7 +1800,9 @@ export class LazyAgents {
     }
     const input = event.input as Record<string, unknown>;
     this.pending.set(event.toolCallId, {
-      gitAnswer,
+      gitAnswer:
+        importAnswer && gitAnswer ? Promise.all([gitAnswer, importAnswer]).then(() => {}) : (importAnswer ?? gitAnswer),
+      heldImports: importAnswer !== undefined,
       toolName: event.toolName,
       rootId: this.rootOf(event.toolCallId),
       nested: event.parentToolCallId !== undefined,
@@ -1799,7 +1899,7 @@ export class LazyAgents {
     this.nestedViews.delete(event.toolCallId);
     const views = fromNested ? mergeViews([...fromNested, ...ownViews]) : ownViews;
     if (views.length === 0) return undefined;
-    return this.deliver(event, views, own ? this.shownByTool(own, event) : {});
+    return this.deliver(event, views, own ? this.shownByTool(own, event, views) : {});
   }
 
   /** An edit or write may have created or changed instruction files on the chain: look again. */
@@ -1808,12 +1908,17 @@ export class LazyAgents {
     if (!discovery) return call.views;
     const changesInstruction =
       (call.toolName === "edit" || call.toolName === "write") && this.options.fileNames.includes(basename(call.target));
-    // Unless a delivery since this call looked may hold a newer version than its views, they stand.
-    if (!changesInstruction && call.generation === this.ledger.generation) return discovery.dropGitIgnored(call.views);
+    // Unless a delivery since this call looked may hold a newer version than its views, or git has
+    // since answered for a held import, they stand.
+    const stale = changesInstruction || call.heldImports || call.generation !== this.ledger.generation;
+    if (!stale) return discovery.dropGitIgnored(call.views);
     const located = discovery.locate(call.target, !FILE_TOOLS.has(call.toolName));
     if (located === undefined) return discovery.dropGitIgnored(call.views);
     if (changesInstruction) call.instructionTarget = discovery.realpathOrUndefined(call.target);
-    return discovery.viewChain(located, call.withSkills);
+    const views = discovery.viewChain(located, call.withSkills);
+    // An import that still waits for git comes with the next access; the question goes out now.
+    void this.learnImportGitIgnores(discovery);
+    return views;
   }
 
   /** Resolves once git has answered for this call's folders (at once when it asked nothing). */
@@ -1821,13 +1926,25 @@ export class LazyAgents {
     return this.pending.get(toolCallId)?.gitAnswer;
   }
 
-  /** What of an instruction file the tool's own output already shows the model. */
-  private shownByTool(call: PendingCall, event: ToolResultEvent): Pick<PlanInput, "shownWhole" | "shownInPart"> {
-    if (call.instructionTarget === undefined) return {};
-    if (call.toolName === "write") return { shownWhole: call.instructionTarget };
+  /** What of an instruction file or an import the tool's own output already shows the model. */
+  private shownByTool(
+    call: PendingCall,
+    event: ToolResultEvent,
+    views: DirectoryView[],
+  ): Pick<PlanInput, "shownWhole" | "shownInPart"> {
+    const target = call.instructionTarget ?? this.importTarget(call, views);
+    if (target === undefined) return {};
+    if (call.toolName === "write") return { shownWhole: target };
     if (call.toolName !== "read") return {};
     const whole = !call.partial && !isTruncated(event.details);
-    return whole ? { shownWhole: call.instructionTarget } : { shownInPart: call.instructionTarget };
+    return whole ? { shownWhole: target } : { shownInPart: target };
+  }
+
+  /** Real path of a read's target when the chain imports it; resolved only when the chain imports. */
+  private importTarget(call: PendingCall, views: DirectoryView[]): string | undefined {
+    if (call.toolName !== "read" || !views.some((view) => view.imports.length > 0)) return undefined;
+    const real = this.discovery?.realpathOrUndefined(call.target);
+    return views.some((view) => view.imports.some(({ file }) => file.realPath === real)) ? real : undefined;
   }
 
   private deliver(
@@ -2053,6 +2170,8 @@ export async function explainPath(engine: LazyAgents, rawPath: string, env: Call
   if (located === undefined)
     return `pi-lazy-agents: ${shown} is ${REASONS.outsideCwd}; nothing below cwd applies to it.`;
   await engine.learnGitIgnores(discovery, located.links);
+  discovery.viewChain(located, env.trusted && engine.options.skills);
+  await engine.learnImportGitIgnores(discovery);
   const views = discovery.viewChain(located, env.trusted && engine.options.skills);
   engine.inspection.record(views);
   const lines = [`pi-lazy-agents: why ${shown}`];

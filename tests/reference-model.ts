@@ -329,9 +329,11 @@ export class ReferenceModel {
   /** What one activation should deliver, given what the LLM holds now. */
   plan(views: ModelView[], shown: Shown = {}): ExpectedRecord {
     const record: ExpectedRecord = { files: [], skills: [], retracted: [], retractedSkills: [], skipped: [] };
+    // A file another folder on the chain still offers (one file linked into several) stays.
+    const offered = new Set(views.flatMap((view) => (view.file ? [view.file.path] : [])));
     for (const view of views) {
       for (const [path, held] of this.held) {
-        if (held.scope === view.scope && path !== view.file?.path) record.retracted.push({ path, scope: view.scope });
+        if (held.scope === view.scope && !offered.has(path)) record.retracted.push({ path, scope: view.scope });
       }
       const present = new Set(view.skills.map((skill) => skill.path));
       for (const [path, held] of this.heldSkills) {
