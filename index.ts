@@ -22,6 +22,7 @@ import {
   type ToolResultEventResult,
 } from "@earendil-works/pi-coding-agent";
 import {
+  alsoGovernsNotice,
   COMMAND_NAME,
   DETAILS_KEY,
   DISABLE_FLAG,
@@ -1065,6 +1066,8 @@ export interface LedgerRecord {
   retractedSkills: Array<{ path: string; scope: string }>;
   /** Refused files the model was told about; `inImport` marks a refused import of `path`. */
   skipped: Skip[];
+  /** Files the model holds that also govern another scope (one file linked into several folders). */
+  alsoGoverns?: Array<{ path: string; scope: string }>;
 }
 
 export interface Skip {
@@ -1088,7 +1091,8 @@ export function isRecordEmpty(record: LedgerRecord): boolean {
     record.skills.length === 0 &&
     record.retracted.length === 0 &&
     record.retractedSkills.length === 0 &&
-    record.skipped.length === 0
+    record.skipped.length === 0 &&
+    (record.alsoGoverns?.length ?? 0) === 0
   );
 }
 
@@ -1105,6 +1109,7 @@ export function readRecord(details: unknown): LedgerRecord | undefined {
     retracted: Array.isArray(r.retracted) ? r.retracted : [],
     retractedSkills: Array.isArray(r.retractedSkills) ? r.retractedSkills : [],
     skipped: Array.isArray(r.skipped) ? r.skipped : [],
+    ...(Array.isArray(r.alsoGoverns) ? { alsoGoverns: r.alsoGoverns } : {}),
   };
 }
 
@@ -1119,12 +1124,15 @@ export class Ledger {
   readonly skipped = new Map<string, Reason>();
   /** Paths whose withdrawal notice the model holds. */
   readonly retracted = new Set<string>();
+  /** Further scopes the model was told a held file governs: path → scopes. */
+  readonly alsoGoverns = new Map<string, Set<string>>();
   /** Bumped by every change, so that a pending call can tell that its views may be stale. */
   generation = 0;
 
   clear(): void {
     this.generation++;
     this.retracted.clear();
+    this.alsoGoverns.clear();
     this.files.clear();
     this.pathsByScope.clear();
     this.skills.clear();
@@ -1138,6 +1146,7 @@ export class Ledger {
       this.files.delete(path);
       this.pathsByScope.get(scope)?.delete(path);
       this.retracted.add(path);
+      this.alsoGoverns.delete(path);
     }
     for (const { path, scope } of record.retractedSkills) {
       this.skills.delete(path);
@@ -1146,6 +1155,7 @@ export class Ledger {
     for (const file of record.files) {
       const earlier = this.files.get(file.path);
       if (earlier && earlier.scope !== file.scope) this.pathsByScope.get(earlier.scope)?.delete(file.path);
+      if (earlier?.version !== file.version) this.alsoGoverns.delete(file.path);
       this.files.set(file.path, file);
       this.retracted.delete(file.path);
       let paths = this.pathsByScope.get(file.scope);
@@ -1160,6 +1170,11 @@ export class Ledger {
       paths.add(skill.path);
     }
     for (const skip of record.skipped) this.skipped.set(skipKey(skip), skip.reason);
+    for (const { path, scope } of record.alsoGoverns ?? []) {
+      let scopes = this.alsoGoverns.get(path);
+      if (!scopes) this.alsoGoverns.set(path, (scopes = new Set()));
+      scopes.add(scope);
+    }
   }
 
   /** Replays the records of the entries still in the model's context, oldest first. */
@@ -1236,19 +1251,31 @@ function planFile(
   entry: { file: InstructionFile; scope: string; importedBy?: string },
 ): void {
   const { file, scope, importedBy } = entry;
-  if (file.realPath === input.shownInPart || planned.has(file.path)) return;
+  if (file.realPath === input.shownInPart) return;
   const held = ledger.files.get(file.path);
+  // One file linked into several folders: the model, holding its text, learns the other scopes.
+  const sentWith = plan.record.files.find((record) => record.path === file.path)?.scope ?? held?.scope;
+  const alsoGoverns = () => {
+    if (importedBy === undefined && sentWith !== undefined) planAlsoGoverns(ledger, plan, file.path, sentWith, scope);
+  };
+  if (planned.has(file.path)) return alsoGoverns();
   // A whole read is recorded even when the model already held the file: if a compaction later
   // drops the earlier delivery but keeps this read, the ledger must still see the file.
   const via = file.realPath === input.shownWhole ? "read" : "reminder";
   const current =
     held?.version === file.version || (input.claimed.size > 0 && input.claimed.has(claimKey(file.path, file.version)));
-  if (current && via === "reminder") return;
+  if (current && via === "reminder") return held?.version === file.version ? alsoGoverns() : undefined;
   planned.add(file.path);
   const record: FileRecord = { path: file.path, scope, version: file.version, bytes: file.bytes, via };
   if (importedBy !== undefined) record.importedBy = importedBy;
   plan.record.files.push(record);
   if (via === "reminder") plan.files.push({ file, scope, supersedes: held !== undefined, importedBy });
+}
+
+function planAlsoGoverns(ledger: Ledger, plan: DeliveryPlan, path: string, sentWith: string, scope: string): void {
+  if (sentWith === scope || ledger.alsoGoverns.get(path)?.has(scope)) return;
+  const told = (plan.record.alsoGoverns ??= []);
+  if (!told.some((entry) => entry.path === path && entry.scope === scope)) told.push({ path, scope });
 }
 
 function planSkill(ledger: Ledger, input: PlanInput, plan: DeliveryPlan, skill: Skill, scope: string): void {
@@ -1433,6 +1460,9 @@ export function formatReminder(plan: DeliveryPlan): string {
     ),
     ...plan.record.retractedSkills.map((r) => `- The skill at ${reminderField(r.path)} is gone: do not use it.`),
     ...plan.record.skipped.map((r) => `- ${skipText(r)}.`),
+    ...(plan.record.alsoGoverns ?? []).map(
+      (r) => `- ${alsoGovernsNotice(reminderField(r.path), reminderField(scopeGlob(r.scope)))}`,
+    ),
   ];
   if (notices.length > 0) lines.push("", ...notices);
   lines.push(REMINDER_CLOSE);
@@ -2016,7 +2046,8 @@ function claimKeys(record: LedgerRecord): string[] {
 /** Whether a delivery puts text in front of the model (a read of the file itself puts none). */
 function recordShowsText(r: LedgerRecord): boolean {
   const appended = r.files.some((file) => file.via === "reminder");
-  return appended || r.skills.length + r.retracted.length + r.retractedSkills.length + r.skipped.length > 0;
+  const notices = r.retracted.length + r.retractedSkills.length + r.skipped.length + (r.alsoGoverns?.length ?? 0);
+  return appended || r.skills.length + notices > 0;
 }
 
 function activates(toolName: string, isError: boolean): boolean {

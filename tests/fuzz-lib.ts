@@ -25,11 +25,12 @@ import {
 import { execFileSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
-import { REASONS } from "../config.ts";
+import { alsoGovernsNotice, REASONS } from "../config.ts";
 import { createLazyAgents, REMINDER_OPEN, type LazyAgents } from "../index.ts";
 import { callsOutside, recordingFileSystem } from "./fs-seam.ts";
 import { loadRunner, type CallResult, type RunnerHarness, type Tree } from "./harness.ts";
 import {
+  emptyExpected,
   isEmptyRecord,
   modelTarget,
   NAMES,
@@ -646,7 +647,7 @@ function prepare(s: Session, call: Call): Played {
 /** The model's record for a call that has run (empty when the call activates nothing). */
 function expectFor(s: Session, played: Played): ExpectedRecord {
   const { call, result, target } = played;
-  const empty: ExpectedRecord = { files: [], skills: [], retracted: [], retractedSkills: [], skipped: [] };
+  const empty = emptyExpected();
   if (!result || target === undefined) return empty;
   if (call.tool === "read" && result.isError) return empty;
   let views = played.viewsBefore;
@@ -725,6 +726,7 @@ function summarize(record: ExpectedRecord) {
     retracted: sortBy(record.retracted, (r) => r.path).map((r) => [r.path, r.scope]),
     retractedSkills: sortBy(record.retractedSkills, (r) => r.path).map((r) => [r.path, r.scope]),
     skipped: sortBy(record.skipped, (r) => r.path).map((r) => [r.path, r.reason]),
+    alsoGoverns: record.alsoGoverns.map((r) => [r.path, r.scope]),
   };
 }
 
@@ -740,6 +742,7 @@ function summarizeActual(record: Record<string, unknown[]>) {
       r.scope,
     ]),
     skipped: sortBy(list<{ path: string; reason: string }>("skipped"), (r) => r.path).map((r) => [r.path, r.reason]),
+    alsoGoverns: list<{ path: string; scope: string }>("alsoGoverns").map((r) => [r.path, r.scope]),
   };
 }
 
@@ -770,6 +773,7 @@ function checkReminder(label: string, reminder: string, expected: ExpectedRecord
     ...expected.retracted.map((r) => `- ${r.path} no longer applies: its earlier instructions are withdrawn.`),
     ...expected.retractedSkills.map((r) => `- The skill at ${r.path} is gone: do not use it.`),
     ...expected.skipped.map((r) => `- ${r.path} was not loaded: ${REASONS[r.reason]}.`),
+    ...expected.alsoGoverns.map((r) => `- ${alsoGovernsNotice(r.path, `${r.scope}/**`)}`),
   ];
   if (JSON.stringify(sortBy(lines, (x) => x)) !== JSON.stringify(sortBy(wanted, (x) => x)))
     problems.push(`${label}: notice lines ${JSON.stringify(lines)} expected ${JSON.stringify(wanted)}`);
@@ -883,6 +887,7 @@ function countRecord(stats: Stats | undefined, played: Played, record: ExpectedR
   count(stats, "retracted", record.retracted.length);
   count(stats, "skills", record.skills.length);
   count(stats, "skills:retracted", record.retractedSkills.length);
+  count(stats, "also-governs", record.alsoGoverns.length);
   for (const skip of record.skipped) count(stats, `refused:${skip.reason}`);
 }
 

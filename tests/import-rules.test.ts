@@ -4,7 +4,17 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
-import { countOccurrences, loadRunner, reminderOf, textOf, withTree } from "./harness.ts";
+import {
+  countOccurrences,
+  finalTurn,
+  loadRunner,
+  persistedToolResults,
+  reminderOf,
+  startSession,
+  textOf,
+  toolTurn,
+  withTree,
+} from "./harness.ts";
 
 const recordOf = (details: unknown) =>
   (details as { lazyAgents?: { files: Array<{ path: string; scope: string; version: string; via: string }> } })
@@ -125,3 +135,51 @@ test("a whole read of an imported file counts as its delivery and is not appende
       assert.equal(reminderOf((await h.call("read", { path: "pkg/x.ts" })).content), undefined);
     },
   ));
+
+const linkedTree = {
+  "docs/pkg-guidelines.md": "PKG-GUIDE",
+  "packages/a/x.ts": "x",
+  "packages/b/y.ts": "y",
+};
+
+function linkGuidelines(tree: { link(path: string, target: string): void }): void {
+  tree.link("packages/a/AGENTS.md", "../../docs/pkg-guidelines.md");
+  tree.link("packages/b/AGENTS.md", "../../docs/pkg-guidelines.md");
+}
+
+test("one file linked into two folders is sent once; the second scope gets one line naming it", () =>
+  withTree(linkedTree, async (tree) => {
+    linkGuidelines(tree);
+    const h = await loadRunner(tree);
+    const first = reminderOf((await h.call("read", { path: "packages/a/x.ts" })).content) ?? "";
+    assert.match(first, /path="docs\/pkg-guidelines.md" scope="packages\/a\/\*\*"/);
+    const second = reminderOf((await h.call("read", { path: "packages/b/y.ts" })).content) ?? "";
+    assert.doesNotMatch(second, /PKG-GUIDE/);
+    const lines = second.split("\n").filter((line) => line.startsWith("- "));
+    assert.equal(lines.length, 1);
+    assert.match(lines[0]!, /docs\/pkg-guidelines.md also governs packages\/b\/\*\*/);
+    assert.equal(reminderOf((await h.call("read", { path: "packages/b/y.ts" })).content), undefined);
+    assert.equal(reminderOf((await h.call("read", { path: "packages/a/x.ts" })).content), undefined);
+  }));
+
+test("the line that a linked file also governs another folder is said once across a resume", () =>
+  withTree(linkedTree, async (tree) => {
+    linkGuidelines(tree);
+    const readA = toolTurn(["read", { path: "packages/a/x.ts" }]);
+    const readB = toolTurn(["read", { path: "packages/b/y.ts" }]);
+    const h = await startSession(tree, [readA, readB, finalTurn()]);
+    await h.session.prompt("first");
+    const file = h.sessionManager.getSessionFile()!;
+    h.dispose();
+    const again = await startSession(tree, [readB, readA, finalTurn()], { sessionFile: file });
+    try {
+      await again.session.prompt("second");
+      const reminders = persistedToolResults(again.sessionManager)
+        .map((result) => reminderOf(result.content))
+        .filter((reminder): reminder is string => reminder !== undefined);
+      assert.equal(reminders.length, 2);
+      assert.equal(reminders.filter((r) => r.includes("also governs packages/b/**")).length, 1);
+    } finally {
+      again.dispose();
+    }
+  }));

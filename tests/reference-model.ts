@@ -67,6 +67,8 @@ export interface ExpectedRecord {
   retracted: Array<{ path: string; scope: string }>;
   retractedSkills: Array<{ path: string; scope: string }>;
   skipped: Array<{ path: string; reason: ModelReason }>;
+  /** A held file that also governs another scope (one file linked into several folders). */
+  alsoGoverns: Array<{ path: string; scope: string }>;
 }
 
 export interface Shown {
@@ -179,6 +181,8 @@ export class ReferenceModel {
   heldSkills = new Map<string, { key: string; scope: string }>();
   /** Refusal notices the LLM holds: path → reason. */
   told = new Map<string, string>();
+  /** Further scopes the LLM was told a held file governs: "path\0scope". */
+  toldAlso = new Set<string>();
 
   readonly compat: ReadonlySet<KnownBug>;
 
@@ -328,7 +332,7 @@ export class ReferenceModel {
 
   /** What one activation should deliver, given what the LLM holds now. */
   plan(views: ModelView[], shown: Shown = {}): ExpectedRecord {
-    const record: ExpectedRecord = { files: [], skills: [], retracted: [], retractedSkills: [], skipped: [] };
+    const record = emptyExpected();
     // A file another folder on the chain still offers (one file linked into several) stays.
     const offered = new Set(views.flatMap((view) => (view.file ? [view.file.path] : [])));
     for (const view of views) {
@@ -345,13 +349,15 @@ export class ReferenceModel {
         record.skipped.push(refusal);
       }
       const file = view.file;
+      const planned = file && record.files.find((f) => f.path === file.path);
+      const held = file && this.held.get(file.path);
       // A whole read of the file is recorded even when the LLM held it: should a compaction drop
       // the earlier delivery and keep the read, the file is still held.
       if (
         file &&
         file.real !== shown.part &&
-        !record.files.some((f) => f.path === file.path) &&
-        (file.real === shown.whole || this.held.get(file.path)?.version !== file.version)
+        !planned &&
+        (file.real === shown.whole || held?.version !== file.version)
       ) {
         record.files.push({
           path: file.path,
@@ -362,6 +368,13 @@ export class ReferenceModel {
           supersedes: this.held.has(file.path),
           text: file.text,
         });
+      } else if (file && file.real !== shown.part) {
+        // The LLM holds this very file for another scope: it is told, once, that it governs this one too.
+        const sentWith = planned?.scope ?? held?.scope;
+        const told = this.toldAlso.has(`${file.path}\0${view.scope}`);
+        const again = record.alsoGoverns.some((a) => a.path === file.path && a.scope === view.scope);
+        if (sentWith !== undefined && sentWith !== view.scope && !told && !again)
+          record.alsoGoverns.push({ path: file.path, scope: view.scope });
       }
       for (const skill of view.skills) {
         if (this.heldSkills.get(skill.path)?.key === skill.key) continue;
@@ -374,14 +387,23 @@ export class ReferenceModel {
 
   /** What the LLM holds after a record reached it. */
   apply(record: ExpectedRecord): void {
-    for (const { path } of record.retracted) this.held.delete(path);
+    for (const { path } of record.retracted) {
+      this.held.delete(path);
+      this.forgetAlso(path);
+    }
     for (const { path } of record.retractedSkills) this.heldSkills.delete(path);
     for (const file of record.files) {
+      if (this.held.get(file.path)?.version !== file.version) this.forgetAlso(file.path);
       this.held.set(file.path, { version: file.version, scope: file.scope });
       this.told.delete(file.path);
     }
     for (const skill of record.skills) this.heldSkills.set(skill.path, { key: skill.key, scope: skill.scope });
     for (const skip of record.skipped) this.told.set(skip.path, skip.reason);
+    for (const { path, scope } of record.alsoGoverns) this.toldAlso.add(`${path}\0${scope}`);
+  }
+
+  private forgetAlso(path: string): void {
+    for (const key of this.toldAlso) if (key.startsWith(`${path}\0`)) this.toldAlso.delete(key);
   }
 
   /** The compaction rule: what the LLM holds is what the records still in context say. */
@@ -389,25 +411,25 @@ export class ReferenceModel {
     this.held.clear();
     this.heldSkills.clear();
     this.told.clear();
+    this.toldAlso.clear();
     for (const record of records) this.apply(record);
   }
 }
 
+export function emptyExpected(): ExpectedRecord {
+  return { files: [], skills: [], retracted: [], retractedSkills: [], skipped: [], alsoGoverns: [] };
+}
+
 export function isEmptyRecord(record: ExpectedRecord): boolean {
-  return (
-    record.files.length +
-      record.skills.length +
-      record.retracted.length +
-      record.retractedSkills.length +
-      record.skipped.length ===
-    0
-  );
+  return record.files.length === 0 && record.skills.length === 0 && !showsNotices(record);
+}
+
+function showsNotices(record: ExpectedRecord): boolean {
+  const notices = record.retracted.length + record.retractedSkills.length + record.skipped.length;
+  return notices + record.alsoGoverns.length > 0;
 }
 
 /** Whether the record puts text in front of the LLM (a whole read of the file itself puts none). */
 export function showsText(record: ExpectedRecord): boolean {
-  return (
-    record.files.some((file) => file.via === "reminder") ||
-    record.skills.length + record.retracted.length + record.retractedSkills.length + record.skipped.length > 0
-  );
+  return record.files.some((file) => file.via === "reminder") || record.skills.length > 0 || showsNotices(record);
 }
