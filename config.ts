@@ -37,6 +37,9 @@ export const IGNORED_DIR_NAMES: readonly string[] = [
   "__pycache__",
 ];
 
+/** Folder names an import never reaches into, whatever `ignoreDirs` says: git's own store holds remotes and tokens. */
+export const NEVER_IMPORTED_DIR_NAMES: readonly string[] = [".git"];
+
 /** Where skills live inside a directory, as in Pi. */
 export const SKILLS_DIR_SEGMENTS: readonly string[] = [".agents", "skills"];
 export const SKILL_FILE_NAME = "SKILL.md";

@@ -36,6 +36,7 @@ import {
   MAX_SKILL_DEPTH,
   MAX_SETTING_BYTES,
   MAX_SKILL_DIR_ENTRIES,
+  NEVER_IMPORTED_DIR_NAMES,
   OPTIONAL_TRIGGER_TOOLS,
   REASONS,
   REMINDER_BUDGET_BYTES,
@@ -861,7 +862,8 @@ export class Discovery {
     if (basename(target).startsWith(".") || basename(real).startsWith(".")) return "dotfile";
     const written = relative(this.cwdReal, target).split(sep);
     const resolved = relative(this.cwdReal, real).split(sep);
-    if ([...written, ...resolved].some((name) => this.options.ignoredDirs.has(name))) return "ignoredDir";
+    const ignored = (name: string) => this.options.ignoredDirs.has(name) || NEVER_IMPORTED_DIR_NAMES.includes(name);
+    if ([...written, ...resolved].some(ignored)) return "ignoredDir";
     return this.gitRefusal(resolved, isDirectory);
   }
 
@@ -1816,11 +1818,15 @@ export class LazyAgents {
       gitAnswer?: Promise<void>;
     },
     gated: boolean,
-  ): GateOutcome | undefined {
+    hops = 0,
+  ): GateOutcome | undefined | Promise<GateOutcome | undefined> {
     const { event, env, discovery, located, target, gitAnswer } = call;
     const withSkills = env.trusted && this.options.skills;
     const views = discovery.viewChain(located, withSkills);
     const importAnswer = this.learnImportGitIgnores(discovery);
+    // A held-back call carries the imports too, or the retry would be held again for them.
+    if (gated && importAnswer && hops < MAX_IMPORT_DEPTH)
+      return importAnswer.then(() => this.discover(call, true, hops + 1));
     if (views.length === 0 && !this.writesInstruction(event.toolName, target)) return undefined;
     if (views.some((view) => view.skills.length > 0)) this.refreshStartupSkills(env.systemPrompt);
     if (gated) {

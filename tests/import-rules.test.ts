@@ -80,6 +80,25 @@ test("imports of dotfiles, ignored folders, git-ignored files and links into the
     },
   ));
 
+test("an import of a file inside .git is refused even when ignoreDirs leaves .git out", () =>
+  withTree({ "pkg/AGENTS.md": "PKG @../.git/config", "pkg/x.ts": "x" }, async (tree) => {
+    execFileSync("git", ["init", "-q"], { cwd: tree.cwd });
+    const h = await loadRunner(tree, { settings: { lazyAgents: { ignoreDirs: ["node_modules"] } } });
+    const reminder = reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "";
+    assert.doesNotMatch(reminder, /repositoryformatversion/);
+    assert.match(reminder, /an import in pkg\/AGENTS.md was not loaded: inside an ignored directory/);
+  }));
+
+test("the write gate holds a write once, with the imports git has cleared, and the retry goes through", () =>
+  withTree({ "pkg/AGENTS.md": "PKG @rules.md", "pkg/rules.md": "GATE-RULES" }, async (tree) => {
+    execFileSync("git", ["init", "-q"], { cwd: tree.cwd });
+    const h = await loadRunner(tree, { settings: { lazyAgents: { gateWrites: true } } });
+    const held = await h.call("write", { path: "pkg/new.ts", content: "n" });
+    assert.equal(held.blocked, true);
+    assert.match(held.reason ?? "", /GATE-RULES/);
+    assert.equal((await h.call("write", { path: "pkg/new.ts", content: "n" })).blocked, false);
+  }));
+
 test("an import whose target is created later is delivered at the next access", () =>
   withTree({ "pkg/AGENTS.md": "PKG @../docs/rules.md", "pkg/x.ts": "x" }, async (tree) => {
     const h = await loadRunner(tree);
