@@ -2037,6 +2037,7 @@ export class LazyAgents {
       ledgerScopes: this.ledger.pathsByScope.size,
       ledgerSkills: this.ledger.skills.size,
       ledgerSkipped: this.ledger.skipped.size,
+      ledgerAlsoGoverns: this.ledger.alsoGoverns.size,
       ...this.discovery?.cacheSizes(),
     };
   }

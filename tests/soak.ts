@@ -202,12 +202,14 @@ async function soak(): Promise<number> {
     ignoredSeen: cacheBound(dirsOnDisk),
     listings: cacheBound(dirsOnDisk),
     gitAnswers: cacheBound(dirsOnDisk),
+    gitFileAnswers: cacheBound(filesOnDisk),
     inspectedScopes: cacheBound(dirsOnDisk),
     files: cacheBound(filesOnDisk),
     ledgerFiles: WINDOW,
     ledgerScopes: WINDOW,
     ledgerSkills: WINDOW,
     ledgerSkipped: WINDOW,
+    ledgerAlsoGoverns: WINDOW,
   };
   const violations = Object.entries(bounds).filter(([key, bound]) => (sizes[key] ?? 0) > bound);
   for (const [key, bound] of violations) console.log(`UNBOUNDED: ${key} = ${sizes[key]} > ${bound}`);
