@@ -1785,7 +1785,8 @@ export class LazyAgents {
   /** What of an instruction file the tool's own output already shows the model. */
   private shownByTool(call: PendingCall, event: ToolResultEvent): Pick<PlanInput, "shownWhole" | "shownInPart"> {
     if (call.instructionTarget === undefined) return {};
-    if (call.toolName === "write") return { shownWhole: call.instructionTarget };
+    // A failed write showed nothing: the file on disk is still the one the model lacks.
+    if (call.toolName === "write") return event.isError ? {} : { shownWhole: call.instructionTarget };
     if (call.toolName !== "read") return {};
     const whole = !call.partial && !isTruncated(event.details);
     return whole ? { shownWhole: call.instructionTarget } : { shownInPart: call.instructionTarget };
