@@ -96,3 +96,8 @@ export type Reason = keyof typeof REASONS;
 
 /** How long a git ignore answer may take before git is given up for the session. */
 export const GIT_ANSWER_TIMEOUT_MS = 2000;
+
+/** Block reason of a write held back because a sibling call of the same turn carries its scope's instructions. */
+export const GATE_SIBLING_TEXT =
+  "pi-lazy-agents held this call back: the instructions for its folder arrive with another call of this turn. " +
+  "Apply them, then retry the same call: it will go through.";

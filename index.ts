@@ -25,6 +25,7 @@ import {
   COMMAND_NAME,
   DETAILS_KEY,
   DISABLE_FLAG,
+  GATE_SIBLING_TEXT,
   GIT_ANSWER_TIMEOUT_MS,
   IGNORED_DIR_NAMES,
   INSTRUCTION_FILE_NAMES,
@@ -1528,6 +1529,11 @@ export class LazyAgents {
   readonly claims = new Set<string>();
   /** Deliveries made through a held-back write, waiting for Pi's error result message. */
   readonly gateRecords = new Map<string, LedgerRecord>();
+  /**
+   * Scopes whose instructions the gate held back a call for in this turn. Pi runs every sibling's
+   * tool_call before any result reaches the model, so a sibling write into them is held too.
+   */
+  readonly gatedScopes = new Set<string>();
   readonly inspection = new Inspection();
   git?: GitIgnoreOracle;
   private readonly spawner: SpawnGit;
@@ -1714,12 +1720,19 @@ export class LazyAgents {
    */
   private gate(toolCallId: string, views: DirectoryView[]): GateOutcome | undefined {
     const plan = this.plan(views, {});
-    if (plan.files.length === 0) return undefined;
+    if (plan.files.length === 0) return this.holdSibling(views);
     fitPlanToBudget(plan, this.options.budgetBytes);
     this.ledger.apply(plan.record);
     this.gateRecords.set(toolCallId, plan.record);
+    for (const entry of plan.files) this.gatedScopes.add(entry.scope);
     const reason = `${formatReminder(plan)}\n${GATE_RETRY_TEXT}`;
     return { block: true, reason, plan };
+  }
+
+  /** Holds a write into a scope gated in this turn: its instructions reach the model only after it. */
+  private holdSibling(views: DirectoryView[]): GateOutcome | undefined {
+    if (this.gatedScopes.size === 0 || !views.some((view) => this.gatedScopes.has(view.scope))) return undefined;
+    return { block: true, reason: GATE_SIBLING_TEXT, plan: { record: emptyRecord(), files: [], skills: [] } };
   }
 
   /** The gate's ledger record for the error result Pi persists for a held-back call. */
@@ -1831,6 +1844,7 @@ export class LazyAgents {
     this.nestedViews.clear();
     this.parentOf.clear();
     this.gateRecords.clear();
+    this.gatedScopes.clear();
   }
 
   /** Sizes of every map, for tests and the soak run. */
@@ -1841,6 +1855,7 @@ export class LazyAgents {
       parentOf: this.parentOf.size,
       claims: this.claims.size,
       gateRecords: this.gateRecords.size,
+      gatedScopes: this.gatedScopes.size,
       ...this.inspection.sizes(),
       ledgerFiles: this.ledger.files.size,
       ledgerScopes: this.ledger.pathsByScope.size,
