@@ -1348,7 +1348,9 @@ function formatFile(entry: PlannedFile): string[] {
 // ---------------------------------------------------------------------------------------------
 // Git: one long-lived `git check-ignore --stdin` per session answers which folders git ignores.
 // It starts with the session, so no tool call ever waits for a spawn, and its answers are cached
-// per folder, so a warm call never waits on it at all.
+// per folder, so a warm call never waits on it at all. Its first question is cwd itself: until
+// that is answered git may be absent or cwd outside a work tree; once it is, a helper that dies
+// died on the path it was asked (a submodule's inside), which alone stays unknown.
 
 export type SpawnGit = (cwd: string) => ChildProcessWithoutNullStreams;
 
@@ -1359,15 +1361,31 @@ const spawnGit: SpawnGit = (cwd) =>
     stdio: ["pipe", "pipe", "pipe"],
   });
 
+/**
+ * One question for git. The `./` prefix keeps a name that starts with `:` from being read as
+ * pathspec magic; check-ignore refuses both `:(literal)` and GIT_LITERAL_PATHSPECS.
+ */
+function gitQuestion(scope: string): string {
+  return scope === "" ? "./\0" : `./${scope}/\0`;
+}
+
 interface GitWaiter {
-  resolve: (ignored: boolean) => void;
+  scope: string;
+  /** The rule that matched (source, line, pattern), "" for none, undefined when git could not say. */
+  answer: (rule: string | undefined) => void;
 }
 
 export class GitIgnoreOracle {
   private child?: ChildProcessWithoutNullStreams;
   private off = false;
+  /** Git answered for cwd itself: it works here. */
+  private usable = false;
+  /** The rule that ignores cwd itself: it ignores everything below, so it tells nothing. */
+  private cwdRule?: string;
   private buffer = "";
-  private readonly waiters: GitWaiter[] = [];
+  private waiters: GitWaiter[] = [];
+  /** Scopes git failed on; their subtrees are not asked again. */
+  private readonly failed = new Set<string>();
   readonly cwdReal: string;
   private readonly spawnGit: SpawnGit;
 
@@ -1391,35 +1409,59 @@ export class GitIgnoreOracle {
       child.stdout.setEncoding("utf8");
       child.stdout.on("data", (chunk: string) => this.onData(chunk));
       child.stderr.resume();
-      child.on("error", () => this.stop());
-      child.on("exit", () => this.stop());
-      child.stdin.on("error", () => this.stop());
+      // 'close' follows every end, a failed spawn included, once stdout has been read to its end.
+      child.on("error", () => {});
+      child.on("close", () => this.onClose(child));
+      child.stdin.on("error", () => {});
     } catch {
       this.stop();
+      return;
     }
+    if (!this.usable) this.send({ scope: "", answer: (rule) => this.learnCwd(rule) });
   }
 
   /** Whether git ignores each folder; false for all when git is absent or cwd is not in a work tree. */
   async ignored(scopes: string[]): Promise<boolean[]> {
     this.start();
-    if (this.off || !this.child) return scopes.map(() => false);
-    const answers = scopes.map(
-      () =>
-        new Promise<boolean>((resolve) => {
-          this.waiters.push({ resolve });
-        }),
+    if (this.off) return scopes.map(() => false);
+    const answers = scopes.map((scope) =>
+      this.failedAt(scope)
+        ? false
+        : new Promise<boolean>((resolve) => this.send({ scope, answer: (rule) => resolve(this.ignores(rule)) })),
     );
-    try {
-      this.child.stdin.write(scopes.map((scope) => `${scope}/\0`).join(""));
-    } catch {
-      this.stop();
-    }
     const timer = setTimeout(() => this.stop(), GIT_ANSWER_TIMEOUT_MS);
     try {
       return await Promise.all(answers);
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  private send(waiter: GitWaiter): void {
+    this.waiters.push(waiter);
+    try {
+      this.child?.stdin.write(gitQuestion(waiter.scope));
+    } catch {
+      // A helper that cannot take the question has died: its close answers the waiters.
+    }
+  }
+
+  private learnCwd(rule: string | undefined): void {
+    this.usable = true;
+    if (rule) this.cwdRule = rule;
+  }
+
+  /** Only a rule about the folder itself counts, not the one that ignores cwd and all below. */
+  private ignores(rule: string | undefined): boolean {
+    return rule !== undefined && rule !== "" && rule !== this.cwdRule;
+  }
+
+  private failedAt(scope: string): boolean {
+    if (this.failed.size === 0) return false;
+    for (let at = scope; at !== ""; at = at.slice(0, Math.max(0, at.lastIndexOf("/")))) {
+      if (this.failed.has(at)) return true;
+    }
+    return false;
   }
 
   /** Records are four NUL-terminated fields: source, line, pattern, path. */
@@ -1435,15 +1477,42 @@ export class GitIgnoreOracle {
         start = end + 1;
       }
       this.buffer = this.buffer.slice(start);
-      const pattern = fields[2]!;
-      this.waiters.shift()?.resolve(pattern !== "" && !pattern.startsWith("!"));
+      const [source, line, pattern] = fields as [string, string, string];
+      const rule = pattern === "" || pattern.startsWith("!") ? "" : `${source}\0${line}\0${pattern}`;
+      this.waiters.shift()?.answer(rule);
+    }
+  }
+
+  /**
+   * The helper ended. Before it answered for cwd, git does not work here: off for the session.
+   * After, the first unanswered path is the one it died on: unknown (counted as not ignored),
+   * and a new helper takes the questions after it.
+   */
+  private onClose(child: ChildProcessWithoutNullStreams): void {
+    if (this.child !== child) return;
+    this.child = undefined;
+    this.buffer = "";
+    if (!this.usable || this.off) {
+      this.stop();
+      return;
+    }
+    const [culprit, ...rest] = this.waiters.splice(0);
+    if (!culprit) return;
+    this.failed.add(culprit.scope);
+    culprit.answer(undefined);
+    if (rest.length === 0) return;
+    this.start();
+    for (const waiter of rest) {
+      if (this.failedAt(waiter.scope)) waiter.answer(undefined);
+      else this.send(waiter);
     }
   }
 
   stop(): void {
     this.off = true;
-    for (const waiter of this.waiters.splice(0)) waiter.resolve(false);
+    for (const waiter of this.waiters.splice(0)) waiter.answer(undefined);
     const child = this.child;
+    this.child = undefined;
     if (!child) return;
     try {
       child.stdin.end();
