@@ -25,6 +25,8 @@ import {
   COMMAND_NAME,
   DETAILS_KEY,
   DISABLE_FLAG,
+  FAILURE_LABELS,
+  FAILURE_WARNING,
   GATE_SIBLING_TEXT,
   GIT_ANSWER_TIMEOUT_MS,
   IGNORED_DIR_NAMES,
@@ -45,6 +47,7 @@ import {
   STATUS_KEY,
   TRIGGER_TOOLS,
   VERSION_ID_LENGTH,
+  type FailureLabel,
   type Reason,
 } from "./config.ts";
 
@@ -1030,20 +1033,76 @@ export function isRecordEmpty(record: LedgerRecord): boolean {
   );
 }
 
+/**
+ * The ledger record in a tool result's details. Session files outlive versions of this extension:
+ * each entry is checked on its own, and one that does not fit is dropped alone.
+ */
 export function readRecord(details: unknown): LedgerRecord | undefined {
-  if (typeof details !== "object" || details === null) return undefined;
-  const record = (details as Record<string, unknown>)[DETAILS_KEY];
-  if (typeof record !== "object" || record === null) return undefined;
-  const r = record as Partial<LedgerRecord>;
-  if (r.v !== LEDGER_VERSION) return undefined;
+  if (!isObject(details)) return undefined;
+  const record = details[DETAILS_KEY];
+  if (!isObject(record) || record.v !== LEDGER_VERSION) return undefined;
   return {
     v: LEDGER_VERSION,
-    files: Array.isArray(r.files) ? r.files : [],
-    skills: Array.isArray(r.skills) ? r.skills : [],
-    retracted: Array.isArray(r.retracted) ? r.retracted : [],
-    retractedSkills: Array.isArray(r.retractedSkills) ? r.retractedSkills : [],
-    skipped: Array.isArray(r.skipped) ? r.skipped : [],
+    files: entriesOf(record.files, fileRecordOf),
+    skills: entriesOf(record.skills, skillRecordOf),
+    retracted: entriesOf(record.retracted, scopedPathOf),
+    retractedSkills: entriesOf(record.retractedSkills, scopedPathOf),
+    skipped: entriesOf(record.skipped, skipOf),
   };
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function areStrings(...values: unknown[]): boolean {
+  return values.every((value) => typeof value === "string");
+}
+
+function entriesOf<T>(value: unknown, read: (entry: unknown) => T | undefined): T[] {
+  if (!Array.isArray(value)) return [];
+  const entries: T[] = [];
+  for (const entry of value) {
+    const parsed = read(entry);
+    if (parsed !== undefined) entries.push(parsed);
+  }
+  return entries;
+}
+
+function fileRecordOf(entry: unknown): FileRecord | undefined {
+  if (!isObject(entry)) return undefined;
+  const { path, scope, version, bytes, via, importedBy, truncated } = entry;
+  if (!areStrings(path, scope, version) || typeof bytes !== "number" || (via !== "reminder" && via !== "read"))
+    return undefined;
+  if (
+    (importedBy !== undefined && typeof importedBy !== "string") ||
+    (truncated !== undefined && typeof truncated !== "boolean")
+  )
+    return undefined;
+  const record: FileRecord = { path: path as string, scope: scope as string, version: version as string, bytes, via };
+  if (importedBy !== undefined) record.importedBy = importedBy;
+  if (truncated) record.truncated = true;
+  return record;
+}
+
+function skillRecordOf(entry: unknown): SkillRecord | undefined {
+  if (!isObject(entry) || !areStrings(entry.path, entry.name, entry.scope, entry.version)) return undefined;
+  const { path, name, scope, version } = entry as unknown as SkillRecord;
+  return { path, name, scope, version };
+}
+
+function scopedPathOf(entry: unknown): { path: string; scope: string } | undefined {
+  if (!isObject(entry) || !areStrings(entry.path, entry.scope)) return undefined;
+  return { path: entry.path as string, scope: entry.scope as string };
+}
+
+function skipOf(entry: unknown): Skip | undefined {
+  if (!isObject(entry) || typeof entry.path !== "string" || typeof entry.reason !== "string") return undefined;
+  if (!Object.hasOwn(REASONS, entry.reason) || (entry.inImport !== undefined && typeof entry.inImport !== "boolean"))
+    return undefined;
+  const skip: Skip = { path: entry.path, reason: entry.reason as Reason };
+  if (entry.inImport) skip.inImport = true;
+  return skip;
 }
 
 export class Ledger {
@@ -1139,16 +1198,10 @@ export interface PlanInput {
   shownWhole?: string;
   /** Real path of a file the tool shows only in part: not appended now, not counted as delivered. */
   shownInPart?: string;
-  /** Versions another in-flight call has claimed: not appended twice. */
-  claimed: ReadonlySet<string>;
   /** Skills Pi listed in its system prompt at start-up: name → location. */
   startupSkills?: ReadonlyMap<string, string>;
   /** Real path of cwd, to compare skill locations with Pi's. */
   cwdReal?: string;
-}
-
-export function claimKey(path: string, version: string): string {
-  return `${path}\0${version}`;
 }
 
 export function planDelivery(ledger: Ledger, input: PlanInput): DeliveryPlan {
@@ -1178,9 +1231,7 @@ function planFile(
   // A whole read is recorded even when the model already held the file: if a compaction later
   // drops the earlier delivery but keeps this read, the ledger must still see the file.
   const via = file.realPath === input.shownWhole ? "read" : "reminder";
-  const current =
-    held?.version === file.version || (input.claimed.size > 0 && input.claimed.has(claimKey(file.path, file.version)));
-  if (current && via === "reminder") return;
+  if (held?.version === file.version && via === "reminder") return;
   planned.add(file.path);
   const record: FileRecord = { path: file.path, scope, version: file.version, bytes: file.bytes, via };
   if (importedBy !== undefined) record.importedBy = importedBy;
@@ -1190,7 +1241,6 @@ function planFile(
 
 function planSkill(ledger: Ledger, input: PlanInput, plan: DeliveryPlan, skill: Skill, scope: string): void {
   if (ledger.skills.get(skill.path)?.version === skill.version) return;
-  if (input.claimed.size > 0 && input.claimed.has(claimKey(skill.path, skill.version))) return;
   if (plan.skills.some((s) => s.path === skill.path)) return;
   const startup = input.startupSkills?.get(skill.name);
   const sameAsStartup =
@@ -1594,8 +1644,6 @@ export class LazyAgents {
   /** Views activated by nested calls, waiting for the outermost call's result. */
   readonly nestedViews = new Map<string, DirectoryView[]>();
   readonly parentOf = new Map<string, string>();
-  /** Versions claimed by a result that is being built. */
-  readonly claims = new Set<string>();
   /** Deliveries made through a held-back write, waiting for Pi's error result message. */
   readonly gateRecords = new Map<string, LedgerRecord>();
   /**
@@ -1604,6 +1652,8 @@ export class LazyAgents {
    */
   readonly gatedScopes = new Set<string>();
   readonly inspection = new Inspection();
+  /** Failures the hooks caught, by fixed label, for `/lazy-agents`. */
+  readonly failures = new Map<FailureLabel, number>();
   git?: GitIgnoreOracle;
   private readonly spawner: SpawnGit;
   private boundCwd?: string;
@@ -1613,6 +1663,13 @@ export class LazyAgents {
   constructor(fs: FileSystem = nodeFileSystem, spawner: SpawnGit = spawnGit) {
     this.fs = fs;
     this.spawner = spawner;
+  }
+
+  /** Counts a failure a hook caught; true for the session's first, which the user hears about. */
+  noteFailure(label: FailureLabel): boolean {
+    const first = this.failures.size === 0;
+    this.failures.set(label, (this.failures.get(label) ?? 0) + 1);
+    return first;
   }
 
   /** Binds to cwd; its real path is the boundary every candidate is checked against. */
@@ -1815,7 +1872,6 @@ export class LazyAgents {
     return planDelivery(this.ledger, {
       views,
       ...shown,
-      claimed: this.claims,
       startupSkills: this.startupSkills,
       cwdReal: this.discovery?.cwdReal,
     });
@@ -1882,20 +1938,14 @@ export class LazyAgents {
     const plan = this.plan(views, shown);
     if (isRecordEmpty(plan.record)) return undefined;
     fitPlanToBudget(plan, this.options.budgetBytes);
-    // Claimed before anything else happens and released only after the ledger holds the delivery.
-    const keys = claimKeys(plan.record);
-    for (const key of keys) this.claims.add(key);
-    try {
-      const patch: ToolResultEventResult = { details: withRecord(event.details, plan.record) };
-      if (recordShowsText(plan.record)) {
-        patch.content = [...event.content, { type: "text", text: formatReminder(plan) }];
-        if (event.structuredContent !== undefined) patch.structuredContent = event.structuredContent;
-      }
-      this.ledger.apply(plan.record);
-      return { patch, plan };
-    } finally {
-      for (const key of keys) this.claims.delete(key);
+    // Planned and applied with no await in between: a sibling's result plans against this delivery.
+    const patch: ToolResultEventResult = { details: withRecord(event.details, plan.record) };
+    if (recordShowsText(plan.record)) {
+      patch.content = [...event.content, { type: "text", text: formatReminder(plan) }];
+      if (event.structuredContent !== undefined) patch.structuredContent = event.structuredContent;
     }
+    this.ledger.apply(plan.record);
+    return { patch, plan };
   }
 
   /** Applies new options; caches that depend on them start over. */
@@ -1922,7 +1972,6 @@ export class LazyAgents {
       pending: this.pending.size,
       nestedViews: this.nestedViews.size,
       parentOf: this.parentOf.size,
-      claims: this.claims.size,
       gateRecords: this.gateRecords.size,
       gatedScopes: this.gatedScopes.size,
       ...this.inspection.sizes(),
@@ -1933,13 +1982,6 @@ export class LazyAgents {
       ...this.discovery?.cacheSizes(),
     };
   }
-}
-
-function claimKeys(record: LedgerRecord): string[] {
-  return [
-    ...record.files.map((file) => claimKey(file.path, file.version)),
-    ...record.skills.map((skill) => claimKey(skill.path, skill.version)),
-  ];
 }
 
 /** Whether a delivery puts text in front of the model (a read of the file itself puts none). */
@@ -2083,6 +2125,10 @@ export function formatInspection(engine: LazyAgents): string {
   ];
   lines.push("", `Seen and not used (${notUsed.length}):`);
   for (const { path, reason } of notUsed) lines.push(`  ${path}  ${REASONS[reason]}`);
+  if (engine.failures.size > 0) {
+    lines.push("", "Failures caught (Pi went on without this extension's part):");
+    for (const [label, count] of engine.failures) lines.push(`  ${FAILURE_LABELS[label]}: ${count}`);
+  }
   lines.push("", `Delivered in this context: ${ledger.files.size} file(s), ${ledger.skills.size} skill(s).`);
   return lines.join("\n");
 }
@@ -2227,17 +2273,41 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
 
     // A held-back call has no tool_result: its delivery is recorded on the error result Pi persists.
     // The hook runs for every message, so it is registered only while the gate is on.
-    const recordGateDelivery: ExtensionHandler<MessageEndEvent, MessageEndEventResult> = (event) => {
+    // Every hook runs fail-open: a failure costs only what the extension would have added. It is
+    // counted under a fixed label for `/lazy-agents`, and the user is warned once per session.
+    const failed = <T>(ctx: ExtensionContext, label: FailureLabel, fallback: () => T): T => {
+      if (engine.noteFailure(label)) tell(ctx, FAILURE_WARNING, "warning");
+      return fallback();
+    };
+    const guarded = <T>(
+      ctx: ExtensionContext,
+      label: FailureLabel,
+      run: () => T | Promise<T>,
+      fallback: () => T,
+    ): T | Promise<T> => {
       try {
-        const message = event.message as { role: string; toolCallId?: string; details?: unknown };
-        if (message.role !== "toolResult" || message.toolCallId === undefined) return undefined;
-        const record = engine.takeGateRecord(message.toolCallId);
-        if (!record) return undefined;
-        return { message: { ...event.message, details: withRecord(message.details, record) } as typeof event.message };
+        const result = run();
+        return result instanceof Promise ? result.catch(() => failed(ctx, label, fallback)) : result;
       } catch {
-        return undefined;
+        return failed(ctx, label, fallback);
       }
     };
+    const nothing = () => undefined;
+
+    const recordGateDelivery: ExtensionHandler<MessageEndEvent, MessageEndEventResult> = (event, ctx) =>
+      guarded(
+        ctx,
+        "gateRecord",
+        () => {
+          const message = event.message as { role: string; toolCallId?: string; details?: unknown };
+          if (message.role !== "toolResult" || message.toolCallId === undefined) return undefined;
+          const record = engine.takeGateRecord(message.toolCallId);
+          if (!record) return undefined;
+          const details = withRecord(message.details, record);
+          return { message: { ...event.message, details } as typeof event.message };
+        },
+        nothing,
+      );
     let stopGateHook: (() => void) | undefined;
     const syncGateHook = (): void => {
       const wanted = engine.options.enabled && engine.options.gateWrites;
@@ -2263,14 +2333,17 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
     };
 
     const rebuild = (ctx: ExtensionContext): void => {
-      try {
-        engine.bind(ctx.cwd);
-        if (engine.options.enabled) engine.startGit();
-        engine.rebuildLedger(recordsInContext(ctx.sessionManager));
-      } catch {
+      guarded(
+        ctx,
+        "rebuild",
+        () => {
+          engine.bind(ctx.cwd);
+          if (engine.options.enabled) engine.startGit();
+          engine.rebuildLedger(recordsInContext(ctx.sessionManager));
+        },
         // A session we cannot read leaves the ledger empty: at worst a file is sent again.
-        engine.ledger.clear();
-      }
+        () => engine.ledger.clear(),
+      );
       showStatus(ctx);
     };
 
@@ -2295,38 +2368,43 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
       return { block: true, reason: gate.reason };
     };
 
-    pi.on("tool_call", (event, ctx) => {
-      // Never block a tool by accident: a failed discovery only means nothing is appended.
-      try {
-        const env = { cwd: ctx.cwd, trusted: ctx.isProjectTrusted(), systemPrompt: () => ctx.getSystemPrompt() };
-        const gate = engine.onToolCall(event, env);
-        if (gate instanceof Promise) return gate.then((held) => block(ctx, held)).catch(() => undefined);
-        return block(ctx, gate);
-      } catch {
-        return undefined;
-      }
-    });
+    // Never block a tool by accident: a failed discovery only means nothing is appended.
+    pi.on("tool_call", (event, ctx) =>
+      guarded(
+        ctx,
+        "toolCall",
+        () => {
+          const env = { cwd: ctx.cwd, trusted: ctx.isProjectTrusted(), systemPrompt: () => ctx.getSystemPrompt() };
+          const gate = engine.onToolCall(event, env);
+          return gate instanceof Promise ? gate.then((held) => block(ctx, held)) : block(ctx, gate);
+        },
+        nothing,
+      ),
+    );
 
     const patch = (ctx: ExtensionContext, event: ToolResultEvent) => {
-      try {
-        const outcome = engine.onToolResult(event);
-        if (!outcome) return undefined;
-        announce(ctx, outcome.plan);
-        return outcome.patch;
-      } catch {
-        return undefined;
-      }
+      const outcome = engine.onToolResult(event);
+      if (!outcome) return undefined;
+      announce(ctx, outcome.plan);
+      return outcome.patch;
     };
 
-    pi.on("tool_result", (event, ctx) => {
-      // Only a call that entered new folders waits, for git; the claim itself never follows an await.
-      const gitAnswer = engine.settle(event.toolCallId);
-      if (!gitAnswer) return patch(ctx, event);
-      return gitAnswer.then(
-        () => patch(ctx, event),
-        () => patch(ctx, event),
-      );
-    });
+    pi.on("tool_result", (event, ctx) =>
+      guarded(
+        ctx,
+        "toolResult",
+        () => {
+          // Only a call that entered new folders waits, for git; the plan-and-apply never follows an await.
+          const gitAnswer = engine.settle(event.toolCallId);
+          if (!gitAnswer) return patch(ctx, event);
+          return gitAnswer.then(
+            () => patch(ctx, event),
+            () => patch(ctx, event),
+          );
+        },
+        nothing,
+      ),
+    );
 
     // Per-call state ends with each result; what calls without a result (blocked, aborted) leave
     // ends with their turn. No per-call hook is spent on it: every hook costs Pi a context object.
