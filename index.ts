@@ -1652,6 +1652,8 @@ export class LazyAgents {
    */
   readonly gatedScopes = new Set<string>();
   readonly inspection = new Inspection();
+  /** The session entry the ledger was last checked against, for context edits appended since. */
+  contextMark?: string | null;
   /** Failures the hooks caught, by fixed label, for `/lazy-agents`. */
   readonly failures = new Map<FailureLabel, number>();
   git?: GitIgnoreOracle;
@@ -2197,6 +2199,29 @@ interface SessionView {
   buildSessionProjection?: () => { entries: Array<{ sourceEntry: unknown; messages: unknown[] }> };
   buildContextEntries?: () => unknown[];
   getBranch: () => unknown[];
+  getLeafId?: () => string | null;
+  getEntry?: (id: string) => { type: string; parentId: string | null } | undefined;
+}
+
+/** The entry the ledger last saw the session at, to find what was appended since. */
+export function sessionMark(sessionManager: SessionView): string | null | undefined {
+  return typeof sessionManager.getLeafId === "function" ? sessionManager.getLeafId() : undefined;
+}
+
+/**
+ * Whether a context edit entered the branch since `mark`. Pi appends them between turns (another
+ * extension's turn_end or agent_before_settle, or its own recovery), with no event of their own.
+ * Walks back only over the entries appended since; a mark that left the branch counts as an edit.
+ */
+export function contextEditedSince(sessionManager: SessionView, mark: string | null | undefined): boolean {
+  if (typeof sessionManager.getEntry !== "function" || mark === undefined) return false;
+  let id = sessionMark(sessionManager) ?? null;
+  while (id !== null && id !== mark) {
+    const entry = sessionManager.getEntry(id);
+    if (!entry || entry.type === "context_edit") return true;
+    id = entry.parentId;
+  }
+  return id !== mark;
 }
 
 /**
@@ -2340,6 +2365,7 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
           engine.bind(ctx.cwd);
           if (engine.options.enabled) engine.startGit();
           engine.rebuildLedger(recordsInContext(ctx.sessionManager));
+          engine.contextMark = sessionMark(ctx.sessionManager);
         },
         // A session we cannot read leaves the ledger empty: at worst a file is sent again.
         () => engine.ledger.clear(),
@@ -2361,6 +2387,15 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
     });
     pi.on("session_tree", (_event, ctx) => rebuild(ctx));
     pi.on("session_compact", (_event, ctx) => rebuild(ctx));
+    // Context edits come between turns: the ledger follows before the turn's first call.
+    pi.on("turn_start", (_event, ctx) => {
+      const check = () => {
+        if (contextEditedSince(ctx.sessionManager, engine.contextMark)) return true;
+        engine.contextMark = sessionMark(ctx.sessionManager);
+        return false;
+      };
+      if (guarded(ctx, "rebuild", check, () => true)) rebuild(ctx);
+    });
 
     const block = (ctx: ExtensionContext, gate: GateOutcome | undefined) => {
       if (!gate) return undefined;
