@@ -598,3 +598,16 @@ export function lockFile(path: string): (() => void) | undefined {
   unlock();
   return undefined;
 }
+
+/** Whether this machine can make a file refuse writes (see lockFile). */
+export function canLockFiles(): boolean {
+  const dir = mkdtempSync(join(tmpdir(), "lazy-agents-lock-"));
+  try {
+    writeFileSync(join(dir, "probe"), "");
+    const unlock = lockFile(join(dir, "probe"));
+    unlock?.();
+    return unlock !== undefined;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
