@@ -74,3 +74,21 @@ test("with cwd inside a folder git ignores, nested files are delivered and only 
       assert.equal(await reminder(h, "node_modules/dep/x.js"), "");
     },
   ));
+
+test("with cwd in a subfolder of the repository, folders git ignores below cwd are skipped", () =>
+  withTree(
+    {
+      ".gitignore": "app/gen/\n",
+      "app/gen/AGENTS.md": "GENERATED-RULES",
+      "app/gen/x.ts": "x",
+      "app/src/AGENTS.md": "SRC-RULES",
+      "app/src/a.ts": "a\n",
+    },
+    async (tree) => {
+      git(tree.cwd, "init", "-q");
+      const cwd = tree.abs("app");
+      const h = await loadRunner({ ...tree, cwd, abs: (path) => resolve(cwd, path) });
+      assert.equal(await reminder(h, "gen/x.ts"), "");
+      assert.match(await reminder(h, "src/a.ts"), /SRC-RULES/);
+    },
+  ));
