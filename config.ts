@@ -105,3 +105,23 @@ export const GIT_ANSWER_TIMEOUT_MS = 2000;
 export function alsoGovernsNotice(path: string, scopeGlob: string): string {
   return `${path} also governs ${scopeGlob}: it is the same file, linked there, and its text was sent earlier.`;
 }
+
+/** Block reason of a write held back because a sibling call of the same turn carries its scope's instructions. */
+export const GATE_SIBLING_TEXT =
+  "pi-lazy-agents held this call back: the instructions for its folder arrive with another call of this turn. " +
+  "Apply them, then retry the same call: it will go through.";
+
+/** What a hook was doing when it failed: the only words the failure count in `/lazy-agents` shows. */
+export const FAILURE_LABELS = {
+  toolCall: "discovery before a tool ran",
+  toolResult: "delivery after a tool ran",
+  gateRecord: "recording a held-back call",
+  rebuild: "rebuilding the ledger from the session",
+} as const;
+
+export type FailureLabel = keyof typeof FAILURE_LABELS;
+
+/** The one warning a session gets when a hook failed; later failures are only counted. */
+export const FAILURE_WARNING =
+  "pi-lazy-agents: an internal error was caught; Pi went on without this extension's part for that step. " +
+  "/lazy-agents counts such failures.";

@@ -26,6 +26,9 @@ import {
   COMMAND_NAME,
   DETAILS_KEY,
   DISABLE_FLAG,
+  FAILURE_LABELS,
+  FAILURE_WARNING,
+  GATE_SIBLING_TEXT,
   GIT_ANSWER_TIMEOUT_MS,
   IGNORED_DIR_NAMES,
   INSTRUCTION_FILE_NAMES,
@@ -46,6 +49,7 @@ import {
   STATUS_KEY,
   TRIGGER_TOOLS,
   VERSION_ID_LENGTH,
+  type FailureLabel,
   type Reason,
 } from "./config.ts";
 
@@ -1098,21 +1102,77 @@ export function isRecordEmpty(record: LedgerRecord): boolean {
   );
 }
 
+/**
+ * The ledger record in a tool result's details. Session files outlive versions of this extension:
+ * each entry is checked on its own, and one that does not fit is dropped alone.
+ */
 export function readRecord(details: unknown): LedgerRecord | undefined {
-  if (typeof details !== "object" || details === null) return undefined;
-  const record = (details as Record<string, unknown>)[DETAILS_KEY];
-  if (typeof record !== "object" || record === null) return undefined;
-  const r = record as Partial<LedgerRecord>;
-  if (r.v !== LEDGER_VERSION) return undefined;
+  if (!isObject(details)) return undefined;
+  const record = details[DETAILS_KEY];
+  if (!isObject(record) || record.v !== LEDGER_VERSION) return undefined;
   return {
     v: LEDGER_VERSION,
-    files: Array.isArray(r.files) ? r.files : [],
-    skills: Array.isArray(r.skills) ? r.skills : [],
-    retracted: Array.isArray(r.retracted) ? r.retracted : [],
-    retractedSkills: Array.isArray(r.retractedSkills) ? r.retractedSkills : [],
-    skipped: Array.isArray(r.skipped) ? r.skipped : [],
-    ...(Array.isArray(r.alsoGoverns) ? { alsoGoverns: r.alsoGoverns } : {}),
+    files: entriesOf(record.files, fileRecordOf),
+    skills: entriesOf(record.skills, skillRecordOf),
+    retracted: entriesOf(record.retracted, scopedPathOf),
+    retractedSkills: entriesOf(record.retractedSkills, scopedPathOf),
+    skipped: entriesOf(record.skipped, skipOf),
+    ...(Array.isArray(record.alsoGoverns) ? { alsoGoverns: entriesOf(record.alsoGoverns, scopedPathOf) } : {}),
   };
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function areStrings(...values: unknown[]): boolean {
+  return values.every((value) => typeof value === "string");
+}
+
+function entriesOf<T>(value: unknown, read: (entry: unknown) => T | undefined): T[] {
+  if (!Array.isArray(value)) return [];
+  const entries: T[] = [];
+  for (const entry of value) {
+    const parsed = read(entry);
+    if (parsed !== undefined) entries.push(parsed);
+  }
+  return entries;
+}
+
+function fileRecordOf(entry: unknown): FileRecord | undefined {
+  if (!isObject(entry)) return undefined;
+  const { path, scope, version, bytes, via, importedBy, truncated } = entry;
+  if (!areStrings(path, scope, version) || typeof bytes !== "number" || (via !== "reminder" && via !== "read"))
+    return undefined;
+  if (
+    (importedBy !== undefined && typeof importedBy !== "string") ||
+    (truncated !== undefined && typeof truncated !== "boolean")
+  )
+    return undefined;
+  const record: FileRecord = { path: path as string, scope: scope as string, version: version as string, bytes, via };
+  if (importedBy !== undefined) record.importedBy = importedBy;
+  if (truncated) record.truncated = true;
+  return record;
+}
+
+function skillRecordOf(entry: unknown): SkillRecord | undefined {
+  if (!isObject(entry) || !areStrings(entry.path, entry.name, entry.scope, entry.version)) return undefined;
+  const { path, name, scope, version } = entry as unknown as SkillRecord;
+  return { path, name, scope, version };
+}
+
+function scopedPathOf(entry: unknown): { path: string; scope: string } | undefined {
+  if (!isObject(entry) || !areStrings(entry.path, entry.scope)) return undefined;
+  return { path: entry.path as string, scope: entry.scope as string };
+}
+
+function skipOf(entry: unknown): Skip | undefined {
+  if (!isObject(entry) || typeof entry.path !== "string" || typeof entry.reason !== "string") return undefined;
+  if (!Object.hasOwn(REASONS, entry.reason) || (entry.inImport !== undefined && typeof entry.inImport !== "boolean"))
+    return undefined;
+  const skip: Skip = { path: entry.path, reason: entry.reason as Reason };
+  if (entry.inImport) skip.inImport = true;
+  return skip;
 }
 
 export class Ledger {
@@ -1218,16 +1278,10 @@ export interface PlanInput {
   shownWhole?: string;
   /** Real path of a file the tool shows only in part: not appended now, not counted as delivered. */
   shownInPart?: string;
-  /** Versions another in-flight call has claimed: not appended twice. */
-  claimed: ReadonlySet<string>;
   /** Skills Pi listed in its system prompt at start-up: name → location. */
   startupSkills?: ReadonlyMap<string, string>;
   /** Real path of cwd, to compare skill locations with Pi's. */
   cwdReal?: string;
-}
-
-export function claimKey(path: string, version: string): string {
-  return `${path}\0${version}`;
 }
 
 export function planDelivery(ledger: Ledger, input: PlanInput): DeliveryPlan {
@@ -1264,9 +1318,7 @@ function planFile(
   // A whole read is recorded even when the model already held the file: if a compaction later
   // drops the earlier delivery but keeps this read, the ledger must still see the file.
   const via = file.realPath === input.shownWhole ? "read" : "reminder";
-  const current =
-    held?.version === file.version || (input.claimed.size > 0 && input.claimed.has(claimKey(file.path, file.version)));
-  if (current && via === "reminder") return held?.version === file.version ? alsoGoverns() : undefined;
+  if (held?.version === file.version && via === "reminder") return alsoGoverns();
   planned.add(file.path);
   const record: FileRecord = { path: file.path, scope, version: file.version, bytes: file.bytes, via };
   if (importedBy !== undefined) record.importedBy = importedBy;
@@ -1282,7 +1334,6 @@ function planAlsoGoverns(ledger: Ledger, plan: DeliveryPlan, path: string, sentW
 
 function planSkill(ledger: Ledger, input: PlanInput, plan: DeliveryPlan, skill: Skill, scope: string): void {
   if (ledger.skills.get(skill.path)?.version === skill.version) return;
-  if (input.claimed.size > 0 && input.claimed.has(claimKey(skill.path, skill.version))) return;
   if (plan.skills.some((s) => s.path === skill.path)) return;
   const startup = input.startupSkills?.get(skill.name);
   const sameAsStartup =
@@ -1492,7 +1543,9 @@ function formatFile(entry: PlannedFile): string[] {
 // ---------------------------------------------------------------------------------------------
 // Git: one long-lived `git check-ignore --stdin` per session answers which folders git ignores.
 // It starts with the session, so no tool call ever waits for a spawn, and its answers are cached
-// per folder, so a warm call never waits on it at all.
+// per folder, so a warm call never waits on it at all. Its first question is cwd itself: until
+// that is answered git may be absent or cwd outside a work tree; once it is, a helper that dies
+// died on the path it was asked (a submodule's inside), which alone stays unknown.
 
 export type SpawnGit = (cwd: string) => ChildProcessWithoutNullStreams;
 
@@ -1503,15 +1556,36 @@ const spawnGit: SpawnGit = (cwd) =>
     stdio: ["pipe", "pipe", "pipe"],
   });
 
+/**
+ * One question for git. The `./` prefix keeps a name that starts with `:` from being read as
+ * pathspec magic; check-ignore refuses both `:(literal)` and GIT_LITERAL_PATHSPECS.
+ */
+/** A cwd-relative question for git ("" is cwd; a folder's ends in `/`): `./` keeps a leading `:` literal. */
+function gitQuestion(path: string): string {
+  return `./${path}\0`;
+}
+
+function withoutSlash(path: string): string {
+  return path.endsWith("/") ? path.slice(0, -1) : path;
+}
+
 interface GitWaiter {
-  resolve: (ignored: boolean) => void;
+  path: string;
+  /** The rule that matched (source, line, pattern), "" for none, undefined when git could not say. */
+  answer: (rule: string | undefined) => void;
 }
 
 export class GitIgnoreOracle {
   private child?: ChildProcessWithoutNullStreams;
   private off = false;
+  /** Git answered for cwd itself: it works here. */
+  private usable = false;
+  /** The rule that ignores cwd itself: it ignores everything below, so it tells nothing. */
+  private cwdRule?: string;
   private buffer = "";
-  private readonly waiters: GitWaiter[] = [];
+  private waiters: GitWaiter[] = [];
+  /** Scopes git failed on; their subtrees are not asked again. */
+  private readonly failed = new Set<string>();
   readonly cwdReal: string;
   private readonly spawnGit: SpawnGit;
 
@@ -1540,12 +1614,15 @@ export class GitIgnoreOracle {
       child.stdout.setEncoding("utf8");
       child.stdout.on("data", (chunk: string) => this.onData(chunk));
       child.stderr.resume();
-      child.on("error", () => this.stop());
-      child.on("exit", () => this.stop());
-      child.stdin.on("error", () => this.stop());
+      // 'close' follows every end, a failed spawn included, once stdout has been read to its end.
+      child.on("error", () => {});
+      child.on("close", () => this.onClose(child));
+      child.stdin.on("error", () => {});
     } catch {
       this.stop();
+      return;
     }
+    if (!this.usable) this.send({ path: "", answer: (rule) => this.learnCwd(rule) });
   }
 
   /** Whether git ignores each folder; false for all when git is absent or cwd is not in a work tree. */
@@ -1556,24 +1633,45 @@ export class GitIgnoreOracle {
   /** Whether git ignores each cwd-relative path (a folder's ends in `/`); false for all without git. */
   async ask(paths: string[]): Promise<boolean[]> {
     this.start();
-    if (this.off || !this.child) return paths.map(() => false);
-    const answers = paths.map(
-      () =>
-        new Promise<boolean>((resolve) => {
-          this.waiters.push({ resolve });
-        }),
+    if (this.off) return paths.map(() => false);
+    const answers = paths.map((path) =>
+      this.failedAt(path)
+        ? false
+        : new Promise<boolean>((resolve) => this.send({ path, answer: (rule) => resolve(this.ignores(rule)) })),
     );
-    try {
-      this.child.stdin.write(paths.map((path) => `${path}\0`).join(""));
-    } catch {
-      this.stop();
-    }
     const timer = setTimeout(() => this.stop(), GIT_ANSWER_TIMEOUT_MS);
     try {
       return await Promise.all(answers);
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  private send(waiter: GitWaiter): void {
+    this.waiters.push(waiter);
+    try {
+      this.child?.stdin.write(gitQuestion(waiter.path));
+    } catch {
+      // A helper that cannot take the question has died: its close answers the waiters.
+    }
+  }
+
+  private learnCwd(rule: string | undefined): void {
+    this.usable = true;
+    if (rule) this.cwdRule = rule;
+  }
+
+  /** Only a rule about the folder itself counts, not the one that ignores cwd and all below. */
+  private ignores(rule: string | undefined): boolean {
+    return rule !== undefined && rule !== "" && rule !== this.cwdRule;
+  }
+
+  private failedAt(path: string): boolean {
+    if (this.failed.size === 0) return false;
+    for (let at = withoutSlash(path); at !== ""; at = at.slice(0, Math.max(0, at.lastIndexOf("/")))) {
+      if (this.failed.has(at)) return true;
+    }
+    return false;
   }
 
   /** Records are four NUL-terminated fields: source, line, pattern, path. */
@@ -1589,15 +1687,42 @@ export class GitIgnoreOracle {
         start = end + 1;
       }
       this.buffer = this.buffer.slice(start);
-      const pattern = fields[2]!;
-      this.waiters.shift()?.resolve(pattern !== "" && !pattern.startsWith("!"));
+      const [source, line, pattern] = fields as [string, string, string];
+      const rule = pattern === "" || pattern.startsWith("!") ? "" : `${source}\0${line}\0${pattern}`;
+      this.waiters.shift()?.answer(rule);
+    }
+  }
+
+  /**
+   * The helper ended. Before it answered for cwd, git does not work here: off for the session.
+   * After, the first unanswered path is the one it died on: unknown (counted as not ignored),
+   * and a new helper takes the questions after it.
+   */
+  private onClose(child: ChildProcessWithoutNullStreams): void {
+    if (this.child !== child) return;
+    this.child = undefined;
+    this.buffer = "";
+    if (!this.usable || this.off) {
+      this.stop();
+      return;
+    }
+    const [culprit, ...rest] = this.waiters.splice(0);
+    if (!culprit) return;
+    this.failed.add(withoutSlash(culprit.path));
+    culprit.answer(undefined);
+    if (rest.length === 0) return;
+    this.start();
+    for (const waiter of rest) {
+      if (this.failedAt(waiter.path)) waiter.answer(undefined);
+      else this.send(waiter);
     }
   }
 
   stop(): void {
     this.off = true;
-    for (const waiter of this.waiters.splice(0)) waiter.resolve(false);
+    for (const waiter of this.waiters.splice(0)) waiter.answer(undefined);
     const child = this.child;
+    this.child = undefined;
     if (!child) return;
     try {
       child.stdin.end();
@@ -1681,11 +1806,18 @@ export class LazyAgents {
   /** Views activated by nested calls, waiting for the outermost call's result. */
   readonly nestedViews = new Map<string, DirectoryView[]>();
   readonly parentOf = new Map<string, string>();
-  /** Versions claimed by a result that is being built. */
-  readonly claims = new Set<string>();
   /** Deliveries made through a held-back write, waiting for Pi's error result message. */
   readonly gateRecords = new Map<string, LedgerRecord>();
+  /**
+   * Scopes whose instructions the gate held back a call for in this turn. Pi runs every sibling's
+   * tool_call before any result reaches the model, so a sibling write into them is held too.
+   */
+  readonly gatedScopes = new Set<string>();
   readonly inspection = new Inspection();
+  /** The session entry the ledger was last checked against, for context edits appended since. */
+  contextMark?: string | null;
+  /** Failures the hooks caught, by fixed label, for `/lazy-agents`. */
+  readonly failures = new Map<FailureLabel, number>();
   git?: GitIgnoreOracle;
   private readonly spawner: SpawnGit;
   private boundCwd?: string;
@@ -1695,6 +1827,13 @@ export class LazyAgents {
   constructor(fs: FileSystem = nodeFileSystem, spawner: SpawnGit = spawnGit) {
     this.fs = fs;
     this.spawner = spawner;
+  }
+
+  /** Counts a failure a hook caught; true for the session's first, which the user hears about. */
+  noteFailure(label: FailureLabel): boolean {
+    const first = this.failures.size === 0;
+    this.failures.set(label, (this.failures.get(label) ?? 0) + 1);
+    return first;
   }
 
   /** Binds to cwd; its real path is the boundary every candidate is checked against. */
@@ -1889,12 +2028,19 @@ export class LazyAgents {
    */
   private gate(toolCallId: string, views: DirectoryView[]): GateOutcome | undefined {
     const plan = this.plan(views, {});
-    if (plan.files.length === 0) return undefined;
+    if (plan.files.length === 0) return this.holdSibling(views);
     fitPlanToBudget(plan, this.options.budgetBytes);
     this.ledger.apply(plan.record);
     this.gateRecords.set(toolCallId, plan.record);
+    for (const entry of plan.files) this.gatedScopes.add(entry.scope);
     const reason = `${formatReminder(plan)}\n${GATE_RETRY_TEXT}`;
     return { block: true, reason, plan };
+  }
+
+  /** Holds a write into a scope gated in this turn: its instructions reach the model only after it. */
+  private holdSibling(views: DirectoryView[]): GateOutcome | undefined {
+    if (this.gatedScopes.size === 0 || !views.some((view) => this.gatedScopes.has(view.scope))) return undefined;
+    return { block: true, reason: GATE_SIBLING_TEXT, plan: { record: emptyRecord(), files: [], skills: [] } };
   }
 
   /** The gate's ledger record for the error result Pi persists for a held-back call. */
@@ -1908,7 +2054,6 @@ export class LazyAgents {
     return planDelivery(this.ledger, {
       views,
       ...shown,
-      claimed: this.claims,
       startupSkills: this.startupSkills,
       cwdReal: this.discovery?.cwdReal,
     });
@@ -1970,7 +2115,8 @@ export class LazyAgents {
   ): Pick<PlanInput, "shownWhole" | "shownInPart"> {
     const target = call.instructionTarget ?? this.importTarget(call, views);
     if (target === undefined) return {};
-    if (call.toolName === "write") return { shownWhole: target };
+    // A failed write showed nothing: the file on disk is still the one the model lacks.
+    if (call.toolName === "write") return event.isError ? {} : { shownWhole: target };
     if (call.toolName !== "read") return {};
     const whole = !call.partial && !isTruncated(event.details);
     return whole ? { shownWhole: target } : { shownInPart: target };
@@ -1991,20 +2137,14 @@ export class LazyAgents {
     const plan = this.plan(views, shown);
     if (isRecordEmpty(plan.record)) return undefined;
     fitPlanToBudget(plan, this.options.budgetBytes);
-    // Claimed before anything else happens and released only after the ledger holds the delivery.
-    const keys = claimKeys(plan.record);
-    for (const key of keys) this.claims.add(key);
-    try {
-      const patch: ToolResultEventResult = { details: withRecord(event.details, plan.record) };
-      if (recordShowsText(plan.record)) {
-        patch.content = [...event.content, { type: "text", text: formatReminder(plan) }];
-        if (event.structuredContent !== undefined) patch.structuredContent = event.structuredContent;
-      }
-      this.ledger.apply(plan.record);
-      return { patch, plan };
-    } finally {
-      for (const key of keys) this.claims.delete(key);
+    // Planned and applied with no await in between: a sibling's result plans against this delivery.
+    const patch: ToolResultEventResult = { details: withRecord(event.details, plan.record) };
+    if (recordShowsText(plan.record)) {
+      patch.content = [...event.content, { type: "text", text: formatReminder(plan) }];
+      if (event.structuredContent !== undefined) patch.structuredContent = event.structuredContent;
     }
+    this.ledger.apply(plan.record);
+    return { patch, plan };
   }
 
   /** Applies new options; caches that depend on them start over. */
@@ -2022,6 +2162,7 @@ export class LazyAgents {
     this.nestedViews.clear();
     this.parentOf.clear();
     this.gateRecords.clear();
+    this.gatedScopes.clear();
   }
 
   /** Sizes of every map, for tests and the soak run. */
@@ -2030,8 +2171,8 @@ export class LazyAgents {
       pending: this.pending.size,
       nestedViews: this.nestedViews.size,
       parentOf: this.parentOf.size,
-      claims: this.claims.size,
       gateRecords: this.gateRecords.size,
+      gatedScopes: this.gatedScopes.size,
       ...this.inspection.sizes(),
       ledgerFiles: this.ledger.files.size,
       ledgerScopes: this.ledger.pathsByScope.size,
@@ -2041,13 +2182,6 @@ export class LazyAgents {
       ...this.discovery?.cacheSizes(),
     };
   }
-}
-
-function claimKeys(record: LedgerRecord): string[] {
-  return [
-    ...record.files.map((file) => claimKey(file.path, file.version)),
-    ...record.skills.map((skill) => claimKey(skill.path, skill.version)),
-  ];
 }
 
 /** Whether a delivery puts text in front of the model (a read of the file itself puts none). */
@@ -2192,6 +2326,10 @@ export function formatInspection(engine: LazyAgents): string {
   ];
   lines.push("", `Seen and not used (${notUsed.length}):`);
   for (const { path, reason } of notUsed) lines.push(`  ${path}  ${REASONS[reason]}`);
+  if (engine.failures.size > 0) {
+    lines.push("", "Failures caught (Pi went on without this extension's part):");
+    for (const [label, count] of engine.failures) lines.push(`  ${FAILURE_LABELS[label]}: ${count}`);
+  }
   lines.push("", `Delivered in this context: ${ledger.files.size} file(s), ${ledger.skills.size} skill(s).`);
   return lines.map(oneLine).join("\n");
 }
@@ -2262,6 +2400,29 @@ interface SessionView {
   buildSessionProjection?: () => { entries: Array<{ sourceEntry: unknown; messages: unknown[] }> };
   buildContextEntries?: () => unknown[];
   getBranch: () => unknown[];
+  getLeafId?: () => string | null;
+  getEntry?: (id: string) => { type: string; parentId: string | null } | undefined;
+}
+
+/** The entry the ledger last saw the session at, to find what was appended since. */
+export function sessionMark(sessionManager: SessionView): string | null | undefined {
+  return typeof sessionManager.getLeafId === "function" ? sessionManager.getLeafId() : undefined;
+}
+
+/**
+ * Whether a context edit entered the branch since `mark`. Pi appends them between turns (another
+ * extension's turn_end or agent_before_settle, or its own recovery), with no event of their own.
+ * Walks back only over the entries appended since; a mark that left the branch counts as an edit.
+ */
+export function contextEditedSince(sessionManager: SessionView, mark: string | null | undefined): boolean {
+  if (typeof sessionManager.getEntry !== "function" || mark === undefined) return false;
+  let id = sessionMark(sessionManager) ?? null;
+  while (id !== null && id !== mark) {
+    const entry = sessionManager.getEntry(id);
+    if (!entry || entry.type === "context_edit") return true;
+    id = entry.parentId;
+  }
+  return id !== mark;
 }
 
 /**
@@ -2338,17 +2499,41 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
 
     // A held-back call has no tool_result: its delivery is recorded on the error result Pi persists.
     // The hook runs for every message, so it is registered only while the gate is on.
-    const recordGateDelivery: ExtensionHandler<MessageEndEvent, MessageEndEventResult> = (event) => {
+    // Every hook runs fail-open: a failure costs only what the extension would have added. It is
+    // counted under a fixed label for `/lazy-agents`, and the user is warned once per session.
+    const failed = <T>(ctx: ExtensionContext, label: FailureLabel, fallback: () => T): T => {
+      if (engine.noteFailure(label)) tell(ctx, FAILURE_WARNING, "warning");
+      return fallback();
+    };
+    const guarded = <T>(
+      ctx: ExtensionContext,
+      label: FailureLabel,
+      run: () => T | Promise<T>,
+      fallback: () => T,
+    ): T | Promise<T> => {
       try {
-        const message = event.message as { role: string; toolCallId?: string; details?: unknown };
-        if (message.role !== "toolResult" || message.toolCallId === undefined) return undefined;
-        const record = engine.takeGateRecord(message.toolCallId);
-        if (!record) return undefined;
-        return { message: { ...event.message, details: withRecord(message.details, record) } as typeof event.message };
+        const result = run();
+        return result instanceof Promise ? result.catch(() => failed(ctx, label, fallback)) : result;
       } catch {
-        return undefined;
+        return failed(ctx, label, fallback);
       }
     };
+    const nothing = () => undefined;
+
+    const recordGateDelivery: ExtensionHandler<MessageEndEvent, MessageEndEventResult> = (event, ctx) =>
+      guarded(
+        ctx,
+        "gateRecord",
+        () => {
+          const message = event.message as { role: string; toolCallId?: string; details?: unknown };
+          if (message.role !== "toolResult" || message.toolCallId === undefined) return undefined;
+          const record = engine.takeGateRecord(message.toolCallId);
+          if (!record) return undefined;
+          const details = withRecord(message.details, record);
+          return { message: { ...event.message, details } as typeof event.message };
+        },
+        nothing,
+      );
     let stopGateHook: (() => void) | undefined;
     const syncGateHook = (): void => {
       const wanted = engine.options.enabled && engine.options.gateWrites;
@@ -2374,14 +2559,18 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
     };
 
     const rebuild = (ctx: ExtensionContext): void => {
-      try {
-        engine.bind(ctx.cwd);
-        if (engine.options.enabled) engine.startGit();
-        engine.rebuildLedger(recordsInContext(ctx.sessionManager));
-      } catch {
+      guarded(
+        ctx,
+        "rebuild",
+        () => {
+          engine.bind(ctx.cwd);
+          if (engine.options.enabled) engine.startGit();
+          engine.rebuildLedger(recordsInContext(ctx.sessionManager));
+          engine.contextMark = sessionMark(ctx.sessionManager);
+        },
         // A session we cannot read leaves the ledger empty: at worst a file is sent again.
-        engine.ledger.clear();
-      }
+        () => engine.ledger.clear(),
+      );
       showStatus(ctx);
     };
 
@@ -2399,6 +2588,15 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
     });
     pi.on("session_tree", (_event, ctx) => rebuild(ctx));
     pi.on("session_compact", (_event, ctx) => rebuild(ctx));
+    // Context edits come between turns: the ledger follows before the turn's first call.
+    pi.on("turn_start", (_event, ctx) => {
+      const check = () => {
+        if (contextEditedSince(ctx.sessionManager, engine.contextMark)) return true;
+        engine.contextMark = sessionMark(ctx.sessionManager);
+        return false;
+      };
+      if (guarded(ctx, "rebuild", check, () => true)) rebuild(ctx);
+    });
 
     const block = (ctx: ExtensionContext, gate: GateOutcome | undefined) => {
       if (!gate) return undefined;
@@ -2406,38 +2604,43 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
       return { block: true, reason: gate.reason };
     };
 
-    pi.on("tool_call", (event, ctx) => {
-      // Never block a tool by accident: a failed discovery only means nothing is appended.
-      try {
-        const env = { cwd: ctx.cwd, trusted: ctx.isProjectTrusted(), systemPrompt: () => ctx.getSystemPrompt() };
-        const gate = engine.onToolCall(event, env);
-        if (gate instanceof Promise) return gate.then((held) => block(ctx, held)).catch(() => undefined);
-        return block(ctx, gate);
-      } catch {
-        return undefined;
-      }
-    });
+    // Never block a tool by accident: a failed discovery only means nothing is appended.
+    pi.on("tool_call", (event, ctx) =>
+      guarded(
+        ctx,
+        "toolCall",
+        () => {
+          const env = { cwd: ctx.cwd, trusted: ctx.isProjectTrusted(), systemPrompt: () => ctx.getSystemPrompt() };
+          const gate = engine.onToolCall(event, env);
+          return gate instanceof Promise ? gate.then((held) => block(ctx, held)) : block(ctx, gate);
+        },
+        nothing,
+      ),
+    );
 
     const patch = (ctx: ExtensionContext, event: ToolResultEvent) => {
-      try {
-        const outcome = engine.onToolResult(event);
-        if (!outcome) return undefined;
-        announce(ctx, outcome.plan);
-        return outcome.patch;
-      } catch {
-        return undefined;
-      }
+      const outcome = engine.onToolResult(event);
+      if (!outcome) return undefined;
+      announce(ctx, outcome.plan);
+      return outcome.patch;
     };
 
-    pi.on("tool_result", (event, ctx) => {
-      // Only a call that entered new folders waits, for git; the claim itself never follows an await.
-      const gitAnswer = engine.settle(event.toolCallId);
-      if (!gitAnswer) return patch(ctx, event);
-      return gitAnswer.then(
-        () => patch(ctx, event),
-        () => patch(ctx, event),
-      );
-    });
+    pi.on("tool_result", (event, ctx) =>
+      guarded(
+        ctx,
+        "toolResult",
+        () => {
+          // Only a call that entered new folders waits, for git; the plan-and-apply never follows an await.
+          const gitAnswer = engine.settle(event.toolCallId);
+          if (!gitAnswer) return patch(ctx, event);
+          return gitAnswer.then(
+            () => patch(ctx, event),
+            () => patch(ctx, event),
+          );
+        },
+        nothing,
+      ),
+    );
 
     // Per-call state ends with each result; what calls without a result (blocked, aborted) leave
     // ends with their turn. No per-call hook is spent on it: every hook costs Pi a context object.

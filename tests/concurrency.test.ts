@@ -50,7 +50,7 @@ function lazyAgents(options: { git?: boolean } = {}): { factory: ExtensionFactor
 /** Per-call maps are empty once every call has finished. */
 function assertNoPerCallState(engine: LazyAgents): void {
   const sizes = engine.stateSizes();
-  for (const key of ["pending", "nestedViews", "parentOf", "claims", "gateRecords"]) {
+  for (const key of ["pending", "nestedViews", "parentOf", "gateRecords"]) {
     assert.equal(sizes[key] ?? 0, 0, `${key} is empty after the turn`);
   }
 }

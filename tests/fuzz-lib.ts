@@ -28,7 +28,7 @@ import { basename, dirname, join, resolve } from "node:path";
 import { alsoGovernsNotice, REASONS } from "../config.ts";
 import { createLazyAgents, REMINDER_OPEN, type LazyAgents } from "../index.ts";
 import { callsOutside, recordingFileSystem } from "./fs-seam.ts";
-import { loadRunner, type CallResult, type RunnerHarness, type Tree } from "./harness.ts";
+import { loadRunner, lockFile, type CallResult, type RunnerHarness, type Tree } from "./harness.ts";
 import {
   emptyExpected,
   isEmptyRecord,
@@ -57,7 +57,8 @@ export type Entry =
 export type Call =
   | { tool: "read"; path: string; limit?: number; offset?: number }
   | { tool: "edit"; path: string; newText: string }
-  | { tool: "write"; path: string; content: string };
+  /** `locked`: the target refuses writes while the call runs (read-only or immutable), so the write fails. */
+  | { tool: "write"; path: string; content: string; locked?: boolean };
 
 export type Step =
   | { op: "call"; call: Call }
@@ -345,6 +346,8 @@ export function generateCase(seed: number, options: GenerateOptions = {}): Case 
     if (r < 0.78)
       return { tool: "edit", path: random() < 0.5 ? accessPath() : writablePath(), newText: `${token()} edited` };
     const content = chance(0.2) ? `\uFEFF${token()} written\r\n` : `${token()} written\n`;
+    if (instructionPaths.length > 0 && chance(0.15))
+      return { tool: "write", path: pick(instructionPaths), content, locked: true };
     return { tool: "write", path: writablePath(), content };
   };
   const batchCall = (): Call => {
@@ -659,8 +662,10 @@ function expectFor(s: Session, played: Played): ExpectedRecord {
   }
   const shown: Shown = {};
   if (instructionTarget !== undefined) {
-    if (call.tool === "write") shown.whole = instructionTarget;
-    else if (call.tool === "read") {
+    // A failed write showed nothing of the file.
+    if (call.tool === "write") {
+      if (!result.isError) shown.whole = instructionTarget;
+    } else if (call.tool === "read") {
       const truncated =
         (result.details as { truncation?: { truncated?: boolean } } | undefined)?.truncation?.truncated === true;
       if (call.limit !== undefined || call.offset !== undefined || truncated) shown.part = instructionTarget;
@@ -801,13 +806,24 @@ function appendResult(s: Session, played: Played, record: ExpectedRecord): void 
 async function playCall(s: Session, call: Call): Promise<string[]> {
   const played = prepare(s, call);
   const before = s.h.notifications.length;
-  played.result = await s.h.call(call.tool, played.input, { id: played.id });
+  const unlock = call.tool === "write" && call.locked ? lockTarget(s.tree, played.input.path) : undefined;
+  try {
+    played.result = await s.h.call(call.tool, played.input, { id: played.id });
+  } finally {
+    unlock?.();
+  }
   const expected = expectFor(s, played);
   const problems = compare(s, played, expected, s.h.notifications.slice(before));
   countRecord(s.stats, played, expected);
   s.model.apply(expected);
   appendResult(s, played, expected);
   return problems;
+}
+
+/** Locks a target that is a regular file (never a link, whose target may lie outside cwd). */
+function lockTarget(tree: Tree, path: unknown): (() => void) | undefined {
+  const abs = resolve(tree.cwd, String(path));
+  return lstatSync(abs, { throwIfNoEntry: false })?.isFile() ? lockFile(abs) : undefined;
 }
 
 async function playBatch(s: Session, calls: Call[]): Promise<string[]> {
@@ -880,6 +896,8 @@ function countRecord(stats: Stats | undefined, played: Played, record: ExpectedR
   if (!stats) return;
   count(stats, `call:${played.call.tool}`);
   if (played.result?.isError) count(stats, "call:failed");
+  if (played.call.tool === "write" && played.result?.isError && played.instructionTargetBefore)
+    count(stats, "call:write-failed-on-instruction");
   if (isEmptyRecord(record)) return;
   count(stats, "delivered", record.files.filter((f) => f.via === "reminder").length);
   count(stats, "delivered:supersedes", record.files.filter((f) => f.supersedes).length);
@@ -974,7 +992,7 @@ export async function runCase(c: Case, options: RunOptions = {}): Promise<Failur
       else mutate(tree, step);
       if (errors.length > 0) problems.push(`an error reached Pi: ${errors.join("; ")}`);
       const sizes = s.engine.stateSizes();
-      for (const key of ["pending", "nestedViews", "parentOf", "claims"]) {
+      for (const key of ["pending", "nestedViews", "parentOf"]) {
         if (sizes[key] !== 0) problems.push(`per-call state leaks: ${key} = ${sizes[key]}`);
       }
       if (options.boundary !== false) {

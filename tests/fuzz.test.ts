@@ -14,7 +14,7 @@ import {
   type Case,
   type Stats,
 } from "./fuzz-lib.ts";
-import { loadRunner, reminderOf, withTree } from "./harness.ts";
+import { canLockFiles, loadRunner, reminderOf, withTree } from "./harness.ts";
 
 /** Bugs index.ts still has: the model mirrors them, and their regression tests are todo. */
 const KNOWN_BUGS = await presentKnownBugs();
@@ -41,6 +41,7 @@ test(`differential fuzz: ${CASES} seeded cases agree with the reference model, a
     "step:batch",
     "step:compact",
     "call:failed",
+    ...(canLockFiles() ? ["call:write-failed-on-instruction"] : []),
   ]) {
     assert.ok((stats[key] ?? 0) > 0, `the corpus never exercised ${key}: ${JSON.stringify(stats)}`);
   }

@@ -1,7 +1,18 @@
 // Test harness: temporary trees, Pi's real extension runner, and whole Pi sessions driven by the
 // scripted faux provider. Nothing here re-implements the extension's hooks.
 
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import {
+  chmodSync,
+  closeSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import {
@@ -561,4 +572,42 @@ export function persistedToolResults(
         (entry as { message: { toolName: string; content: CallResult["content"]; details: unknown; isError: boolean } })
           .message,
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Files that refuse writes.
+
+/**
+ * Makes an existing file refuse writes, as a read-only or immutable file does: read-only mode for
+ * a normal user, the immutable attribute for root (which ignores modes). Returns the undo, or
+ * undefined when this machine cannot lock a file (then the caller skips).
+ */
+export function lockFile(path: string): (() => void) | undefined {
+  const asRoot = process.getuid?.() === 0;
+  const unlock = () => {
+    if (asRoot) spawnSync("chattr", ["-i", path]);
+    else chmodSync(path, 0o644);
+  };
+  if (asRoot) spawnSync("chattr", ["+i", path]);
+  else chmodSync(path, 0o444);
+  try {
+    closeSync(openSync(path, "r+"));
+  } catch {
+    return unlock;
+  }
+  unlock();
+  return undefined;
+}
+
+/** Whether this machine can make a file refuse writes (see lockFile). */
+export function canLockFiles(): boolean {
+  const dir = mkdtempSync(join(tmpdir(), "lazy-agents-lock-"));
+  try {
+    writeFileSync(join(dir, "probe"), "");
+    const unlock = lockFile(join(dir, "probe"));
+    unlock?.();
+    return unlock !== undefined;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }

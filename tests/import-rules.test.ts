@@ -96,6 +96,8 @@ test("the write gate holds a write once, with the imports git has cleared, and t
     const held = await h.call("write", { path: "pkg/new.ts", content: "n" });
     assert.equal(held.blocked, true);
     assert.match(held.reason ?? "", /GATE-RULES/);
+    // The model retries in its next turn, once it has the instructions.
+    await h.runner.emit({ type: "turn_end", turnIndex: 0, toolResults: [] } as never);
     assert.equal((await h.call("write", { path: "pkg/new.ts", content: "n" })).blocked, false);
   }));
 

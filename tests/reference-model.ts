@@ -6,9 +6,9 @@
 // Covered: per-directory file choice (first valid name wins, refused names are told once, folders
 // and broken links skipped silently), scopes, the cwd boundary, symlinks, the size and UTF-8
 // rules, text normalization, ignored folders, activation (reads only on success), once per
-// version, changes (supersedes), deletions (one withdrawal), reading or writing the file itself,
-// skills (name, description, location; withdrawal) and the compaction rule (rebuild from the
-// records still in context).
+// version, changes (supersedes), deletions (one withdrawal), reading or writing the file itself
+// (a write that failed shows nothing of it), skills (name, description, location; withdrawal) and
+// the compaction rule (rebuild from the records still in context).
 //
 // Not covered, on purpose: `@imports` and the 48 KiB reminder budget (the fuzzer keeps files
 // small and free of `@` tokens), git-ignored folders (the fuzzer runs without git), and Pi's

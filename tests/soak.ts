@@ -195,7 +195,6 @@ async function soak(): Promise<number> {
     pending: 0,
     nestedViews: 0,
     parentOf: 0,
-    claims: 0,
     gateRecords: 0,
     directories: cacheBound(dirsOnDisk),
     chains: cacheBound(dirsOnDisk),
