@@ -174,9 +174,9 @@ test("regression: a bad settings value gives one fixed warning and keeps the def
       settings: { lazyAgents: { maxFileBytes: "huge", triggers: ["read", "rm -rf /"], secretKey: "SECRET-VALUE" } },
     });
     assert.deepEqual(h.notifications, [
-      "pi-lazy-agents: lazyAgents has an unknown key; it was ignored",
-      "pi-lazy-agents: lazyAgents.maxFileBytes must be a whole number of bytes from 1 to 1048576; its default applies",
-      "pi-lazy-agents: lazyAgents.triggers must be a list of tool names from: read, edit, write, ls, grep, find; its default applies",
+      "pi-lazy-agents: lazyAgents.secretKey in ~/.pi/agent/settings.json is not a setting",
+      "pi-lazy-agents: lazyAgents.maxFileBytes in ~/.pi/agent/settings.json must be a whole number of bytes from 1 to 1048576; its default applies",
+      "pi-lazy-agents: lazyAgents.triggers in ~/.pi/agent/settings.json must be a list of tool names from: read, edit, write, ls, grep, find; its default applies",
     ]);
     assert.match(reminderOf((await h.call("read", { path: "src/x.ts" })).content) ?? "", /RULES/);
   }));
