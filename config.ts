@@ -124,3 +124,10 @@ export const SETTINGS_WARNINGS = {
 
 /** A key name the user typed is shown only in this shape (no control characters, bounded). */
 export const SHOWN_KEY_PATTERN = /^[A-Za-z_$][\w$.-]{0,63}$/;
+
+/** The whole `/lazy-agents` report while nothing nested has been seen or delivered. */
+export const REPORT_NOTHING_SEEN =
+  "pi-lazy-agents: nothing seen yet in this session; `/lazy-agents why <path>` shows what applies to a path.";
+
+/** Characters of a version id the report shows. */
+export const REPORT_VERSION_LENGTH = 8;

@@ -45,6 +45,8 @@ import {
   PROJECT_SETTINGS_LABEL,
   REASONS,
   REMINDER_BUDGET_BYTES,
+  REPORT_NOTHING_SEEN,
+  REPORT_VERSION_LENGTH,
   SKILL_FILE_NAME,
   SETTINGS_KEY,
   SETTINGS_WARNINGS,
@@ -2254,31 +2256,56 @@ function formatBytes(bytes: number): string {
   return bytes < 1024 ? `${bytes} B` : `${(bytes / 1024).toFixed(1)} KiB`;
 }
 
-/** The `/lazy-agents` report: paths, scopes, sizes, states and reasons; never file contents. */
+/**
+ * The files the report lists: those this run looked at, then those the ledger holds that it has not
+ * looked at yet (delivered before a resume), so the list and the closing count agree.
+ */
+function reportedFiles(engine: LazyAgents): SeenFile[] {
+  const seen = engine.inspection.files();
+  const seenPaths = new Set(seen.map((file) => file.path));
+  const held = [...engine.ledger.files.values()]
+    .filter((file) => !seenPaths.has(file.path))
+    .map(({ path, scope, bytes, version, importedBy }) => ({ path, scope, bytes, version, importedBy }));
+  return [...seen, ...held];
+}
+
+/** The nested skills the report lists: seen in this run, then those the ledger holds from before. */
+function reportedSkills(engine: LazyAgents): Array<Pick<Skill, "name" | "path" | "version"> & { scope: string }> {
+  const seen = engine.inspection.skills();
+  const seenPaths = new Set(seen.map((skill) => skill.path));
+  return [...seen, ...[...engine.ledger.skills.values()].filter((skill) => !seenPaths.has(skill.path))];
+}
+
+/** The `/lazy-agents` report: paths, scopes, sizes, versions, states and reasons; never file contents. */
 export function formatInspection(engine: LazyAgents): string {
   const { ledger, inspection } = engine;
+  const files = reportedFiles(engine);
+  const seenPaths = new Set(files.map((file) => file.path));
+  const retractedOnly = [...ledger.retracted].filter((path) => !seenPaths.has(path));
+  const skills = reportedSkills(engine);
+  const notUsed = [
+    ...[...(engine.discovery?.ignoredSeen ?? new Map<string, Reason>())].map(([path, reason]) => ({ path, reason })),
+    ...inspection.notUsed(),
+  ];
   const lines = ["pi-lazy-agents"];
   if (!engine.options.enabled) lines.push("  off for this run (setting or --no-lazy-agents flag)");
-  const files = inspection.files();
-  const seenPaths = new Set(files.map((file) => file.path));
+  if (files.length + retractedOnly.length + skills.length + notUsed.length === 0) {
+    return engine.options.enabled ? REPORT_NOTHING_SEEN : [...lines, REPORT_NOTHING_SEEN].join("\n");
+  }
   lines.push("", `Instruction files and imports (${files.length}):`);
   for (const file of files) {
     const imported = file.importedBy ? `, imported by ${file.importedBy}` : "";
+    const version = file.version.slice(0, REPORT_VERSION_LENGTH);
     lines.push(
-      `  ${file.path}  scope ${scopeGlob(file.scope)}${imported}  ${formatBytes(file.bytes)}  ${fileState(ledger, file)}`,
+      `  ${file.path}  scope ${scopeGlob(file.scope)}${imported}  ${formatBytes(file.bytes)}  ${fileState(ledger, file)}  version ${version}`,
     );
   }
-  for (const path of ledger.retracted) if (!seenPaths.has(path)) lines.push(`  ${path}  retracted`);
-  const skills = inspection.skills();
+  for (const path of retractedOnly) lines.push(`  ${path}  retracted`);
   lines.push("", `Nested skills (${skills.length}):`);
   for (const skill of skills) {
     const state = ledger.skills.get(skill.path)?.version === skill.version ? "listed" : "pending";
     lines.push(`  ${skill.name}  scope ${scopeGlob(skill.scope)}  ${skill.path}  ${state}`);
   }
-  const notUsed = [
-    ...[...(engine.discovery?.ignoredSeen ?? new Map<string, Reason>())].map(([path, reason]) => ({ path, reason })),
-    ...inspection.notUsed(),
-  ];
   lines.push("", `Seen and not used (${notUsed.length}):`);
   for (const { path, reason } of notUsed) lines.push(`  ${path}  ${REASONS[reason]}`);
   lines.push("", `Delivered in this context: ${ledger.files.size} file(s), ${ledger.skills.size} skill(s).`);
