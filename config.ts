@@ -125,3 +125,29 @@ export type FailureLabel = keyof typeof FAILURE_LABELS;
 export const FAILURE_WARNING =
   "pi-lazy-agents: an internal error was caught; Pi went on without this extension's part for that step. " +
   "/lazy-agents counts such failures.";
+
+/** How settings warnings name the file a key came from: never an absolute path. */
+export const PROJECT_SETTINGS_LABEL = ".pi/settings.json";
+export const GLOBAL_SETTINGS_LABEL = "~/.pi/agent/settings.json";
+/** The global file when PI_CODING_AGENT_DIR moves it: its folder is the user's, so it is not shown. */
+export const CUSTOM_GLOBAL_SETTINGS_LABEL = "the global settings.json";
+
+/** Settings warnings. `key` is one of ours or a key name the user typed (never a value); `where` a label above. */
+export const SETTINGS_WARNINGS = {
+  notObject: (where: string) => `pi-lazy-agents: ${SETTINGS_KEY} in ${where} must be an object; defaults apply`,
+  unknownKey: (key: string, where: string, suggestion: string | undefined) =>
+    `pi-lazy-agents: ${SETTINGS_KEY}.${key} in ${where} is not a setting${suggestion ? ` (did you mean "${suggestion}"?)` : ""}`,
+  unnamedKey: (where: string) => `pi-lazy-agents: ${SETTINGS_KEY} in ${where} has a key that is not a setting`,
+  badValue: (key: string, where: string, expected: string) =>
+    `pi-lazy-agents: ${SETTINGS_KEY}.${key} in ${where} must be ${expected}; its default applies`,
+} as const;
+
+/** A key name the user typed is shown only in this shape (no control characters, bounded). */
+export const SHOWN_KEY_PATTERN = /^[A-Za-z_$][\w$.-]{0,63}$/;
+
+/** The whole `/lazy-agents` report while nothing nested has been seen or delivered. */
+export const REPORT_NOTHING_SEEN =
+  "pi-lazy-agents: nothing seen yet in this session; `/lazy-agents why <path>` shows what applies to a path.";
+
+/** Characters of a version id the report shows. */
+export const REPORT_VERSION_LENGTH = 8;

@@ -11,6 +11,8 @@ import { homedir } from "node:os";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
+  CONFIG_DIR_NAME,
+  getAgentDir,
   parseFrontmatter,
   type ExtensionAPI,
   type ExtensionContext,
@@ -24,12 +26,14 @@ import {
 import {
   alsoGovernsNotice,
   COMMAND_NAME,
+  CUSTOM_GLOBAL_SETTINGS_LABEL,
   DETAILS_KEY,
   DISABLE_FLAG,
   FAILURE_LABELS,
   FAILURE_WARNING,
   GATE_SIBLING_TEXT,
   GIT_ANSWER_TIMEOUT_MS,
+  GLOBAL_SETTINGS_LABEL,
   IGNORED_DIR_NAMES,
   INSTRUCTION_FILE_NAMES,
   LEDGER_VERSION,
@@ -41,10 +45,15 @@ import {
   MAX_SKILL_DIR_ENTRIES,
   NEVER_IMPORTED_DIR_NAMES,
   OPTIONAL_TRIGGER_TOOLS,
+  PROJECT_SETTINGS_LABEL,
   REASONS,
   REMINDER_BUDGET_BYTES,
+  REPORT_NOTHING_SEEN,
+  REPORT_VERSION_LENGTH,
   SKILL_FILE_NAME,
   SETTINGS_KEY,
+  SETTINGS_WARNINGS,
+  SHOWN_KEY_PATTERN,
   SKILLS_DIR_SEGMENTS,
   STATUS_KEY,
   TRIGGER_TOOLS,
@@ -272,7 +281,8 @@ export function defaultOptions(): Options {
 // over global, key by key; Pi leaves an untrusted project's settings out). Every value is checked;
 // a bad one keeps its default and earns one fixed warning that names only our own key.
 
-const SETTING_KEYS = [
+/** Exported for the test that holds schema.json to the same keys. */
+export const SETTING_KEYS = [
   "enabled",
   "fileNames",
   "ignoreDirs",
@@ -318,19 +328,28 @@ export interface SettingsOutcome {
   warnings: string[];
 }
 
-/** Applies the `lazyAgents` settings object over the defaults of config.ts. */
-export function optionsFromSettings(raw: unknown): SettingsOutcome {
+/** Names the settings file a `lazyAgents` key came from (the whole object when `key` is undefined). */
+export type SettingsOrigin = (key?: string) => string;
+
+/**
+ * Applies the `lazyAgents` settings object over the defaults of config.ts. Each warning names the
+ * key and the file it came from, and the allowed values; never a value from the file.
+ */
+export function optionsFromSettings(
+  raw: unknown,
+  origin: SettingsOrigin = () => GLOBAL_SETTINGS_LABEL,
+): SettingsOutcome {
   const options = defaultOptions();
   const warnings: string[] = [];
   if (raw === undefined) return { options, warnings };
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
-    return { options, warnings: [`pi-lazy-agents: the ${SETTINGS_KEY} setting must be an object; defaults apply`] };
+    return { options, warnings: [SETTINGS_WARNINGS.notObject(origin())] };
   }
   const bad = (key: SettingKey, expected: string) =>
-    warnings.push(`pi-lazy-agents: ${SETTINGS_KEY}.${key} must be ${expected}; its default applies`);
+    warnings.push(SETTINGS_WARNINGS.badValue(key, origin(key), expected));
   const settings = raw as Record<string, unknown>;
-  if (Object.keys(settings).some((key) => !(SETTING_KEYS as readonly string[]).includes(key))) {
-    warnings.push(`pi-lazy-agents: ${SETTINGS_KEY} has an unknown key; it was ignored`);
+  for (const key of Object.keys(settings)) {
+    if (!(SETTING_KEYS as readonly string[]).includes(key)) warnings.push(unknownKeyWarning(key, origin(key)));
   }
   for (const key of ["enabled", "skills", "imports", "gateWrites"] as const) {
     if (settings[key] === undefined) continue;
@@ -363,6 +382,78 @@ export function optionsFromSettings(raw: unknown): SettingsOutcome {
     }
   }
   return { options, warnings };
+}
+
+function unknownKeyWarning(key: string, where: string): string {
+  if (!SHOWN_KEY_PATTERN.test(key)) return SETTINGS_WARNINGS.unnamedKey(where);
+  return SETTINGS_WARNINGS.unknownKey(key, where, nearestSettingKey(key));
+}
+
+/** The setting a typo most likely meant: same letters in another case, a close spelling, or a part of its name. */
+function nearestSettingKey(typed: string): string | undefined {
+  const lower = typed.toLowerCase();
+  let best: { key: string; distance: number } | undefined;
+  for (const key of SETTING_KEYS) {
+    const candidate = key.toLowerCase();
+    const distance =
+      candidate === lower ? 0 : lower.length >= 4 && candidate.includes(lower) ? 1 : editDistance(lower, candidate);
+    if (distance <= Math.max(2, Math.floor(candidate.length / 4)) && (!best || distance < best.distance)) {
+      best = { key, distance };
+    }
+  }
+  return best?.key;
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(
+        (previous[j] ?? 0) + 1,
+        (current[j - 1] ?? 0) + 1,
+        (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
+    }
+    previous = current;
+  }
+  return previous[b.length] ?? 0;
+}
+
+/**
+ * Which file each `lazyAgents` key came from. Pi gives an extension only the merged settings, so
+ * the project's own `.pi/settings.json` (inside cwd, read like any other file) is asked which keys
+ * it sets; Pi lets the project win key by key, so every other key is the global file's.
+ */
+export function settingsOrigin(fs: FileSystem, cwd: string, trusted: boolean): SettingsOrigin {
+  const globalLabel =
+    resolve(getAgentDir()) === join(homedir(), CONFIG_DIR_NAME, "agent")
+      ? GLOBAL_SETTINGS_LABEL
+      : CUSTOM_GLOBAL_SETTINGS_LABEL;
+  const project = trusted ? projectSettingsSection(fs, cwd) : undefined;
+  return (key) => {
+    if (project === undefined) return globalLabel;
+    const inProject =
+      key === undefined ? true : typeof project === "object" && project !== null && Object.hasOwn(project, key);
+    return inProject ? PROJECT_SETTINGS_LABEL : globalLabel;
+  };
+}
+
+/** The project's `lazyAgents` value, or undefined when the project file has none or cannot be read. */
+function projectSettingsSection(fs: FileSystem, cwd: string): unknown {
+  try {
+    const cwdReal = fs.realpath(cwd);
+    const real = fs.realpath(join(cwdReal, CONFIG_DIR_NAME, "settings.json"));
+    if (!isPathInside(cwdReal, real)) return undefined;
+    const loaded = readBounded(fs, real, MAX_SETTING_BYTES);
+    if (!loaded.ok) return undefined;
+    const parsed: unknown = JSON.parse(loaded.text);
+    return typeof parsed === "object" && parsed !== null
+      ? (parsed as Record<string, unknown>)[SETTINGS_KEY]
+      : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** True when two option sets would discover differently (the caches depend on these). */
@@ -2299,31 +2390,56 @@ function formatBytes(bytes: number): string {
   return bytes < 1024 ? `${bytes} B` : `${(bytes / 1024).toFixed(1)} KiB`;
 }
 
-/** The `/lazy-agents` report: paths, scopes, sizes, states and reasons; never file contents. */
+/**
+ * The files the report lists: those this run looked at, then those the ledger holds that it has not
+ * looked at yet (delivered before a resume), so the list and the closing count agree.
+ */
+function reportedFiles(engine: LazyAgents): SeenFile[] {
+  const seen = engine.inspection.files();
+  const seenPaths = new Set(seen.map((file) => file.path));
+  const held = [...engine.ledger.files.values()]
+    .filter((file) => !seenPaths.has(file.path))
+    .map(({ path, scope, bytes, version, importedBy }) => ({ path, scope, bytes, version, importedBy }));
+  return [...seen, ...held];
+}
+
+/** The nested skills the report lists: seen in this run, then those the ledger holds from before. */
+function reportedSkills(engine: LazyAgents): Array<Pick<Skill, "name" | "path" | "version"> & { scope: string }> {
+  const seen = engine.inspection.skills();
+  const seenPaths = new Set(seen.map((skill) => skill.path));
+  return [...seen, ...[...engine.ledger.skills.values()].filter((skill) => !seenPaths.has(skill.path))];
+}
+
+/** The `/lazy-agents` report: paths, scopes, sizes, versions, states and reasons; never file contents. */
 export function formatInspection(engine: LazyAgents): string {
   const { ledger, inspection } = engine;
+  const files = reportedFiles(engine);
+  const seenPaths = new Set(files.map((file) => file.path));
+  const retractedOnly = [...ledger.retracted].filter((path) => !seenPaths.has(path));
+  const skills = reportedSkills(engine);
+  const notUsed = [
+    ...[...(engine.discovery?.ignoredSeen ?? new Map<string, Reason>())].map(([path, reason]) => ({ path, reason })),
+    ...inspection.notUsed(),
+  ];
   const lines = ["pi-lazy-agents"];
   if (!engine.options.enabled) lines.push("  off for this run (setting or --no-lazy-agents flag)");
-  const files = inspection.files();
-  const seenPaths = new Set(files.map((file) => file.path));
+  if (files.length + retractedOnly.length + skills.length + notUsed.length + engine.failures.size === 0) {
+    return engine.options.enabled ? REPORT_NOTHING_SEEN : [...lines, REPORT_NOTHING_SEEN].join("\n");
+  }
   lines.push("", `Instruction files and imports (${files.length}):`);
   for (const file of files) {
     const imported = file.importedBy ? `, imported by ${file.importedBy}` : "";
+    const version = file.version.slice(0, REPORT_VERSION_LENGTH);
     lines.push(
-      `  ${file.path}  scope ${scopeGlob(file.scope)}${imported}  ${formatBytes(file.bytes)}  ${fileState(ledger, file)}`,
+      `  ${file.path}  scope ${scopeGlob(file.scope)}${imported}  ${formatBytes(file.bytes)}  ${fileState(ledger, file)}  version ${version}`,
     );
   }
-  for (const path of ledger.retracted) if (!seenPaths.has(path)) lines.push(`  ${path}  retracted`);
-  const skills = inspection.skills();
+  for (const path of retractedOnly) lines.push(`  ${path}  retracted`);
   lines.push("", `Nested skills (${skills.length}):`);
   for (const skill of skills) {
     const state = ledger.skills.get(skill.path)?.version === skill.version ? "listed" : "pending";
     lines.push(`  ${skill.name}  scope ${scopeGlob(skill.scope)}  ${skill.path}  ${state}`);
   }
-  const notUsed = [
-    ...[...(engine.discovery?.ignoredSeen ?? new Map<string, Reason>())].map(([path, reason]) => ({ path, reason })),
-    ...inspection.notUsed(),
-  ];
   lines.push("", `Seen and not used (${notUsed.length}):`);
   for (const { path, reason } of notUsed) lines.push(`  ${path}  ${REASONS[reason]}`);
   if (engine.failures.size > 0) {
@@ -2551,7 +2667,13 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
       } catch {
         raw = undefined;
       }
-      const { options, warnings } = optionsFromSettings(raw);
+      let origin: SettingsOrigin | undefined;
+      try {
+        origin = settingsOrigin(engine.fs, ctx.cwd, ctx.isProjectTrusted());
+      } catch {
+        origin = undefined;
+      }
+      const { options, warnings } = optionsFromSettings(raw, origin);
       if (pi.getFlag(DISABLE_FLAG) === true) options.enabled = false;
       engine.configure(options);
       syncGateHook();

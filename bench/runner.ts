@@ -6,8 +6,11 @@ import { discoverAndLoadExtensions, type ExtensionRunner } from "@earendil-works
 import { hostRunner } from "../tests/harness.ts";
 
 export const OURS_PATH = process.env.BENCH_OURS ?? resolve(import.meta.dirname, "..", "index.ts");
-/** The peer is loaded by its package folder: Pi reads its `pi.extensions` manifest (./src/index.ts). */
-export const PEER_PATH = resolve(import.meta.dirname, "..", "node_modules", "pi-context-breadcrumbs");
+/**
+ * The peer is loaded by its package folder: Pi reads its `pi.extensions` manifest (./src/index.ts).
+ * It is the bench's own dependency (bench/package.json), installed by `./dev bench`.
+ */
+export const PEER_PATH = resolve(import.meta.dirname, "node_modules", "pi-context-breadcrumbs");
 
 export interface ToolCallSpec {
   toolCallId: string;

@@ -128,6 +128,56 @@ test("the command offers completions for `why` and for seen paths", () =>
     assert.deepEqual(paths, ["why src/AGENTS.md"]);
   }));
 
+test("after a resume, /lazy-agents lists what the model holds, and its counts agree", () =>
+  withTree(
+    {
+      "pkg/AGENTS.md": "PKG-RULES",
+      "pkg/.agents/skills/deploy/SKILL.md": skill("deploy", "Deploy the package"),
+      "pkg/deep/AGENTS.md": "DEEP-RULES",
+      "pkg/deep/a.ts": "a\n",
+    },
+    async (tree) => {
+      const first = await startSession(tree, [toolTurn(["read", { path: "pkg/deep/a.ts" }]), finalTurn()]);
+      let file: string;
+      try {
+        await first.session.prompt("read a");
+        file = first.session.sessionFile!;
+      } finally {
+        first.dispose();
+      }
+      const notifications: string[] = [];
+      const second = await startSession(tree, [], { sessionFile: file, notifications });
+      try {
+        await second.session.prompt("/lazy-agents");
+        const report = notifications.join("\n");
+        assert.match(report, /Instruction files and imports \(2\):/);
+        assert.match(report, /^ {2}pkg\/AGENTS.md {2}scope pkg\/\*\* {2}9 B {2}delivered {2}version [0-9a-f]{8}$/m);
+        assert.match(
+          report,
+          /^ {2}pkg\/deep\/AGENTS.md {2}scope pkg\/deep\/\*\* {2}10 B {2}delivered {2}version [0-9a-f]{8}$/m,
+        );
+        assert.match(
+          report,
+          /Nested skills \(1\):\n {2}deploy {2}scope pkg\/\*\* {2}pkg\/.agents\/skills\/deploy\/SKILL.md {2}listed/,
+        );
+        assert.match(report, /Delivered in this context: 2 file\(s\), 1 skill\(s\)\./);
+        assert.doesNotMatch(report, /PKG-RULES|DEEP-RULES/);
+      } finally {
+        second.dispose();
+      }
+    },
+  ));
+
+test("with nothing seen yet, /lazy-agents says so in one line and suggests why <path>", () =>
+  withTree({ "src/x.ts": "x" }, async (tree) => {
+    const h = await loadRunner(tree, { hasUI: true });
+    await h.call("read", { path: "src/x.ts" });
+    await h.command("lazy-agents", "");
+    assert.deepEqual(h.notifications, [
+      "pi-lazy-agents: nothing seen yet in this session; `/lazy-agents why <path>` shows what applies to a path.",
+    ]);
+  }));
+
 test("in print mode the report goes where the user sees it (stderr: Pi keeps stdout for the answer)", () =>
   withTree({ "src/AGENTS.md": "S", "src/x.ts": "x" }, (tree) => {
     const root = join(import.meta.dirname, "..");
@@ -143,8 +193,7 @@ test("in print mode the report goes where the user sees it (stderr: Pi keeps std
       { cwd: tree.cwd, env: { ...process.env, PI_CODING_AGENT_DIR: tree.agentDir }, encoding: "utf8" },
     );
     assert.equal(run.status, 0);
-    assert.match(run.stderr, /^pi-lazy-agents$/m);
-    assert.match(run.stderr, /Delivered in this context: 0 file\(s\), 0 skill\(s\)\./);
+    assert.match(run.stderr, /^pi-lazy-agents: nothing seen yet in this session; `\/lazy-agents why <path>`/m);
     assert.doesNotMatch(run.stdout, /pi-lazy-agents/);
   }));
 
@@ -174,9 +223,9 @@ test("regression: a bad settings value gives one fixed warning and keeps the def
       settings: { lazyAgents: { maxFileBytes: "huge", triggers: ["read", "rm -rf /"], secretKey: "SECRET-VALUE" } },
     });
     assert.deepEqual(h.notifications, [
-      "pi-lazy-agents: lazyAgents has an unknown key; it was ignored",
-      "pi-lazy-agents: lazyAgents.maxFileBytes must be a whole number of bytes from 1 to 1048576; its default applies",
-      "pi-lazy-agents: lazyAgents.triggers must be a list of tool names from: read, edit, write, ls, grep, find; its default applies",
+      "pi-lazy-agents: lazyAgents.secretKey in ~/.pi/agent/settings.json is not a setting",
+      "pi-lazy-agents: lazyAgents.maxFileBytes in ~/.pi/agent/settings.json must be a whole number of bytes from 1 to 1048576; its default applies",
+      "pi-lazy-agents: lazyAgents.triggers in ~/.pi/agent/settings.json must be a list of tool names from: read, edit, write, ls, grep, find; its default applies",
     ]);
     assert.match(reminderOf((await h.call("read", { path: "src/x.ts" })).content) ?? "", /RULES/);
   }));

@@ -360,6 +360,8 @@ export interface SessionOptions {
   extensionPaths?: string[];
   factories?: ExtensionFactory[];
   tools?: string[];
+  /** Binds a UI that records each notification here (the session then has a UI, as in the TUI). */
+  notifications?: string[];
 }
 
 /** A model runtime with no stored credentials, no catalog files and no network. */
@@ -425,7 +427,8 @@ export async function startSession(
     settingsManager,
     tools,
   });
-  await session.bindExtensions({});
+  const uiContext = options.notifications ? recordingUI(options.notifications, new Map()) : undefined;
+  await session.bindExtensions(uiContext ? { uiContext } : {});
   return { session, sessionManager, requests, requestMessages, faux, dispose: () => session.dispose() };
 }
 
