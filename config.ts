@@ -98,6 +98,12 @@ export const REASONS = {
 
 export type Reason = keyof typeof REASONS;
 
+/**
+ * Errors that say what a path is: nothing there, a broken or looping link, a name too long. Any
+ * other error (EIO, EACCES, EMFILE …) is passing: it leaves the path unknown, never absent.
+ */
+export const SETTLED_ERROR_CODES: ReadonlySet<string> = new Set(["ENOENT", "ENOTDIR", "ELOOP", "ENAMETOOLONG"]);
+
 /** How long a git ignore answer may take before git is given up for the session. */
 export const GIT_ANSWER_TIMEOUT_MS = 2000;
 

@@ -54,6 +54,7 @@ import {
   SETTINGS_KEY,
   SETTINGS_WARNINGS,
   SHOWN_KEY_PATTERN,
+  SETTLED_ERROR_CODES,
   SKILLS_DIR_SEGMENTS,
   STATUS_KEY,
   TRIGGER_TOOLS,
@@ -664,6 +665,16 @@ export class Discovery {
     }
   }
 
+  /** Real path, or undefined when nothing resolves there; a passing I/O error is thrown. */
+  private realpathIfThere(path: string): string | undefined {
+    try {
+      return this.fs.realpath(path);
+    } catch (error) {
+      if (isSettledError(error)) return undefined;
+      throw error;
+    }
+  }
+
   /** The folders strictly below cwd down to the cwd-relative `rel`, parent first; cached. */
   chainFor(rel: string): ChainLink[] {
     const cached = this.chains.get(rel);
@@ -791,12 +802,12 @@ export class Discovery {
     const skillsToo = withSkills && entry.agents !== "none";
     // Most folders look the same call after call: reuse their view instead of building it again.
     if (entry.candidates.length === 0 && !skillsToo) return (entry.plainView ??= emptyView(link.scope));
-    const first = entry.candidates.length > 0 ? this.instructionFile(entry.candidates[0]!) : undefined;
+    const first = entry.candidates.length > 0 ? this.instructionFileOrUnknown(entry.candidates[0]!) : undefined;
     if (!skillsToo && first !== undefined && entry.plainView?.file === first) return entry.plainView;
     const view: DirectoryView = { scope: link.scope, imports: [], rejected: [], skills: [] };
     for (let index = 0; index < entry.candidates.length; index++) {
       const candidate = entry.candidates[index]!;
-      const result = index === 0 && first !== undefined ? first : this.instructionFile(candidate);
+      const result = index === 0 && first !== undefined ? first : this.instructionFileOrUnknown(candidate);
       if ("reason" in result) {
         if (result.reason !== "skip") {
           view.rejected.push({
@@ -805,6 +816,8 @@ export class Discovery {
             kind: "instruction",
           });
         }
+        // An unreadable file may be the one that applies: the names after it must wait.
+        if (result.reason === "unreadable") break;
         continue;
       }
       view.file = result;
@@ -834,7 +847,7 @@ export class Discovery {
     }
     const cached = this.directories.get(dir);
     if (cached && sameSignature(cached.signature, stats)) return cached;
-    const present = this.options.fileNames.filter((name) => this.fs.lstat(join(dir, name)) !== undefined);
+    const present = this.options.fileNames.filter((name) => this.exists(join(dir, name)));
     const agents = this.fs.lstat(join(dir, SKILLS_DIR_SEGMENTS[0]!));
     const entry: DirectoryEntry = {
       signature: signatureOf(stats),
@@ -856,7 +869,7 @@ export class Discovery {
       if (link.isDirectory()) return { reason: "skip" };
       return link.isFile() ? { real: candidate, stats: link } : { reason: "notRegular" };
     }
-    const real = this.realpathOrUndefined(candidate);
+    const real = this.realpathIfThere(candidate);
     if (real === undefined) return { reason: "skip" };
     if (!isPathInside(this.cwdReal, real)) return { reason: "symlinkEscape" };
     const stats = this.fs.stat(real);
@@ -884,6 +897,15 @@ export class Discovery {
     return this.loadedFile(resolved.real, resolved.stats);
   }
 
+  /** As instructionFile, with a passing I/O error reported as "unreadable": the file is unknown. */
+  private instructionFileOrUnknown(candidate: string): InstructionFile | { reason: Reason | "skip" } {
+    try {
+      return this.instructionFile(candidate);
+    } catch {
+      return { reason: "unreadable" };
+    }
+  }
+
   private loadedFile(real: string, stats: nodeFs.Stats): InstructionFile | { reason: Reason } {
     const entry = this.fileEntry(real, stats);
     if (!entry.loaded.ok) return { reason: entry.loaded.reason };
@@ -900,7 +922,7 @@ export class Discovery {
     const seen = new Set([root.realPath]);
     const visit = (file: InstructionFile, depth: number): void => {
       for (const target of this.importTargetsOf(file)) {
-        for (const imported of this.resolveImport(file, target, rejected)) {
+        for (const imported of this.resolveImportOrUnknown(file, target, rejected)) {
           if (seen.has(imported.realPath)) continue;
           seen.add(imported.realPath);
           imports.push({ file: imported, importedBy: file.path });
@@ -916,6 +938,15 @@ export class Discovery {
     const parse = () => importTokens(file.text).map((token) => resolve(dirname(file.realPath), token));
     const entry = this.files.get(file.realPath);
     return entry ? (entry.importTargets ??= parse()) : parse();
+  }
+
+  private resolveImportOrUnknown(from: InstructionFile, target: string, rejected: Rejection[]): InstructionFile[] {
+    try {
+      return this.resolveImport(from, target, rejected);
+    } catch {
+      rejected.push({ path: from.path, reason: "unreadable", kind: "import" });
+      return [];
+    }
   }
 
   /**
@@ -934,7 +965,7 @@ export class Discovery {
       return [];
     };
     if (!isPathInside(this.cwdReal, target)) return reject("outsideCwd");
-    const real = this.realpathOrUndefined(target);
+    const real = this.realpathIfThere(target);
     if (real === undefined) return [];
     if (!isPathInside(this.cwdReal, real)) return reject("symlinkEscape");
     const stats = this.fs.lstat(real);
@@ -996,16 +1027,20 @@ export class Discovery {
 
   private skillsOf(dir: string, entry: DirectoryEntry, rejected: Rejection[]): Skill[] {
     const root = join(dir, ...SKILLS_DIR_SEGMENTS);
-    const resolved = entry.agents === "link" ? this.containedPath(root) : root;
-    if (resolved === undefined) return [];
     const skills: Skill[] = [];
-    this.scanSkillDirectory(resolved, 0, skills, rejected);
+    try {
+      const resolved = entry.agents === "link" ? this.containedPath(root) : root;
+      if (resolved !== undefined) this.scanSkillDirectory(resolved, 0, skills, rejected);
+    } catch {
+      // The skills found so far stand; the rest are unknown until the next access.
+      rejected.push({ path: toDisplayPath(this.cwdReal, root), reason: "unreadable", kind: "skill" });
+    }
     return skills;
   }
 
   /** Real path of `path` when it exists and stays inside cwd. */
   private containedPath(path: string): string | undefined {
-    const real = this.realpathOrUndefined(path);
+    const real = this.realpathIfThere(path);
     return real !== undefined && isPathInside(this.cwdReal, real) ? real : undefined;
   }
 
@@ -1022,12 +1057,8 @@ export class Discovery {
     }
     const cached = this.listings.get(dir);
     if (cached && sameSignature(cached.signature, stats)) return cached;
-    let dirents: nodeFs.Dirent[];
-    try {
-      dirents = this.fs.readdir(dir);
-    } catch {
-      return undefined;
-    }
+    // A folder that cannot be listed now is unknown, not empty: the error reaches the caller.
+    const dirents = this.fs.readdir(dir);
     dirents.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     const names = dirents.slice(0, MAX_SKILL_DIR_ENTRIES).map((d) => ({ name: d.name, kind: direntKind(d) }));
     const entry: ListingEntry = {
@@ -1444,15 +1475,26 @@ function offeredPaths(views: DirectoryView[]): Set<string> {
   return offered;
 }
 
-/**
- * What the model holds for this scope and the folder no longer offers is withdrawn, unless another
- * folder on the chain still offers it (an import two files share).
- */
+/** Whether an I/O error hid part of what the folder offers: what the model holds of it then stands. */
+function isUnknown(view: DirectoryView, skills: boolean): boolean {
+  return view.rejected.some((r) => r.reason === "unreadable" && (r.kind === "skill") === skills);
+}
+
+/** What the model holds for this scope and the folder no longer offers is withdrawn. */
 function planRetraction(ledger: Ledger, view: DirectoryView, offered: Set<string>, plan: DeliveryPlan): void {
+  if (!isUnknown(view, false)) planFileRetraction(ledger, view, offered, plan);
+  if (!isUnknown(view, true)) planSkillRetraction(ledger, view, plan);
+}
+
+/** Files are withdrawn unless another folder on the chain still offers them (an import two files share). */
+function planFileRetraction(ledger: Ledger, view: DirectoryView, offered: Set<string>, plan: DeliveryPlan): void {
   for (const path of ledger.pathsByScope.get(view.scope) ?? []) {
     if (offered.has(path) || ledger.files.get(path)?.scope !== view.scope) continue;
     plan.record.retracted.push({ path, scope: view.scope });
   }
+}
+
+function planSkillRetraction(ledger: Ledger, view: DirectoryView, plan: DeliveryPlan): void {
   const held = ledger.skillsByScope.get(view.scope);
   if (!held || held.size === 0) return;
   const present = new Set(view.skills.map((skill) => skill.path));
@@ -1467,6 +1509,8 @@ function planRetraction(ledger: Ledger, view: DirectoryView, offered: Set<string
 function planSkips(ledger: Ledger, view: DirectoryView, plan: DeliveryPlan): void {
   for (const rejection of view.rejected) {
     if (rejection.kind !== "instruction" && rejection.kind !== "import") continue;
+    // A file the model holds stays as it is while it cannot be read: nothing to tell.
+    if (rejection.reason === "unreadable" && ledger.files.has(rejection.path)) continue;
     const skip: Skip =
       rejection.kind === "import"
         ? { path: rejection.path, reason: rejection.reason, inImport: true }
@@ -2273,6 +2317,11 @@ export class LazyAgents {
       ...this.discovery?.cacheSizes(),
     };
   }
+}
+
+function isSettledError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return typeof code === "string" && SETTLED_ERROR_CODES.has(code);
 }
 
 /** Whether a delivery puts text in front of the model (a read of the file itself puts none). */

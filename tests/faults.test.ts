@@ -304,3 +304,90 @@ test("every fault at once, on every call, never throws into Pi and never touches
     assertIntact(written);
     assertOneFixedWarning(tree, f, written);
   }));
+
+/** A runner whose filesystem throws `code` on `method` of the given cwd-relative paths while `on`. */
+async function passingFault(tree: Tree, code: string, sites: Array<{ method: FsMethod; path: string }>) {
+  return faultyRunner(
+    tree,
+    (call) => {
+      throw fsError(code, call.method, call.path);
+    },
+    (call) => sites.some((site) => call.method === site.method && call.path === tree.abs(site.path)),
+  );
+}
+
+for (const code of ["EIO", "EACCES", "EMFILE"]) {
+  test(`${code} on opening a delivered instruction file keeps it: no withdrawal, and no second copy once it clears`, () =>
+    withTree(files, async (tree) => {
+      const f = await passingFault(tree, code, [{ method: "open", path: "a/b/AGENTS.md" }]);
+      f.active.on = false;
+      const first = await f.h.call("read", { path: "a/b/x.ts" });
+      assert.match(reminderOf(first.content) ?? "", /B-RULES/);
+      // Same text, new stamp: the extension must open the file again, and the open fails.
+      utimesSync(tree.abs("a/b/AGENTS.md"), 2_000_000_000, 2_000_000_000);
+      f.active.on = true;
+      const during = await f.h.call("read", { path: "a/b/x.ts" });
+      assert.ok(f.fired.count > 0, "the fault fired");
+      assertIntact(during);
+      assert.equal(reminderOf(during.content), undefined, "nothing is withdrawn or refused while it is unknown");
+      f.active.on = false;
+      const after = await f.h.call("read", { path: "a/b/x.ts" });
+      assert.equal(reminderOf(after.content), undefined, "the model still holds this version: nothing is re-sent");
+      assert.deepEqual(f.errors, []);
+    }));
+}
+
+test("an I/O error on the preferred file name does not let the next name apply", () =>
+  withTree({ ...files, "a/b/AGENTS.override.md": "OVERRIDE-RULES\n" }, async (tree) => {
+    const f = await passingFault(tree, "EIO", [{ method: "open", path: "a/b/AGENTS.override.md" }]);
+    const during = await f.h.call("read", { path: "a/b/x.ts" });
+    assert.ok(f.fired.count > 0, "the fault fired");
+    assertIntact(during);
+    const reminder = reminderOf(during.content) ?? "";
+    assert.match(reminder, /A-RULES/, "the folders above still count");
+    assert.doesNotMatch(reminder, /B-RULES/, "the overridden AGENTS.md does not stand in for an unreadable override");
+    f.active.on = false;
+    const after = reminderOf((await f.h.call("read", { path: "a/b/x.ts" })).content) ?? "";
+    assert.match(after, /OVERRIDE-RULES/, "the override is delivered once it can be read");
+    assert.doesNotMatch(after, /B-RULES|no longer applies/);
+  }));
+
+for (const code of ["EIO", "EACCES", "EMFILE"]) {
+  test(`${code} on reading a skills folder keeps the skills the model holds`, () =>
+    withTree(files, async (tree) => {
+      const f = await passingFault(tree, code, [{ method: "readdir", path: "a/b/.agents/skills" }]);
+      f.active.on = false;
+      const first = await f.h.call("read", { path: "a/b/x.ts" });
+      assert.match(reminderOf(first.content) ?? "", /SKILL-DESCRIPTION/);
+      // A new stamp on the folder: the extension must list it again, and the listing fails.
+      utimesSync(tree.abs("a/b/.agents/skills"), 2_000_000_000, 2_000_000_000);
+      f.active.on = true;
+      const during = await f.h.call("read", { path: "a/b/x.ts" });
+      assert.ok(f.fired.count > 0, "the fault fired");
+      assertIntact(during);
+      assert.doesNotMatch(reminderOf(during.content) ?? "", /is gone/, "a skill is not withdrawn while unknown");
+      f.active.on = false;
+      const after = await f.h.call("read", { path: "a/b/x.ts" });
+      assert.equal(reminderOf(after.content), undefined, "the model still holds the skill: nothing is re-sent");
+    }));
+}
+
+test("an I/O error on a skill's own file keeps that skill", () =>
+  withTree(files, async (tree) => {
+    const f = await passingFault(tree, "EIO", [{ method: "open", path: "a/b/.agents/skills/sk/SKILL.md" }]);
+    f.active.on = false;
+    assert.match(reminderOf((await f.h.call("read", { path: "a/b/x.ts" })).content) ?? "", /SKILL-DESCRIPTION/);
+    utimesSync(tree.abs("a/b/.agents/skills/sk/SKILL.md"), 2_000_000_000, 2_000_000_000);
+    f.active.on = true;
+    const during = await f.h.call("read", { path: "a/b/x.ts" });
+    assert.ok(f.fired.count > 0, "the fault fired");
+    assert.doesNotMatch(reminderOf(during.content) ?? "", /is gone/);
+  }));
+
+test("a file refused for what it is still lets the next name apply", () =>
+  withTree({ ...files, "a/b/AGENTS.override.md": Buffer.from([0xff, 0xfe, 0x41]) }, async (tree) => {
+    const h = await loadRunner(tree, { factories: [createLazyAgents({ spawnGit: noGit })] });
+    const reminder = reminderOf((await h.call("read", { path: "a/b/x.ts" })).content) ?? "";
+    assert.match(reminder, /B-RULES/);
+    assert.match(reminder, /a\/b\/AGENTS.override.md was not loaded: not valid UTF-8/);
+  }));
