@@ -1926,6 +1926,13 @@ interface PendingCall {
   generation: number;
 }
 
+/** What one nested call activated, and when: the ledger may move before the outermost result. */
+interface NestedViews {
+  call: PendingCall;
+  views: DirectoryView[];
+  generation: number;
+}
+
 export interface ResultOutcome {
   patch: ToolResultEventResult;
   plan: DeliveryPlan;
@@ -1939,7 +1946,7 @@ export class LazyAgents {
   /** Per-call state between tool_call and tool_result (or tool_execution_end). */
   readonly pending = new Map<string, PendingCall>();
   /** Views activated by nested calls, waiting for the outermost call's result. */
-  readonly nestedViews = new Map<string, DirectoryView[]>();
+  readonly nestedViews = new Map<string, NestedViews[]>();
   readonly parentOf = new Map<string, string>();
   /** Deliveries made through a held-back write, waiting for Pi's error result message. */
   readonly gateRecords = new Map<string, LedgerRecord>();
@@ -2208,12 +2215,13 @@ export class LazyAgents {
     const ownViews = own ? this.viewsAfterTool(own) : [];
     if (call) this.inspection.record(own ? ownViews : (this.discovery?.dropGitIgnored(call.views) ?? []));
     if (own?.nested) {
-      this.nestedViews.set(own.rootId, [...(this.nestedViews.get(own.rootId) ?? []), ...ownViews]);
+      const taken = { call: own, views: ownViews, generation: this.ledger.generation };
+      this.nestedViews.set(own.rootId, [...(this.nestedViews.get(own.rootId) ?? []), taken]);
       return undefined;
     }
     const fromNested = this.nestedViews.get(event.toolCallId);
     this.nestedViews.delete(event.toolCallId);
-    const views = fromNested ? mergeViews([...fromNested, ...ownViews]) : ownViews;
+    const views = fromNested ? mergeViews([...fromNested.flatMap((n) => this.currentViews(n)), ...ownViews]) : ownViews;
     if (views.length === 0) return undefined;
     return this.deliver(event, views, own ? this.shownByTool(own, event, views) : {});
   }
@@ -2235,6 +2243,16 @@ export class LazyAgents {
     // An import that still waits for git comes with the next access; the question goes out now.
     void this.learnImportGitIgnores(discovery);
     return views;
+  }
+
+  /** A nested call's views, looked at again when a delivery since then may hold a newer version. */
+  private currentViews(nested: NestedViews): DirectoryView[] {
+    if (nested.generation === this.ledger.generation) return nested.views;
+    const discovery = this.discovery;
+    const located = discovery?.locate(nested.call.target, !FILE_TOOLS.has(nested.call.toolName));
+    // Views that cannot be taken again wait for the next access rather than risk an older version.
+    if (!discovery || located === undefined) return [];
+    return discovery.viewChain(located, nested.call.withSkills);
   }
 
   /** Resolves once git has answered for this call's folders (at once when it asked nothing). */

@@ -20,6 +20,8 @@ import {
   textOf,
   toolTurn,
   withTree,
+  type CallResult,
+  type RunnerHarness,
   type TreeSpec,
 } from "./harness.ts";
 
@@ -45,6 +47,27 @@ function lazyAgents(options: { git?: boolean } = {}): { factory: ExtensionFactor
     onEngine: (e) => (engine = e),
   });
   return { factory, engine: () => engine! };
+}
+
+/** Emits the result of a call whose tool_call was emitted earlier; returns the content the model gets. */
+async function finishCall(
+  h: RunnerHarness,
+  toolName: string,
+  toolCallId: string,
+  input: Record<string, unknown>,
+): Promise<CallResult["content"]> {
+  const content = [{ type: "text", text: "x\n" }];
+  const patched = await h.runner.emitToolResult({
+    type: "tool_result",
+    toolName,
+    toolCallId,
+    input,
+    content,
+    details: undefined,
+    isError: false,
+  } as never);
+  await h.runner.emit({ type: "tool_execution_end", toolCallId, toolName, isError: false } as never);
+  return (patched?.content ?? content) as CallResult["content"];
 }
 
 /** Per-call maps are empty once every call has finished. */
@@ -267,23 +290,7 @@ test("regression: a read discovered before a parallel edit of its instruction fi
       edits: [{ oldText: "RULE-V1", newText: "RULE-V2" }],
     });
     assert.match(reminderOf(edit.content) ?? "", /RULE-V2/);
-    const content = [{ type: "text", text: "x\n" }];
-    const patched = await h.runner.emitToolResult({
-      type: "tool_result",
-      toolName: "read",
-      toolCallId: "read-1",
-      input,
-      content,
-      details: undefined,
-      isError: false,
-    } as never);
-    await h.runner.emit({
-      type: "tool_execution_end",
-      toolCallId: "read-1",
-      toolName: "read",
-      isError: false,
-    } as never);
-    const reminder = reminderOf((patched?.content ?? content) as never) ?? "";
+    const reminder = reminderOf(await finishCall(h, "read", "read-1", input)) ?? "";
     assert.doesNotMatch(reminder, /RULE-V1/, "the older version must not replace the newer one");
     const next = await h.call("read", input);
     assert.equal(reminderOf(next.content), undefined, "the model holds V2: nothing to send");
@@ -317,4 +324,22 @@ test("regression: caches keep the entries of deleted folders and files, growing 
       assert.ok(sizes[key]! <= 2 * folders + 256, `${key} = ${sizes[key]} for ${folders} folders on disk`);
     }
     assert.ok(sizes.files! <= 2 * files + 256, `files = ${sizes.files} for ${files} files on disk`);
+  }));
+
+test("a codemode script's read taken before a sibling edit does not send the older version as the newer one", () =>
+  withTree({ "pkg/AGENTS.md": "RULE-V1\n", "pkg/x.ts": "x\n" }, async (tree) => {
+    const { factory } = lazyAgents();
+    const h = await loadRunner(tree, { factories: [factory] });
+    // The script's nested read finishes first and sees V1; a sibling edit then sends V2; only then
+    // does the script return, and its result carries what the nested read activated.
+    const input = { code: "return await tools.read({ path: 'pkg/x.ts' });" };
+    await h.runner.emitToolCall({ type: "tool_call", toolName: "codemode", toolCallId: "cm-1", input } as never);
+    const nested = await h.call("read", { path: "pkg/x.ts" }, { parentToolCallId: "cm-1" });
+    assert.equal(reminderOf(nested.content), undefined, "a nested result stays untouched");
+    const edit = await h.call("edit", { path: "pkg/AGENTS.md", edits: [{ oldText: "RULE-V1", newText: "RULE-V2" }] });
+    assert.match(reminderOf(edit.content) ?? "", /RULE-V2/);
+    const reminder = reminderOf(await finishCall(h, "codemode", "cm-1", input)) ?? "";
+    assert.doesNotMatch(reminder, /RULE-V1|replaces/, "the older version must not replace the newer one");
+    const next = await h.call("read", { path: "pkg/x.ts" });
+    assert.equal(reminderOf(next.content), undefined, "the model holds V2: nothing to send");
   }));
