@@ -108,13 +108,16 @@ export function isPathInsideOrSame(parent: string, child: string): boolean {
 }
 
 const UNICODE_SPACES = /[\u00A0\u2000-\u200A\u202F\u205F\u3000]/g;
+const NARROW_NO_BREAK_SPACE = "\u202F";
+const RIGHT_SINGLE_QUOTE = "\u2019";
 const MAX_PATH_BYTES = 4096;
 
 /**
  * Resolves a tool's `path` argument the way Pi's built-in tools do (unicode spaces, a leading `@`,
- * `~`, `file://`), or undefined for input no tool could open.
+ * `~`, `file://`), or undefined for input no tool could open. With `exists`, a path that is not
+ * there falls back as Pi's read tool does, to the first of its other spellings that exists.
  */
-export function resolveToolPath(raw: unknown, cwd: string): string | undefined {
+export function resolveToolPath(raw: unknown, cwd: string, exists?: (path: string) => boolean): string | undefined {
   if (typeof raw !== "string" || raw.trim() === "" || raw.includes("\0")) return undefined;
   if (Buffer.byteLength(raw) > MAX_PATH_BYTES) return undefined;
   let path = raw.replace(UNICODE_SPACES, " ");
@@ -128,7 +131,29 @@ export function resolveToolPath(raw: unknown, cwd: string): string | undefined {
       return undefined;
     }
   }
-  return isAbsolute(path) ? resolve(path) : resolve(cwd, path);
+  const resolved = isAbsolute(path) ? resolve(path) : resolve(cwd, path);
+  return exists === undefined ? resolved : readPathFallback(resolved, exists);
+}
+
+/**
+ * Pi's read tool (`resolveReadPath`) opens, when a path is not there, the first of these that is:
+ * a macOS screenshot name (narrow no-break space before AM/PM), the NFD form, curly apostrophes,
+ * then NFD with curly apostrophes. A path with no other spelling costs no filesystem call.
+ */
+function readPathFallback(resolved: string, exists: (path: string) => boolean): string {
+  const nfd = resolved.normalize("NFD");
+  const variants = [
+    resolved.replace(/ (AM|PM)\./gi, `${NARROW_NO_BREAK_SPACE}$1.`),
+    nfd,
+    resolved.replace(/'/g, RIGHT_SINGLE_QUOTE),
+    nfd.replace(/'/g, RIGHT_SINGLE_QUOTE),
+  ].filter((variant) => variant !== resolved);
+  if (variants.length === 0 || exists(resolved)) return resolved;
+  return variants.find(exists) ?? resolved;
+}
+
+function swapCase(name: string): string {
+  return [...name].map((c) => (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase())).join("");
 }
 
 /** cwd-relative path with forward slashes, as shown to the model. */
@@ -645,6 +670,16 @@ export class Discovery {
     }
   }
 
+  /** Whether a spelling Pi's read tool falls back to is there; only asked inside cwd. */
+  readonly readFallback = (path: string): boolean => {
+    if (!this.mayBeInside(path)) return false;
+    try {
+      return this.fs.stat(path) !== undefined;
+    } catch {
+      return false;
+    }
+  };
+
   setLogicalCwd(cwd: string): void {
     this.logicalCwd = resolve(cwd);
   }
@@ -705,6 +740,7 @@ export class Discovery {
     const rel = relative(this.cwdReal, dir);
     if (rel === "") return { links: [] };
     if (rel !== ".." && !rel.startsWith(`..${sep}`) && !isAbsolute(rel)) {
+      const fresh = !this.chains.has(rel);
       const links = this.chainFor(rel);
       const stats: nodeFs.Stats[] = [];
       for (const link of links) {
@@ -717,16 +753,53 @@ export class Discovery {
         if (!stat?.isDirectory()) break;
         stats.push(stat);
       }
-      if (stats.length === links.length) return { links, stats };
+      if (stats.length === links.length) {
+        if (!fresh || this.spelledAsOnDisk(links, stats)) return { links, stats };
+        // One folder, one identity: the chain as typed now leads to the folder's own spelling.
+        const real = this.realpathOrUndefined(dir);
+        if (real !== undefined && isPathInside(this.cwdReal, real)) {
+          const respelled = this.chainFor(relative(this.cwdReal, real));
+          this.chains.set(rel, respelled);
+          return { links: respelled };
+        }
+      }
     }
     const real = this.targetDirectory(target, targetIsDirectory);
     return real === undefined ? undefined : { links: this.chainFor(relative(this.cwdReal, real)) };
   }
 
+  /** Whether cwd's filesystem folds case (and, on macOS, Unicode normalization); asked once. */
+  private folds?: boolean;
+
+  /**
+   * Whether a new chain, whose folders lstat found as typed, is spelled as on disk. Only a
+   * filesystem that folds names can find `PKG` for `pkg`; there one realpath per new chain tells.
+   */
+  private spelledAsOnDisk(links: ChainLink[], stats: nodeFs.Stats[]): boolean {
+    const first = links[0]!;
+    if (this.folds === undefined) {
+      const swapped = swapCase(first.name);
+      if (swapped === first.name) return true;
+      let other: nodeFs.Stats | undefined;
+      try {
+        other = this.fs.lstat(join(this.cwdReal, swapped));
+      } catch {
+        other = undefined;
+      }
+      this.folds = other !== undefined && other.ino === stats[0]!.ino && other.dev === stats[0]!.dev;
+    }
+    if (!this.folds) return true;
+    const last = links.at(-1)!.dir;
+    return this.realpathOrUndefined(last) === last;
+  }
+
   /** Real folder of a target, or of its nearest existing ancestor; undefined outside cwd. */
   targetDirectory(target: string, targetIsDirectory: boolean): string | undefined {
     let dir = targetIsDirectory ? target : dirname(target);
-    while (this.mayBeInside(dir)) {
+    // Outside cwd by its text, a path may still lead into it through a link (`/tmp` to
+    // `/private/tmp`): only its own folder's real path, a name lookup, can tell.
+    const viaLink = !this.mayBeInside(dir);
+    while (viaLink || this.mayBeInside(dir)) {
       const real = this.realpathOrUndefined(dir);
       if (real !== undefined) {
         if (!isPathInsideOrSame(this.cwdReal, real)) return undefined;
@@ -2072,10 +2145,11 @@ export class LazyAgents {
     if (!this.options.enabled || !this.options.triggers.has(event.toolName)) return undefined;
     const input = event.input as Record<string, unknown>;
     const targetIsDirectory = !FILE_TOOLS.has(event.toolName);
-    const target = resolveToolPath(input.path ?? (targetIsDirectory ? "." : undefined), env.cwd);
-    if (target === undefined) return undefined;
     const discovery = this.bind(env.cwd);
     if (!discovery) return undefined;
+    const raw = input.path ?? (targetIsDirectory ? "." : undefined);
+    const target = resolveToolPath(raw, env.cwd, event.toolName === "read" ? discovery.readFallback : undefined);
+    if (target === undefined) return undefined;
     this.sweepSoon(discovery);
     const located = discovery.locate(target, targetIsDirectory);
     if (located === undefined) return undefined;

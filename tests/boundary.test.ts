@@ -5,8 +5,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { createLazyAgents } from "../index.ts";
-import { callsOutside, recordingFileSystem, type Recorder } from "./fs-seam.ts";
+import { createLazyAgents, resolveToolPath } from "../index.ts";
+import { callsOutside, insideOrSame, recordingFileSystem, type Recorder } from "./fs-seam.ts";
 import { noGit } from "./fuzz-lib.ts";
 import { loadRunner, reminderOf, textOf, withTree, type RunnerHarness, type Tree } from "./harness.ts";
 
@@ -49,9 +49,14 @@ async function recordingRunner(tree: Tree, cwd = tree.cwd): Promise<{ h: RunnerH
   return { h, recorder };
 }
 
-function assertStayedInside(recorder: Recorder, cwdReal: string, alsoAllowed: string[] = []): void {
+function assertStayedInside(
+  recorder: Recorder,
+  cwdReal: string,
+  alsoAllowed: string[] = [],
+  targets: string[] = [],
+): void {
   assert.ok(recorder.calls.length > 0, "the recorder saw the extension's calls");
-  const outsideCalls = callsOutside(recorder.calls, cwdReal, alsoAllowed);
+  const outsideCalls = callsOutside(recorder.calls, cwdReal, alsoAllowed, targets);
   assert.deepEqual(outsideCalls, [], "no stat, open, read or listing outside cwd");
 }
 
@@ -115,7 +120,8 @@ for (const { name, path, inside } of ADVERSARIAL) {
       }
       if (inside) assert.match(textOf(edit.content) + textOf(read.content), /A-RULES/, "inside cwd it works");
       for (const warning of h.notifications) assert.ok(!warning.includes(tree.root), "no absolute path in a warning");
-      assertStayedInside(recorder, tree.cwd);
+      const target = resolveToolPath(input.path, tree.cwd);
+      assertStayedInside(recorder, tree.cwd, [], target === undefined ? [] : [target]);
     }));
 }
 
@@ -145,6 +151,24 @@ test("never outside cwd: a cwd reached through a symlink bounds by its real path
     assert.equal(reminderOf(viaLink.content), undefined, "the same file by its logical path: already delivered");
     const out = await h.call("read", { path: "../outside/x.ts" });
     assert.equal(reminderOf(out.content), undefined);
-    // realpath may be asked about the logical spelling of a path inside cwd; nothing else leaves.
-    assertStayedInside(recorder, tree.cwd, [logical]);
+    // realpath may be asked about the logical spelling of a path inside cwd, and about where the
+    // tool's own path leads; nothing else leaves.
+    assertStayedInside(recorder, tree.cwd, [logical], [join(logical, "..", "outside", "x.ts")]);
+  }));
+
+test("never outside cwd: a path through a link to cwd only asks where its own folder leads", () =>
+  withTree(files, async (tree) => {
+    const alias = join(tree.root, "alias");
+    symlinkSync(tree.cwd, alias);
+    const { h, recorder } = await recordingRunner(tree);
+    const target = join(alias, "a", "x.ts");
+    const result = await h.call("read", { path: target });
+    assert.match(reminderOf(result.content) ?? "", /A-RULES/);
+    const outside = recorder.calls.filter((call) => !insideOrSame(tree.cwd, call.path));
+    assert.deepEqual(
+      outside.map((call) => call.method),
+      ["realpath"],
+      "one name lookup of the target's folder, nothing else",
+    );
+    assertStayedInside(recorder, tree.cwd, [], [target]);
   }));

@@ -90,14 +90,23 @@ export function insideOrSame(parent: string, child: string): boolean {
 /**
  * Calls that left the boundary: any path outside `cwdReal`, and any open, read, fstat or
  * readdir of `cwdReal` itself or outside it. `alsoAllowed` lists paths (a symlinked, logical cwd)
- * whose subtree realpath may be asked about.
+ * whose subtree realpath may be asked about. `targets` are the tools' own absolute paths: realpath,
+ * a name lookup that opens and lists nothing, may be asked whether they or their folders lead into
+ * cwd through a link.
  */
-export function callsOutside(calls: FsCall[], cwdReal: string, alsoAllowed: string[] = []): FsCall[] {
+export function callsOutside(
+  calls: FsCall[],
+  cwdReal: string,
+  alsoAllowed: string[] = [],
+  targets: string[] = [],
+): FsCall[] {
   return calls.filter((call) => {
     if (call.path.startsWith("<fd")) return true;
     const content = call.method === "open" || call.method === "read" || call.method === "fstat";
     if (content) return !(insideOrSame(cwdReal, call.path) && resolve(call.path) !== resolve(cwdReal));
     if (insideOrSame(cwdReal, call.path)) return false;
-    return !(call.method === "realpath" && alsoAllowed.some((allowed) => insideOrSame(allowed, call.path)));
+    if (call.method !== "realpath") return true;
+    const lookup = (path: string) => insideOrSame(call.path, path);
+    return !(alsoAllowed.some((allowed) => insideOrSame(allowed, call.path)) || targets.some(lookup));
   });
 }

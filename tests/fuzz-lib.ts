@@ -948,6 +948,12 @@ export function makeScratchTree(): Tree {
 }
 
 /** Plays one case; returns the first divergence, or undefined when extension and model agree. */
+/** The absolute paths a step's tool calls name: realpath may ask where they lead. */
+function stepTargets(tree: Tree, step: Step): string[] {
+  const calls = step.op === "call" ? [step.call] : step.op === "batch" ? step.calls : [];
+  return calls.flatMap((call) => modelTarget(expand(call.path, tree), tree.cwd) ?? []);
+}
+
 export async function runCase(c: Case, options: RunOptions = {}): Promise<Failure | undefined> {
   const tree = makeScratchTree();
   try {
@@ -996,7 +1002,7 @@ export async function runCase(c: Case, options: RunOptions = {}): Promise<Failur
         if (sizes[key] !== 0) problems.push(`per-call state leaks: ${key} = ${sizes[key]}`);
       }
       if (options.boundary !== false) {
-        const outside = callsOutside(recorder.calls, tree.cwd);
+        const outside = callsOutside(recorder.calls, tree.cwd, [], stepTargets(tree, step));
         if (outside.length > 0) problems.push(`filesystem calls outside cwd: ${JSON.stringify(outside.slice(0, 3))}`);
       }
       recorder.calls.length = 0;

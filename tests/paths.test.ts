@@ -1,8 +1,20 @@
 // The pure path helpers: containment as a table, and tool paths resolved the way Pi's tools do.
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { readdirSync, symlinkSync } from "node:fs";
 import { homedir } from "node:os";
-import { cutUtf8, decodeInstructionText, isPathInside, resolveToolPath } from "../index.ts";
+import { join, relative, sep } from "node:path";
+import {
+  createLazyAgents,
+  cutUtf8,
+  decodeInstructionText,
+  isPathInside,
+  nodeFileSystem,
+  resolveToolPath,
+  type FileSystem,
+} from "../index.ts";
+import { noGit } from "./fuzz-lib.ts";
+import { loadRunner, reminderOf, withTree } from "./harness.ts";
 
 test("containment: path.relative with an exact .. test", () => {
   const table: Array<[string, string, boolean]> = [
@@ -47,6 +59,103 @@ test("tool paths resolve like Pi's tools: relative, absolute, @, ~, file:// and 
   ];
   for (const [raw, expected] of table) assert.equal(resolveToolPath(raw, cwd), expected, String(raw).slice(0, 30));
 });
+
+const NNBSP = "\u202F";
+const CURLY = "\u2019";
+const NFD_E = "e\u0301";
+
+test("read paths fall back like Pi's read tool: screenshot AM/PM, NFD, curly apostrophes, NFD with curly", () => {
+  const cwd = "/work/repo";
+  // [typed, on disk (undefined: nothing there), resolved]
+  const table: Array<[string, string | undefined, string]> = [
+    ["shot 10.00 AM.d/x.ts", `shot 10.00${NNBSP}AM.d/x.ts`, `/work/repo/shot 10.00${NNBSP}AM.d/x.ts`],
+    ["shot 9.41 pm.d/x.ts", `shot 9.41${NNBSP}pm.d/x.ts`, `/work/repo/shot 9.41${NNBSP}pm.d/x.ts`],
+    ["café/x.ts", `caf${NFD_E}/x.ts`, `/work/repo/caf${NFD_E}/x.ts`],
+    ["it's/x.ts", `it${CURLY}s/x.ts`, `/work/repo/it${CURLY}s/x.ts`],
+    ["d'écran/x.ts", `d${CURLY}${NFD_E}cran/x.ts`, `/work/repo/d${CURLY}${NFD_E}cran/x.ts`],
+    ["café/x.ts", "café/x.ts", "/work/repo/café/x.ts"],
+    ["café/x.ts", undefined, "/work/repo/café/x.ts"],
+    ["it's/x.ts", undefined, "/work/repo/it's/x.ts"],
+    ["plain/x.ts", undefined, "/work/repo/plain/x.ts"],
+  ];
+  for (const [typed, onDisk, expected] of table) {
+    const exists = (path: string) => onDisk !== undefined && path === `${cwd}/${onDisk}`;
+    assert.equal(resolveToolPath(typed, cwd, exists), expected, typed);
+  }
+  const probed: string[] = [];
+  resolveToolPath("plain/x.ts", cwd, (path) => (probed.push(path), false));
+  assert.deepEqual(probed, [], "a path with no other spelling costs no filesystem call");
+});
+
+for (const [name, onDisk, typed] of [
+  ["an NFD folder name typed in NFC", `caf${NFD_E}`, "café"],
+  ["a curly apostrophe typed straight", `team${CURLY}s`, "team's"],
+  ["a screenshot name with a narrow no-break space before PM", `Shot 1.02${NNBSP}PM.d`, "Shot 1.02 PM.d"],
+  ["NFD and a curly apostrophe together", `d${CURLY}${NFD_E}cran`, "d'écran"],
+]) {
+  test(`a read through ${name} finds the folder Pi's read tool opened, and its instructions`, () =>
+    withTree({ [`${onDisk}/AGENTS.md`]: "FOLDER-RULES\n", [`${onDisk}/x.ts`]: "x\n" }, async (tree) => {
+      const h = await loadRunner(tree, { factories: [createLazyAgents({ spawnGit: noGit })] });
+      const result = await h.call("read", { path: `${typed}/x.ts` });
+      assert.equal(result.isError, false, "Pi's read tool found the file");
+      assert.match(reminderOf(result.content) ?? "", /FOLDER-RULES/);
+    }));
+}
+
+test("an absolute path through a link to cwd finds the folder Pi's read tool opened, and its instructions", () =>
+  withTree({ "pkg/AGENTS.md": "PKG-RULES\n", "pkg/x.ts": "x\n" }, async (tree) => {
+    const alias = join(tree.root, "alias");
+    symlinkSync(tree.cwd, alias);
+    const h = await loadRunner(tree, { factories: [createLazyAgents({ spawnGit: noGit })] });
+    const result = await h.call("read", { path: join(alias, "pkg", "x.ts") });
+    assert.equal(result.isError, false);
+    assert.match(reminderOf(result.content) ?? "", /scope="pkg\/\*\*"[^]*PKG-RULES/);
+    const again = await h.call("read", { path: "pkg/x.ts" });
+    assert.equal(reminderOf(again.content), undefined, "one folder, one identity");
+  }));
+
+/** The on-disk spelling of `path`, matching each name below `root` without regard to case. */
+function foldedSpelling(root: string, path: string): string {
+  if (!isPathInside(root, path)) return path;
+  let current = root;
+  for (const name of relative(root, path).split(sep)) {
+    let names: string[] = [];
+    try {
+      names = readdirSync(current);
+    } catch {
+      // Not a folder: keep the name as typed.
+    }
+    current = join(current, names.find((n) => n.toLowerCase() === name.toLowerCase()) ?? name);
+  }
+  return current;
+}
+
+/** The real filesystem as a case-insensitive one (macOS, Windows) would answer, below `root`. */
+function caseInsensitive(root: string): FileSystem {
+  const fold = (path: string) => foldedSpelling(root, path);
+  return {
+    ...nodeFileSystem,
+    stat: (path) => nodeFileSystem.stat(fold(path)),
+    lstat: (path) => nodeFileSystem.lstat(fold(path)),
+    realpath: (path) => nodeFileSystem.realpath(fold(path)),
+    open: (path) => nodeFileSystem.open(fold(path)),
+    readdir: (path) => nodeFileSystem.readdir(fold(path)),
+  };
+}
+
+test("on a filesystem that folds case, one folder has one identity: the real path's spelling", () =>
+  withTree({ "pkg/AGENTS.md": "PKG-RULES\n", "pkg/x.ts": "x\n" }, async (tree) => {
+    const fs = caseInsensitive(tree.cwd);
+    const h = await loadRunner(tree, { factories: [createLazyAgents({ fs, spawnGit: noGit })] });
+    // Pi's read tool opens PKG/x.ts on such a filesystem; here it is given the output it would give.
+    const typed = await h.callWithOutput("read", { path: "PKG/x.ts" }, [{ type: "text", text: "x\n" }]);
+    const reminder = reminderOf(typed.content) ?? "";
+    assert.match(reminder, /path="pkg\/AGENTS.md" scope="pkg\/\*\*"/, "the folder's own spelling");
+    const again = await h.call("read", { path: "pkg/x.ts" });
+    assert.equal(reminderOf(again.content), undefined, "the same folder by its own spelling: already delivered");
+    const mixed = await h.callWithOutput("read", { path: "Pkg/x.ts" }, [{ type: "text", text: "x\n" }]);
+    assert.equal(reminderOf(mixed.content), undefined, "and by a third spelling");
+  }));
 
 test("UTF-8 cuts never split a character", () => {
   assert.equal(cutUtf8("aé", 2), "a");

@@ -193,9 +193,10 @@ export class ReferenceModel {
 
   /** The real folder whose chain a tool touching `target` activates, or undefined. */
   targetFolder(target: string): string | undefined {
-    // A path outside cwd by its text is never followed.
+    // A path outside cwd by its text is followed only through its own nearest existing folder.
     let dir = dirname(target);
-    while (insideOrSame(this.cwd, dir)) {
+    const viaLink = !insideOrSame(this.cwd, dir);
+    while (viaLink || insideOrSame(this.cwd, dir)) {
       const real = tryRealpath(dir);
       if (real !== undefined) return insideOrSame(this.cwd, real) ? real : undefined;
       if (dirname(dir) === dir) return undefined;
