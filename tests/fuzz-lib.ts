@@ -27,7 +27,7 @@ import { tmpdir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import { alsoGovernsNotice, REASONS } from "../config.ts";
 import { createLazyAgents, REMINDER_OPEN, type LazyAgents } from "../index.ts";
-import { callsOutside, recordingFileSystem } from "./fs-seam.ts";
+import { callsOutside, fsError, interceptFileSystem, recordingFileSystem } from "./fs-seam.ts";
 import { loadRunner, lockFile, type CallResult, type RunnerHarness, type Tree } from "./harness.ts";
 import {
   emptyExpected,
@@ -61,7 +61,8 @@ export type Call =
   | { tool: "write"; path: string; content: string; locked?: boolean };
 
 export type Step =
-  | { op: "call"; call: Call }
+  /** `fault`: a cwd-relative instruction or skill file whose lstat fails with EIO during the call. */
+  | { op: "call"; call: Call; fault?: string }
   | { op: "batch"; calls: Call[] }
   | { op: "put"; path: string; content: Content }
   | { op: "rm"; path: string }
@@ -362,8 +363,12 @@ export function generateCase(seed: number, options: GenerateOptions = {}): Case 
   const steps: Step[] = [];
   for (let i = 0; i < stepCount; i++) {
     const r = random();
-    if (r < 0.5) steps.push({ op: "call", call: call() });
-    else if (r < 0.6) steps.push({ op: "batch", calls: Array.from({ length: 2 + int(5) }, batchCall) });
+    if (r < 0.5) {
+      const faultable = [...instructionPaths, ...skillPaths];
+      const step: Step = { op: "call", call: call() };
+      if (faultable.length > 0 && chance(0.2)) step.fault = pick(faultable);
+      steps.push(step);
+    } else if (r < 0.6) steps.push({ op: "batch", calls: Array.from({ length: 2 + int(5) }, batchCall) });
     else if (r < 0.72) {
       const path =
         chance(0.6) && instructionPaths.length > 0 ? pick(instructionPaths) : join2(dirOf(), weighted(NAME_WEIGHTS));
@@ -629,6 +634,8 @@ interface Session {
   keptFrom: number;
   stats?: Stats;
   order: string[];
+  /** The absolute path whose lstat fails with EIO while the current call runs. */
+  fault: { path?: string };
 }
 
 let callIds = 0;
@@ -803,7 +810,14 @@ function appendResult(s: Session, played: Played, record: ExpectedRecord): void 
   s.results.push({ id, record });
 }
 
-async function playCall(s: Session, call: Call): Promise<string[]> {
+async function playCall(s: Session, call: Call, fault?: string): Promise<string[]> {
+  // A passing I/O error on a file that is there: the extension and the model both see it unknown.
+  const faulty = fault === undefined ? undefined : s.tree.abs(fault);
+  if (faulty !== undefined && lstatSync(faulty, { throwIfNoEntry: false }) !== undefined) {
+    s.fault.path = faulty;
+    s.model.faulty = faulty;
+    count(s.stats, "fault");
+  }
   const played = prepare(s, call);
   const before = s.h.notifications.length;
   const unlock = call.tool === "write" && call.locked ? lockTarget(s.tree, played.input.path) : undefined;
@@ -813,6 +827,8 @@ async function playCall(s: Session, call: Call): Promise<string[]> {
     unlock?.();
   }
   const expected = expectFor(s, played);
+  s.fault.path = undefined;
+  s.model.faulty = undefined;
   const problems = compare(s, played, expected, s.h.notifications.slice(before));
   countRecord(s.stats, played, expected);
   s.model.apply(expected);
@@ -947,18 +963,24 @@ export function makeScratchTree(): Tree {
   };
 }
 
-/** Plays one case; returns the first divergence, or undefined when extension and model agree. */
 /** The absolute paths a step's tool calls name: realpath may ask where they lead. */
 function stepTargets(tree: Tree, step: Step): string[] {
   const calls = step.op === "call" ? [step.call] : step.op === "batch" ? step.calls : [];
   return calls.flatMap((call) => modelTarget(expand(call.path, tree), tree.cwd) ?? []);
 }
 
+/** Plays one case; returns the first divergence, or undefined when extension and model agree. */
 export async function runCase(c: Case, options: RunOptions = {}): Promise<Failure | undefined> {
   const tree = makeScratchTree();
   try {
     materialize(tree, c.entries);
-    const recorder = recordingFileSystem();
+    const fault: { path?: string } = {};
+    const recorder = recordingFileSystem(
+      interceptFileSystem((call, proceed) => {
+        if (call.method === "lstat" && call.path === fault.path) throw fsError("EIO", call.method, call.path);
+        return proceed();
+      }),
+    );
     let engine: LazyAgents | undefined;
     const order: string[] = [];
     const factory = createLazyAgents({
@@ -987,11 +1009,12 @@ export async function runCase(c: Case, options: RunOptions = {}): Promise<Failur
       keptFrom: 0,
       stats: options.stats,
       order,
+      fault,
     };
     for (const [index, step] of c.steps.entries()) {
       let problems: string[] = [];
       count(s.stats, `step:${step.op}`);
-      if (step.op === "call") problems = await playCall(s, step.call);
+      if (step.op === "call") problems = await playCall(s, step.call, step.fault);
       else if (step.op === "batch") problems = await playBatch(s, step.calls);
       else if (step.op === "compact") await compact(s, step.keep);
       else if (step.op === "reload") await reload(s);

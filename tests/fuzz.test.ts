@@ -38,6 +38,8 @@ test(`differential fuzz: ${CASES} seeded cases agree with the reference model, a
     "refused:tooLarge",
     "refused:notUtf8",
     "refused:symlinkEscape",
+    "fault",
+    "refused:unreadable",
     "step:batch",
     "step:compact",
     "call:failed",

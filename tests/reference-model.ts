@@ -4,7 +4,8 @@
 // of the tool results still in its context.
 //
 // Covered: per-directory file choice (first valid name wins, refused names are told once, folders
-// and broken links skipped silently), scopes, the cwd boundary, symlinks, the size and UTF-8
+// and broken links skipped silently, a file a passing I/O error hides keeps what the LLM holds of
+// its scope and lets no later name apply), scopes, the cwd boundary, symlinks, the size and UTF-8
 // rules, text normalization, ignored folders, activation (reads only on success), once per
 // version, changes (supersedes), deletions (one withdrawal), reading or writing the file itself
 // (a write that failed shows nothing of it), skills (name, description, location; withdrawal) and
@@ -49,6 +50,10 @@ export interface ModelView {
   file?: ModelFile;
   rejected: Array<{ path: string; reason: ModelReason }>;
   skills: ModelSkill[];
+  /** A passing I/O error hid the folder's file: what the LLM holds of this scope stands. */
+  filesUnknown?: boolean;
+  /** A passing I/O error hid part of its skills: the skills the LLM holds of this scope stand. */
+  skillsUnknown?: boolean;
 }
 
 export interface ExpectedFile {
@@ -171,7 +176,10 @@ function frontmatterOf(text: string): Record<string, unknown> | undefined {
  */
 export type KnownBug = "double-bom" | "write-new-top-level";
 
-export type Candidate = { file: ModelFile } | { reason: ModelReason } | { skip: true };
+export type Candidate = { file: ModelFile } | { reason: ModelReason } | { skip: true } | { unknown: true };
+
+/** Thrown through a skills scan that met a file it could not read: the rest is unknown. */
+class Unknown extends Error {}
 
 export class ReferenceModel {
   readonly cwd: string;
@@ -185,6 +193,8 @@ export class ReferenceModel {
   toldAlso = new Set<string>();
 
   readonly compat: ReadonlySet<KnownBug>;
+  /** A file whose lstat fails with a passing I/O error (EIO) right now: it is unknown, not absent. */
+  faulty?: string;
 
   constructor(cwdReal: string, compat: ReadonlySet<KnownBug> = new Set()) {
     this.cwd = cwdReal;
@@ -224,6 +234,12 @@ export class ReferenceModel {
       const candidate = join(dir, name);
       const result = this.candidate(candidate);
       if ("skip" in result) continue;
+      if ("unknown" in result) {
+        // It may be the file that applies: the names after it wait for the next access.
+        view.rejected.push({ path: display(this.cwd, candidate), reason: "unreadable" });
+        view.filesUnknown = true;
+        break;
+      }
       if ("reason" in result) {
         view.rejected.push({ path: display(this.cwd, candidate), reason: result.reason });
         continue;
@@ -231,12 +247,20 @@ export class ReferenceModel {
       view.file = result.file;
       break;
     }
-    if (withSkills) view.skills = this.skillsIn(dir);
+    if (withSkills) {
+      try {
+        this.skillsIn(dir, view.skills);
+      } catch (error) {
+        if (!(error instanceof Unknown)) throw error;
+        view.skillsUnknown = true;
+      }
+    }
     return view;
   }
 
   /** One candidate path: a loaded file, a refusal, or nothing at all. */
   candidate(path: string): Candidate {
+    if (path === this.faulty && tryLstat(path)) return { unknown: true };
     const own = tryLstat(path);
     if (!own) return { skip: true };
     let real = path;
@@ -256,7 +280,7 @@ export class ReferenceModel {
     try {
       bytes = readFileSync(real);
     } catch {
-      return { reason: "unreadable" };
+      return { unknown: true };
     }
     if (bytes.length > CAP_BYTES) return { reason: "tooLarge" };
     const text = modelDecode(bytes, this.compat);
@@ -264,14 +288,12 @@ export class ReferenceModel {
     return { file: { path: display(this.cwd, real), real, text, version: modelVersion(text), bytes: bytes.length } };
   }
 
-  /** Pi's rules for `.agents/skills`, answered from the disk. */
-  skillsIn(dir: string): ModelSkill[] {
-    if (!tryLstat(join(dir, ".agents"))) return [];
+  /** Pi's rules for `.agents/skills`, answered from the disk; throws Unknown past an unreadable file. */
+  skillsIn(dir: string, skills: ModelSkill[]): void {
+    if (!tryLstat(join(dir, ".agents"))) return;
     const root = tryRealpath(join(dir, ".agents", "skills"));
-    if (root === undefined || !strictlyInside(this.cwd, root)) return [];
-    const skills: ModelSkill[] = [];
+    if (root === undefined || !strictlyInside(this.cwd, root)) return;
     this.scanSkills(root, 0, skills);
-    return skills;
   }
 
   private scanSkills(dir: string, depth: number, out: ModelSkill[]): void {
@@ -312,6 +334,7 @@ export class ReferenceModel {
 
   private addSkill(path: string, out: ModelSkill[]): void {
     const result = this.candidate(path);
+    if ("unknown" in result) throw new Unknown();
     if (!("file" in result)) return;
     const frontmatter = frontmatterOf(result.file.text);
     if (frontmatter === undefined) return;
@@ -337,15 +360,18 @@ export class ReferenceModel {
     // A file another folder on the chain still offers (one file linked into several) stays.
     const offered = new Set(views.flatMap((view) => (view.file ? [view.file.path] : [])));
     for (const view of views) {
-      for (const [path, held] of this.held) {
+      // What an I/O error hides is unknown, not gone: nothing of it is withdrawn.
+      for (const [path, held] of view.filesUnknown ? [] : this.held) {
         if (held.scope === view.scope && !offered.has(path)) record.retracted.push({ path, scope: view.scope });
       }
       const present = new Set(view.skills.map((skill) => skill.path));
-      for (const [path, held] of this.heldSkills) {
+      for (const [path, held] of view.skillsUnknown ? [] : this.heldSkills) {
         if (held.scope === view.scope && !present.has(path)) record.retractedSkills.push({ path, scope: view.scope });
       }
       for (const refusal of view.rejected) {
         if (this.told.get(refusal.path) === refusal.reason) continue;
+        // A file the LLM holds stays as it is while it cannot be read: nothing to tell.
+        if (refusal.reason === "unreadable" && this.held.has(refusal.path)) continue;
         if (record.skipped.some((s) => s.path === refusal.path && s.reason === refusal.reason)) continue;
         record.skipped.push(refusal);
       }
