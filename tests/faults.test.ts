@@ -391,3 +391,22 @@ test("a file refused for what it is still lets the next name apply", () =>
     assert.match(reminder, /B-RULES/);
     assert.match(reminder, /a\/b\/AGENTS.override.md was not loaded: not valid UTF-8/);
   }));
+
+test("an I/O error on an imported file keeps the import the model holds", () =>
+  withTree(
+    { ...files, "a/b/AGENTS.md": "B-RULES, see @rules.md\n", "a/b/rules.md": "IMPORTED-RULES\n" },
+    async (tree) => {
+      const f = await passingFault(tree, "EIO", [{ method: "open", path: "a/b/rules.md" }]);
+      f.active.on = false;
+      assert.match(reminderOf((await f.h.call("read", { path: "a/b/x.ts" })).content) ?? "", /IMPORTED-RULES/);
+      utimesSync(tree.abs("a/b/rules.md"), 2_000_000_000, 2_000_000_000);
+      f.active.on = true;
+      const during = await f.h.call("read", { path: "a/b/x.ts" });
+      assert.ok(f.fired.count > 0, "the fault fired");
+      assertIntact(during);
+      assert.doesNotMatch(reminderOf(during.content) ?? "", /no longer applies/, "the import is not withdrawn");
+      f.active.on = false;
+      const after = await f.h.call("read", { path: "a/b/x.ts" });
+      assert.doesNotMatch(reminderOf(after.content) ?? "", /IMPORTED-RULES/, "nor sent again once it clears");
+    },
+  ));
