@@ -157,3 +157,56 @@ export const REPORT_NOTHING_SEEN =
 
 /** Characters of a version id the report shows. */
 export const REPORT_VERSION_LENGTH = 8;
+
+// Rules: path-scoped rule files that other agents read (Claude Code, Cursor, GitHub Copilot).
+
+/** Rule sources, in the order their rules are listed. Default: all. */
+export const RULE_SOURCES = ["claude", "cursor", "copilot"] as const;
+
+export type RuleSource = (typeof RULE_SOURCES)[number];
+
+/** Where each source keeps its rules, below the folder that holds them. */
+export const RULE_DIRS: Record<RuleSource, readonly [string, string]> = {
+  claude: [".claude", "rules"],
+  cursor: [".cursor", "rules"],
+  copilot: [".github", "instructions"],
+};
+
+/** File names each source reads as rules. */
+export const RULE_FILE_SUFFIXES: Record<RuleSource, readonly string[]> = {
+  claude: [".md"],
+  cursor: [".mdc", ".md"],
+  copilot: [".instructions.md"],
+};
+
+/** How deep below its rule folder a rule file may sit. */
+export const MAX_RULE_DEPTH = 4;
+
+/** Brace alternatives one glob may expand to; beyond it the glob matches nothing. */
+export const MAX_GLOB_EXPANSIONS = 64;
+
+export const RULES_INTRO =
+  "Rules from the repository's rule folders (.claude/rules, .cursor/rules, .github/instructions) that apply to the path this tool touched. " +
+  "They are project guidance, not a message from the user. Each applies only to the paths its scope names.";
+
+export const RULE_LISTING_INTRO =
+  "Rules that apply when a task matches their description. Read a rule's file when its description fits the task.";
+
+/** Fixed words `/lazy-agents` uses for a rule's kind. */
+export const RULE_KIND_NAMES = {
+  glob: "glob",
+  always: "unconditional",
+  described: "description only",
+  manual: "manual",
+} as const;
+
+/** Why a rule does or does not apply to a path, in `/lazy-agents why`. */
+export const RULE_WHY = {
+  matches: "matches",
+  noMatch: "does not match its globs",
+  always: "applies to every path (unconditional)",
+  described: "listed by its description; the model reads it when a task matches",
+  manual: "manual: never delivered",
+  otherFolder: "its folder is not on this path's chain",
+  sourceOff: "its source is turned off in settings",
+} as const;

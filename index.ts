@@ -38,18 +38,27 @@ import {
   INSTRUCTION_FILE_NAMES,
   LEDGER_VERSION,
   MAX_FILE_BYTES,
+  MAX_GLOB_EXPANSIONS,
   MAX_IMPORT_DEPTH,
   MAX_IMPORT_DIR_FILES,
   MAX_SKILL_DEPTH,
   MAX_SETTING_BYTES,
   MAX_SKILL_DIR_ENTRIES,
   NEVER_IMPORTED_DIR_NAMES,
+  MAX_RULE_DEPTH,
   OPTIONAL_TRIGGER_TOOLS,
   PROJECT_SETTINGS_LABEL,
   REASONS,
   REMINDER_BUDGET_BYTES,
   REPORT_NOTHING_SEEN,
   REPORT_VERSION_LENGTH,
+  RULE_DIRS,
+  RULE_FILE_SUFFIXES,
+  RULE_KIND_NAMES,
+  RULE_LISTING_INTRO,
+  RULE_SOURCES,
+  RULE_WHY,
+  RULES_INTRO,
   SKILL_FILE_NAME,
   SETTINGS_KEY,
   SETTINGS_WARNINGS,
@@ -61,6 +70,7 @@ import {
   VERSION_ID_LENGTH,
   type FailureLabel,
   type Reason,
+  type RuleSource,
 } from "./config.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -287,6 +297,9 @@ export interface Options {
   skills: boolean;
   imports: boolean;
   gateWrites: boolean;
+  /** Rules (see the Rules section): on or off, and which sources apply. */
+  rules: boolean;
+  ruleSources: ReadonlySet<RuleSource>;
 }
 
 export function defaultOptions(): Options {
@@ -300,6 +313,8 @@ export function defaultOptions(): Options {
     skills: true,
     imports: true,
     gateWrites: false,
+    rules: true,
+    ruleSources: new Set(RULE_SOURCES),
   };
 }
 
@@ -318,6 +333,8 @@ export const SETTING_KEYS = [
   "skills",
   "imports",
   "gateWrites",
+  "rules",
+  "ruleSources",
 ] as const;
 
 type SettingKey = (typeof SETTING_KEYS)[number];
@@ -377,7 +394,7 @@ export function optionsFromSettings(
   for (const key of Object.keys(settings)) {
     if (!(SETTING_KEYS as readonly string[]).includes(key)) warnings.push(unknownKeyWarning(key, origin(key)));
   }
-  for (const key of ["enabled", "skills", "imports", "gateWrites"] as const) {
+  for (const key of ["enabled", "skills", "imports", "gateWrites", "rules"] as const) {
     if (settings[key] === undefined) continue;
     if (typeof settings[key] === "boolean") options[key] = settings[key];
     else bad(key, "true or false");
@@ -406,6 +423,11 @@ export function optionsFromSettings(
     } else {
       bad("triggers", `a list of tool names from: ${[...ALL_TRIGGERS].join(", ")}`);
     }
+  }
+  if (settings.ruleSources !== undefined) {
+    const sources = ruleSourcesOf(settings.ruleSources);
+    if (sources) options.ruleSources = sources;
+    else bad("ruleSources", `a list of distinct rule sources from: ${RULE_SOURCES.join(", ")}`);
   }
   return { options, warnings };
 }
@@ -544,6 +566,8 @@ interface DirectoryEntry {
   candidates: string[];
   /** What `.agents` is in this folder: absent, a folder, or a link to resolve. */
   agents: "none" | "dir" | "link";
+  /** What the folder's `.cursor` is, the parent of a nested rule folder (rules touch point). */
+  ruleParent: ParentKind;
   /** The folder's last view, when it depends on nothing but the folder and its first file. */
   plainView?: DirectoryView;
 }
@@ -912,6 +936,11 @@ export class Discovery {
     return view;
   }
 
+  /** What a viewed folder's `.cursor` is (rules touch point): from its cached entry, no fs call. */
+  ruleParentKind(scope: string): ParentKind {
+    return this.directories.get(join(this.cwdReal, scope))?.ruleParent ?? "none";
+  }
+
   private directoryEntry(dir: string, known?: nodeFs.Stats): DirectoryEntry | undefined {
     const stats = known ?? this.fs.lstat(dir);
     if (!stats?.isDirectory()) {
@@ -927,6 +956,7 @@ export class Discovery {
       present,
       candidates: present.map((name) => join(dir, name)),
       agents: !agents ? "none" : agents.isSymbolicLink() ? "link" : agents.isDirectory() ? "dir" : "none",
+      ruleParent: kindOfEntry(this.fs.lstat(join(dir, RULE_DIRS.cursor[0]))),
     };
     this.directories.set(dir, entry);
     return entry;
@@ -989,7 +1019,7 @@ export class Discovery {
   // Imports: `@relative/path` tokens in an instruction file, resolved against its folder, under the
   // same rules as instruction files. Depth first, at most MAX_IMPORT_DEPTH hops, cycles cut.
 
-  private importsOf(root: InstructionFile, rejected: Rejection[]): ImportedFile[] {
+  importsOf(root: InstructionFile, rejected: Rejection[]): ImportedFile[] {
     if (this.importTargetsOf(root).length === 0) return NO_IMPORTS;
     const imports: ImportedFile[] = [];
     const seen = new Set([root.realPath]);
@@ -1112,13 +1142,13 @@ export class Discovery {
   }
 
   /** Real path of `path` when it exists and stays inside cwd. */
-  private containedPath(path: string): string | undefined {
+  containedPath(path: string): string | undefined {
     const real = this.realpathIfThere(path);
     return real !== undefined && isPathInside(this.cwdReal, real) ? real : undefined;
   }
 
   /** The sorted, capped entries of a real folder, re-read only when its signature changes. */
-  private listing(dir: string): ListingEntry | undefined {
+  listing(dir: string): ListingEntry | undefined {
     const stats = this.fs.lstat(dir);
     if (stats?.isSymbolicLink()) {
       const real = this.containedPath(dir);
@@ -1269,6 +1299,9 @@ export interface LedgerRecord {
   skipped: Skip[];
   /** Files the model holds that also govern another scope (one file linked into several folders). */
   alsoGoverns?: Array<{ path: string; scope: string }>;
+  /** Rules delivered or listed (absent in records without rules, so older records read the same). */
+  rules?: RuleRecord[];
+  retractedRules?: Array<{ path: string; dir: string }>;
 }
 
 export interface Skip {
@@ -1293,7 +1326,8 @@ export function isRecordEmpty(record: LedgerRecord): boolean {
     record.retracted.length === 0 &&
     record.retractedSkills.length === 0 &&
     record.skipped.length === 0 &&
-    (record.alsoGoverns?.length ?? 0) === 0
+    (record.alsoGoverns?.length ?? 0) === 0 &&
+    !recordHasRules(record)
   );
 }
 
@@ -1313,6 +1347,7 @@ export function readRecord(details: unknown): LedgerRecord | undefined {
     retractedSkills: entriesOf(record.retractedSkills, scopedPathOf),
     skipped: entriesOf(record.skipped, skipOf),
     ...(Array.isArray(record.alsoGoverns) ? { alsoGoverns: entriesOf(record.alsoGoverns, scopedPathOf) } : {}),
+    ...ruleFieldsOf(record),
   };
 }
 
@@ -1383,6 +1418,10 @@ export class Ledger {
   readonly retracted = new Set<string>();
   /** Further scopes the model was told a held file governs: path → scopes. */
   readonly alsoGoverns = new Map<string, Set<string>>();
+  /** Rules the model holds: path → record; and the paths held per rule folder. */
+  readonly rules = new Map<string, RuleRecord>();
+  readonly ruleDirs = new Map<string, Set<string>>();
+  readonly retractedRules = new Set<string>();
   /** Bumped by every change, so that a pending call can tell that its views may be stale. */
   generation = 0;
 
@@ -1395,6 +1434,9 @@ export class Ledger {
     this.skills.clear();
     this.skillsByScope.clear();
     this.skipped.clear();
+    this.rules.clear();
+    this.ruleDirs.clear();
+    this.retractedRules.clear();
   }
 
   apply(record: LedgerRecord): void {
@@ -1432,6 +1474,7 @@ export class Ledger {
       if (!scopes) this.alsoGoverns.set(path, (scopes = new Set()));
       scopes.add(scope);
     }
+    if (recordHasRules(record)) applyRuleRecords(this, record);
   }
 
   /** Replays the records of the entries still in the model's context, oldest first. */
@@ -1452,6 +1495,8 @@ export interface PlannedFile {
   importedBy?: string;
   /** Set when the budget cut the text. */
   cutText?: string;
+  /** The scope as shown, when it is not the folder's (a rule's globs). */
+  scopeText?: string;
 }
 
 export interface PlannedSkill extends Skill {
@@ -1465,6 +1510,9 @@ export interface DeliveryPlan {
   /** Files to append, parent first, each import right after the file that imports it. */
   files: PlannedFile[];
   skills: PlannedSkill[];
+  /** Rule texts (and their imports) and description-only rules, planned by the Rules section. */
+  rules?: PlannedFile[];
+  ruleListings?: RuleListing[];
 }
 
 export interface PlanInput {
@@ -1647,15 +1695,20 @@ export const REMINDER_CLOSE = "</nested-instructions>";
  * the ledger record, so the inspection command can show it.
  */
 export function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
+  // Rules touch point: rule texts share the budget, ranked after the deepest folder's files.
+  const entries = plan.rules?.length ? [...plan.files, ...plan.rules] : plan.files;
   const texts = fitToBudget(
-    plan.files.map((entry) => entry.file.text),
+    entries.map((entry) => entry.file.text),
     budgetBytes,
-    budgetPriority(plan.files),
+    rankRules(budgetPriority(plan.files), plan),
   );
-  plan.files.forEach((entry, index) => {
+  entries.forEach((entry, index) => {
     if (texts[index] === entry.file.text) return;
     entry.cutText = texts[index];
-    const recorded = plan.record.files.find((file) => file.path === entry.file.path);
+    const recorded =
+      index < plan.files.length
+        ? plan.record.files.find((file) => file.path === entry.file.path)
+        : plan.record.rules?.find((rule) => rule.path === entry.file.path);
     if (recorded) recorded.truncated = true;
   });
 }
@@ -1698,6 +1751,7 @@ export function formatReminder(plan: DeliveryPlan): string {
     );
     for (const entry of plan.files) lines.push("", ...formatFile(entry));
   }
+  lines.push(...formatRules(plan));
   if (plan.skills.length > 0) {
     lines.push(
       "",
@@ -1720,6 +1774,9 @@ export function formatReminder(plan: DeliveryPlan): string {
       (r) => `- ${reminderField(r.path)} no longer applies: its earlier instructions are withdrawn.`,
     ),
     ...plan.record.retractedSkills.map((r) => `- The skill at ${reminderField(r.path)} is gone: do not use it.`),
+    ...(plan.record.retractedRules ?? []).map(
+      (r) => `- ${reminderField(r.path)} no longer applies: its earlier instructions are withdrawn.`,
+    ),
     ...plan.record.skipped.map((r) => `- ${skipText(r)}.`),
     ...(plan.record.alsoGoverns ?? []).map(
       (r) => `- ${alsoGovernsNotice(reminderField(r.path), reminderField(scopeGlob(r.scope)))}`,
@@ -1733,7 +1790,7 @@ export function formatReminder(plan: DeliveryPlan): string {
 function formatFile(entry: PlannedFile): string[] {
   const { file, scope, supersedes, importedBy, cutText } = entry;
   const path = reminderField(file.path);
-  const attributes = [`path="${path}"`, `scope="${reminderField(scopeGlob(scope))}"`];
+  const attributes = [`path="${path}"`, `scope="${reminderField(entry.scopeText ?? scopeGlob(scope))}"`];
   if (importedBy !== undefined) attributes.push(`imported-by="${reminderField(importedBy)}"`);
   if (supersedes) attributes.push('supersedes="earlier version"');
   const lines = [`<instructions ${attributes.join(" ")}>`];
@@ -1997,6 +2054,8 @@ interface PendingCall {
   partial: boolean;
   /** The ledger's generation when the call looked. */
   generation: number;
+  /** cwd-relative path the call touched, for rule globs (rules touch point). */
+  touched?: string;
 }
 
 /** What one nested call activated, and when: the ledger may move before the outermost result. */
@@ -2033,6 +2092,10 @@ export class LazyAgents {
   contextMark?: string | null;
   /** Failures the hooks caught, by fixed label, for `/lazy-agents`. */
   readonly failures = new Map<FailureLabel, number>();
+  /** Rule folders and compiled rules of the bound cwd (see the Rules section). */
+  ruleBook?: RuleBook;
+  /** Paths touched by nested calls, waiting for the outermost call's result (rules touch point). */
+  readonly nestedTouched = new Map<string, string[]>();
   git?: GitIgnoreOracle;
   private readonly spawner: SpawnGit;
   private boundCwd?: string;
@@ -2155,12 +2218,16 @@ export class LazyAgents {
     if (located === undefined) return undefined;
     // A write may create an instruction file in folders that do not exist yet: the call is kept,
     // so that its result counts the file as delivered.
-    if (located.links.length === 0 && !this.writesInstruction(event.toolName, target)) return undefined;
+    if (located.links.length === 0 && !this.writesInstruction(event.toolName, target) && !this.options.rules)
+      return undefined;
     // Git's answer for new folders overlaps the tool's run: it is awaited before the result only.
     const gitAnswer = this.learnGitIgnores(discovery, located.links);
     const call = { event, env, discovery, located, target, gitAnswer };
     if (!this.shouldGate(event)) return this.discover(call, false);
-    return gitAnswer ? gitAnswer.then(() => this.discover(call, true)) : this.discover(call, true);
+    // Rules touch point: the gate waits for git's answers about cwd's rule folders too.
+    const rulesAnswer = this.options.rules ? this.rulesOf(discovery).learnGitIgnores([], this.git) : undefined;
+    const answers = joinAnswers(gitAnswer, rulesAnswer);
+    return answers ? answers.then(() => this.discover(call, true)) : this.discover(call, true);
   }
 
   private discover(
@@ -2182,18 +2249,21 @@ export class LazyAgents {
     // A held-back call carries the imports too, or the retry would be held again for them.
     if (gated && importAnswer && hops < MAX_IMPORT_DEPTH)
       return importAnswer.then(() => this.discover(call, true, hops + 1));
-    if (views.length === 0 && !this.writesInstruction(event.toolName, target)) return undefined;
+    if (views.length === 0 && !this.writesInstruction(event.toolName, target) && !this.options.rules) return undefined;
     if (views.some((view) => view.skills.length > 0)) this.refreshStartupSkills(env.systemPrompt);
+    // Rules touch point: the path rule globs see, and git's answers for rule folders.
+    const touched = this.options.rules ? touchedPath(discovery, target, env.cwd) : undefined;
+    const ruleAnswer = this.options.rules ? this.rulesOf(discovery).learnGitIgnores(views, this.git) : undefined;
     if (gated) {
       this.inspection.record(views);
-      const gate = this.gate(event.toolCallId, views);
+      const gate = this.gate(event.toolCallId, views, touched);
       if (gate) return gate;
     }
     const input = event.input as Record<string, unknown>;
     this.pending.set(event.toolCallId, {
-      gitAnswer:
-        importAnswer && gitAnswer ? Promise.all([gitAnswer, importAnswer]).then(() => {}) : (importAnswer ?? gitAnswer),
+      gitAnswer: joinAnswers(gitAnswer, importAnswer, ruleAnswer),
       heldImports: importAnswer !== undefined,
+      touched,
       toolName: event.toolName,
       rootId: this.rootOf(event.toolCallId),
       nested: event.parentToolCallId !== undefined,
@@ -2242,9 +2312,9 @@ export class LazyAgents {
    * reason carries them, the ledger counts them delivered, and the retry goes through. Pi persists
    * the reason as the call's error result; `gateRecords` waits for that message to record it.
    */
-  private gate(toolCallId: string, views: DirectoryView[]): GateOutcome | undefined {
-    const plan = this.plan(views, {});
-    if (plan.files.length === 0) return this.holdSibling(views);
+  private gate(toolCallId: string, views: DirectoryView[], touched?: string): GateOutcome | undefined {
+    const plan = this.plan(views, {}, touched === undefined ? [] : [touched]);
+    if (plan.files.length === 0 && !plan.rules?.length) return this.holdSibling(views);
     fitPlanToBudget(plan, this.options.budgetBytes);
     this.ledger.apply(plan.record);
     this.gateRecords.set(toolCallId, plan.record);
@@ -2266,13 +2336,33 @@ export class LazyAgents {
     return record;
   }
 
-  private plan(views: DirectoryView[], shown: Pick<PlanInput, "shownWhole" | "shownInPart">): DeliveryPlan {
-    return planDelivery(this.ledger, {
+  private plan(
+    views: DirectoryView[],
+    shown: Pick<PlanInput, "shownWhole" | "shownInPart">,
+    touched: readonly string[] = [],
+  ): DeliveryPlan {
+    const plan = planDelivery(this.ledger, {
       views,
       ...shown,
       startupSkills: this.startupSkills,
       cwdReal: this.discovery?.cwdReal,
     });
+    // Rules touch point: rules contribute planned entries alongside the views.
+    if (this.options.rules && this.discovery) {
+      planRules(this.ledger, plan, {
+        book: this.rulesOf(this.discovery),
+        views,
+        touched,
+        options: this.options,
+      });
+    }
+    return plan;
+  }
+
+  /** The rule book of the bound cwd, made anew when discovery starts over. */
+  rulesOf(discovery: Discovery): RuleBook {
+    if (this.ruleBook?.discovery !== discovery) this.ruleBook = new RuleBook(discovery);
+    return this.ruleBook;
   }
 
   private instructionTarget(discovery: Discovery, target: string): string | undefined {
@@ -2291,13 +2381,19 @@ export class LazyAgents {
     if (own?.nested) {
       const taken = { call: own, views: ownViews, generation: this.ledger.generation };
       this.nestedViews.set(own.rootId, [...(this.nestedViews.get(own.rootId) ?? []), taken]);
+      if (own.touched !== undefined)
+        this.nestedTouched.set(own.rootId, [...(this.nestedTouched.get(own.rootId) ?? []), own.touched]);
       return undefined;
     }
     const fromNested = this.nestedViews.get(event.toolCallId);
     this.nestedViews.delete(event.toolCallId);
     const views = fromNested ? mergeViews([...fromNested.flatMap((n) => this.currentViews(n)), ...ownViews]) : ownViews;
-    if (views.length === 0) return undefined;
-    return this.deliver(event, views, own ? this.shownByTool(own, event, views) : {});
+    // Rules touch point: the paths this call and its nested calls touched.
+    const nestedTouched = this.nestedTouched.get(event.toolCallId);
+    this.nestedTouched.delete(event.toolCallId);
+    const touched = own?.touched === undefined ? (nestedTouched ?? []) : [...(nestedTouched ?? []), own.touched];
+    if (views.length === 0 && (touched.length === 0 || !this.options.rules)) return undefined;
+    return this.deliver(event, views, own ? this.shownByTool(own, event, views) : {}, touched);
   }
 
   /** An edit or write may have created or changed instruction files on the chain: look again. */
@@ -2360,8 +2456,9 @@ export class LazyAgents {
     event: ToolResultEvent,
     views: DirectoryView[],
     shown: Pick<PlanInput, "shownWhole" | "shownInPart">,
+    touched: readonly string[] = [],
   ): ResultOutcome | undefined {
-    const plan = this.plan(views, shown);
+    const plan = this.plan(views, shown, touched);
     if (isRecordEmpty(plan.record)) return undefined;
     fitPlanToBudget(plan, this.options.budgetBytes);
     // Planned and applied with no await in between: a sibling's result plans against this delivery.
@@ -2387,6 +2484,7 @@ export class LazyAgents {
   endTurn(): void {
     this.pending.clear();
     this.nestedViews.clear();
+    this.nestedTouched.clear();
     this.parentOf.clear();
     this.gateRecords.clear();
     this.gatedScopes.clear();
@@ -2397,6 +2495,7 @@ export class LazyAgents {
     return {
       pending: this.pending.size,
       nestedViews: this.nestedViews.size,
+      nestedTouched: this.nestedTouched.size,
       parentOf: this.parentOf.size,
       gateRecords: this.gateRecords.size,
       gatedScopes: this.gatedScopes.size,
@@ -2420,7 +2519,7 @@ function isSettledError(error: unknown): boolean {
 function recordShowsText(r: LedgerRecord): boolean {
   const appended = r.files.some((file) => file.via === "reminder");
   const notices = r.retracted.length + r.retractedSkills.length + r.skipped.length + (r.alsoGoverns?.length ?? 0);
-  return appended || r.skills.length + notices > 0;
+  return appended || recordHasRules(r) || r.skills.length + notices > 0;
 }
 
 function activates(toolName: string, isError: boolean): boolean {
@@ -2558,13 +2657,17 @@ export function formatInspection(engine: LazyAgents): string {
   const seenPaths = new Set(files.map((file) => file.path));
   const retractedOnly = [...ledger.retracted].filter((path) => !seenPaths.has(path));
   const skills = reportedSkills(engine);
+  const ruleLines = formatRuleInspection(engine);
   const notUsed = [
     ...[...(engine.discovery?.ignoredSeen ?? new Map<string, Reason>())].map(([path, reason]) => ({ path, reason })),
     ...inspection.notUsed(),
   ];
   const lines = ["pi-lazy-agents"];
   if (!engine.options.enabled) lines.push("  off for this run (setting or --no-lazy-agents flag)");
-  if (files.length + retractedOnly.length + skills.length + notUsed.length + engine.failures.size === 0) {
+  if (
+    files.length + retractedOnly.length + skills.length + notUsed.length + engine.failures.size + ruleLines.length ===
+    0
+  ) {
     return engine.options.enabled ? REPORT_NOTHING_SEEN : [...lines, REPORT_NOTHING_SEEN].join("\n");
   }
   lines.push("", `Instruction files and imports (${files.length}):`);
@@ -2581,6 +2684,7 @@ export function formatInspection(engine: LazyAgents): string {
     const state = ledger.skills.get(skill.path)?.version === skill.version ? "listed" : "pending";
     lines.push(`  ${skill.name}  scope ${scopeGlob(skill.scope)}  ${skill.path}  ${state}`);
   }
+  lines.push(...ruleLines);
   lines.push("", `Seen and not used (${notUsed.length}):`);
   for (const { path, reason } of notUsed) lines.push(`  ${path}  ${REASONS[reason]}`);
   if (engine.failures.size > 0) {
@@ -2606,6 +2710,7 @@ export async function explainPath(engine: LazyAgents, rawPath: string, env: Call
   discovery.viewChain(located, env.trusted && engine.options.skills);
   await engine.learnImportGitIgnores(discovery);
   const views = discovery.viewChain(located, env.trusted && engine.options.skills);
+  if (engine.options.rules) await engine.rulesOf(discovery).learnGitIgnores(views, engine.git);
   engine.inspection.record(views);
   const lines = [`pi-lazy-agents: why ${shown}`];
   if (located.links.length === 0) lines.push("  It lies directly in cwd: only Pi's own AGENTS.md applies there.");
@@ -2627,6 +2732,7 @@ export async function explainPath(engine: LazyAgents, rawPath: string, env: Call
     for (const skill of view.skills) lines.push(`    skill ${skill.name} at ${skill.path}`);
     for (const rejection of view.rejected) lines.push(`    not used: ${rejection.path}: ${REASONS[rejection.reason]}`);
   }
+  lines.push(...explainRules(engine, views, touchedPath(discovery, target, env.cwd)));
   if (!env.trusted) lines.push("  Skills are not listed: the project is not trusted.");
   return lines.map(oneLine).join("\n");
 }
@@ -2648,6 +2754,780 @@ export function commandCompletions(engine: LazyAgents, prefix: string): Array<{ 
 export function statusText(ledger: Ledger): string | undefined {
   if (ledger.files.size === 0 && ledger.skills.size === 0) return undefined;
   return `nested: ${ledger.files.size} file${ledger.files.size === 1 ? "" : "s"}, ${ledger.skills.size} skill${ledger.skills.size === 1 ? "" : "s"}`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rules: `.claude/rules`, `.cursor/rules` and `.github/instructions`, the path-scoped rule files other
+// agents read. Each source is an adapter that turns a rule's frontmatter into one of four kinds.
+// Matchers are compiled once per rule version. A warm call lstats cwd and the rule folders (their
+// listings are cached), passes once over the compiled rules in scope, and stat-checks again only the
+// rules that apply, before it delivers them.
+
+export type RuleKind = keyof typeof RULE_KIND_NAMES;
+
+export interface RuleMeta {
+  kind: RuleKind;
+  globs: string[];
+  description: string;
+  name: string;
+}
+
+interface RuleAdapter {
+  /** Whether a pattern without a slash matches at any depth (Cursor, Copilot) or only at the base (Claude). */
+  floating: boolean;
+  read(frontmatter: Record<string, unknown>, fileName: string): RuleMeta;
+}
+
+const RULE_ADAPTERS: Record<RuleSource, RuleAdapter> = {
+  // Claude Code: `paths:`, a list or one string; a rule without it applies everywhere.
+  claude: {
+    floating: false,
+    read: (fm, file) => {
+      const globs = globList(fm.paths);
+      return { kind: globs.length > 0 ? "glob" : "always", globs, description: "", name: ruleName(file, "claude") };
+    },
+  },
+  // Cursor: `alwaysApply: true`, else `globs:` (a comma-separated string or a list), else `description:`.
+  cursor: {
+    floating: true,
+    read: (fm, file) => {
+      const globs = globList(fm.globs);
+      const description = stringField(fm.description);
+      const kind =
+        fm.alwaysApply === true ? "always" : globs.length > 0 ? "glob" : description ? "described" : "manual";
+      return { kind, globs, description, name: ruleName(file, "cursor") };
+    },
+  },
+  // Copilot: `applyTo:` (comma-separated); without it a description offers the file, as VS Code does.
+  copilot: {
+    floating: true,
+    read: (fm, file) => {
+      const globs = globList(fm.applyTo);
+      const description = stringField(fm.description);
+      const kind = globs.length > 0 ? "glob" : description ? "described" : "manual";
+      return { kind, globs, description, name: stringField(fm.name) || ruleName(file, "copilot") };
+    },
+  },
+};
+
+/** Kind, globs, description and name of a rule file's text, as its source reads them. */
+export function readRuleMeta(source: RuleSource, text: string, fileName: string): RuleMeta {
+  return RULE_ADAPTERS[source].read(ruleFrontmatter(text).frontmatter, fileName);
+}
+
+/** Whether a source's glob matches a path relative to the folder holding the rule folder. */
+export function globMatches(source: RuleSource, glob: string, path: string): boolean {
+  return compileGlobs([glob], RULE_ADAPTERS[source].floating)?.test(path) === true;
+}
+
+type ParentKind = "none" | "dir" | "link";
+
+function kindOfEntry(stats: nodeFs.Stats | undefined): ParentKind {
+  if (!stats) return "none";
+  return stats.isSymbolicLink() ? "link" : stats.isDirectory() ? "dir" : "none";
+}
+
+function ruleName(fileName: string, source: RuleSource): string {
+  const suffix = RULE_FILE_SUFFIXES[source].find((candidate) => fileName.endsWith(candidate)) ?? "";
+  return fileName.slice(0, fileName.length - suffix.length);
+}
+
+function isRuleFileName(name: string, source: RuleSource): boolean {
+  return !name.startsWith(".") && RULE_FILE_SUFFIXES[source].some((s) => name.endsWith(s) && name.length > s.length);
+}
+
+function stringField(value: unknown): string {
+  return typeof value === "string" ? value.trim() : "";
+}
+
+/** A frontmatter glob value: a list, or one string cut at commas outside braces and brackets. */
+function globList(value: unknown): string[] {
+  const items = Array.isArray(value) ? value : [value];
+  return items.flatMap((item) => (typeof item === "string" ? splitGlobList(item) : []));
+}
+
+export function splitGlobList(value: string): string[] {
+  const parts: string[] = [];
+  let depth = 0;
+  let inClass = false;
+  let start = 0;
+  for (let i = 0; i < value.length; i++) {
+    const c = value[i];
+    if (c === "\\") i++;
+    else if (inClass) inClass = c !== "]";
+    else if (c === "[") inClass = true;
+    else if (c === "{") depth++;
+    else if (c === "}" && depth > 0) depth--;
+    else if (c === "," && depth === 0) {
+      parts.push(value.slice(start, i));
+      start = i + 1;
+    }
+  }
+  parts.push(value.slice(start));
+  return parts.map((part) => part.trim()).filter((part) => part !== "");
+}
+
+/**
+ * A rule's frontmatter, by Pi's parser. Hand-written rule files often hold frontmatter that is not
+ * valid YAML (`globs: *.ts` reads as an alias), so then plain `key: value` lines and `- item` lists
+ * are read instead, as the tools themselves do.
+ */
+export function ruleFrontmatter(text: string): { frontmatter: Record<string, unknown>; body: string } {
+  try {
+    const { frontmatter, body } = parseFrontmatter(text);
+    const plain = typeof frontmatter === "object" && frontmatter !== null && !Array.isArray(frontmatter);
+    return { frontmatter: plain ? frontmatter : {}, body };
+  } catch {
+    return looseFrontmatter(text);
+  }
+}
+
+function looseFrontmatter(text: string): { frontmatter: Record<string, unknown>; body: string } {
+  const end = text.startsWith("---") ? text.indexOf("\n---", 3) : -1;
+  if (end === -1) return { frontmatter: {}, body: text };
+  const frontmatter: Record<string, unknown> = {};
+  let list: string[] | undefined;
+  for (const line of text.slice(4, end).split("\n")) {
+    const item = /^\s*-\s+(.*)$/.exec(line);
+    if (item && list) {
+      list.push(unquote(item[1]!));
+      continue;
+    }
+    const pair = /^([A-Za-z_][\w-]*)\s*:\s*(.*)$/.exec(line);
+    if (!pair) continue;
+    const value = pair[2]!.trim();
+    list = value === "" ? [] : undefined;
+    frontmatter[pair[1]!] = list ?? (value === "true" ? true : value === "false" ? false : unquote(value));
+  }
+  return { frontmatter, body: text.slice(end + 4).trim() };
+}
+
+function unquote(value: string): string {
+  const text = value.trim();
+  return /^(["']).*\1$/.test(text) ? text.slice(1, -1) : text;
+}
+
+// Globs. Node's `path.matchesGlob` parses its pattern on every call and has no any-depth form, so
+// globs are compiled here, once per rule version, into one anchored RegExp per rule: `*` and `?`
+// within a segment, `**` across segments, `[...]` classes, `{a,b}` alternatives (expanded), `\`
+// escapes. A leading `/` anchors; a trailing `/` means everything below.
+
+/** One RegExp for a rule's globs; undefined when none is usable. */
+export function compileGlobs(globs: readonly string[], floating: boolean): RegExp | undefined {
+  const sources = globs.map((glob) => globSource(glob, floating)).filter((source) => source !== undefined);
+  return sources.length > 0 ? new RegExp(`^(?:${sources.join("|")})$`) : undefined;
+}
+
+function globSource(glob: string, floating: boolean): string | undefined {
+  let pattern = glob.trim();
+  // `!` exclusions are not part of any of the three tools' documented syntax: such a glob matches nothing.
+  if (pattern.startsWith("!")) return undefined;
+  let anchored = false;
+  if (pattern.startsWith("./")) pattern = pattern.slice(2);
+  else if (pattern.startsWith("/")) {
+    anchored = true;
+    pattern = pattern.replace(/^\/+/, "");
+  }
+  if (pattern.endsWith("/")) pattern += "**";
+  if (pattern === "") return undefined;
+  const alternatives = expandBraces(pattern);
+  if (alternatives === undefined) return undefined;
+  const anyDepth = (alternative: string) => floating && !anchored && !alternative.includes("/");
+  return alternatives.map((alt) => (anyDepth(alt) ? "(?:.*/)?" : "") + globBody(alt)).join("|");
+}
+
+/** Every brace alternative of a pattern; undefined past MAX_GLOB_EXPANSIONS. */
+function expandBraces(pattern: string): string[] | undefined {
+  const group = braceGroup(pattern);
+  if (group === undefined) return [pattern];
+  const expanded: string[] = [];
+  for (const alternative of group.alternatives) {
+    const more = expandBraces(pattern.slice(0, group.open) + alternative + pattern.slice(group.close + 1));
+    if (more === undefined) return undefined;
+    expanded.push(...more);
+    if (expanded.length > MAX_GLOB_EXPANSIONS) return undefined;
+  }
+  return expanded;
+}
+
+/** The first `{…}` holding a top-level comma; a group without one stays literal, as in the shell. */
+function braceGroup(pattern: string): { open: number; close: number; alternatives: string[] } | undefined {
+  for (let open = pattern.indexOf("{"); open !== -1; open = pattern.indexOf("{", open + 1)) {
+    if (isEscaped(pattern, open)) continue;
+    const cuts = [open];
+    let depth = 0;
+    for (let i = open; i < pattern.length; i++) {
+      const c = pattern[i];
+      if (c === "\\") i++;
+      else if (c === "{") depth++;
+      else if (c === "," && depth === 1) cuts.push(i);
+      else if (c === "}" && --depth === 0) {
+        if (cuts.length === 1) break;
+        cuts.push(i);
+        const alternatives = cuts.slice(1).map((cut, k) => pattern.slice(cuts[k]! + 1, cut));
+        return { open, close: i, alternatives };
+      }
+    }
+  }
+  return undefined;
+}
+
+function isEscaped(text: string, index: number): boolean {
+  let slashes = 0;
+  while (index - slashes - 1 >= 0 && text[index - slashes - 1] === "\\") slashes++;
+  return slashes % 2 === 1;
+}
+
+function globBody(pattern: string): string {
+  const segments = pattern.split("/").filter((segment, i, all) => !(segment === "**" && all[i - 1] === "**"));
+  let source = "";
+  let joined = true;
+  segments.forEach((segment, index) => {
+    const last = index === segments.length - 1;
+    if (segment === "**") {
+      if (last) source += index === 0 ? ".*" : "(?:/.*)?";
+      else source += `${joined ? "" : "/"}(?:.*/)?`;
+      joined = true;
+      return;
+    }
+    source += (joined ? "" : "/") + segmentSource(segment);
+    joined = false;
+  });
+  return source;
+}
+
+function segmentSource(segment: string): string {
+  let source = "";
+  for (let i = 0; i < segment.length; i++) {
+    const c = segment[i]!;
+    if (c === "*") {
+      while (segment[i + 1] === "*") i++;
+      source += "[^/]*";
+    } else if (c === "?") source += "[^/]";
+    else if (c === "\\" && i + 1 < segment.length) source += escapeRegExp(segment[++i]!);
+    else if (c === "[") {
+      const cls = charClass(segment, i);
+      source += cls ? cls.source : "\\[";
+      if (cls) i = cls.end;
+    } else source += escapeRegExp(c);
+  }
+  return source;
+}
+
+function charClass(segment: string, start: number): { source: string; end: number } | undefined {
+  let i = start + 1;
+  const negated = segment[i] === "!" || segment[i] === "^";
+  if (negated) i++;
+  const first = i;
+  if (segment[i] === "]") i++;
+  const close = segment.indexOf("]", i);
+  if (close === -1) return undefined;
+  const body = segment.slice(first, close).replace(/[\\\]^[]/g, (ch) => `\\${ch}`);
+  return { source: negated ? `[^/${body}]` : `[${body}]`, end: close };
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
+}
+
+/** The globs as the model is shown them, from cwd; a rule without globs covers its base. */
+function ruleScope(meta: RuleMeta, base: string, floating: boolean): string {
+  if (meta.kind !== "glob") return base === "" ? "**" : `${base}/**`;
+  if (base === "") return meta.globs.join(", ");
+  const fromBase = (glob: string) => {
+    const plain = glob.replace(/^\.?\/+/, "");
+    return floating && !glob.startsWith("/") && !plain.includes("/") ? `${base}/**/${plain}` : `${base}/${plain}`;
+  };
+  return meta.globs.map(fromBase).join(", ");
+}
+
+/** cwd-relative path of a tool's target with forward slashes, for rule globs; undefined outside cwd. */
+export function touchedPath(discovery: Discovery, target: string, cwd: string): string | undefined {
+  const inside = (root: string) => {
+    const rel = relative(root, target);
+    if (rel === ".." || rel.startsWith(`..${sep}`) || isAbsolute(rel)) return undefined;
+    return sep === "/" ? rel : rel.split(sep).join("/");
+  };
+  return inside(discovery.cwdReal) ?? inside(resolve(cwd));
+}
+
+export interface Rule {
+  source: RuleSource;
+  /** cwd-relative path of the file's real location: its identity in the ledger. */
+  path: string;
+  /** Absolute path as listed; stat-checked again before the rule is delivered. */
+  candidate: string;
+  /** cwd-relative folder its globs are relative to ("" for cwd). */
+  base: string;
+  /** cwd-relative rule folder. */
+  dir: string;
+  meta: RuleMeta;
+  /** The scope the model is shown. */
+  scope: string;
+  matcher?: RegExp;
+  loaded: InstructionFile;
+  /** What is delivered: the text without its frontmatter. */
+  body: InstructionFile;
+  /** Version of a description-only rule's listing. */
+  listingVersion: string;
+}
+
+interface RulePlace {
+  source: RuleSource;
+  base: string;
+  /** Absolute folder holding the rule folder's parent, and the parent's and rule folder's names. */
+  baseDir: string;
+  parentScope: string;
+  /** cwd-relative rule folder. */
+  display: string;
+  /** A folder with no rules, for a place whose folder is gone. */
+  empty: RuleFolder;
+}
+
+export interface RuleFolder {
+  place: RulePlace;
+  /** Listings the rules were read from; the folder is read again when one of them changes. */
+  listings: ListingEntry[];
+  rules: Rule[];
+  rejected: Rejection[];
+}
+
+export function ruleMatches(rule: Rule, path: string): boolean {
+  if (rule.matcher === undefined || path === "") return false;
+  if (rule.base === "") return rule.matcher.test(path);
+  const below = path.length > rule.base.length && path.startsWith(rule.base) && path[rule.base.length] === "/";
+  return below && rule.matcher.test(path.slice(rule.base.length + 1));
+}
+
+function ruleApplies(rule: Rule, touched: readonly string[]): boolean {
+  if (rule.meta.kind === "manual") return false;
+  return rule.meta.kind !== "glob" || touched.some((path) => ruleMatches(rule, path));
+}
+
+/** One promise for the git answers a call waits on; undefined when it waits on none. */
+function joinAnswers(...answers: Array<Promise<void> | undefined>): Promise<void> | undefined {
+  const pending = answers.filter((answer) => answer !== undefined);
+  return pending.length <= 1 ? pending[0] : Promise.all(pending).then(() => undefined);
+}
+
+const ALL_RULE_SOURCES: ReadonlySet<RuleSource> = new Set(RULE_SOURCES);
+
+/** The rule folders of one cwd: where they are, what they hold, and git's answers about them. */
+export class RuleBook {
+  readonly discovery: Discovery;
+  /** Rule folders read this session, by cwd-relative folder. */
+  readonly folders = new Map<string, RuleFolder>();
+  private readonly rootPlaces: RulePlace[];
+  private readonly nestedPlaces = new Map<string, RulePlace>();
+  private readonly compiled = new Map<string, Rule>();
+  private rootParents?: { signature: Signature; kinds: Map<RuleSource, ParentKind> };
+  /** Rule-folder scopes git was asked about, and those still without an answer. */
+  private readonly asked = new Set<string>();
+  private readonly unanswered = new Set<string>();
+
+  constructor(discovery: Discovery) {
+    this.discovery = discovery;
+    this.rootPlaces = RULE_SOURCES.map((source) => this.place(source, ""));
+  }
+
+  private place(source: RuleSource, base: string): RulePlace {
+    const [parent, child] = RULE_DIRS[source];
+    const parentScope = base === "" ? parent : `${base}/${parent}`;
+    const display = `${parentScope}/${child}`;
+    const baseDir = base === "" ? this.discovery.cwdReal : join(this.discovery.cwdReal, base);
+    const place: RulePlace = { source, base, baseDir, parentScope, display, empty: undefined as never };
+    place.empty = { place, listings: [], rules: [], rejected: [] };
+    return place;
+  }
+
+  /** cwd's places, then the `.cursor/rules` of each viewed folder that holds or held one. */
+  places(views: DirectoryView[], sources: ReadonlySet<RuleSource>): RulePlace[] {
+    const places = this.rootPlaces.filter((place) => sources.has(place.source));
+    if (!sources.has("cursor")) return places;
+    for (const view of views) {
+      let place = this.nestedPlaces.get(view.scope);
+      if (!place && this.discovery.ruleParentKind(view.scope) !== "none") {
+        this.nestedPlaces.set(view.scope, (place = this.place("cursor", view.scope)));
+      }
+      if (place) places.push(place);
+    }
+    return places;
+  }
+
+  /**
+   * Asks git once about the parent of each rule folder these views lead to (`.cursor`, `.claude`,
+   * `.github`). Never about a path below it: git gives up on a path beyond a link.
+   */
+  learnGitIgnores(views: DirectoryView[], git: GitIgnoreOracle | undefined): Promise<void> | undefined {
+    if (!git) return undefined;
+    const scopes: string[] = [];
+    for (const place of this.places(views, ALL_RULE_SOURCES)) {
+      if (!this.asked.has(place.parentScope)) scopes.push(place.parentScope);
+    }
+    if (scopes.length === 0) return undefined;
+    for (const scope of scopes) {
+      this.asked.add(scope);
+      this.unanswered.add(scope);
+    }
+    return git.ignored(scopes).then((answers) => {
+      scopes.forEach((scope, index) => {
+        this.discovery.gitIgnored.set(scope, answers[index]!);
+        this.unanswered.delete(scope);
+      });
+    });
+  }
+
+  /** The rule folders that govern these views; folders git has not answered for yet wait. */
+  foldersFor(views: DirectoryView[], sources: ReadonlySet<RuleSource>): RuleFolder[] {
+    const folders: RuleFolder[] = [];
+    const rootKinds = this.rootParentKinds();
+    for (const place of this.places(views, sources)) {
+      const ignored = this.ignoredReason(place);
+      if (ignored === "pending") continue;
+      if (ignored !== undefined) {
+        this.discovery.ignoredSeen.set(place.display, ignored);
+        continue;
+      }
+      const kind = place.base === "" ? rootKinds.get(place.source)! : this.discovery.ruleParentKind(place.base);
+      folders.push(this.folder(place, kind));
+    }
+    return folders;
+  }
+
+  private ignoredReason(place: RulePlace): Reason | "pending" | undefined {
+    const [parent, child] = RULE_DIRS[place.source];
+    if (this.discovery.options.ignoredDirs.has(parent) || this.discovery.options.ignoredDirs.has(child))
+      return "ignoredDir";
+    if (this.discovery.gitIgnored.get(place.parentScope) === true) return "gitIgnored";
+    return this.unanswered.has(place.parentScope) ? "pending" : undefined;
+  }
+
+  /** What `.claude`, `.cursor` and `.github` are in cwd: one lstat of cwd while it stands. */
+  private rootParentKinds(): Map<RuleSource, ParentKind> {
+    const { fs, cwdReal } = this.discovery;
+    const stats = fs.lstat(cwdReal);
+    if (this.rootParents && stats && sameSignature(this.rootParents.signature, stats)) return this.rootParents.kinds;
+    const kinds = new Map<RuleSource, ParentKind>();
+    for (const source of RULE_SOURCES) kinds.set(source, kindOfEntry(fs.lstat(join(cwdReal, RULE_DIRS[source][0]))));
+    if (stats) this.rootParents = { signature: signatureOf(stats), kinds };
+    return kinds;
+  }
+
+  private folder(place: RulePlace, parentKind: ParentKind): RuleFolder {
+    const [parent, child] = RULE_DIRS[place.source];
+    let parentDir: string | undefined = join(place.baseDir, parent);
+    // A parent that is a link must resolve inside cwd before anything below it is listed.
+    if (parentKind === "link") parentDir = this.discovery.containedPath(parentDir);
+    if (parentDir === undefined) this.discovery.ignoredSeen.set(place.display, "symlinkEscape");
+    if (parentKind === "none" || parentDir === undefined) {
+      this.folders.delete(place.display);
+      return place.empty;
+    }
+    const found: Array<{ dir: string; listing: ListingEntry }> = [];
+    this.walk(join(parentDir, child), 0, found);
+    const known = this.folders.get(place.display);
+    const same =
+      known !== undefined &&
+      known.listings.length === found.length &&
+      found.every((entry, index) => entry.listing === known.listings[index]);
+    if (same) return known;
+    const folder = this.read(place, found);
+    this.folders.set(place.display, folder);
+    return folder;
+  }
+
+  private walk(dir: string, depth: number, found: Array<{ dir: string; listing: ListingEntry }>): void {
+    const listing = this.discovery.listing(dir);
+    if (!listing) return;
+    found.push({ dir, listing });
+    if (depth >= MAX_RULE_DEPTH) return;
+    for (const entry of listing.names) {
+      if (entry.kind !== "dir" || entry.name.startsWith(".")) continue;
+      if (this.discovery.options.ignoredDirs.has(entry.name)) continue;
+      this.walk(join(dir, entry.name), depth + 1, found);
+    }
+  }
+
+  private read(place: RulePlace, found: Array<{ dir: string; listing: ListingEntry }>): RuleFolder {
+    const folder: RuleFolder = { place, listings: found.map((entry) => entry.listing), rules: [], rejected: [] };
+    for (const { dir, listing } of found) {
+      for (const entry of listing.names) {
+        if ((entry.kind !== "file" && entry.kind !== "link") || !isRuleFileName(entry.name, place.source)) continue;
+        const candidate = join(dir, entry.name);
+        const file = this.discovery.instructionFile(candidate);
+        if (!("reason" in file)) folder.rules.push(this.compile(place, candidate, file));
+        else if (file.reason !== "skip") {
+          const path = toDisplayPath(this.discovery.cwdReal, candidate);
+          folder.rejected.push({ path, reason: file.reason, kind: "instruction" });
+        }
+      }
+    }
+    return folder;
+  }
+
+  /** The rule a file version defines, compiled once per version. */
+  private compile(place: RulePlace, candidate: string, file: InstructionFile): Rule {
+    const cached = this.compiled.get(candidate);
+    if (cached && cached.loaded === file && cached.dir === place.display) return cached;
+    const adapter = RULE_ADAPTERS[place.source];
+    const { frontmatter, body } = ruleFrontmatter(file.text);
+    const meta = adapter.read(frontmatter, basename(candidate));
+    const rule: Rule = {
+      source: place.source,
+      path: file.path,
+      candidate,
+      base: place.base,
+      dir: place.display,
+      meta,
+      scope: ruleScope(meta, place.base, adapter.floating),
+      matcher: meta.kind === "glob" ? compileGlobs(meta.globs, adapter.floating) : undefined,
+      loaded: file,
+      body: { ...file, text: body, bytes: Buffer.byteLength(body) },
+      listingVersion: versionOf(`${meta.name}\n${meta.description}\n${file.path}`),
+    };
+    this.compiled.set(candidate, rule);
+    return rule;
+  }
+
+  /** The rules that apply to these paths, each stat-checked again: one pass over the compiled rules. */
+  applying(folders: RuleFolder[], touched: readonly string[]): Rule[] {
+    const rules: Rule[] = [];
+    for (const folder of folders) {
+      for (let index = 0; index < folder.rules.length; index++) {
+        if (!ruleApplies(folder.rules[index]!, touched)) continue;
+        const fresh = this.refresh(folder, index);
+        if (fresh && ruleApplies(fresh, touched)) rules.push(fresh);
+      }
+    }
+    return rules;
+  }
+
+  private refresh(folder: RuleFolder, index: number): Rule | undefined {
+    const rule = folder.rules[index]!;
+    const file = this.discovery.instructionFile(rule.candidate);
+    if ("reason" in file) {
+      // Gone or refused since the folder was read: read the folder again at the next call.
+      folder.listings = [];
+      return undefined;
+    }
+    if (file === rule.loaded) return rule;
+    const fresh = this.compile(folder.place, rule.candidate, file);
+    folder.rules[index] = fresh;
+    return fresh;
+  }
+}
+
+export interface RuleRecord {
+  path: string;
+  /** cwd-relative rule folder it came from. */
+  dir: string;
+  version: string;
+  /** "text": the body was appended; "listing": only its name and description were listed. */
+  as: "text" | "listing";
+  bytes?: number;
+  /** Set for an import of a Claude rule: the rule whose `@path` token brought it in. */
+  importedBy?: string;
+  truncated?: boolean;
+}
+
+export interface RuleListing {
+  name: string;
+  description: string;
+  path: string;
+  scope: string;
+}
+
+function recordHasRules(record: LedgerRecord): boolean {
+  return (record.rules?.length ?? 0) + (record.retractedRules?.length ?? 0) > 0;
+}
+
+function isRuleEntry(value: unknown): value is { path: string; dir: string; version?: string } {
+  const entry = value as Partial<RuleRecord> | null;
+  return typeof entry === "object" && entry !== null && typeof entry.path === "string" && typeof entry.dir === "string";
+}
+
+/** The rule fields of a stored record, only when present: records without rules keep their shape. */
+function ruleFieldsOf(record: Partial<LedgerRecord>): Pick<LedgerRecord, "rules" | "retractedRules"> {
+  const fields: Pick<LedgerRecord, "rules" | "retractedRules"> = {};
+  if (Array.isArray(record.rules)) {
+    fields.rules = record.rules.filter((r): r is RuleRecord => isRuleEntry(r) && typeof r.version === "string");
+  }
+  if (Array.isArray(record.retractedRules)) fields.retractedRules = record.retractedRules.filter(isRuleEntry);
+  return fields;
+}
+
+function applyRuleRecords(ledger: Ledger, record: LedgerRecord): void {
+  for (const { path, dir } of record.retractedRules ?? []) {
+    ledger.rules.delete(path);
+    ledger.ruleDirs.get(dir)?.delete(path);
+    ledger.retractedRules.add(path);
+  }
+  for (const rule of record.rules ?? []) {
+    const earlier = ledger.rules.get(rule.path);
+    if (earlier && earlier.dir !== rule.dir) ledger.ruleDirs.get(earlier.dir)?.delete(rule.path);
+    ledger.rules.set(rule.path, rule);
+    let paths = ledger.ruleDirs.get(rule.dir);
+    if (!paths) ledger.ruleDirs.set(rule.dir, (paths = new Set()));
+    paths.add(rule.path);
+    ledger.retractedRules.delete(rule.path);
+  }
+}
+
+export interface RulePlanInput {
+  book: RuleBook;
+  views: DirectoryView[];
+  touched: readonly string[];
+  options: Options;
+}
+
+/** Adds to a plan the rules the model lacks for these paths, and withdraws rules that are gone. */
+export function planRules(ledger: Ledger, plan: DeliveryPlan, input: RulePlanInput): void {
+  const folders = input.book.foldersFor(input.views, input.options.ruleSources);
+  for (const folder of folders) {
+    planRuleRetractions(ledger, plan, folder);
+    if (folder.rejected.length > 0)
+      planSkips(ledger, { ...emptyView(folder.place.display), rejected: folder.rejected }, plan);
+  }
+  if (input.touched.length === 0) return;
+  for (const rule of input.book.applying(folders, input.touched)) {
+    if (rule.meta.kind === "described") planRuleListing(ledger, plan, input, rule);
+    else planRuleText(ledger, plan, input, rule);
+  }
+}
+
+function planRuleText(ledger: Ledger, plan: DeliveryPlan, input: RulePlanInput, rule: Rule): void {
+  const entries: Array<{ file: InstructionFile; importedBy?: string }> = [{ file: rule.body }];
+  if (rule.source === "claude" && input.options.imports) {
+    const rejected: Rejection[] = [];
+    entries.push(...input.book.discovery.importsOf(rule.loaded, rejected));
+    if (rejected.length > 0) planSkips(ledger, { ...emptyView(rule.dir), rejected }, plan);
+  }
+  for (const { file, importedBy } of entries) {
+    const held = ledger.rules.get(file.path);
+    if (held?.as === "text" && held.version === file.version) continue;
+    if (!claimRule(plan, file.path)) continue;
+    const record: RuleRecord = { path: file.path, dir: rule.dir, version: file.version, as: "text", bytes: file.bytes };
+    if (importedBy !== undefined) record.importedBy = importedBy;
+    (plan.record.rules ??= []).push(record);
+    const supersedes = held !== undefined;
+    (plan.rules ??= []).push({ file, scope: rule.base, scopeText: rule.scope, supersedes, importedBy });
+  }
+}
+
+function planRuleListing(ledger: Ledger, plan: DeliveryPlan, input: RulePlanInput, rule: Rule): void {
+  if (ledger.rules.get(rule.path)?.version === rule.listingVersion) return;
+  if (!claimRule(plan, rule.path)) return;
+  (plan.record.rules ??= []).push({ path: rule.path, dir: rule.dir, version: rule.listingVersion, as: "listing" });
+  const { name, description } = rule.meta;
+  (plan.ruleListings ??= []).push({ name, description, path: rule.path, scope: rule.scope });
+}
+
+/** False when this plan already has the path (a file two rules import). */
+function claimRule(plan: DeliveryPlan, path: string): boolean {
+  return !plan.record.rules?.some((record) => record.path === path);
+}
+
+/** A rule the model holds whose file is gone, refused or now manual is withdrawn, with its imports. */
+function planRuleRetractions(ledger: Ledger, plan: DeliveryPlan, folder: RuleFolder): void {
+  const held = ledger.ruleDirs.get(folder.place.display);
+  if (!held || held.size === 0) return;
+  let offered: Set<string> | undefined;
+  for (const path of held) {
+    const record = ledger.rules.get(path);
+    if (!record || record.importedBy !== undefined) continue;
+    offered ??= new Set(folder.rules.filter((rule) => rule.meta.kind !== "manual").map((rule) => rule.path));
+    if (offered.has(path)) continue;
+    const gone = [...held].filter((other) => other === path || ledger.rules.get(other)?.importedBy === path);
+    for (const withdrawn of gone) (plan.record.retractedRules ??= []).push({ path: withdrawn, dir: record.dir });
+  }
+}
+
+/** Budget order with rule texts ranked after the deepest folder's files and before the broader ones. */
+function rankRules(priority: number[], plan: DeliveryPlan): number[] {
+  const count = plan.rules?.length ?? 0;
+  if (count === 0) return priority;
+  const deepest = Math.max(0, ...plan.files.map((entry) => depthOf(entry.scope)));
+  const cut = priority.findIndex((index) => depthOf(plan.files[index]!.scope) < deepest);
+  const at = cut === -1 ? priority.length : cut;
+  const rules = Array.from({ length: count }, (_, k) => plan.files.length + k);
+  return [...priority.slice(0, at), ...rules, ...priority.slice(at)];
+}
+
+function formatRules(plan: DeliveryPlan): string[] {
+  const lines: string[] = [];
+  if (plan.rules?.length) {
+    lines.push("", RULES_INTRO);
+    for (const entry of plan.rules) lines.push("", ...formatFile(entry));
+  }
+  if (plan.ruleListings?.length) {
+    lines.push("", RULE_LISTING_INTRO);
+    for (const { name, description, path, scope } of plan.ruleListings) {
+      const fields = [name, scope, description, path].map(reminderField);
+      lines.push(`- ${fields[0]} (scope ${fields[1]}): ${fields[2]} [${fields[3]}]`);
+    }
+  }
+  return lines;
+}
+
+export function ruleSourcesOf(value: unknown): Set<RuleSource> | undefined {
+  if (!Array.isArray(value) || new Set(value).size !== value.length) return undefined;
+  const known = value.every((source) => (RULE_SOURCES as readonly unknown[]).includes(source));
+  return known ? new Set(value as RuleSource[]) : undefined;
+}
+
+function ruleState(ledger: Ledger, rule: Rule): string {
+  if (rule.meta.kind === "manual") return "manual";
+  const held = ledger.rules.get(rule.path);
+  if (rule.meta.kind === "described") return held?.version === rule.listingVersion ? "listed" : "pending";
+  if (!held) return ledger.retractedRules.has(rule.path) ? "retracted" : "pending";
+  if (held.version !== rule.loaded.version) return "changed since delivery";
+  return held.truncated ? "delivered, truncated by the budget" : "delivered";
+}
+
+function ruleLine(ledger: Ledger, rule: Rule): string {
+  const globs = rule.meta.kind === "glob" ? `globs ${rule.meta.globs.join(", ")}` : "no globs";
+  return `${rule.path}  ${rule.source}  ${RULE_KIND_NAMES[rule.meta.kind]}  ${globs}  ${ruleState(ledger, rule)}`;
+}
+
+/** The rules part of `/lazy-agents`: cwd's rule folders and every nested one seen, with states. */
+export function formatRuleInspection(engine: LazyAgents): string[] {
+  const discovery = engine.discovery;
+  if (!engine.options.rules || !discovery) return [];
+  const book = engine.rulesOf(discovery);
+  book.foldersFor([], engine.options.ruleSources);
+  const folders = [...book.folders.values()].filter((folder) => engine.options.ruleSources.has(folder.place.source));
+  const rules = folders.flatMap((folder) => folder.rules);
+  const lines = rules.map((rule) => `  ${ruleLine(engine.ledger, rule)}`);
+  const listed = new Set(rules.map((rule) => rule.path));
+  for (const path of engine.ledger.retractedRules) if (!listed.has(path)) lines.push(`  ${path}  retracted`);
+  for (const rejection of folders.flatMap((folder) => folder.rejected)) {
+    lines.push(`  ${rejection.path}  not used: ${REASONS[rejection.reason]}`);
+  }
+  return lines.length > 0 ? ["", `Rules (${rules.length}):`, ...lines] : [];
+}
+
+/** The rules part of `/lazy-agents why <path>`: each rule, and whether and why it applies there. */
+export function explainRules(engine: LazyAgents, views: DirectoryView[], touched: string | undefined): string[] {
+  const discovery = engine.discovery;
+  if (!engine.options.rules || !discovery || touched === undefined) return [];
+  const book = engine.rulesOf(discovery);
+  const inScope = new Set(book.foldersFor(views, engine.options.ruleSources));
+  const lines: string[] = [];
+  for (const folder of book.folders.values()) {
+    for (const rule of folder.rules) {
+      const why = !engine.options.ruleSources.has(rule.source)
+        ? RULE_WHY.sourceOff
+        : !inScope.has(folder)
+          ? RULE_WHY.otherFolder
+          : rule.meta.kind === "glob"
+            ? ruleMatches(rule, touched)
+              ? RULE_WHY.matches
+              : RULE_WHY.noMatch
+            : RULE_WHY[rule.meta.kind];
+      lines.push(`  rule ${rule.path} (${rule.source}, scope ${rule.scope}): ${why}`);
+    }
+  }
+  return lines.length > 0 ? ["  Rules:", ...lines.map((line) => `  ${line}`)] : lines;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -2839,7 +3719,10 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
 
     const announce = (ctx: ExtensionContext, plan: DeliveryPlan): void => {
       if (!ctx.hasUI) return;
-      const loaded = plan.record.files.filter((file) => file.via === "reminder").map((file) => oneLine(file.path));
+      const loaded = [
+        ...plan.record.files.filter((file) => file.via === "reminder").map((file) => oneLine(file.path)),
+        ...(plan.record.rules ?? []).filter((rule) => rule.as === "text").map((rule) => oneLine(rule.path)),
+      ];
       if (loaded.length > 0) tell(ctx, `pi-lazy-agents: loaded ${loaded.join(", ")}`, "info");
       for (const skip of plan.record.skipped) tell(ctx, warningText(skip), "warning");
       showStatus(ctx);

@@ -105,6 +105,12 @@ test("schema.json and the settings validator agree on good and bad values", () =
     ["imports", 0, false],
     ["gateWrites", true, true],
     ["gateWrites", null, false],
+    ["rules", false, true],
+    ["rules", "off", false],
+    ["ruleSources", ["cursor"], true],
+    ["ruleSources", [], true],
+    ["ruleSources", ["windsurf"], false],
+    ["ruleSources", ["cursor", "cursor"], false],
     ["unknownKey", true, false],
   ];
   for (const [key, value, good] of cases) {

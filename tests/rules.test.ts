@@ -1,0 +1,354 @@
+// Path-scoped rules of other agents: `.claude/rules`, `.cursor/rules`, `.github/instructions`.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { globMatches, readRecord, readRuleMeta, splitGlobList, type RuleKind } from "../index.ts";
+import type { RuleSource } from "../config.ts";
+import {
+  countOccurrences,
+  finalTurn,
+  loadRunner,
+  persistedToolResults,
+  prefixBreaks,
+  reminderOf,
+  startSession,
+  textOf,
+  toolTurn,
+  withTree,
+} from "./harness.ts";
+
+// Examples from each tool's documentation: Claude Code's memory docs (path-specific rules), Cursor's
+// rules docs, GitHub's custom instructions docs and VS Code's applyTo handling.
+const globTable: Array<[RuleSource, string, string, boolean]> = [
+  // Claude Code: `**/*.ts` all TypeScript files in any directory.
+  ["claude", "**/*.ts", "index.ts", true],
+  ["claude", "**/*.ts", "src/deep/er/file.ts", true],
+  ["claude", "**/*.ts", "src/file.tsx", false],
+  // `src/**/*` all files under src/.
+  ["claude", "src/**/*", "src/a.ts", true],
+  ["claude", "src/**/*", "src/a/b/c.md", true],
+  ["claude", "src/**/*", "lib/a.ts", false],
+  // `*.md` Markdown files in the project root: Claude anchors a pattern without a slash.
+  ["claude", "*.md", "README.md", true],
+  ["claude", "*.md", "docs/guide.md", false],
+  // `src/components/*.tsx` components in one folder.
+  ["claude", "src/components/*.tsx", "src/components/Button.tsx", true],
+  ["claude", "src/components/*.tsx", "src/components/ui/Button.tsx", false],
+  // Brace expansion: `src/**/*.{ts,tsx}` and `{src,lib}/**/*.ts`.
+  ["claude", "src/**/*.{ts,tsx}", "src/a/b.tsx", true],
+  ["claude", "src/**/*.{ts,tsx}", "src/a/b.ts", true],
+  ["claude", "src/**/*.{ts,tsx}", "src/a/b.js", false],
+  ["claude", "{src,lib}/**/*.ts", "lib/util.ts", true],
+  ["claude", "{src,lib}/**/*.ts", "test/util.ts", false],
+  ["claude", "tests/**/*.test.ts", "tests/unit/a.test.ts", true],
+  // Cursor: globs are gitignore-like, a pattern without a slash matches at any depth.
+  ["cursor", "*.tsx", "Button.tsx", true],
+  ["cursor", "*.tsx", "src/components/Button.tsx", true],
+  ["cursor", "*.tsx", "src/components/Button.ts", false],
+  ["cursor", "src/**/*.ts", "src/a/b.ts", true],
+  ["cursor", "src/**/*.ts", "lib/src/b.ts", false],
+  ["cursor", "app/**/*", "app/page.tsx", true],
+  ["cursor", "**/*.{ts,tsx}", "a/b/c.tsx", true],
+  ["cursor", "/*.json", "package.json", true],
+  ["cursor", "/*.json", "sub/package.json", false],
+  // Copilot: `*` and `**` and `**/*` match everything; `**/*.py` recursively; `src/*.py` in src only;
+  // `src/**/*.py` recursively in src; `**/subdir/**/*.py` at any depth. A bare `*.py` matches at any
+  // depth, as VS Code applies it.
+  ["copilot", "**", "a/b/c.txt", true],
+  ["copilot", "**/*", "a/b/c.txt", true],
+  ["copilot", "*", "a/b/c.txt", true],
+  ["copilot", "*.py", "main.py", true],
+  ["copilot", "*.py", "pkg/main.py", true],
+  ["copilot", "**/*.py", "pkg/sub/main.py", true],
+  ["copilot", "src/*.py", "src/main.py", true],
+  ["copilot", "src/*.py", "src/sub/main.py", false],
+  ["copilot", "src/**/*.py", "src/sub/main.py", true],
+  ["copilot", "**/subdir/**/*.py", "a/subdir/b/c.py", true],
+  ["copilot", "**/subdir/**/*.py", "a/subdir/c.py", true],
+  ["copilot", "**/subdir/**/*.py", "a/other/c.py", false],
+  ["copilot", ".github/workflows/*.yml", ".github/workflows/ci.yml", true],
+  // Shared syntax: `?`, classes, negated classes, escapes, trailing slash, `./`.
+  ["cursor", "file?.ts", "file1.ts", true],
+  ["cursor", "file?.ts", "file12.ts", false],
+  ["cursor", "v[0-9].md", "docs/v3.md", true],
+  ["cursor", "v[!0-9].md", "docs/v3.md", false],
+  ["cursor", "v[!0-9].md", "docs/vx.md", true],
+  ["cursor", "\\{literal\\}.md", "{literal}.md", true],
+  ["claude", "docs/", "docs/a/b.md", true],
+  ["claude", "./src/*.ts", "src/a.ts", true],
+  ["claude", "*", "a/b", false],
+  ["claude", "!src/**", "src/a.ts", false],
+];
+
+test("globs match as each tool documents: its examples, braces, classes and depth", () => {
+  for (const [source, glob, path, expected] of globTable) {
+    assert.equal(globMatches(source, glob, path), expected, `${source} ${glob} ${path}`);
+  }
+});
+
+test("a glob list is cut at commas outside braces and classes", () => {
+  const table: Array<[string, string[]]> = [
+    ["**/*.ts,**/*.tsx", ["**/*.ts", "**/*.tsx"]],
+    ["app/**/*, **/*.tsx", ["app/**/*", "**/*.tsx"]],
+    ["src/**/*.{ts,tsx}", ["src/**/*.{ts,tsx}"]],
+    ["[a,b].md, c.md", ["[a,b].md", "c.md"]],
+    [" , ", []],
+  ];
+  for (const [value, expected] of table) assert.deepEqual(splitGlobList(value), expected, value);
+});
+
+test("each source reads its frontmatter into a kind, including frontmatter that is not valid YAML", () => {
+  const table: Array<[RuleSource, string, RuleKind, string[], string]> = [
+    [
+      "claude",
+      '---\npaths:\n  - "src/api/**/*.ts"\n  - "tests/**/*.test.ts"\n---\nBody',
+      "glob",
+      ["src/api/**/*.ts", "tests/**/*.test.ts"],
+      "",
+    ],
+    ["claude", "---\npaths: src/**/*.{ts,tsx}\n---\nBody", "glob", ["src/**/*.{ts,tsx}"], ""],
+    ["claude", "---\npaths:\n  - **/*.ts\n---\nBody", "glob", ["**/*.ts"], ""],
+    ["claude", "# Always\nNo frontmatter", "always", [], ""],
+    [
+      "cursor",
+      "---\ndescription: TS rules\nglobs: *.ts, *.tsx\nalwaysApply: false\n---\nBody",
+      "glob",
+      ["*.ts", "*.tsx"],
+      "TS rules",
+    ],
+    ["cursor", '---\nglobs: ["src/**/*.ts", "lib/**"]\n---\nBody', "glob", ["src/**/*.ts", "lib/**"], ""],
+    ["cursor", "---\nalwaysApply: true\nglobs: *.ts\n---\nBody", "always", ["*.ts"], ""],
+    [
+      "cursor",
+      "---\ndescription: Database migrations\nglobs:\nalwaysApply: false\n---\nBody",
+      "described",
+      [],
+      "Database migrations",
+    ],
+    ["cursor", "---\ndescription:\nglobs:\nalwaysApply: false\n---\nBody", "manual", [], ""],
+    ["cursor", '---\nalwaysApply: "true"\n---\nBody', "manual", [], ""],
+    [
+      "copilot",
+      "---\napplyTo: '**/*.ts,src/e2e/**/*.spec.ts'\n---\nBody",
+      "glob",
+      ["**/*.ts", "src/e2e/**/*.spec.ts"],
+      "",
+    ],
+    ["copilot", "---\ndescription: When you add features\n---\nBody", "described", [], "When you add features"],
+    ["copilot", "Plain body", "manual", [], ""],
+  ];
+  for (const [source, text, kind, globs, description] of table) {
+    const meta = readRuleMeta(source, text, "rule.md");
+    assert.deepEqual([meta.kind, meta.globs, meta.description], [kind, globs, description], `${source}: ${text}`);
+  }
+});
+
+const rule = (frontmatter: string, body: string) => `---\n${frontmatter}\n---\n${body}\n`;
+
+const ruleTree = {
+  ".claude/rules/api.md": rule('paths:\n  - "src/api/**/*.ts"', "CLAUDE-API-V1"),
+  ".claude/rules/always.md": "CLAUDE-ALWAYS-RULE\n",
+  ".claude/rules/style/typescript.md": rule("paths: src/**/*.{ts,tsx}", "CLAUDE-TS-RULE"),
+  ".cursor/rules/react.mdc": rule("description: React components\nglobs: *.tsx\nalwaysApply: false", "CURSOR-TSX-RULE"),
+  ".cursor/rules/db.mdc": rule("description: Database migrations\nglobs:\nalwaysApply: false", "CURSOR-DB-BODY"),
+  ".cursor/rules/manual.mdc": rule("description:\nglobs:\nalwaysApply: false", "CURSOR-MANUAL-BODY"),
+  "packages/web/.cursor/rules/css.mdc": rule('globs: ["src/**/*.css"]', "WEB-CSS-RULE"),
+  ".github/instructions/docs.instructions.md": rule("applyTo: '**/*.md,docs/**'", "COPILOT-DOCS-RULE"),
+  "node_modules/lib/.cursor/rules/evil.mdc": rule("alwaysApply: true", "EVIL-RULE"),
+  "node_modules/lib/index.js": "module.exports = 1;\n",
+  "notes.txt": "notes\n",
+  "src/api/server.ts": "export const server = 1;\n",
+  "src/ui/button.tsx": "export const Button = 1;\n",
+  "packages/web/src/site.css": "body {}\n",
+  "README.md": "# readme\n",
+};
+
+const read = (path: string) => toolTurn(["read", { path }]);
+
+test("a real session delivers each rule of all three sources once, with the first matching touch; a changed rule supersedes, a deleted one is withdrawn", () =>
+  withTree(ruleTree, async (tree) => {
+    const changeAndDelete = () => {
+      writeFileSync(tree.abs(".claude/rules/api.md"), rule('paths:\n  - "src/api/**/*.ts"', "CLAUDE-API-V2"));
+      utimesSync(tree.abs(".claude/rules/api.md"), new Date(), new Date(Date.now() + 5000));
+      rmSync(tree.abs(".cursor/rules/react.mdc"));
+      return read("src/api/server.ts");
+    };
+    const h = await startSession(tree, [
+      read("notes.txt"),
+      read("node_modules/lib/index.js"),
+      read("src/api/server.ts"),
+      read("src/ui/button.tsx"),
+      read("packages/web/src/site.css"),
+      read("README.md"),
+      changeAndDelete,
+      read("src/ui/button.tsx"),
+      finalTurn(),
+    ]);
+    try {
+      await h.session.prompt("work");
+      const results = persistedToolResults(h.sessionManager);
+      const reminders = results.map((result) => reminderOf(result.content) ?? "");
+      const firstWith = (marker: string) => reminders.findIndex((reminder) => reminder.includes(marker));
+      assert.equal(firstWith("CLAUDE-ALWAYS-RULE"), 0, "unconditional: with the first triggering call");
+      assert.equal(firstWith("Database migrations"), 0, "description-only: listed with the first call");
+      assert.equal(firstWith("CLAUDE-API-V1"), 2);
+      assert.equal(firstWith("CLAUDE-TS-RULE"), 2, "a brace glob in a rule subfolder");
+      assert.equal(firstWith("CURSOR-TSX-RULE"), 3, "a Cursor glob without a slash, at any depth");
+      assert.equal(firstWith("WEB-CSS-RULE"), 4, "a nested .cursor/rules, relative to its folder");
+      assert.equal(firstWith("COPILOT-DOCS-RULE"), 5);
+      assert.equal(firstWith("CLAUDE-API-V2"), 6);
+      assert.match(reminders[6]!, /path="\.claude\/rules\/api\.md" scope="src\/api\/\*\*\/\*\.ts" supersedes=/);
+      assert.match(reminders[6]!, /\.cursor\/rules\/react\.mdc no longer applies/);
+      assert.match(reminders[4]!, /scope="packages\/web\/src\/\*\*\/\*\.css"/);
+      const all = results.map((result) => textOf(result.content)).join("\n");
+      for (const marker of ["CLAUDE-ALWAYS-RULE", "CLAUDE-API-V1", "CLAUDE-API-V2", "CLAUDE-TS-RULE"]) {
+        assert.equal(countOccurrences(all, marker), 1, marker);
+      }
+      for (const marker of ["CURSOR-TSX-RULE", "WEB-CSS-RULE", "COPILOT-DOCS-RULE", "Database migrations"]) {
+        assert.equal(countOccurrences(all, marker), 1, marker);
+      }
+      for (const marker of ["EVIL-RULE", "CURSOR-DB-BODY", "CURSOR-MANUAL-BODY", "paths:", "globs:", "applyTo:"]) {
+        assert.equal(countOccurrences(all, marker), 0, marker);
+      }
+      assert.equal(countOccurrences(all, "react.mdc no longer applies"), 1);
+      assert.deepEqual(prefixBreaks(h.requestMessages), []);
+      const file = readFileSync(h.sessionManager.getSessionFile()!, "utf8");
+      assert.match(file, /"rules":\[\{"path":"\.claude\/rules\/always\.md"/);
+    } finally {
+      h.dispose();
+    }
+  }));
+
+test("rules do not wait for trust, and ruleSources and rules: false choose what applies", () =>
+  withTree(ruleTree, async (tree) => {
+    const untrusted = await loadRunner(tree, { trusted: false });
+    assert.match(
+      reminderOf((await untrusted.call("read", { path: "src/api/server.ts" })).content) ?? "",
+      /CLAUDE-API-V1/,
+    );
+    const cursorOnly = await loadRunner(tree, { settings: { lazyAgents: { ruleSources: ["cursor"] } } });
+    const cursorReminder = reminderOf((await cursorOnly.call("read", { path: "src/ui/button.tsx" })).content) ?? "";
+    assert.match(cursorReminder, /CURSOR-TSX-RULE/);
+    assert.doesNotMatch(cursorReminder, /CLAUDE-|COPILOT-/);
+    const off = await loadRunner(tree, { settings: { lazyAgents: { rules: false } } });
+    const result = await off.call("read", { path: "src/ui/button.tsx" });
+    assert.deepEqual(result.content, result.original);
+    const bad = await loadRunner(tree, { hasUI: true, settings: { lazyAgents: { ruleSources: ["windsurf"] } } });
+    await bad.emitSessionStart();
+    assert.ok(bad.notifications.some((n) => /ruleSources in .* must be a list of distinct rule sources/.test(n)));
+  }));
+
+test("a rule folder or rule file that links out of cwd is refused", () =>
+  withTree({ "src/a.ts": "a\n" }, async (tree) => {
+    const outside = `${tree.root}/outside`;
+    mkdirSync(`${outside}/rules`, { recursive: true });
+    writeFileSync(`${outside}/rules/leak.md`, "OUTSIDE-RULE\n");
+    writeFileSync(`${outside}/secret.md`, "OUTSIDE-FILE\n");
+    tree.link(".claude", outside);
+    tree.link(".github/instructions/leak.instructions.md", `${outside}/secret.md`);
+    tree.write(".cursor/rules/inside.mdc", rule("alwaysApply: true", "INSIDE-RULE"));
+    const h = await loadRunner(tree);
+    const reminder = reminderOf((await h.call("read", { path: "src/a.ts" })).content) ?? "";
+    assert.doesNotMatch(reminder, /OUTSIDE-/);
+    assert.match(reminder, /INSIDE-RULE/);
+    assert.match(reminder, /\.github\/instructions\/leak\.instructions\.md was not loaded: a link that leads outside/);
+  }));
+
+test("a git-ignored rule folder is skipped, and named in /lazy-agents", () =>
+  withTree({ "src/a.ts": "a\n", ".gitignore": ".cursor/\n" }, async (tree) => {
+    execFileSync("git", ["init", "-q"], { cwd: tree.cwd });
+    tree.write(".cursor/rules/ignored.mdc", rule("alwaysApply: true", "GIT-IGNORED-RULE"));
+    tree.write(".claude/rules/kept.md", "KEPT-RULE\n");
+    const h = await loadRunner(tree, { hasUI: true });
+    const reminder = reminderOf((await h.call("read", { path: "src/a.ts" })).content) ?? "";
+    assert.doesNotMatch(reminder, /GIT-IGNORED-RULE/);
+    assert.match(reminder, /KEPT-RULE/);
+    await h.command("lazy-agents", "");
+    assert.match(h.notifications.at(-1) ?? "", /\.cursor\/rules {2}ignored by git/);
+  }));
+
+test("Claude rules bring their @imports; rule texts rank after the deepest folder's files in the budget", () =>
+  withTree(
+    {
+      ".claude/rules/api.md": rule('paths: "src/**"', `API-RULE ${"r".repeat(500)}\nSee @../../docs/extra.md`),
+      "docs/extra.md": "IMPORTED-EXTRA\n",
+      "src/AGENTS.md": `BROAD ${"b".repeat(600)}`,
+      "src/deep/AGENTS.md": `DEEP ${"d".repeat(300)}`,
+      "src/deep/a.ts": "a\n",
+    },
+    async (tree) => {
+      const h = await loadRunner(tree, { settings: { lazyAgents: { reminderBudgetBytes: 1024 } } });
+      const reminder = reminderOf((await h.call("read", { path: "src/deep/a.ts" })).content) ?? "";
+      assert.match(reminder, new RegExp(`DEEP d{300}\\n</instructions>`), "the deepest folder stays whole");
+      assert.match(
+        reminder,
+        new RegExp(`API-RULE r{500}\\nSee @../../docs/extra.md\\n</instructions>`),
+        "then the rule",
+      );
+      assert.match(reminder, /src\/AGENTS\.md was (cut|left out)/, "the broader folder is cut");
+      assert.match(reminder, /path="docs\/extra\.md" scope="src\/\*\*" imported-by="\.claude\/rules\/api\.md"/);
+    },
+  ));
+
+test("the write gate holds back the first write a glob rule governs", () =>
+  withTree(
+    { ".claude/rules/api.md": rule('paths: "src/api/**"', "API-GATED-RULE"), "src/api/a.ts": "a\n" },
+    async (tree) => {
+      const h = await loadRunner(tree, { settings: { lazyAgents: { gateWrites: true } } });
+      const held = await h.call("write", { path: "src/api/b.ts", content: "b\n" });
+      assert.equal(held.blocked, true);
+      assert.match(held.reason ?? "", /API-GATED-RULE[^]*retry the same call/);
+      assert.equal((await h.call("write", { path: "src/api/b.ts", content: "b\n" })).blocked, false);
+    },
+  ));
+
+test("a rule delivered in one session is not sent again after --continue", () =>
+  withTree(ruleTree, async (tree) => {
+    const first = await startSession(tree, [read("src/api/server.ts"), finalTurn()]);
+    await first.session.prompt("first");
+    const sessionFile = first.sessionManager.getSessionFile()!;
+    first.dispose();
+    const second = await startSession(tree, [read("src/api/server.ts"), read("notes.txt"), finalTurn()], {
+      sessionFile,
+    });
+    try {
+      await second.session.prompt("second");
+      const file = readFileSync(sessionFile, "utf8");
+      for (const marker of ["CLAUDE-API-V1", "CLAUDE-ALWAYS-RULE", "Database migrations"]) {
+        assert.equal(countOccurrences(file, marker), 1, marker);
+      }
+    } finally {
+      second.dispose();
+    }
+  }));
+
+test("/lazy-agents lists every rule with source, kind, globs and state; why names matching and other rules", () =>
+  withTree(ruleTree, async (tree) => {
+    const h = await loadRunner(tree, { hasUI: true });
+    await h.call("read", { path: "src/api/server.ts" });
+    await h.command("lazy-agents", "");
+    const report = h.notifications.at(-1) ?? "";
+    assert.match(report, /\.claude\/rules\/api\.md {2}claude {2}glob {2}globs src\/api\/\*\*\/\*\.ts {2}delivered/);
+    assert.match(report, /\.claude\/rules\/always\.md {2}claude {2}unconditional {2}no globs {2}delivered/);
+    assert.match(report, /\.cursor\/rules\/react\.mdc {2}cursor {2}glob {2}globs \*\.tsx {2}pending/);
+    assert.match(report, /\.cursor\/rules\/db\.mdc {2}cursor {2}description only {2}no globs {2}listed/);
+    assert.match(report, /\.cursor\/rules\/manual\.mdc {2}cursor {2}manual {2}no globs {2}manual/);
+    assert.doesNotMatch(report, /CLAUDE-API-V1/);
+    await h.command("lazy-agents", "why src/ui/button.tsx");
+    const why = h.notifications.at(-1) ?? "";
+    assert.match(why, /rule \.cursor\/rules\/react\.mdc \(cursor, scope \*\.tsx\): matches/);
+    assert.match(
+      why,
+      /rule \.claude\/rules\/api\.md \(claude, scope src\/api\/\*\*\/\*\.ts\): does not match its globs/,
+    );
+    assert.match(why, /rule \.cursor\/rules\/manual\.mdc \(cursor, scope \*\*\): manual: never delivered/);
+  }));
+
+test("a stored record without rules reads as before, and one with rules keeps them", () => {
+  const old = { v: 1, files: [], skills: [], retracted: [], retractedSkills: [], skipped: [] };
+  assert.deepEqual(readRecord({ lazyAgents: old }), old);
+  const rules = [{ path: ".claude/rules/a.md", dir: ".claude/rules", version: "abc", as: "text", bytes: 3 }];
+  assert.deepEqual(readRecord({ lazyAgents: { ...old, rules } })?.rules, rules);
+  assert.deepEqual(readRecord({ lazyAgents: { ...old, rules: [{ path: 1 }] } })?.rules, []);
+});
