@@ -3075,8 +3075,9 @@ export interface Rule {
 interface RulePlace {
   source: RuleSource;
   base: string;
-  /** Absolute folder holding the rule folder's parent, and the parent's and rule folder's names. */
-  baseDir: string;
+  /** Absolute paths of the rule folder's parent (`.cursor`) and of the rule folder, as written. */
+  parentDir: string;
+  ruleDir: string;
   parentScope: string;
   /** cwd-relative rule folder. */
   display: string;
@@ -3090,6 +3091,8 @@ export interface RuleFolder {
   listings: ListingEntry[];
   rules: Rule[];
   rejected: Rejection[];
+  /** Paths of its rules that are not manual, built once per version of the folder's rules. */
+  offered?: Set<string>;
 }
 
 export function ruleMatches(rule: Rule, path: string): boolean {
@@ -3134,8 +3137,9 @@ export class RuleBook {
     const [parent, child] = RULE_DIRS[source];
     const parentScope = base === "" ? parent : `${base}/${parent}`;
     const display = `${parentScope}/${child}`;
-    const baseDir = base === "" ? this.discovery.cwdReal : join(this.discovery.cwdReal, base);
-    const place: RulePlace = { source, base, baseDir, parentScope, display, empty: undefined as never };
+    const parentDir = join(this.discovery.cwdReal, parentScope);
+    const ruleDir = join(parentDir, child);
+    const place: RulePlace = { source, base, parentDir, ruleDir, parentScope, display, empty: undefined as never };
     place.empty = { place, listings: [], rules: [], rejected: [] };
     return place;
   }
@@ -3214,17 +3218,19 @@ export class RuleBook {
   }
 
   private folder(place: RulePlace, parentKind: ParentKind): RuleFolder {
-    const [parent, child] = RULE_DIRS[place.source];
-    let parentDir: string | undefined = join(place.baseDir, parent);
     // A parent that is a link must resolve inside cwd before anything below it is listed.
-    if (parentKind === "link") parentDir = this.discovery.containedPath(parentDir);
-    if (parentDir === undefined) this.discovery.ignoredSeen.set(place.display, "symlinkEscape");
-    if (parentKind === "none" || parentDir === undefined) {
+    let ruleDir: string | undefined = place.ruleDir;
+    if (parentKind === "link") {
+      const parentDir = this.discovery.containedPath(place.parentDir);
+      if (parentDir === undefined) this.discovery.ignoredSeen.set(place.display, "symlinkEscape");
+      ruleDir = parentDir === undefined ? undefined : join(parentDir, RULE_DIRS[place.source][1]);
+    }
+    if (parentKind === "none" || ruleDir === undefined) {
       this.folders.delete(place.display);
       return place.empty;
     }
     const found: Array<{ dir: string; listing: ListingEntry }> = [];
-    this.walk(join(parentDir, child), 0, found);
+    this.walk(ruleDir, 0, found);
     const known = this.folders.get(place.display);
     const same =
       known !== undefined &&
@@ -3313,6 +3319,7 @@ export class RuleBook {
     if (file === rule.loaded) return rule;
     const fresh = this.compile(folder.place, rule.candidate, file);
     folder.rules[index] = fresh;
+    folder.offered = undefined;
     return fresh;
   }
 }
@@ -3431,12 +3438,11 @@ function claimRule(plan: DeliveryPlan, path: string): boolean {
 function planRuleRetractions(ledger: Ledger, plan: DeliveryPlan, folder: RuleFolder): void {
   const held = ledger.ruleDirs.get(folder.place.display);
   if (!held || held.size === 0) return;
-  let offered: Set<string> | undefined;
+  folder.offered ??= new Set(folder.rules.filter((rule) => rule.meta.kind !== "manual").map((rule) => rule.path));
   for (const path of held) {
+    if (folder.offered.has(path)) continue;
     const record = ledger.rules.get(path);
     if (!record || record.importedBy !== undefined) continue;
-    offered ??= new Set(folder.rules.filter((rule) => rule.meta.kind !== "manual").map((rule) => rule.path));
-    if (offered.has(path)) continue;
     const gone = [...held].filter((other) => other === path || ledger.rules.get(other)?.importedBy === path);
     for (const withdrawn of gone) (plan.record.retractedRules ??= []).push({ path: withdrawn, dir: record.dir });
   }

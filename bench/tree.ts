@@ -1,6 +1,7 @@
 // Synthetic monorepos for the benchmark: seeded, up to 10 levels deep, an instruction file in about
-// one directory in five, some overrides and CLAUDE.md files, a few `.agents/skills` folders, and a
-// `node_modules` subtree with instruction files of its own that must never reach the model.
+// one directory in five, some overrides and CLAUDE.md files, a few `.agents/skills` folders, 50 glob
+// rules across `.claude/rules`, `.cursor/rules` and `.github/instructions`, and a `node_modules`
+// subtree with instruction files of its own that must never reach the model.
 
 import { spawnSync } from "node:child_process";
 import {
@@ -128,6 +129,7 @@ export function generateTree(options: TreeOptions): SyntheticTree {
   growNodeModules(random, Math.max(2, Math.round(options.files / 400)), addDir);
   assignInstructionFiles(random, dirs);
   const written = writeTree(random, cwd, dirs, options.files);
+  const rules = writeRules(random, cwd, dirs);
 
   writeFileSync(join(cwd, "AGENTS.md"), "# Root rules (Pi loads this one itself)\n");
   writeFileSync(join(cwd, ".gitignore"), "node_modules/\ndist/\ncoverage/\n*.log\n.cache/\n");
@@ -139,7 +141,7 @@ export function generateTree(options: TreeOptions): SyntheticTree {
     agentDir,
     dirs,
     byRel,
-    fileCount: written.files + 3,
+    fileCount: written.files + rules + 3,
     instructionFiles: written.instructionFiles,
     git: options.git,
   };
@@ -253,6 +255,42 @@ function writeTree(
   return { files, instructionFiles };
 }
 
+/** Glob rules the trees carry, split over the three rule sources at cwd. */
+export const RULE_COUNT = 50;
+
+/** Stats a warm call spends on rules beyond the chain: cwd itself and the three rule folders. */
+export const RULE_FOLDER_STATS = 4;
+
+const RULE_SOURCES_ON_DISK = [
+  { dir: ".claude/rules", file: (i: number) => `rule-${i}.md`, front: (glob: string) => `paths:\n  - "${glob}"` },
+  {
+    dir: ".cursor/rules",
+    file: (i: number) => `rule-${i}.mdc`,
+    // Unquoted, as hand-written Cursor rules often are: not valid YAML when the glob starts with `*`.
+    front: (glob: string) => `description: Conventions ${glob}\nglobs: ${glob}\nalwaysApply: false`,
+  },
+  {
+    dir: ".github/instructions",
+    file: (i: number) => `rule-${i}.instructions.md`,
+    front: (glob: string) => `applyTo: "${glob}"`,
+  },
+] as const;
+
+const WIDE_GLOBS = ["**/*.md", "*.json", "**/*.{tsx,jsx}", "**/file-1.ts", "*.test.ts"] as const;
+
+/** Writes RULE_COUNT rules: nine in ten scoped to a package folder, the rest by file name anywhere. */
+function writeRules(random: () => number, cwd: string, dirs: DirNode[]): number {
+  const folders = dirs.filter((dir) => !dir.ignored && dir.depth >= 2 && dir.depth <= 3);
+  for (let index = 0; index < RULE_COUNT; index++) {
+    const source = RULE_SOURCES_ON_DISK[index % RULE_SOURCES_ON_DISK.length]!;
+    const glob = index % 10 === 9 ? pick(random, WIDE_GLOBS) : `${pick(random, folders).rel}/**/*.{ts,tsx}`;
+    mkdirSync(join(cwd, source.dir), { recursive: true });
+    const body = `# Rule ${index} (${source.dir})\nKeep ${glob} consistent with its neighbours.\n`;
+    writeFileSync(join(cwd, source.dir, source.file(index)), `---\n${source.front(glob)}\n---\n${body}`);
+  }
+  return RULE_COUNT;
+}
+
 /**
  * An instruction file's text. Its first line is unique per folder, name and version: the bench
  * finds deliveries by it. Package-level guides (depth 1-2) are long; deep notes are short.
@@ -309,11 +347,12 @@ export function dirsAtDepth(tree: SyntheticTree, depth: number): DirNode[] {
 
 /**
  * The physical floor of a warm call in `dir`: one stat per directory on the chain below cwd, plus
- * one per instruction file and skill file the chain holds (each must be re-checked for changes).
+ * one per instruction file and skill file the chain holds (each must be re-checked for changes),
+ * plus cwd and the rule folders (re-checked for new rules).
  */
 export function floorOf(tree: SyntheticTree, dir: DirNode): number {
   if (dir.ignored) return 0;
-  let floor = 0;
+  let floor = RULE_FOLDER_STATS;
   const parts = dir.rel.split("/");
   for (let index = 1; index <= parts.length; index++) {
     const node = tree.byRel.get(parts.slice(0, index).join("/"))!;
