@@ -12,7 +12,9 @@ import {
   persistedToolResults,
   prefixBreaks,
   reminderOf,
+  startRuntime,
   startSession,
+  summaryTurn,
   textOf,
   toolTurn,
   withTree,
@@ -352,3 +354,79 @@ test("a stored record without rules reads as before, and one with rules keeps th
   assert.deepEqual(readRecord({ lazyAgents: { ...old, rules } })?.rules, rules);
   assert.deepEqual(readRecord({ lazyAgents: { ...old, rules: [{ path: 1 }] } })?.rules, []);
 });
+
+test("a rule file that is too large or not UTF-8 is refused with one notice, like an instruction file", () =>
+  withTree(
+    {
+      ".claude/rules/big.md": `BIG-RULE ${"x".repeat(2000)}\n`,
+      ".cursor/rules/latin1.mdc": Buffer.from([0x2d, 0x2d, 0x2d, 0x0a, 0xe9, 0x0a, 0x2d, 0x2d, 0x2d, 0x0a]),
+      ".github/instructions/ok.instructions.md": rule("applyTo: '**'", "SMALL-RULE"),
+      "src/a.ts": "a\n",
+    },
+    async (tree) => {
+      const h = await loadRunner(tree, { settings: { lazyAgents: { maxFileBytes: 1024 } } });
+      const reminder = reminderOf((await h.call("read", { path: "src/a.ts" })).content) ?? "";
+      assert.match(reminder, /SMALL-RULE/);
+      assert.doesNotMatch(reminder, /BIG-RULE/);
+      assert.match(reminder, /\.claude\/rules\/big\.md was not loaded: larger than the size limit/);
+      assert.match(reminder, /\.cursor\/rules\/latin1\.mdc was not loaded: not valid UTF-8/);
+      const again = await h.call("read", { path: "src/a.ts" });
+      assert.deepEqual(again.content, again.original, "each notice once");
+    },
+  ));
+
+test("parallel calls and a codemode script's nested calls deliver a matching rule once, on the outer result", () =>
+  withTree(ruleTree, async (tree) => {
+    const h = await startSession(
+      tree,
+      [
+        toolTurn(["read", { path: "src/ui/button.tsx" }], ["read", { path: "src/ui/button.tsx" }]),
+        toolTurn(["codemode", { code: "return await tools.read({ path: 'src/api/server.ts' });" }]),
+        finalTurn(),
+      ],
+      { codemode: true },
+    );
+    try {
+      await h.session.prompt("work");
+      const results = persistedToolResults(h.sessionManager);
+      const all = results.map((result) => textOf(result.content)).join("\n");
+      assert.equal(countOccurrences(all, "CURSOR-TSX-RULE"), 1);
+      const codemode = results.find((result) => result.toolName === "codemode")!;
+      assert.match(reminderOf(codemode.content) ?? "", /CLAUDE-API-V1/);
+      assert.equal(countOccurrences(all, "CLAUDE-API-V1"), 1);
+    } finally {
+      h.dispose();
+    }
+  }));
+
+test("a compaction that drops a rule's carrying result re-sends the rule at its next matching touch, not before", () =>
+  withTree({ ...ruleTree, "notes/big.txt": "z".repeat(4000) }, async (tree) => {
+    const h = await startRuntime(tree, { settings: { compaction: { enabled: false, keepRecentTokens: 200 } } });
+    try {
+      h.script([
+        read("src/api/server.ts"),
+        finalTurn(),
+        read("notes/big.txt"),
+        finalTurn(),
+        read("README.md"),
+        finalTurn(),
+      ]);
+      await h.session.prompt("first");
+      await h.session.prompt("filler");
+      await h.session.prompt("third");
+      h.script([summaryTurn(), summaryTurn()]);
+      await h.session.compact();
+      const kept = JSON.stringify(h.session.sessionManager.buildContextEntries());
+      assert.equal(countOccurrences(kept, "CLAUDE-API-V1"), 0, "the compaction dropped the rule's delivery");
+      h.script([read("notes.txt"), finalTurn(), read("src/api/server.ts"), finalTurn()]);
+      await h.session.prompt("elsewhere");
+      const lastRequest = () => JSON.stringify(h.requestMessages.at(-1));
+      assert.equal(countOccurrences(lastRequest(), "CLAUDE-API-V1"), 0, "not eager");
+      await h.session.prompt("api again");
+      assert.equal(countOccurrences(lastRequest(), "CLAUDE-API-V1"), 1, "sent again at the next matching touch");
+      const lastResult = persistedToolResults(h.session.sessionManager).at(-1)!;
+      assert.match(reminderOf(lastResult.content) ?? "", /CLAUDE-API-V1/);
+    } finally {
+      await h.dispose();
+    }
+  }));
