@@ -2087,6 +2087,8 @@ export class LazyAgents {
    * tool_call before any result reaches the model, so a sibling write into them is held too.
    */
   readonly gatedScopes = new Set<string>();
+  /** Records this turn's results carry, until the turn's end shows what Pi persisted of them. */
+  readonly unconfirmed = new Map<string, LedgerRecord>();
   readonly inspection = new Inspection();
   /** The session entry the ledger was last checked against, for context edits appended since. */
   contextMark?: string | null;
@@ -2468,6 +2470,7 @@ export class LazyAgents {
       if (event.structuredContent !== undefined) patch.structuredContent = event.structuredContent;
     }
     this.ledger.apply(plan.record);
+    if (patch.content) this.unconfirmed.set(event.toolCallId, plan.record);
     return { patch, plan };
   }
 
@@ -2480,8 +2483,27 @@ export class LazyAgents {
     this.options = options;
   }
 
+  /**
+   * Checks this turn's deliveries against the tool results Pi persisted. An extension that runs
+   * after this one may replace a result (an image alone) or drop the reminder: that delivery never
+   * reached the model, so the ledger must be rebuilt from what the session holds, and the next
+   * access in its scope sends it again. Returns whether one was lost.
+   */
+  confirmTurn(toolResults: readonly unknown[]): boolean {
+    if (this.unconfirmed.size === 0) return false;
+    const lost = toolResults.some((message) => {
+      const id = (message as { toolCallId?: unknown }).toolCallId;
+      if (typeof id !== "string" || !this.unconfirmed.has(id)) return false;
+      const persisted = readRecord((message as { details?: unknown }).details);
+      return persisted === undefined || !projectionShows([message], persisted);
+    });
+    this.unconfirmed.clear();
+    return lost;
+  }
+
   /** Forgets what calls that never reached their result left behind; all calls of the turn are done. */
   endTurn(): void {
+    this.unconfirmed.clear();
     this.pending.clear();
     this.nestedViews.clear();
     this.nestedTouched.clear();
@@ -2499,6 +2521,7 @@ export class LazyAgents {
       parentOf: this.parentOf.size,
       gateRecords: this.gateRecords.size,
       gatedScopes: this.gatedScopes.size,
+      unconfirmed: this.unconfirmed.size,
       ...this.inspection.sizes(),
       ledgerFiles: this.ledger.files.size,
       ledgerScopes: this.ledger.pathsByScope.size,
@@ -3796,7 +3819,17 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
 
     // Per-call state ends with each result; what calls without a result (blocked, aborted) leave
     // ends with their turn. No per-call hook is spent on it: every hook costs Pi a context object.
-    pi.on("turn_end", () => {
+    pi.on("turn_end", (event, ctx) => {
+      // A reminder that a later extension replaced or dropped never reached the model: the ledger follows the session.
+      if (
+        guarded(
+          ctx,
+          "rebuild",
+          () => engine.confirmTurn(event.toolResults),
+          () => false,
+        ) === true
+      )
+        rebuild(ctx);
       engine.endTurn();
     });
     pi.on("agent_end", () => {
