@@ -22,8 +22,14 @@ export const MAX_FILE_BYTES = 64 * 1024;
 /** Upper bound a setting may give to a file size or a budget, so reads stay bounded. */
 export const MAX_SETTING_BYTES = 1024 * 1024;
 
-/** Byte budget of one reminder's instruction text. Default. */
+/** Byte budget of one whole reminder: tags, paths, texts, skills and notices. Default. */
 export const REMINDER_BUDGET_BYTES = 48 * 1024;
+
+/** Instruction files (and imports) one reminder carries at most; the rest follow with later accesses. */
+export const MAX_REMINDER_FILES = 32;
+
+/** Fewest bytes of a file's text worth sending cut; a file with less room left waits, whole, for a later access. */
+export const MIN_CUT_BYTES = 512;
 
 /** Directory names that never speak to the model, wherever they appear below cwd. Default. */
 export const IGNORED_DIR_NAMES: readonly string[] = [
@@ -103,6 +109,21 @@ export type Reason = keyof typeof REASONS;
  * other error (EIO, EACCES, EMFILE …) is passing: it leaves the path unknown, never absent.
  */
 export const SETTLED_ERROR_CODES: ReadonlySet<string> = new Set(["ENOENT", "ENOTDIR", "ELOOP", "ENAMETOOLONG"]);
+/** The one line that counts what the budget left out of a reminder. */
+export function leftOutText(files: number, skills: number, notices: number): string {
+  const counts = [
+    [files, "instruction file"],
+    [skills, "skill"],
+    [notices, "notice"],
+  ] as const;
+  const parts = counts
+    .filter(([count]) => count > 0)
+    .map(([count, what]) => `${count} ${what}${count === 1 ? "" : "s"}`);
+  return (
+    `To stay within its size budget, this reminder left out ${parts.join(", ")}; ` +
+    `they follow with later accesses in their scope, and /${COMMAND_NAME} lists them as pending.`
+  );
+}
 
 /** How long a git ignore answer may take before git is given up for the session. */
 export const GIT_ANSWER_TIMEOUT_MS = 2000;

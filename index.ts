@@ -46,6 +46,9 @@ import {
   MAX_SKILL_DIR_ENTRIES,
   NEVER_IMPORTED_DIR_NAMES,
   MAX_RULE_DEPTH,
+  MAX_REMINDER_FILES,
+  MIN_CUT_BYTES,
+  leftOutText,
   OPTIONAL_TRIGGER_TOOLS,
   PROJECT_SETTINGS_LABEL,
   REASONS,
@@ -1497,6 +1500,8 @@ export interface PlannedFile {
   cutText?: string;
   /** The scope as shown, when it is not the folder's (a rule's globs). */
   scopeText?: string;
+  /** Set when the budget left the file out of this reminder. */
+  leftOut?: boolean;
 }
 
 export interface PlannedSkill extends Skill {
@@ -1513,6 +1518,8 @@ export interface DeliveryPlan {
   /** Rule texts (and their imports) and description-only rules, planned by the Rules section. */
   rules?: PlannedFile[];
   ruleListings?: RuleListing[];
+  /** What the budget left out of this reminder, announced in one line. */
+  leftOut?: { files: number; skills: number; notices: number };
 }
 
 export interface PlanInput {
@@ -1690,27 +1697,117 @@ export const REMINDER_OPEN = '<nested-instructions source="pi-lazy-agents">';
 export const REMINDER_CLOSE = "</nested-instructions>";
 
 /**
- * Cuts the plan's texts to the byte budget: the deepest scope's files stay whole first, an
- * instruction file before its imports; broader ones are cut on a UTF-8 boundary. Marks each cut in
- * the ledger record, so the inspection command can show it.
+ * Fits the whole reminder (tags, paths, texts, skills, notices and the left-out line) into the byte
+ * budget and at most MAX_REMINDER_FILES files. Notices go first; then the deepest scope's files,
+ * an instruction file before its imports, whole while they fit; the first that does not is cut on
+ * a UTF-8 boundary; skills take what is left. Whatever does not fit leaves the plan and its record,
+ * so it stays pending for a later access, and is counted in one line.
  */
 export function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
-  // Rules touch point: rule texts share the budget, ranked after the deepest folder's files.
+  const items = plan.files.length + plan.skills.length + noticeCount(plan.record) + ruleCount(plan);
+  const frame = byteLength(formatReminder(plan)) - itemBytes(plan);
+  let remaining = budgetBytes - frame - byteLength(`\n\n${leftOutText(items, items, items)}`);
+  const leftOut = { files: 0, skills: 0, notices: 0 };
+  remaining = fitNotices(plan.record, remaining, leftOut);
+  // Rules touch point: rule texts share the budget and the file count, ranked after the deepest folder's files.
   const entries = plan.rules?.length ? [...plan.files, ...plan.rules] : plan.files;
-  const texts = fitToBudget(
-    entries.map((entry) => entry.file.text),
-    budgetBytes,
-    rankRules(budgetPriority(plan.files), plan),
-  );
-  entries.forEach((entry, index) => {
-    if (texts[index] === entry.file.text) return;
-    entry.cutText = texts[index];
-    const recorded =
-      index < plan.files.length
-        ? plan.record.files.find((file) => file.path === entry.file.path)
-        : plan.record.rules?.find((rule) => rule.path === entry.file.path);
-    if (recorded) recorded.truncated = true;
+  let kept = 0;
+  for (const index of rankRules(budgetPriority(plan.files), plan)) {
+    const entry = entries[index]!;
+    const whole = fileBytes(entry);
+    if (kept < MAX_REMINDER_FILES && whole <= remaining) {
+      remaining -= whole;
+      kept++;
+      continue;
+    }
+    const room = remaining - fileBytes({ ...entry, cutText: "" });
+    if (kept < MAX_REMINDER_FILES && room > 0 && (room >= MIN_CUT_BYTES || kept === 0)) {
+      entry.cutText = cutUtf8(entry.file.text, room);
+      const recorded =
+        index < plan.files.length
+          ? plan.record.files.find((file) => file.path === entry.file.path && file.via === "reminder")
+          : plan.record.rules?.find((rule) => rule.path === entry.file.path);
+      if (recorded) recorded.truncated = true;
+      remaining -= fileBytes(entry);
+      kept++;
+      continue;
+    }
+    leaveOut(plan, entry, index >= plan.files.length);
+    leftOut.files++;
+  }
+  plan.files = plan.files.filter((entry) => !entry.leftOut);
+  if (plan.rules) plan.rules = plan.rules.filter((entry) => !entry.leftOut);
+  plan.ruleListings = plan.ruleListings?.filter((listing) => {
+    const size = byteLength(`\n${ruleListingLine(listing)}`);
+    if (size <= remaining) {
+      remaining -= size;
+      return true;
+    }
+    plan.record.rules = plan.record.rules?.filter((recorded) => recorded.path !== listing.path);
+    leftOut.files++;
+    return false;
   });
+  plan.skills = plan.skills.filter((skill) => {
+    const size = byteLength(`\n${skillLine(skill)}`);
+    if (size <= remaining) {
+      remaining -= size;
+      return true;
+    }
+    plan.record.skills = plan.record.skills.filter((recorded) => recorded.path !== skill.path);
+    leftOut.skills++;
+    return false;
+  });
+  if (leftOut.files + leftOut.skills + leftOut.notices > 0) plan.leftOut = leftOut;
+}
+
+function byteLength(text: string): number {
+  return Buffer.byteLength(text);
+}
+
+function fileBytes(entry: PlannedFile): number {
+  return byteLength(`\n\n${formatFile(entry).join("\n")}`);
+}
+
+/** Bytes the plan's files, rules, skills and notices add to the reminder's frame. */
+function itemBytes(plan: DeliveryPlan): number {
+  const files = [...plan.files, ...(plan.rules ?? [])].reduce((sum, entry) => sum + fileBytes(entry), 0);
+  const listings = (plan.ruleListings ?? []).reduce((sum, r) => sum + byteLength(`\n${ruleListingLine(r)}`), 0);
+  const skills = plan.skills.reduce((sum, skill) => sum + byteLength(`\n${skillLine(skill)}`), 0);
+  return files + listings + skills + noticeLines(plan.record).reduce((sum, line) => sum + byteLength(`\n${line}`), 0);
+}
+
+function ruleCount(plan: DeliveryPlan): number {
+  return (plan.rules?.length ?? 0) + (plan.ruleListings?.length ?? 0);
+}
+
+function noticeCount(record: LedgerRecord): number {
+  return noticeLines(record).length;
+}
+
+/** Keeps the notices that fit, in order; the others stay unsaid (and unrecorded) until a later access. */
+function fitNotices(record: LedgerRecord, budget: number, leftOut: { notices: number }): number {
+  let remaining = budget;
+  const fits = (line: string): boolean => {
+    const size = byteLength(`\n${line}`);
+    if (size > remaining) {
+      leftOut.notices++;
+      return false;
+    }
+    remaining -= size;
+    return true;
+  };
+  record.retracted = record.retracted.filter((r) => fits(retractionLine(r.path)));
+  record.retractedSkills = record.retractedSkills.filter((r) => fits(skillRetractionLine(r.path)));
+  if (record.retractedRules) record.retractedRules = record.retractedRules.filter((r) => fits(retractionLine(r.path)));
+  record.skipped = record.skipped.filter((r) => fits(`- ${skipText(r)}.`));
+  if (record.alsoGoverns) record.alsoGoverns = record.alsoGoverns.filter((r) => fits(alsoGovernsLine(r)));
+  return remaining;
+}
+
+function leaveOut(plan: DeliveryPlan, entry: PlannedFile, isRule: boolean): void {
+  entry.leftOut = true;
+  if (isRule) plan.record.rules = plan.record.rules?.filter((rule) => rule.path !== entry.file.path);
+  else plan.record.files = plan.record.files.filter((file) => file.path !== entry.file.path || file.via !== "reminder");
 }
 
 /** Indexes of `files` in the order they claim the budget. */
@@ -1719,26 +1816,6 @@ function budgetPriority(files: PlannedFile[]): number[] {
     .map((entry, index) => ({ index, depth: depthOf(entry.scope), imported: entry.importedBy !== undefined }))
     .sort((a, b) => b.depth - a.depth || Number(a.imported) - Number(b.imported) || a.index - b.index)
     .map((entry) => entry.index);
-}
-
-/** Fits texts into a byte budget, giving each its whole size in `priority` order until it runs out. */
-export function fitToBudget(
-  texts: string[],
-  budgetBytes: number,
-  priority: number[] = texts.map((_, i) => texts.length - 1 - i),
-): string[] {
-  const result = [...texts];
-  let remaining = budgetBytes;
-  for (const index of priority) {
-    const size = Buffer.byteLength(texts[index]!);
-    if (size <= remaining) {
-      remaining -= size;
-      continue;
-    }
-    result[index] = cutUtf8(texts[index]!, remaining);
-    remaining = 0;
-  }
-  return result;
 }
 
 export function formatReminder(plan: DeliveryPlan): string {
@@ -1758,33 +1835,45 @@ export function formatReminder(plan: DeliveryPlan): string {
       "Skills found in these folders. Read a skill's file when a task matches its description; " +
         "inside its scope, a skill from a deeper folder wins over one of the same name from above.",
     );
-    for (const skill of plan.skills) {
-      const precedence = skill.overridesStartup
-        ? " Inside this scope it takes precedence over the skill of the same name listed at start-up."
-        : "";
-      const name = reminderField(skill.name);
-      const scope = reminderField(scopeGlob(skill.scope));
-      lines.push(
-        `- ${name} (scope ${scope}): ${reminderField(skill.description)} [${reminderField(skill.path)}]${precedence}`,
-      );
-    }
+    for (const skill of plan.skills) lines.push(skillLine(skill));
   }
-  const notices = [
-    ...plan.record.retracted.map(
-      (r) => `- ${reminderField(r.path)} no longer applies: its earlier instructions are withdrawn.`,
-    ),
-    ...plan.record.retractedSkills.map((r) => `- The skill at ${reminderField(r.path)} is gone: do not use it.`),
-    ...(plan.record.retractedRules ?? []).map(
-      (r) => `- ${reminderField(r.path)} no longer applies: its earlier instructions are withdrawn.`,
-    ),
-    ...plan.record.skipped.map((r) => `- ${skipText(r)}.`),
-    ...(plan.record.alsoGoverns ?? []).map(
-      (r) => `- ${alsoGovernsNotice(reminderField(r.path), reminderField(scopeGlob(r.scope)))}`,
-    ),
-  ];
+  const notices = noticeLines(plan.record);
   if (notices.length > 0) lines.push("", ...notices);
+  const { leftOut } = plan;
+  if (leftOut) lines.push("", leftOutText(leftOut.files, leftOut.skills, leftOut.notices));
   lines.push(REMINDER_CLOSE);
   return lines.join("\n");
+}
+
+function skillLine(skill: PlannedSkill): string {
+  const precedence = skill.overridesStartup
+    ? " Inside this scope it takes precedence over the skill of the same name listed at start-up."
+    : "";
+  const name = reminderField(skill.name);
+  const scope = reminderField(scopeGlob(skill.scope));
+  return `- ${name} (scope ${scope}): ${reminderField(skill.description)} [${reminderField(skill.path)}]${precedence}`;
+}
+
+function retractionLine(path: string): string {
+  return `- ${reminderField(path)} no longer applies: its earlier instructions are withdrawn.`;
+}
+
+function skillRetractionLine(path: string): string {
+  return `- The skill at ${reminderField(path)} is gone: do not use it.`;
+}
+
+function alsoGovernsLine(told: { path: string; scope: string }): string {
+  return `- ${alsoGovernsNotice(reminderField(told.path), reminderField(scopeGlob(told.scope)))}`;
+}
+
+function noticeLines(record: LedgerRecord): string[] {
+  return [
+    ...record.retracted.map((r) => retractionLine(r.path)),
+    ...record.retractedSkills.map((r) => skillRetractionLine(r.path)),
+    ...(record.retractedRules ?? []).map((r) => retractionLine(r.path)),
+    ...record.skipped.map((r) => `- ${skipText(r)}.`),
+    ...(record.alsoGoverns ?? []).map(alsoGovernsLine),
+  ];
 }
 
 function formatFile(entry: PlannedFile): string[] {
@@ -1795,12 +1884,8 @@ function formatFile(entry: PlannedFile): string[] {
   if (supersedes) attributes.push('supersedes="earlier version"');
   const lines = [`<instructions ${attributes.join(" ")}>`];
   if (supersedes) lines.push(`(This version of ${path} replaces the one sent earlier.)`);
-  if (cutText === "") {
-    lines.push(`[${path} was left out to fit the size budget; read the file itself.]`);
-  } else {
-    lines.push(neutralizeClosingTags((cutText ?? file.text).replace(/\n+$/, "")));
-    if (cutText !== undefined) lines.push(`[${path} was cut here to fit the size budget; read the file for the rest.]`);
-  }
+  lines.push(neutralizeClosingTags((cutText ?? file.text).replace(/\n+$/, "")));
+  if (cutText !== undefined) lines.push(`[${path} was cut here to fit the size budget; read the file for the rest.]`);
   lines.push("</instructions>");
   return lines;
 }
@@ -2318,6 +2403,7 @@ export class LazyAgents {
     const plan = this.plan(views, {}, touched === undefined ? [] : [touched]);
     if (plan.files.length === 0 && !plan.rules?.length) return this.holdSibling(views);
     fitPlanToBudget(plan, this.options.budgetBytes);
+    if (plan.files.length === 0 && !plan.rules?.length) return this.holdSibling(views);
     this.ledger.apply(plan.record);
     this.gateRecords.set(toolCallId, plan.record);
     for (const entry of plan.files) this.gatedScopes.add(entry.scope);
@@ -2463,6 +2549,7 @@ export class LazyAgents {
     const plan = this.plan(views, shown, touched);
     if (isRecordEmpty(plan.record)) return undefined;
     fitPlanToBudget(plan, this.options.budgetBytes);
+    if (isRecordEmpty(plan.record)) return undefined;
     // Planned and applied with no await in between: a sibling's result plans against this delivery.
     const patch: ToolResultEventResult = { details: withRecord(event.details, plan.record) };
     if (recordShowsText(plan.record)) {
@@ -3482,6 +3569,11 @@ function rankRules(priority: number[], plan: DeliveryPlan): number[] {
   return [...priority.slice(0, at), ...rules, ...priority.slice(at)];
 }
 
+function ruleListingLine({ name, description, path, scope }: RuleListing): string {
+  const fields = [name, scope, description, path].map(reminderField);
+  return `- ${fields[0]} (scope ${fields[1]}): ${fields[2]} [${fields[3]}]`;
+}
+
 function formatRules(plan: DeliveryPlan): string[] {
   const lines: string[] = [];
   if (plan.rules?.length) {
@@ -3490,10 +3582,7 @@ function formatRules(plan: DeliveryPlan): string[] {
   }
   if (plan.ruleListings?.length) {
     lines.push("", RULE_LISTING_INTRO);
-    for (const { name, description, path, scope } of plan.ruleListings) {
-      const fields = [name, scope, description, path].map(reminderField);
-      lines.push(`- ${fields[0]} (scope ${fields[1]}): ${fields[2]} [${fields[3]}]`);
-    }
+    for (const listing of plan.ruleListings) lines.push(ruleListingLine(listing));
   }
   return lines;
 }

@@ -5,7 +5,18 @@ import assert from "node:assert/strict";
 import type { ExtensionFactory, ToolResultEvent } from "@earendil-works/pi-coding-agent";
 import { createLazyAgents, REMINDER_OPEN } from "../index.ts";
 import { noGit } from "./fuzz-lib.ts";
-import { finalTurn, persistedToolResults, reminderOf, startSession, toolTurn, withTree } from "./harness.ts";
+import { MAX_REMINDER_FILES, REMINDER_BUDGET_BYTES } from "../config.ts";
+import {
+  countOccurrences,
+  finalTurn,
+  loadRunner,
+  persistedToolResults,
+  reminderOf,
+  startSession,
+  toolTurn,
+  withTree,
+  type TreeSpec,
+} from "./harness.ts";
 
 const PNG = Buffer.from(
   "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==",
@@ -54,3 +65,41 @@ for (const { what, rewrite } of rewrites) {
       }
     }));
 }
+
+/** An instruction file of about 24 KiB that imports `count` small files, one token each, and a deeper scope. */
+function manyImports(count: number): TreeSpec {
+  const spec: TreeSpec = { "pkg/deep/AGENTS.md": "DEEP-RULES\n", "pkg/deep/x.ts": "x\n", "pkg/y.ts": "y\n" };
+  const names = Array.from({ length: count }, (_, i) => `imp/f${String(i).padStart(4, "0")}.md`);
+  for (const name of names) spec[`pkg/${name}`] = `RULE ${name}\n`;
+  spec["pkg/AGENTS.md"] = `PKG-RULES\n${"p".repeat(12 * 1024)}\n${names.map((name) => `@${name}`).join("\n")}\n`;
+  return spec;
+}
+
+interface Recorded {
+  lazyAgents: { files: Array<{ path: string }> };
+}
+
+test("the whole reminder stays within the budget and the file cap; what is left out is announced once and stays pending", () =>
+  withTree(manyImports(400), async (tree) => {
+    const h = await loadRunner(tree, { factories: [ours], hasUI: true });
+    const first = await h.call("read", { path: "pkg/deep/x.ts" });
+    const reminder = reminderOf(first.content) ?? "";
+    assert.ok(Buffer.byteLength(reminder) <= REMINDER_BUDGET_BYTES, `${Buffer.byteLength(reminder)} bytes`);
+    const blocks = countOccurrences(reminder, "<instructions ");
+    assert.ok(blocks <= MAX_REMINDER_FILES && blocks > 2, `${blocks} instruction blocks`);
+    assert.match(reminder, /DEEP-RULES/, "the deepest file keeps its priority");
+    const delivered = (first.details as Recorded).lazyAgents.files.map((file) => file.path);
+    assert.equal(delivered.length, blocks, "only what the reminder carries is recorded");
+    const leftOut = 402 - blocks;
+    const notices = reminder.split("\n").filter((line) => line.includes("this reminder left out"));
+    assert.equal(notices.length, 1, "one line for everything left out");
+    assert.match(notices[0]!, new RegExp(`\\b${leftOut} instruction files\\b`));
+    assert.match(notices[0]!, /\/lazy-agents/);
+    await h.command("lazy-agents", "");
+    const report = h.notifications.at(-1) ?? "";
+    assert.equal(countOccurrences(report, "  pending"), leftOut, "/lazy-agents lists them as pending");
+    const next = await h.call("read", { path: "pkg/y.ts" });
+    const more = (next.details as Recorded).lazyAgents.files.map((file) => file.path);
+    assert.ok(more.length > 0 && more.every((path) => !delivered.includes(path)), "a later access sends more of them");
+    assert.ok(Buffer.byteLength(reminderOf(next.content) ?? "") <= REMINDER_BUDGET_BYTES);
+  }));

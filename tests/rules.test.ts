@@ -280,15 +280,20 @@ test("Claude rules bring their @imports; rule texts rank after the deepest folde
       "src/deep/a.ts": "a\n",
     },
     async (tree) => {
-      const h = await loadRunner(tree, { settings: { lazyAgents: { reminderBudgetBytes: 1024 } } });
+      const h = await loadRunner(tree, { settings: { lazyAgents: { reminderBudgetBytes: 2048 } } });
       const reminder = reminderOf((await h.call("read", { path: "src/deep/a.ts" })).content) ?? "";
+      assert.ok(Buffer.byteLength(reminder) <= 2048, "the whole reminder fits the budget");
       assert.match(reminder, new RegExp(`DEEP d{300}\\n</instructions>`), "the deepest folder stays whole");
       assert.match(
         reminder,
         new RegExp(`API-RULE r{500}\\nSee @../../docs/extra.md\\n</instructions>`),
         "then the rule",
       );
-      assert.match(reminder, /src\/AGENTS\.md was (cut|left out)/, "the broader folder is cut");
+      assert.match(
+        reminder,
+        /src\/AGENTS\.md was cut|this reminder left out \d+ instruction file/,
+        "the broader folder is cut or left out",
+      );
       assert.match(reminder, /path="docs\/extra\.md" scope="src\/\*\*" imported-by="\.claude\/rules\/api\.md"/);
     },
   ));
