@@ -53,8 +53,8 @@ export const SKILL_FILE_NAME = "SKILL.md";
 /** Entries read from one directory of a skills tree before the scan stops there. */
 export const MAX_SKILL_DIR_ENTRIES = 256;
 
-/** How deep below `.agents/skills` a skill may sit. */
-export const MAX_SKILL_DEPTH = 4;
+/** How deep below `.agents/skills` a skill folder may sit; deeper folders are announced, not searched. */
+export const MAX_SKILL_DEPTH = 8;
 
 /** How many `@import` hops an instruction file may follow. */
 export const MAX_IMPORT_DEPTH = 5;
@@ -100,6 +100,9 @@ export const REASONS = {
   skillShadowed: "skill shadowed by a more specific skill of the same name",
   skillInvalid: "skill file could not be parsed",
   scanCapped: "directory has more entries than the scan limit",
+  importDirCapped: `a folder it imports has more files than the import limit (${MAX_IMPORT_DIR_FILES})`,
+  skillDepthCapped: `folder below the skills depth limit (${MAX_SKILL_DEPTH}), not searched`,
+  importDepthCapped: `its imports lie beyond the import depth limit (${MAX_IMPORT_DEPTH}), not followed`,
 } as const;
 
 export type Reason = keyof typeof REASONS;
@@ -109,6 +112,20 @@ export type Reason = keyof typeof REASONS;
  * other error (EIO, EACCES, EMFILE …) is passing: it leaves the path unknown, never absent.
  */
 export const SETTLED_ERROR_CODES: ReadonlySet<string> = new Set(["ENOENT", "ENOTDIR", "ELOOP", "ENAMETOOLONG"]);
+
+/** Reasons that say a cap hid part of what was there, rather than that a file was refused. */
+export const CAP_REASONS: ReadonlySet<Reason> = new Set([
+  "scanCapped",
+  "importDirCapped",
+  "skillDepthCapped",
+  "importDepthCapped",
+]);
+
+/** A reason, with how much of a capped folder was taken when known. */
+export function reasonText(reason: Reason, counts?: { taken: number; total: number }): string {
+  return counts ? `${REASONS[reason]}; ${counts.taken} of ${counts.total} entries taken` : REASONS[reason];
+}
+
 /** The one line that counts what the budget left out of a reminder. */
 export function leftOutText(files: number, skills: number, notices: number): string {
   const counts = [

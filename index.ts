@@ -49,6 +49,8 @@ import {
   MAX_REMINDER_FILES,
   MIN_CUT_BYTES,
   leftOutText,
+  CAP_REASONS,
+  reasonText,
   OPTIONAL_TRIGGER_TOOLS,
   PROJECT_SETTINGS_LABEL,
   REASONS,
@@ -524,8 +526,10 @@ function discoveryChanged(a: Options, b: Options): boolean {
 export interface Rejection {
   path: string;
   reason: Reason;
-  /** Instruction-file and import rejections are told to the model; the others only to the user. */
-  kind: "instruction" | "import" | "skill" | "overridden";
+  /** Instruction-file, import and cap rejections are told to the model; the others only to the user. */
+  kind: "instruction" | "import" | "skill" | "overridden" | "cap";
+  /** For a capped folder: how many of its entries were taken. */
+  counts?: { taken: number; total: number };
 }
 
 export interface InstructionFile {
@@ -589,6 +593,8 @@ interface ListingEntry {
   signature: Signature;
   names: Array<{ name: string; kind: "file" | "dir" | "link" | "other" }>;
   capped: boolean;
+  /** Entries in the folder, before the cap. */
+  total: number;
   hasSkillFile: boolean;
 }
 
@@ -1033,6 +1039,8 @@ export class Discovery {
           seen.add(imported.realPath);
           imports.push({ file: imported, importedBy: file.path });
           if (depth < MAX_IMPORT_DEPTH) visit(imported, depth + 1);
+          else if (this.importTargetsOf(imported).some((next) => this.mayBeInside(next) && this.exists(next)))
+            rejected.push({ path: imported.path, reason: "importDepthCapped", kind: "cap" });
         }
       }
     };
@@ -1120,8 +1128,12 @@ export class Discovery {
     if (!listing) return [];
     const files: InstructionFile[] = [];
     for (const entry of listing.names) {
-      if (files.length >= MAX_IMPORT_DIR_FILES) break;
       if (entry.name.startsWith(".") || (entry.kind !== "file" && entry.kind !== "link")) continue;
+      if (files.length >= MAX_IMPORT_DIR_FILES) {
+        const counts = { taken: files.length, total: listing.total };
+        rejected.push({ path: from.path, reason: "importDirCapped", kind: "cap", counts });
+        break;
+      }
       files.push(...this.resolveImport(from, join(dir, entry.name), rejected, true));
     }
     return files;
@@ -1171,6 +1183,7 @@ export class Discovery {
       signature: signatureOf(stats),
       names,
       capped: dirents.length > MAX_SKILL_DIR_ENTRIES,
+      total: dirents.length,
       hasSkillFile: names.some((name) => name.name === SKILL_FILE_NAME),
     };
     this.listings.set(dir, entry);
@@ -1183,7 +1196,10 @@ export class Discovery {
       return;
     const listing = this.listing(dir);
     if (!listing) return;
-    if (listing.capped) rejected.push({ path: toDisplayPath(this.cwdReal, dir), reason: "scanCapped", kind: "skill" });
+    if (listing.capped) {
+      const counts = { taken: listing.names.length, total: listing.total };
+      rejected.push({ path: toDisplayPath(this.cwdReal, dir), reason: "scanCapped", kind: "cap", counts });
+    }
     if (listing.hasSkillFile) {
       this.addSkill(join(dir, SKILL_FILE_NAME), true, skills, rejected);
       return;
@@ -1199,6 +1215,8 @@ export class Discovery {
       }
       if (subdirectory !== undefined) {
         if (depth < MAX_SKILL_DEPTH) this.scanSkillDirectory(subdirectory, depth + 1, skills, rejected);
+        else
+          rejected.push({ path: toDisplayPath(this.cwdReal, subdirectory), reason: "skillDepthCapped", kind: "cap" });
         continue;
       }
       if (depth > 0 && entry.name.endsWith(".md")) this.addSkill(path, false, skills, rejected);
@@ -1311,9 +1329,11 @@ export interface Skip {
   path: string;
   reason: Reason;
   inImport?: boolean;
+  counts?: { taken: number; total: number };
 }
 
 function skipKey(skip: Skip): string {
+  if (CAP_REASONS.has(skip.reason)) return `${skip.reason}\0${skip.path}`;
   // One file may hold several refused imports: the model hears of each reason once.
   return skip.inImport ? `import\0${skip.path}\0${skip.reason}` : skip.path;
 }
@@ -1636,13 +1656,14 @@ function planSkillRetraction(ledger: Ledger, view: DirectoryView, plan: Delivery
 /** Instruction files that exist but were refused: the model hears of each once per reason. */
 function planSkips(ledger: Ledger, view: DirectoryView, plan: DeliveryPlan): void {
   for (const rejection of view.rejected) {
-    if (rejection.kind !== "instruction" && rejection.kind !== "import") continue;
+    if (rejection.kind !== "instruction" && rejection.kind !== "import" && rejection.kind !== "cap") continue;
     // A file the model holds stays as it is while it cannot be read: nothing to tell.
     if (rejection.reason === "unreadable" && ledger.files.has(rejection.path)) continue;
     const skip: Skip =
       rejection.kind === "import"
         ? { path: rejection.path, reason: rejection.reason, inImport: true }
         : { path: rejection.path, reason: rejection.reason };
+    if (rejection.counts) skip.counts = rejection.counts;
     if (ledger.skipped.get(skipKey(skip)) === skip.reason) continue;
     if (plan.record.skipped.some((s) => skipKey(s) === skipKey(skip) && s.reason === skip.reason)) continue;
     plan.record.skipped.push(skip);
@@ -1653,6 +1674,8 @@ function planSkips(ledger: Ledger, view: DirectoryView, plan: DeliveryPlan): voi
 // Formatting. The deepest files are kept whole first; broader ones are cut to the budget.
 
 export function skipText(skip: Skip, field: (text: string) => string = reminderField): string {
+  if (CAP_REASONS.has(skip.reason))
+    return `${field(skip.path)} was not loaded whole: ${reasonText(skip.reason, skip.counts)}`;
   return skip.inImport
     ? `an import in ${field(skip.path)} was not loaded: ${REASONS[skip.reason]}`
     : `${field(skip.path)} was not loaded: ${REASONS[skip.reason]}`;
@@ -2768,7 +2791,7 @@ export function formatInspection(engine: LazyAgents): string {
   const retractedOnly = [...ledger.retracted].filter((path) => !seenPaths.has(path));
   const skills = reportedSkills(engine);
   const ruleLines = formatRuleInspection(engine);
-  const notUsed = [
+  const notUsed: Array<Pick<Rejection, "path" | "reason" | "counts">> = [
     ...[...(engine.discovery?.ignoredSeen ?? new Map<string, Reason>())].map(([path, reason]) => ({ path, reason })),
     ...inspection.notUsed(),
   ];
@@ -2796,7 +2819,7 @@ export function formatInspection(engine: LazyAgents): string {
   }
   lines.push(...ruleLines);
   lines.push("", `Seen and not used (${notUsed.length}):`);
-  for (const { path, reason } of notUsed) lines.push(`  ${path}  ${REASONS[reason]}`);
+  for (const { path, reason, counts } of notUsed) lines.push(`  ${path}  ${reasonText(reason, counts)}`);
   if (engine.failures.size > 0) {
     lines.push("", "Failures caught (Pi went on without this extension's part):");
     for (const [label, count] of engine.failures) lines.push(`  ${FAILURE_LABELS[label]}: ${count}`);
@@ -2840,7 +2863,8 @@ export async function explainPath(engine: LazyAgents, rawPath: string, env: Call
       lines.push(`    imports ${imported.path} (${fileState(engine.ledger, seenFile(imported, scope))})`);
     }
     for (const skill of view.skills) lines.push(`    skill ${skill.name} at ${skill.path}`);
-    for (const rejection of view.rejected) lines.push(`    not used: ${rejection.path}: ${REASONS[rejection.reason]}`);
+    for (const rejection of view.rejected)
+      lines.push(`    not used: ${rejection.path}: ${reasonText(rejection.reason, rejection.counts)}`);
   }
   lines.push(...explainRules(engine, views, touchedPath(discovery, target, env.cwd)));
   if (!env.trusted) lines.push("  Skills are not listed: the project is not trusted.");

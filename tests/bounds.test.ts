@@ -103,3 +103,58 @@ test("the whole reminder stays within the budget and the file cap; what is left 
     assert.ok(more.length > 0 && more.every((path) => !delivered.includes(path)), "a later access sends more of them");
     assert.ok(Buffer.byteLength(reminderOf(next.content) ?? "") <= REMINDER_BUDGET_BYTES);
   }));
+
+const skillText = (name: string) => `---\nname: ${name}\ndescription: Skill ${name}\n---\nbody\n`;
+
+/** Trees that reach one cap each, and the line that must announce it. */
+const caps: Array<{ cap: string; spec: () => TreeSpec; line: RegExp }> = [
+  {
+    cap: "a folder import",
+    spec: () => {
+      const spec: TreeSpec = { "pkg/AGENTS.md": "PKG @docs\n", "pkg/a.ts": "a\n" };
+      for (let i = 0; i < 40; i++) spec[`pkg/docs/d${String(i).padStart(2, "0")}.md`] = `DOC ${i}\n`;
+      return spec;
+    },
+    line: /^- pkg\/AGENTS\.md was not loaded whole: .*import limit \(32\).* 32 of 40 /m,
+  },
+  {
+    cap: "the entries of a skills folder",
+    spec: () => {
+      const spec: TreeSpec = { "pkg/a.ts": "a\n" };
+      for (let i = 0; i < 300; i++)
+        spec[`pkg/.agents/skills/s${String(i).padStart(3, "0")}/SKILL.md`] = skillText(`s${i}`);
+      return spec;
+    },
+    line: /^- pkg\/\.agents\/skills was not loaded whole: .*scan limit.* 256 of 300 /m,
+  },
+  {
+    cap: "the depth of a skills tree",
+    spec: () => ({ "pkg/a.ts": "a\n", "pkg/.agents/skills/1/2/3/4/5/6/7/8/9/deep/SKILL.md": skillText("deep") }),
+    line: /^- pkg\/\.agents\/skills\/1\/2\/3\/4\/5\/6\/7\/8\/9 was not loaded whole: .*depth limit \(8\)/m,
+  },
+  {
+    cap: "the hops of an import chain",
+    spec: () => {
+      const spec: TreeSpec = { "pkg/AGENTS.md": "PKG @i1.md\n", "pkg/a.ts": "a\n" };
+      for (let i = 1; i <= 7; i++) spec[`pkg/i${i}.md`] = `HOP ${i} @i${i + 1}.md\n`;
+      spec["pkg/i8.md"] = "LAST\n";
+      return spec;
+    },
+    line: /^- pkg\/i5\.md was not loaded whole: .*import depth limit \(5\)/m,
+  },
+];
+
+for (const { cap, spec, line } of caps) {
+  test(`a cap on ${cap} is announced to the model in one line and shown by /lazy-agents`, () =>
+    withTree(spec(), async (tree) => {
+      const h = await loadRunner(tree, { factories: [ours], hasUI: true });
+      const reminder = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
+      const lines = reminder.split("\n").filter((text) => line.test(text));
+      assert.equal(lines.length, 1, reminder.split("\n").slice(-6).join("\n"));
+      await h.command("lazy-agents", "");
+      const cut = lines[0]!.slice(2).split(" was not loaded whole: ");
+      assert.ok(h.notifications.at(-1)?.includes(`${cut[0]}  ${cut[1]!.replace(/\.$/, "")}`), h.notifications.at(-1));
+      const again = await h.call("read", { path: "pkg/a.ts" });
+      assert.doesNotMatch(reminderOf(again.content) ?? "", line, "announced once");
+    }));
+}

@@ -24,7 +24,7 @@ import { parseFrontmatter } from "@earendil-works/pi-coding-agent";
 export const NAMES = ["AGENTS.override.md", "AGENTS.md", "AGENTS.MD", "CLAUDE.md", "CLAUDE.MD"];
 export const IGNORED = new Set([".git", "node_modules", "dist", "build", "target", ".venv", "venv", "__pycache__"]);
 export const CAP_BYTES = 64 * 1024;
-const SKILL_MAX_DEPTH = 4;
+const SKILL_MAX_DEPTH = 8;
 
 export type ModelReason = "symlinkEscape" | "notRegular" | "tooLarge" | "notUtf8" | "unreadable";
 
