@@ -50,6 +50,9 @@ export const NEVER_IMPORTED_DIR_NAMES: readonly string[] = [".git"];
 export const SKILLS_DIR_SEGMENTS: readonly string[] = [".agents", "skills"];
 export const SKILL_FILE_NAME = "SKILL.md";
 
+/** Ignore files Pi honours inside a skills tree, each applying to its folder and below. */
+export const SKILL_IGNORE_FILES: readonly string[] = [".gitignore", ".ignore", ".fdignore"];
+
 /** Entries read from one directory of a skills tree before the scan stops there. */
 export const MAX_SKILL_DIR_ENTRIES = 256;
 
@@ -98,6 +101,7 @@ export const REASONS = {
   skillNoDescription: "skill without a description",
   skillHidden: "skill hidden from the model (disable-model-invocation)",
   skillShadowed: "skill shadowed by a more specific skill of the same name",
+  skillCollision: "skill name collision: an earlier skill of the same name in this skills folder is kept",
   skillInvalid: "skill file could not be parsed",
   scanCapped: "directory has more entries than the scan limit",
   importDirCapped: `a folder it imports has more files than the import limit (${MAX_IMPORT_DIR_FILES})`,

@@ -65,6 +65,7 @@ import {
   RULE_WHY,
   RULES_INTRO,
   SKILL_FILE_NAME,
+  SKILL_IGNORE_FILES,
   SETTINGS_KEY,
   SETTINGS_WARNINGS,
   SHOWN_KEY_PATTERN,
@@ -587,6 +588,8 @@ interface FileEntry {
   /** Absolute targets of its `@path` tokens, parsed once per content. */
   importTargets?: string[];
   skill?: { ok: true; skill: Skill; hidden: boolean } | { ok: false; reason: Reason };
+  /** Its rules when it is an ignore file in a skills tree, compiled for the folder's prefix. */
+  ignore?: { prefix: string; rules: IgnoreRule[] };
 }
 
 interface ListingEntry {
@@ -595,6 +598,8 @@ interface ListingEntry {
   capped: boolean;
   /** Entries in the folder, before the cap. */
   total: number;
+  /** The same names sorted, for folder imports; built on first use. */
+  sorted?: ListingEntry["names"];
   hasSkillFile: boolean;
 }
 
@@ -1127,7 +1132,7 @@ export class Discovery {
     const listing = this.listing(dir);
     if (!listing) return [];
     const files: InstructionFile[] = [];
-    for (const entry of listing.names) {
+    for (const entry of sortedNames(listing)) {
       if (entry.name.startsWith(".") || (entry.kind !== "file" && entry.kind !== "link")) continue;
       if (files.length >= MAX_IMPORT_DIR_FILES) {
         const counts = { taken: files.length, total: listing.total };
@@ -1141,19 +1146,21 @@ export class Discovery {
 
   // Skills, by Pi's rules for `.agents/skills`: a directory holding SKILL.md is one skill and is not
   // searched further; other `.md` files count only below the root; dot names and node_modules are
-  // skipped. A known skill folder costs one lstat of its SKILL.md; other folders one of themselves.
+  // skipped; `.gitignore`, `.ignore` and `.fdignore` files inside the tree hide what they match;
+  // of two skills with one name, the first found (in directory order, as Pi walks) is kept. A
+  // known skill folder costs one lstat of its SKILL.md; other folders one of themselves.
 
   private skillsOf(dir: string, entry: DirectoryEntry, rejected: Rejection[]): Skill[] {
     const root = join(dir, ...SKILLS_DIR_SEGMENTS);
-    const skills: Skill[] = [];
+    const scan: SkillScan = { skills: [], rejected, names: new Map() };
     try {
       const resolved = entry.agents === "link" ? this.containedPath(root) : root;
-      if (resolved !== undefined) this.scanSkillDirectory(resolved, 0, skills, rejected);
+      if (resolved !== undefined) this.scanSkillDirectory(resolved, "", 0, scan, []);
     } catch {
       // The skills found so far stand; the rest are unknown until the next access.
       rejected.push({ path: toDisplayPath(this.cwdReal, root), reason: "unreadable", kind: "skill" });
     }
-    return skills;
+    return scan.skills;
   }
 
   /** Real path of `path` when it exists and stays inside cwd. */
@@ -1162,7 +1169,10 @@ export class Discovery {
     return real !== undefined && isPathInside(this.cwdReal, real) ? real : undefined;
   }
 
-  /** The sorted, capped entries of a real folder, re-read only when its signature changes. */
+  /**
+   * The entries of a real folder in directory order (the order Pi walks skills in), re-read only
+   * when its signature changes. Past the cap, the first entries by name are kept.
+   */
   listing(dir: string): ListingEntry | undefined {
     const stats = this.fs.lstat(dir);
     if (stats?.isSymbolicLink()) {
@@ -1177,8 +1187,9 @@ export class Discovery {
     if (cached && sameSignature(cached.signature, stats)) return cached;
     // A folder that cannot be listed now is unknown, not empty: the error reaches the caller.
     const dirents = this.fs.readdir(dir);
-    dirents.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    const names = dirents.slice(0, MAX_SKILL_DIR_ENTRIES).map((d) => ({ name: d.name, kind: direntKind(d) }));
+    const kept =
+      dirents.length > MAX_SKILL_DIR_ENTRIES ? [...dirents].sort(byName).slice(0, MAX_SKILL_DIR_ENTRIES) : dirents;
+    const names = kept.map((d) => ({ name: d.name, kind: direntKind(d) }));
     const entry: ListingEntry = {
       signature: signatureOf(stats),
       names,
@@ -1190,20 +1201,29 @@ export class Discovery {
     return entry;
   }
 
-  private scanSkillDirectory(dir: string, depth: number, skills: Skill[], rejected: Rejection[]): void {
+  /** Scans one folder of a skills tree; `rel` is its path below the tree's root, as Pi matches ignore rules. */
+  private scanSkillDirectory(dir: string, rel: string, depth: number, scan: SkillScan, inherited: IgnoreRule[]): void {
+    const below = (name: string) => (rel === "" ? name : `${rel}/${name}`);
     // A folder known to hold SKILL.md stays a skill while that file exists: nothing else there matters.
-    if (this.listings.get(dir)?.hasSkillFile && this.addSkill(join(dir, SKILL_FILE_NAME), true, skills, rejected))
-      return;
+    const known = this.listings.get(dir);
+    if (known?.hasSkillFile) {
+      const rules = this.ignoreRules(dir, rel, known, inherited);
+      if (!isIgnored(rules, below(SKILL_FILE_NAME), false) && this.addSkill(join(dir, SKILL_FILE_NAME), true, scan))
+        return;
+    }
     const listing = this.listing(dir);
     if (!listing) return;
+    const rules = this.ignoreRules(dir, rel, listing, inherited);
     if (listing.capped) {
       const counts = { taken: listing.names.length, total: listing.total };
-      rejected.push({ path: toDisplayPath(this.cwdReal, dir), reason: "scanCapped", kind: "cap", counts });
+      scan.rejected.push({ path: toDisplayPath(this.cwdReal, dir), reason: "scanCapped", kind: "cap", counts });
     }
-    if (listing.hasSkillFile) {
-      this.addSkill(join(dir, SKILL_FILE_NAME), true, skills, rejected);
+    if (
+      listing.hasSkillFile &&
+      !isIgnored(rules, below(SKILL_FILE_NAME), false) &&
+      this.addSkill(join(dir, SKILL_FILE_NAME), true, scan)
+    )
       return;
-    }
     for (const entry of listing.names) {
       if (entry.name.startsWith(".") || entry.name === "node_modules" || entry.kind === "other") continue;
       const path = join(dir, entry.name);
@@ -1213,18 +1233,40 @@ export class Discovery {
         if (real === undefined) continue;
         if (this.fs.stat(real)?.isDirectory()) subdirectory = real;
       }
+      if (isIgnored(rules, below(entry.name), subdirectory !== undefined)) continue;
       if (subdirectory !== undefined) {
-        if (depth < MAX_SKILL_DEPTH) this.scanSkillDirectory(subdirectory, depth + 1, skills, rejected);
+        if (depth < MAX_SKILL_DEPTH) this.scanSkillDirectory(subdirectory, below(entry.name), depth + 1, scan, rules);
         else
-          rejected.push({ path: toDisplayPath(this.cwdReal, subdirectory), reason: "skillDepthCapped", kind: "cap" });
+          scan.rejected.push({
+            path: toDisplayPath(this.cwdReal, subdirectory),
+            reason: "skillDepthCapped",
+            kind: "cap",
+          });
         continue;
       }
-      if (depth > 0 && entry.name.endsWith(".md")) this.addSkill(path, false, skills, rejected);
+      if (depth > 0 && entry.name.endsWith(".md")) this.addSkill(path, false, scan);
     }
   }
 
+  /** The ignore rules in force in a skills folder: its parents' and those of its own ignore files. */
+  private ignoreRules(dir: string, rel: string, listing: ListingEntry, inherited: IgnoreRule[]): IgnoreRule[] {
+    let rules = inherited;
+    for (const name of SKILL_IGNORE_FILES) {
+      if (!listing.names.some((entry) => entry.name === name)) continue;
+      const resolved = this.resolveContained(join(dir, name));
+      if ("reason" in resolved) continue;
+      const entry = this.fileEntry(resolved.real, resolved.stats);
+      if (!entry.loaded.ok) continue;
+      const prefix = rel === "" ? "" : `${rel}/`;
+      if (entry.ignore?.prefix !== prefix) entry.ignore = { prefix, rules: ignoreRulesOf(entry.loaded.text, prefix) };
+      if (entry.ignore.rules.length > 0) rules = [...rules, ...entry.ignore.rules];
+    }
+    return rules;
+  }
+
   /** Adds the skill a file defines; false when the file is not there. */
-  private addSkill(candidate: string, declared: boolean, skills: Skill[], rejected: Rejection[]): boolean {
+  private addSkill(candidate: string, declared: boolean, scan: SkillScan): boolean {
+    const { skills, rejected } = scan;
     const resolved = this.resolveContained(candidate);
     if ("reason" in resolved) {
       if (resolved.reason === "skip") return false;
@@ -1241,13 +1283,117 @@ export class Discovery {
     const parsed = entry.skill;
     if (!parsed.ok) {
       if (declared) rejected.push({ path, reason: parsed.reason, kind: "skill" });
-    } else if (parsed.hidden) {
+      return true;
+    }
+    // As Pi: the same file twice is one skill; another file of a name already found loses.
+    const first = scan.names.get(parsed.skill.name);
+    if (first !== undefined) {
+      if (first !== path) rejected.push({ path, reason: "skillCollision", kind: "skill" });
+      return true;
+    }
+    scan.names.set(parsed.skill.name, path);
+    if (parsed.hidden) {
       rejected.push({ path, reason: "skillHidden", kind: "skill" });
     } else {
       skills.push(parsed.skill);
     }
     return true;
   }
+}
+
+interface SkillScan {
+  skills: Skill[];
+  rejected: Rejection[];
+  /** Name → path of every skill found so far in this tree, listed or hidden. */
+  names: Map<string, string>;
+}
+
+function byName(a: { name: string }, b: { name: string }): number {
+  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+}
+
+/** A listing's names sorted, for imports and rules, whose order is by name; built once per listing. */
+function sortedNames(listing: ListingEntry): ListingEntry["names"] {
+  return (listing.sorted ??= [...listing.names].sort(byName));
+}
+
+// Ignore files, with the gitignore rules Pi applies to skills trees: blank lines and `#` comments
+// are skipped; `!` negates; the last matching rule wins; a pattern is prefixed with its folder's
+// path below the root (after a leading `/` is dropped), and one that then holds a `/` is anchored
+// there, while one without matches at any depth; a trailing `/` matches folders only; `*`, `?`
+// and `[…]` stay within one segment and `**` spans any number.
+
+export interface IgnoreRule {
+  regex: RegExp;
+  negate: boolean;
+  dirOnly: boolean;
+}
+
+export function ignoreRulesOf(text: string, prefix: string): IgnoreRule[] {
+  const rules: IgnoreRule[] = [];
+  for (const line of text.split(/\r?\n/)) {
+    const trimmed = line.trim();
+    if (trimmed === "" || (trimmed.startsWith("#") && !trimmed.startsWith("\\#"))) continue;
+    let pattern = line;
+    const negate = pattern.startsWith("!");
+    if (negate || pattern.startsWith("\\!")) pattern = pattern.slice(1);
+    if (pattern.startsWith("/")) pattern = pattern.slice(1);
+    const rule = ignoreRule(`${prefix}${pattern}`, negate);
+    if (rule) rules.push(rule);
+  }
+  return rules;
+}
+
+function ignoreRule(raw: string, negate: boolean): IgnoreRule | undefined {
+  let pattern = raw.replace(/(?<!\\)\s+$/, "");
+  const dirOnly = pattern.endsWith("/");
+  if (dirOnly) pattern = pattern.slice(0, -1);
+  if (pattern === "") return undefined;
+  const start = pattern.includes("/") ? "^" : "^(?:.*/)?";
+  try {
+    return { regex: new RegExp(`${start}${ignoreGlobSource(pattern)}$`), negate, dirOnly };
+  } catch {
+    return undefined;
+  }
+}
+
+function ignoreGlobSource(pattern: string): string {
+  let source = "";
+  for (let i = 0; i < pattern.length; i++) {
+    const char = pattern[i]!;
+    if (char === "*" && pattern[i + 1] === "*" && (i === 0 || pattern[i - 1] === "/")) {
+      const next = pattern[i + 2];
+      if (next === undefined) return `${source}.*`;
+      if (next === "/") {
+        source += "(?:[^/]*/)*";
+        i += 2;
+        continue;
+      }
+    }
+    if (char === "*") source += "[^/]*";
+    else if (char === "?") source += "[^/]";
+    else if (char === "[" && pattern.indexOf("]", i + 2) !== -1) {
+      const end = pattern.indexOf("]", i + 2);
+      const body = pattern
+        .slice(i + 1, end)
+        .replace(/^!/, "^")
+        .replace(/[\\\]]/g, "\\$&");
+      source += `[${body}]`;
+      i = end;
+    } else if (char === "\\" && i + 1 < pattern.length) {
+      source += pattern[++i]!.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
+    } else source += char.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
+  }
+  return source;
+}
+
+/** Whether the rules hide `path` (relative to the skills root); the last matching rule wins. */
+export function isIgnored(rules: readonly IgnoreRule[], path: string, isDirectory: boolean): boolean {
+  let ignored = false;
+  for (const rule of rules) {
+    if ((!rule.dirOnly || isDirectory) && rule.regex.test(path)) ignored = !rule.negate;
+  }
+  return ignored;
 }
 
 function skillOf(
@@ -3381,7 +3527,7 @@ export class RuleBook {
     if (!listing) return;
     found.push({ dir, listing });
     if (depth >= MAX_RULE_DEPTH) return;
-    for (const entry of listing.names) {
+    for (const entry of sortedNames(listing)) {
       if (entry.kind !== "dir" || entry.name.startsWith(".")) continue;
       if (this.discovery.options.ignoredDirs.has(entry.name)) continue;
       this.walk(join(dir, entry.name), depth + 1, found);
@@ -3391,7 +3537,7 @@ export class RuleBook {
   private read(place: RulePlace, found: Array<{ dir: string; listing: ListingEntry }>): RuleFolder {
     const folder: RuleFolder = { place, listings: found.map((entry) => entry.listing), rules: [], rejected: [] };
     for (const { dir, listing } of found) {
-      for (const entry of listing.names) {
+      for (const entry of sortedNames(listing)) {
         if ((entry.kind !== "file" && entry.kind !== "link") || !isRuleFileName(entry.name, place.source)) continue;
         const candidate = join(dir, entry.name);
         const file = this.discovery.instructionFile(candidate);

@@ -2,9 +2,16 @@
 // Pi's own rules.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import type { ExtensionFactory, ToolResultEvent } from "@earendil-works/pi-coding-agent";
+import { relative } from "node:path";
+import {
+  DefaultResourceLoader,
+  SettingsManager,
+  type ExtensionFactory,
+  type ToolResultEvent,
+} from "@earendil-works/pi-coding-agent";
 import { createLazyAgents, REMINDER_OPEN } from "../index.ts";
 import { noGit } from "./fuzz-lib.ts";
+import { rng } from "./rng.ts";
 import { MAX_REMINDER_FILES, REMINDER_BUDGET_BYTES } from "../config.ts";
 import {
   countOccurrences,
@@ -158,3 +165,112 @@ for (const { cap, spec, line } of caps) {
       assert.doesNotMatch(reminderOf(again.content) ?? "", line, "announced once");
     }));
 }
+
+// Skills by Pi's rules: Pi's own discovery of `.agents/skills` at cwd and ours, on the same trees.
+
+const DIR_NAMES = ["a", "b", "tools", "lint-fix", "x"];
+const SKILL_NAMES = ["review", "deploy", "lint-fix"];
+const PATTERNS = [
+  "a",
+  "b/",
+  "tools",
+  "*.md",
+  "SKILL.md",
+  "!SKILL.md",
+  "/x",
+  "x/",
+  "**/b",
+  "a/*",
+  "t*s",
+  "?",
+  "!a",
+  "l[i]nt-fix",
+];
+
+/** A seeded skills tree under pkg/.agents/skills: skills, plain .md files, ignore files, dot and node_modules folders. */
+function skillsTree(seed: number): TreeSpec {
+  const random = rng(seed);
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+  const chance = (p: number) => random() < p;
+  const root = "pkg/.agents/skills";
+  const spec: TreeSpec = { "pkg/a.ts": "a\n" };
+  let count = 0;
+  const frontmatter = (name: string | undefined) => {
+    const lines = ["---"];
+    if (name !== undefined) lines.push(`name: ${name}`);
+    if (chance(0.9)) lines.push(`description: Does thing ${++count} of seed ${seed}`);
+    if (chance(0.1)) lines.push("disable-model-invocation: true");
+    return `${lines.join("\n")}\n---\nbody\n`;
+  };
+  const fill = (dir: string, depth: number): void => {
+    if (depth > 0 && chance(0.45)) spec[`${dir}/SKILL.md`] = frontmatter(chance(0.5) ? pick(SKILL_NAMES) : undefined);
+    if (chance(0.3)) spec[`${dir}/notes-${depth}.md`] = frontmatter(chance(0.5) ? pick(SKILL_NAMES) : undefined);
+    if (chance(0.25)) {
+      const lines = Array.from({ length: 1 + Math.floor(random() * 3) }, () => pick(PATTERNS));
+      spec[`${dir}/${pick([".gitignore", ".ignore", ".fdignore"])}`] = `# rules\n${lines.join("\n")}\n`;
+    }
+    if (chance(0.1)) spec[`${dir}/${pick([".hidden", "node_modules"])}/s/SKILL.md`] = frontmatter("hidden-away");
+    if (depth >= 6) return;
+    const children = Math.floor(random() * (depth === 0 ? 4 : 3));
+    for (let i = 0; i < children; i++) fill(`${dir}/${pick(DIR_NAMES)}`, depth + 1);
+  };
+  fill(root, 0);
+  spec[`${root}/1/2/3/4/5/deep/SKILL.md`] = frontmatter("five-deep");
+  return spec;
+}
+
+interface Listed {
+  name: string;
+  description: string;
+  path: string;
+}
+
+const byPath = (a: Listed, b: Listed) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
+
+/** What Pi itself lists for a session started in `pkg`, and the collisions it reports. */
+async function piSkills(tree: { cwd: string; agentDir: string; abs(path: string): string }) {
+  const loader = new DefaultResourceLoader({
+    cwd: tree.abs("pkg"),
+    agentDir: tree.agentDir,
+    settingsManager: SettingsManager.inMemory({}, { projectTrusted: true }),
+    noExtensions: true,
+    noPromptTemplates: true,
+    noThemes: true,
+    noContextFiles: true,
+  });
+  await loader.reload();
+  const { skills, diagnostics } = loader.getSkills();
+  const listed = skills
+    .filter((skill) => !skill.disableModelInvocation)
+    .map((skill) => ({
+      name: skill.name,
+      description: skill.description.trim(),
+      path: relative(tree.cwd, skill.filePath),
+    }));
+  const collisions = diagnostics
+    .filter((d) => d.type === "collision" && d.collision?.loserPath !== undefined)
+    .map((d) => relative(tree.cwd, d.collision!.loserPath));
+  return { listed: listed.sort(byPath), collisions };
+}
+
+const SKILL_LINE = /^- (\S+) \(scope pkg\/\*\*\): (.*) \[(.*)\]$/;
+
+test("nested skills follow Pi's own discovery: ignore files, one skill per name, any depth (differential)", async () => {
+  for (let seed = 1; seed <= 40; seed++) {
+    await withTree(skillsTree(seed), async (tree) => {
+      const pi = await piSkills(tree);
+      const h = await loadRunner(tree, { factories: [ours], hasUI: true });
+      const reminder = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
+      const listed = reminder
+        .split("\n")
+        .map((line) => SKILL_LINE.exec(line))
+        .filter((match) => match !== null)
+        .map(([, name, description, path]) => ({ name: name!, description: description!, path: path! }));
+      assert.deepEqual(listed.sort(byPath), pi.listed, `seed ${seed}: the same skills as Pi`);
+      await h.command("lazy-agents", "");
+      const report = h.notifications.at(-1) ?? "";
+      for (const loser of pi.collisions)
+        assert.ok(report.includes(`${loser}  skill name collision`), `seed ${seed}: ${loser}`);
+    });
+  }
+});
