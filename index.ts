@@ -598,6 +598,8 @@ interface ListingEntry {
   capped: boolean;
   /** Entries in the folder, before the cap. */
   total: number;
+  /** Ignore files present, in the order Pi reads them. */
+  ignoreFiles: readonly string[];
   /** The same names sorted, for folder imports; built on first use. */
   sorted?: ListingEntry["names"];
   hasSkillFile: boolean;
@@ -1195,6 +1197,7 @@ export class Discovery {
       names,
       capped: dirents.length > MAX_SKILL_DIR_ENTRIES,
       total: dirents.length,
+      ignoreFiles: SKILL_IGNORE_FILES.filter((name) => names.some((entry) => entry.name === name)),
       hasSkillFile: names.some((name) => name.name === SKILL_FILE_NAME),
     };
     this.listings.set(dir, entry);
@@ -1251,8 +1254,7 @@ export class Discovery {
   /** The ignore rules in force in a skills folder: its parents' and those of its own ignore files. */
   private ignoreRules(dir: string, rel: string, listing: ListingEntry, inherited: IgnoreRule[]): IgnoreRule[] {
     let rules = inherited;
-    for (const name of SKILL_IGNORE_FILES) {
-      if (!listing.names.some((entry) => entry.name === name)) continue;
+    for (const name of listing.ignoreFiles) {
       const resolved = this.resolveContained(join(dir, name));
       if ("reason" in resolved) continue;
       const entry = this.fileEntry(resolved.real, resolved.stats);

@@ -185,6 +185,12 @@ const PATTERNS = [
   "?",
   "!a",
   "l[i]nt-fix",
+  "!b/",
+  "**/tools/",
+  "*-fix",
+  "x/**",
+  "[!a]",
+  "notes-*",
 ];
 
 /** A seeded skills tree under pkg/.agents/skills: skills, plain .md files, ignore files, dot and node_modules folders. */
