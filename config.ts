@@ -28,6 +28,9 @@ export const REMINDER_BUDGET_BYTES = 48 * 1024;
 /** Instruction files (and imports) one reminder carries at most; the rest follow with later accesses. */
 export const MAX_REMINDER_FILES = 32;
 
+/** Deliveries awaiting their turn's end; a host that never ends turns keeps only the latest this many. */
+export const MAX_UNCONFIRMED_RESULTS = 1024;
+
 /** Fewest bytes of a file's text worth sending cut; a file with less room left waits, whole, for a later access. */
 export const MIN_CUT_BYTES = 512;
 

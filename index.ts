@@ -47,6 +47,7 @@ import {
   NEVER_IMPORTED_DIR_NAMES,
   MAX_RULE_DEPTH,
   MAX_REMINDER_FILES,
+  MAX_UNCONFIRMED_RESULTS,
   MIN_CUT_BYTES,
   leftOutText,
   CAP_REASONS,
@@ -2728,7 +2729,7 @@ export class LazyAgents {
       if (event.structuredContent !== undefined) patch.structuredContent = event.structuredContent;
     }
     this.ledger.apply(plan.record);
-    if (patch.content) this.unconfirmed.set(event.toolCallId, plan.record);
+    if (patch.content) this.awaitConfirmation(event.toolCallId, plan.record);
     return { patch, plan };
   }
 
@@ -2739,6 +2740,13 @@ export class LazyAgents {
       this.inspection.clear();
     }
     this.options = options;
+  }
+
+  private awaitConfirmation(toolCallId: string, record: LedgerRecord): void {
+    if (this.unconfirmed.size >= MAX_UNCONFIRMED_RESULTS) {
+      this.unconfirmed.delete(this.unconfirmed.keys().next().value!);
+    }
+    this.unconfirmed.set(toolCallId, record);
   }
 
   /**

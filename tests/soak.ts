@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { SessionManager } from "@earendil-works/pi-coding-agent";
 import { createLazyAgents, type LazyAgents } from "../index.ts";
+import { MAX_UNCONFIRMED_RESULTS } from "../config.ts";
 import { makeScratchTree, noGit } from "./fuzz-lib.ts";
 import { rng } from "./rng.ts";
 import { loadRunner, type CallResult } from "./harness.ts";
@@ -196,6 +197,7 @@ async function soak(): Promise<number> {
     nestedViews: 0,
     parentOf: 0,
     gateRecords: 0,
+    unconfirmed: MAX_UNCONFIRMED_RESULTS,
     directories: cacheBound(dirsOnDisk),
     chains: cacheBound(dirsOnDisk),
     ignoredSeen: cacheBound(dirsOnDisk),
