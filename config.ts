@@ -11,7 +11,7 @@ export const INSTRUCTION_FILE_NAMES: readonly string[] = [
 ];
 
 /** Tools whose `path` argument activates the instruction chain. Default. */
-export const TRIGGER_TOOLS: readonly string[] = ["read", "edit", "write"];
+export const TRIGGER_TOOLS: readonly string[] = ["read", "edit", "write", "bash"];
 
 /** Tools that may be added as triggers; their `path` may name a directory. */
 export const OPTIONAL_TRIGGER_TOOLS: readonly string[] = ["ls", "grep", "find"];
@@ -255,3 +255,28 @@ export const RULE_WHY = {
   otherFolder: "its folder is not on this path's chain",
   sourceOff: "its source is turned off in settings",
 } as const;
+
+/** Characters of one bash command the shell-word reader looks at; the rest is not read. */
+export const MAX_SHELL_COMMAND_CHARS = 16 * 1024;
+
+/** Words of one bash command (nested scripts included) the shell-word reader looks at. */
+export const MAX_SHELL_WORDS = 1024;
+
+/** How deep subshells, `$( )` and `bash -c` scripts nest before the reader stops descending. */
+export const MAX_SHELL_NESTING = 16;
+
+/** Why a word of a bash command activated nothing: the only words `/lazy-agents why "<command>"` adds. */
+export const SHELL_WORD_REASONS = {
+  option: "an option",
+  dynamic: "built when the command runs, so not known before",
+  commandName: "a command name",
+  unknownDirectory: "relative to a directory known only when the command runs",
+  script: "a script, read as commands of its own",
+  data: "data for the command (a here-string)",
+  missing: "names nothing that exists",
+  outside: "outside the working directory",
+  cwdItself: "the working directory itself, whose AGENTS.md Pi loads",
+  ignored: "inside an ignored directory",
+} as const;
+
+export type ShellWordReason = keyof typeof SHELL_WORD_REASONS;

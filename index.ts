@@ -8,7 +8,7 @@ import * as nodeFs from "node:fs";
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { createHash } from "node:crypto";
 import { homedir } from "node:os";
-import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
+import { basename, dirname, isAbsolute, join, posix, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
   CONFIG_DIR_NAME,
@@ -43,6 +43,9 @@ import {
   MAX_IMPORT_DIR_FILES,
   MAX_SKILL_DEPTH,
   MAX_SETTING_BYTES,
+  MAX_SHELL_COMMAND_CHARS,
+  MAX_SHELL_NESTING,
+  MAX_SHELL_WORDS,
   MAX_SKILL_DIR_ENTRIES,
   NEVER_IMPORTED_DIR_NAMES,
   MAX_RULE_DEPTH,
@@ -69,6 +72,7 @@ import {
   SKILL_IGNORE_FILES,
   SETTINGS_KEY,
   SETTINGS_WARNINGS,
+  SHELL_WORD_REASONS,
   SHOWN_KEY_PATTERN,
   SETTLED_ERROR_CODES,
   SKILLS_DIR_SEGMENTS,
@@ -78,6 +82,7 @@ import {
   type FailureLabel,
   type Reason,
   type RuleSource,
+  type ShellWordReason,
 } from "./config.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -2274,6 +2279,700 @@ function unescapeXml(text: string): string {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Shell words. A `bash` call is read, never run: this reader splits its command line into simple
+// commands and says which words name paths, and relative to which directory. Pure functions; a
+// path built when the command runs (`cat $(cat list.txt)`) is not seen and not claimed.
+
+/** What one word of a bash command is to the extension: a path to activate, or why not. */
+export type ShellWordUse =
+  { word: string; role: "read" | "write"; path: string } | { word: string; role: "skip"; reason: ShellWordReason };
+
+export interface ShellCommand {
+  /** The command's directory, relative to cwd or absolute; undefined after a `cd` known only at run time. */
+  cwd: string | undefined;
+  words: string[];
+  uses: ShellWordUse[];
+}
+
+interface ShellWord {
+  text: string;
+  /** Holds an expansion (`$x`, `$( )`, backticks): its value exists only when the command runs. */
+  dynamic: boolean;
+  /** Index in `text` of the first unquoted glob character, or -1. */
+  glob: number;
+  /** Starts with an unquoted `~`. */
+  tilde: boolean;
+  /** A leading `NAME=value`. */
+  assignment: boolean;
+  /** Reached the reader's length limit: possibly cut, so not used. */
+  cut: boolean;
+}
+
+type ShellToken =
+  | { kind: "word"; word: ShellWord }
+  | { kind: "redirect"; op: "read" | "write" | "heredoc" | "herestring" | "dup"; stripTabs?: boolean }
+  | { kind: "op"; op: string };
+
+interface ShellFrame {
+  cwd: string | undefined;
+  dirs: Array<string | undefined>;
+}
+
+const SHELL_KEYWORDS: ReadonlySet<string> = new Set([
+  "if",
+  "then",
+  "elif",
+  "else",
+  "fi",
+  "do",
+  "done",
+  "while",
+  "until",
+  "!",
+  "{",
+  "}",
+  "time",
+  "esac",
+  "coproc",
+]);
+const SHELL_WRAPPERS: ReadonlySet<string> = new Set([
+  "env",
+  "command",
+  "builtin",
+  "exec",
+  "nohup",
+  "time",
+  "sudo",
+  "nice",
+  "ionice",
+  "timeout",
+  "xargs",
+  "stdbuf",
+]);
+const SHELLS_WITH_SCRIPT: ReadonlySet<string> = new Set(["bash", "sh", "zsh"]);
+/** Options of common tools that name the folder they work in (the next word, or after `=`). */
+const TOOL_DIRECTORY_OPTIONS: ReadonlyMap<string, readonly string[]> = new Map([
+  ["git", ["-C"]],
+  ["make", ["-C", "--directory"]],
+  ["npm", ["--prefix"]],
+  ["pnpm", ["-C", "--dir"]],
+  ["yarn", ["--cwd"]],
+  ["cargo", ["--manifest-path"]],
+]);
+const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*\+?$/;
+const WORD_BREAK = new Set([" ", "\t", "\n", ";", "&", "|", "<", ">", "(", ")"]);
+const NAME_CHAR = /[A-Za-z0-9_]/;
+
+/** The simple commands of a bash command line, each with its directory and what its words name. */
+export function readShellCommand(command: string): ShellCommand[] {
+  const reader = new ShellReader(command.slice(0, MAX_SHELL_COMMAND_CHARS), { words: 0 }, 0);
+  reader.list(undefined, { cwd: ".", dirs: [] });
+  return reader.commands;
+}
+
+class ShellReader {
+  readonly commands: ShellCommand[] = [];
+  private pos = 0;
+  private readonly heredocs: Array<{ delimiter: string; stripTabs: boolean }> = [];
+  private readonly closers: Array<string | undefined> = [];
+  /** Directory of the command being read: where its substitutions run. */
+  private cwdNow: string | undefined = ".";
+  private readonly src: string;
+  private readonly budget: { words: number };
+  private readonly depth: number;
+
+  constructor(src: string, budget: { words: number }, depth: number, commands?: ShellCommand[]) {
+    this.src = src;
+    this.budget = budget;
+    this.depth = depth;
+    if (commands) this.commands = commands;
+  }
+
+  private get done(): boolean {
+    return this.pos >= this.src.length || this.budget.words >= MAX_SHELL_WORDS;
+  }
+
+  /** Reads commands until `close` (`)` or a backtick) or the end. */
+  list(close: string | undefined, frame: ShellFrame): void {
+    const outer = this.cwdNow;
+    this.closers.push(close);
+    let pipedIn = false;
+    for (;;) {
+      const op = this.command(frame, pipedIn);
+      if (op === "eof" || (op === close && close !== undefined)) break;
+      pipedIn = op === "|" || op === "|&";
+    }
+    this.closers.pop();
+    this.cwdNow = outer;
+  }
+
+  /** Reads one simple command; returns the operator that ended it. */
+  private command(frame: ShellFrame, pipedIn: boolean): string {
+    const words: ShellWord[] = [];
+    const redirects: Array<{ op: "read" | "write"; word: ShellWord }> = [];
+    this.cwdNow = frame.cwd;
+    for (;;) {
+      const token = this.next();
+      if (token.kind === "word") {
+        this.budget.words++;
+        words.push(token.word);
+        continue;
+      }
+      if (token.kind === "redirect") {
+        this.redirect(token, redirects);
+        continue;
+      }
+      if (token.op === "(") {
+        this.nested(")", frame.cwd);
+        continue;
+      }
+      const inPipeline = pipedIn || token.op === "|" || token.op === "|&" || token.op === "&";
+      this.finish(words, redirects, frame, inPipeline);
+      return token.op;
+    }
+  }
+
+  private redirect(
+    token: Extract<ShellToken, { kind: "redirect" }>,
+    redirects: Array<{ op: "read" | "write"; word: ShellWord }>,
+  ): void {
+    const target = this.next();
+    if (target.kind !== "word") return;
+    this.budget.words++;
+    if (token.op === "heredoc")
+      this.heredocs.push({ delimiter: target.word.text, stripTabs: token.stripTabs === true });
+    else if (token.op === "read" || token.op === "write") redirects.push({ op: token.op, word: target.word });
+  }
+
+  /** A subshell or substitution: its own directory, starting from the current one. */
+  private nested(close: string, cwd: string | undefined): void {
+    if (this.depth + this.closers.length > MAX_SHELL_NESTING) {
+      this.skipTo(close);
+      return;
+    }
+    this.list(close, { cwd, dirs: [] });
+  }
+
+  /** Skips past the matching `close` without reading commands (too deep to descend). */
+  private skipTo(close: string): void {
+    const open = close === ")" ? "(" : undefined;
+    let depth = 1;
+    while (this.pos < this.src.length) {
+      const char = this.src[this.pos++]!;
+      if (char === "\\") this.pos++;
+      else if (open !== undefined && char === open) depth++;
+      else if (char === close && --depth === 0) return;
+    }
+  }
+
+  private next(): ShellToken {
+    for (;;) {
+      if (this.done) return { kind: "op", op: "eof" };
+      const char = this.src[this.pos]!;
+      const after = this.src[this.pos + 1];
+      if (char === " " || char === "\t" || char === "\r") this.pos++;
+      else if (char === "\\" && after === "\n") this.pos += 2;
+      else if (char === "#") this.skipComment();
+      else break;
+    }
+    const char = this.src[this.pos]!;
+    const close = this.closers.at(-1);
+    if (char === "`" && close === "`") {
+      this.pos++;
+      return { kind: "op", op: "`" };
+    }
+    if (char === "\n") {
+      this.pos++;
+      this.readHeredocBodies();
+      return { kind: "op", op: "\n" };
+    }
+    const fd = /^(\d+|&)(?=[<>])/.exec(this.src.slice(this.pos, this.pos + 12));
+    if (fd) this.pos += fd[0].length;
+    const rest = this.src.slice(this.pos, this.pos + 3);
+    if ((char === "<" || char === ">") && rest[1] === "(" && !fd) return { kind: "word", word: this.word() };
+    if (rest[0] === "<" || rest[0] === ">") return this.redirectOperator(rest);
+    for (const op of ["&&", "||", ";;", "|&", ";", "&", "|", "(", ")"]) {
+      if (this.src.startsWith(op, this.pos)) {
+        this.pos += op.length;
+        return { kind: "op", op: op === ";;" ? ";" : op === ")" && close !== ")" ? ";" : op };
+      }
+    }
+    return { kind: "word", word: this.word() };
+  }
+
+  private redirectOperator(rest: string): ShellToken {
+    const table: Array<[string, Extract<ShellToken, { kind: "redirect" }>]> = [
+      ["<<<", { kind: "redirect", op: "herestring" }],
+      ["<<-", { kind: "redirect", op: "heredoc", stripTabs: true }],
+      ["<<", { kind: "redirect", op: "heredoc" }],
+      ["<&", { kind: "redirect", op: "dup" }],
+      ["<>", { kind: "redirect", op: "write" }],
+      [">>", { kind: "redirect", op: "write" }],
+      [">|", { kind: "redirect", op: "write" }],
+      [">&", { kind: "redirect", op: "dup" }],
+      ["<", { kind: "redirect", op: "read" }],
+      [">", { kind: "redirect", op: "write" }],
+    ];
+    for (const [op, token] of table) {
+      if (!rest.startsWith(op)) continue;
+      this.pos += op.length;
+      // `>&file` (no descriptor number) sends both streams to a file.
+      if (op === ">&" && !/^\s*(\d+|-)(?![^\s;&|<>()])/.test(this.src.slice(this.pos, this.pos + 24)))
+        return { kind: "redirect", op: "write" };
+      return token;
+    }
+    this.pos++;
+    return { kind: "op", op: ";" };
+  }
+
+  private skipComment(): void {
+    const end = this.src.indexOf("\n", this.pos);
+    this.pos = end === -1 ? this.src.length : end;
+  }
+
+  /** Heredoc bodies are data: skipped, line by line, up to their delimiter. */
+  private readHeredocBodies(): void {
+    for (const { delimiter, stripTabs } of this.heredocs.splice(0)) {
+      while (this.pos < this.src.length) {
+        const end = this.src.indexOf("\n", this.pos);
+        const line = this.src.slice(this.pos, end === -1 ? this.src.length : end);
+        this.pos = end === -1 ? this.src.length : end + 1;
+        if ((stripTabs ? line.replace(/^\t+/, "") : line) === delimiter) break;
+      }
+    }
+  }
+
+  private word(): ShellWord {
+    const word: ShellWord = { text: "", dynamic: false, glob: -1, tilde: false, assignment: false, cut: false };
+    let quoted = false;
+    const close = this.closers.at(-1);
+    while (this.pos < this.src.length) {
+      const char = this.src[this.pos]!;
+      const start = this.pos;
+      if (word.text === "" && !quoted && (char === "<" || char === ">") && this.src[this.pos + 1] === "(") {
+        this.pos += 2;
+        this.nested(")", this.cwdNow);
+        word.dynamic = true;
+        word.text += this.src.slice(start, this.pos);
+        continue;
+      }
+      if (WORD_BREAK.has(char) || (char === "`" && close === "`")) break;
+      if (char === "\\") {
+        if (this.src[this.pos + 1] !== "\n") word.text += this.src[this.pos + 1] ?? "";
+        this.pos += 2;
+        quoted = true;
+      } else if (char === "'") {
+        const end = this.src.indexOf("'", this.pos + 1);
+        this.pos = end === -1 ? this.src.length : end + 1;
+        word.text += this.src.slice(start + 1, end === -1 ? this.src.length : end);
+        quoted = true;
+      } else if (char === '"') {
+        this.pos++;
+        this.doubleQuoted(word);
+        quoted = true;
+      } else if (char === "$" && this.src[this.pos + 1] === "'") {
+        this.pos += 2;
+        word.text += this.ansiQuoted();
+        quoted = true;
+      } else if (char === "$" || char === "`") {
+        this.expansion(word);
+      } else {
+        if (!quoted && word.text === "" && char === "~") word.tilde = true;
+        if (!quoted && "*?[{".includes(char) && word.glob === -1) word.glob = word.text.length;
+        if (!quoted && char === "=" && !word.assignment && ASSIGNMENT.test(word.text) && !word.dynamic)
+          word.assignment = true;
+        word.text += char;
+        this.pos++;
+      }
+    }
+    if (this.pos >= this.src.length && this.src.length >= MAX_SHELL_COMMAND_CHARS) word.cut = true;
+    return word;
+  }
+
+  private doubleQuoted(word: ShellWord): void {
+    while (this.pos < this.src.length) {
+      const char = this.src[this.pos]!;
+      if (char === '"') {
+        this.pos++;
+        return;
+      }
+      if (char === "\\") {
+        const escaped = this.src[this.pos + 1] ?? "";
+        if (escaped === "\n") word.text += "";
+        else if ('$`"\\'.includes(escaped)) word.text += escaped;
+        else word.text += `\\${escaped}`;
+        this.pos += 2;
+      } else if (char === "$" || char === "`") {
+        this.expansion(word);
+      } else {
+        word.text += char;
+        this.pos++;
+      }
+    }
+  }
+
+  /** `$'…'`: backslash escapes as C writes them, the common ones only. */
+  private ansiQuoted(): string {
+    let text = "";
+    while (this.pos < this.src.length) {
+      const char = this.src[this.pos++]!;
+      if (char === "'") break;
+      if (char !== "\\") {
+        text += char;
+        continue;
+      }
+      const escaped = this.src[this.pos++] ?? "";
+      text += escaped === "n" ? "\n" : escaped === "t" ? "\t" : escaped;
+    }
+    return text;
+  }
+
+  /** `$name`, `${…}`, `$(( ))`, `$( )` or backticks: kept as written, and the word becomes dynamic. */
+  private expansion(word: ShellWord): void {
+    const start = this.pos;
+    const char = this.src[this.pos]!;
+    const after = this.src[this.pos + 1];
+    if (char === "`") {
+      this.pos++;
+      this.nested("`", this.cwdNow);
+    } else if (after === "(" && this.src[this.pos + 2] === "(") {
+      this.pos += 3;
+      this.skipTo(")");
+      if (this.src[this.pos] === ")") this.pos++;
+    } else if (after === "(") {
+      this.pos += 2;
+      this.nested(")", this.cwdNow);
+    } else if (after === "{") {
+      this.pos += 2;
+      this.skipTo("}");
+    } else if (after !== undefined && (NAME_CHAR.test(after) || "@*#?$!-".includes(after))) {
+      this.pos += 2;
+      if (/[A-Za-z_]/.test(after)) while (NAME_CHAR.test(this.src[this.pos] ?? "")) this.pos++;
+    } else {
+      this.pos++;
+      word.text += "$";
+      return;
+    }
+    word.text += this.src.slice(start, this.pos);
+    word.dynamic = true;
+  }
+
+  /** One simple command is complete: its words, its effect on the directory, and what they name. */
+  private finish(
+    all: ShellWord[],
+    redirects: Array<{ op: "read" | "write"; word: ShellWord }>,
+    frame: ShellFrame,
+    inPipeline: boolean,
+  ): void {
+    const { words, list } = withoutPrefix(all.filter((word) => !word.cut));
+    if (words.length === 0 && redirects.length === 0) return;
+    const command: ShellCommand = { cwd: frame.cwd, words: words.map((word) => word.text), uses: [] };
+    this.commands.push(command);
+    const toolAt = list ? -1 : toolIndex(words);
+    const tool = toolAt >= 0 && toolAt < words.length ? basenameOf(words[toolAt]!.text) : "";
+    let base = frame.cwd;
+    let afterDashes = false;
+    const handled = new Set<number>();
+    const use = (word: ShellWord, role: "read" | "write") => command.uses.push(shellWordUse(word, role, base));
+    for (let index = 0; index < words.length; index++) {
+      const word = words[index]!;
+      if (handled.has(index)) continue;
+      if (index < toolAt && !word.text.startsWith("-")) {
+        command.uses.push({ word: word.text, role: "skip", reason: "commandName" });
+        continue;
+      }
+      if (index === toolAt) {
+        if (word.text.includes("/") && !word.dynamic) use(word, "read");
+        else command.uses.push({ word: word.text, role: "skip", reason: word.dynamic ? "dynamic" : "commandName" });
+        continue;
+      }
+      const option = !afterDashes && word.text.startsWith("-") && !word.dynamic;
+      if (option && word.text === "--") afterDashes = true;
+      const directory = index > toolAt && option ? directoryOption(tool, words, index) : undefined;
+      if (directory !== undefined) {
+        command.uses.push({ word: word.text, role: "skip", reason: "option" });
+        if (directory.index !== index) handled.add(directory.index);
+        use(directory.word, "read");
+        if (tool !== "cargo" && !directory.word.dynamic) base = joinShellPath(base, directory.word);
+        continue;
+      }
+      if (option) {
+        command.uses.push({ word: word.text, role: "skip", reason: "option" });
+        if (SHELLS_WITH_SCRIPT.has(tool) && index > toolAt && /^-[a-zA-Z]*c[a-zA-Z]*$/.test(word.text)) {
+          const script = words[index + 1];
+          if (script) {
+            handled.add(index + 1);
+            command.uses.push({ word: script.text, role: "skip", reason: "script" });
+            this.script(script.text, base);
+          }
+        }
+        continue;
+      }
+      use(word, tool === "tee" && index > toolAt ? "write" : "read");
+    }
+    for (const redirect of redirects) {
+      if (!redirect.word.cut) use(redirect.word, redirect.op);
+    }
+    if (!inPipeline) changeDirectory(frame, tool, words.slice(toolAt + 1), base);
+  }
+
+  /** The script of `bash -c`: commands of their own, in a child shell starting in `cwd`. */
+  private script(text: string, cwd: string | undefined): void {
+    if (this.depth + this.closers.length > MAX_SHELL_NESTING) return;
+    const reader = new ShellReader(text, this.budget, this.depth + this.closers.length + 1, this.commands);
+    reader.list(undefined, { cwd, dirs: [] });
+  }
+}
+
+/** Drops leading keywords, `for NAME in` and `NAME=value` assignments; a `for` list has no tool. */
+function withoutPrefix(words: ShellWord[]): { words: ShellWord[]; list: boolean } {
+  let start = 0;
+  const plain = (word: ShellWord | undefined) =>
+    word !== undefined && !word.dynamic && (word.glob === -1 || word.text === "{");
+  while (start < words.length) {
+    const word = words[start]!;
+    if (plain(word) && SHELL_KEYWORDS.has(word.text)) start++;
+    else if (plain(word) && (word.text === "for" || word.text === "select")) {
+      start += words[start + 2]?.text === "in" ? 3 : 2;
+      return { words: words.slice(start), list: true };
+    } else if (word.assignment) start++;
+    else break;
+  }
+  return { words: words.slice(start), list: false };
+}
+
+/** Where the tool itself is: after wrappers (`env`, `sudo`, `xargs` …), their options and arguments. */
+function toolIndex(words: ShellWord[]): number {
+  let index = 0;
+  while (index < words.length) {
+    const text = words[index]!.text;
+    if (SHELL_WRAPPERS.has(text) || text.startsWith("-") || words[index]!.assignment || /^\d+[smhd]?$/.test(text))
+      index++;
+    else break;
+  }
+  return index;
+}
+
+function basenameOf(text: string): string {
+  return text.slice(text.lastIndexOf("/") + 1);
+}
+
+/** A tool's directory option at `index`: the word that names the folder, and where it is. */
+function directoryOption(
+  tool: string,
+  words: ShellWord[],
+  index: number,
+): { word: ShellWord; index: number } | undefined {
+  const options = TOOL_DIRECTORY_OPTIONS.get(tool);
+  if (!options) return undefined;
+  const word = words[index]!;
+  for (const option of options) {
+    if (word.text === option && words[index + 1]) return { word: words[index + 1]!, index: index + 1 };
+    const joined = option.startsWith("--") ? `${option}=` : option;
+    if (word.text.startsWith(joined) && word.text.length > joined.length) {
+      return { word: { ...word, text: word.text.slice(joined.length), glob: -1, tilde: false }, index };
+    }
+  }
+  return undefined;
+}
+
+/** How a word names a path: relative to the command's directory; a glob by the folder before it. */
+function shellWordUse(word: ShellWord, role: "read" | "write", base: string | undefined): ShellWordUse {
+  if (word.dynamic) return { word: word.text, role: "skip", reason: "dynamic" };
+  if (role === "read" && word.glob !== -1) {
+    const before = word.text.slice(0, word.glob);
+    const folder = before.includes("/") ? before.slice(0, before.lastIndexOf("/")) || "/" : ".";
+    const path = joinShellPath(base, { ...word, text: folder });
+    return path === undefined
+      ? { word: word.text, role: "skip", reason: "unknownDirectory" }
+      : { word: word.text, role, path };
+  }
+  const path = joinShellPath(base, word);
+  return path === undefined
+    ? { word: word.text, role: "skip", reason: "unknownDirectory" }
+    : { word: word.text, role, path };
+}
+
+/** A word's path against a directory; undefined when neither is known before the command runs. */
+function joinShellPath(base: string | undefined, word: ShellWord): string | undefined {
+  if (word.dynamic) return undefined;
+  if (word.tilde || posix.isAbsolute(word.text)) return word.text;
+  return base === undefined ? undefined : posix.join(base, word.text);
+}
+
+/** `cd`, `pushd` and `popd` move the directory of the commands that follow in the same shell. */
+function changeDirectory(frame: ShellFrame, tool: string, args: ShellWord[], base: string | undefined): void {
+  if (tool === "popd") {
+    frame.cwd = frame.dirs.length > 0 ? frame.dirs.pop() : undefined;
+    return;
+  }
+  if (tool !== "cd" && tool !== "pushd") return;
+  const target = args.find((word) => !word.text.startsWith("-") || word.text === "-");
+  if (tool === "pushd") frame.dirs.push(frame.cwd);
+  frame.cwd = target === undefined || target.text === "-" || target.tilde ? undefined : joinShellPath(base, target);
+}
+
+// Bash activation: the paths a command's words name, located like the targets of read and write.
+
+/** One word's outcome: the chain it activates, or why it activates nothing. */
+export interface ShellWordOutcome {
+  use: ShellWordUse;
+  located?: Located;
+  reason?: ShellWordReason;
+}
+
+/** Locates what the words name. Each distinct path costs one lstat, and only once its folders are known to be real. */
+export function locateShellWords(discovery: Discovery, commands: ShellCommand[], cwd: string): ShellWordOutcome[] {
+  const byPath = new Map<string, Located | ShellWordReason>();
+  const folders = new Map<string, Located | undefined>();
+  const outcomes: ShellWordOutcome[] = [];
+  for (const { uses } of commands) {
+    for (const use of uses) {
+      if (use.role === "skip") {
+        outcomes.push({ use, reason: use.reason });
+        continue;
+      }
+      const key = `${use.role}\0${use.path}`;
+      let found = byPath.get(key);
+      if (found === undefined) {
+        found = locateShellPath(discovery, use.role, absoluteShellPath(use.path, cwd), folders);
+        byPath.set(key, found);
+      }
+      outcomes.push(typeof found === "string" ? { use, reason: found } : { use, located: found });
+    }
+  }
+  return outcomes;
+}
+
+/** The distinct chains the outcomes activate, one per deepest folder. */
+export function shellChains(outcomes: ShellWordOutcome[]): Located[] {
+  const chains = new Map<string, Located>();
+  for (const { located } of outcomes) if (located) chains.set(located.links.at(-1)!.scope, located);
+  return [...chains.values()];
+}
+
+function absoluteShellPath(path: string, cwd: string): string {
+  if (path === "~") return homedir();
+  if (path.startsWith("~/")) return join(homedir(), path.slice(2));
+  return resolve(cwd, path);
+}
+
+function locateShellPath(
+  discovery: Discovery,
+  role: "read" | "write",
+  path: string,
+  folders: Map<string, Located | undefined>,
+): Located | ShellWordReason {
+  if (path.includes("\0") || Buffer.byteLength(path) > MAX_PATH_BYTES) return "missing";
+  if (!discovery.mayBeInside(path)) return "outside";
+  const located = role === "write" ? discovery.locate(path, false) : locateExisting(discovery, path, folders);
+  if (located === undefined) return "outside";
+  if (typeof located === "string") return located;
+  return located.links.length === 0 ? "cwdItself" : located;
+}
+
+/** An existing file (its folder) or folder (itself); nothing for a word that names nothing. */
+function locateExisting(
+  discovery: Discovery,
+  path: string,
+  folders: Map<string, Located | undefined>,
+): Located | ShellWordReason | undefined {
+  const folder = dirname(path);
+  if (folder === path) return "cwdItself";
+  if (!folders.has(folder)) folders.set(folder, discovery.locate(folder, true));
+  const parent = folders.get(folder);
+  // Only a folder whose every step below cwd is a real folder lets the word be looked at as written.
+  const real =
+    parent !== undefined &&
+    (parent.stats !== undefined || (parent.links.length === 0 && relative(discovery.cwdReal, folder) === ""));
+  if (real) {
+    let stats: nodeFs.Stats | undefined;
+    try {
+      stats = discovery.fs.lstat(path);
+    } catch {
+      return "missing";
+    }
+    if (!stats) return "missing";
+    if (stats.isDirectory())
+      return { links: discovery.chainFor(relative(discovery.cwdReal, path)), stats: [...(parent.stats ?? []), stats] };
+    if (!stats.isSymbolicLink()) return parent;
+  }
+  const target = discovery.realpathOrUndefined(path);
+  if (target === undefined) return "missing";
+  if (!isPathInsideOrSame(discovery.cwdReal, target)) return "outside";
+  let isDirectory: boolean;
+  try {
+    isDirectory = discovery.fs.stat(target)?.isDirectory() === true;
+  } catch {
+    return "missing";
+  }
+  return discovery.locate(target, isDirectory);
+}
+
+/** Write targets named like instruction files: the command may create or change one. */
+export function shellWritesInstruction(commands: ShellCommand[], fileNames: readonly string[]): boolean {
+  return commands.some(({ uses }) =>
+    uses.some((use) => use.role === "write" && fileNames.includes(posix.basename(use.path))),
+  );
+}
+
+/** A `why` argument wrapped in quotes is a bash command; a bare one is a path (which may hold spaces). */
+export function quotedCommand(argument: string): string | undefined {
+  const text = argument.trim();
+  const quote = text[0];
+  if ((quote !== '"' && quote !== "'") || text.length < 2 || text.at(-1) !== quote) return undefined;
+  return text.slice(1, -1);
+}
+
+/** `/lazy-agents why "<command>"`: which words activated which scopes, and why the others did not. */
+export async function explainCommand(engine: LazyAgents, command: string, env: CallEnvironment): Promise<string> {
+  const discovery = engine.bind(env.cwd);
+  if (!discovery) return "pi-lazy-agents: the working directory cannot be resolved.";
+  const commands = readShellCommand(command);
+  const outcomes = locateShellWords(discovery, commands, env.cwd);
+  const chains = shellChains(outcomes);
+  await Promise.all(chains.map((located) => engine.learnGitIgnores(discovery, located.links)));
+  const withSkills = env.trusted && engine.options.skills;
+  for (const located of chains) discovery.viewChain(located, withSkills);
+  await engine.learnImportGitIgnores(discovery);
+  const viewed = new Map<string, DirectoryView[]>();
+  for (const located of chains) {
+    const views = discovery.dropGitIgnored(discovery.viewChain(located, withSkills));
+    engine.inspection.record(views);
+    viewed.set(located.links.at(-1)!.scope, views);
+  }
+  const lines = [`pi-lazy-agents: why ${JSON.stringify(command)}`];
+  if (commands.length === 0) lines.push("  No command words were found.");
+  let index = 0;
+  for (const { cwd, uses } of commands) {
+    const where = cwd === "." ? "" : `  (in ${cwd ?? "a directory known only when it runs"})`;
+    lines.push(`  ${commands[index++]!.words.join(" ")}${where}`);
+    for (const use of uses) {
+      const outcome = outcomes.shift()!;
+      lines.push(`    ${use.word}: ${explainOutcome(engine, outcome, viewed)}`);
+    }
+  }
+  if (!engine.options.triggers.has("bash")) lines.push("  bash is not among the triggers: its calls activate nothing.");
+  return lines.join("\n");
+}
+
+function explainOutcome(engine: LazyAgents, outcome: ShellWordOutcome, viewed: Map<string, DirectoryView[]>): string {
+  if (!outcome.located) return SHELL_WORD_REASONS[outcome.reason ?? "missing"];
+  const links = outcome.located.links;
+  const views = viewed.get(links.at(-1)!.scope) ?? [];
+  const scopes = links.slice(0, views.length).map((link) => {
+    const view = views.find((candidate) => candidate.scope === link.scope);
+    const file = view?.file
+      ? `${view.file.path}, ${fileState(engine.ledger, seenFile(view.file, link.scope))}`
+      : "no instruction file";
+    return `${scopeGlob(link.scope)} (${file})`;
+  });
+  const role = outcome.use.role === "write" ? "written to, activates" : "activates";
+  const cut = views.length < links.length ? `; ${links[views.length]!.scope}/ is ${SHELL_WORD_REASONS.ignored}` : "";
+  return scopes.length === 0 ? `${SHELL_WORD_REASONS.ignored}` : `${role} ${scopes.join(", ")}${cut}`;
+}
+
+// ---------------------------------------------------------------------------------------------
 // The engine: per-session state behind the Pi adapter.
 
 const FILE_TOOLS: ReadonlySet<string> = new Set(["read", "edit", "write"]);
@@ -2313,6 +3012,8 @@ interface PendingCall {
   generation: number;
   /** cwd-relative path the call touched, for rule globs (rules touch point). */
   touched?: string;
+  /** A bash call: its commands, and the views of each chain its words activated. */
+  bash?: { commands: ShellCommand[]; chains: DirectoryView[][] };
 }
 
 /** What one nested call activated, and when: the ledger may move before the outermost result. */
@@ -2465,6 +3166,7 @@ export class LazyAgents {
   onToolCall(event: ToolCallEvent, env: CallEnvironment): GateOutcome | undefined | Promise<GateOutcome | undefined> {
     if (event.parentToolCallId !== undefined) this.parentOf.set(event.toolCallId, event.parentToolCallId);
     if (!this.options.enabled || !this.options.triggers.has(event.toolName)) return undefined;
+    if (event.toolName === "bash") return this.discoverBash(event, env);
     const input = event.input as Record<string, unknown>;
     const targetIsDirectory = !FILE_TOOLS.has(event.toolName);
     const discovery = this.bind(env.cwd);
@@ -2660,6 +3362,7 @@ export class LazyAgents {
   private viewsAfterTool(call: PendingCall): DirectoryView[] {
     const discovery = this.discovery;
     if (!discovery) return call.views;
+    if (call.bash) return this.bashViewsAfterTool(discovery, call, call.bash);
     const changesInstruction =
       (call.toolName === "edit" || call.toolName === "write") && this.options.fileNames.includes(basename(call.target));
     // Unless a delivery since this call looked may hold a newer version than its views, or git has
@@ -2778,6 +3481,61 @@ export class LazyAgents {
     this.gatedScopes.clear();
   }
 
+  /** A bash call: the scopes its words name (see Shell words), viewed before it runs. */
+  private discoverBash(event: ToolCallEvent, env: CallEnvironment): undefined {
+    const command = (event.input as { command?: unknown }).command;
+    if (typeof command !== "string") return undefined;
+    const discovery = this.bind(env.cwd);
+    if (!discovery) return undefined;
+    this.sweepSoon(discovery);
+    const commands = readShellCommand(command);
+    const locatedChains = shellChains(locateShellWords(discovery, commands, env.cwd));
+    if (locatedChains.length === 0) return undefined;
+    const answers = locatedChains
+      .map((located) => this.learnGitIgnores(discovery, located.links))
+      .filter((answer) => answer !== undefined);
+    const withSkills = env.trusted && this.options.skills;
+    const chains = locatedChains.map((located) => discovery.viewChain(located, withSkills));
+    const importAnswer = this.learnImportGitIgnores(discovery);
+    if (importAnswer) answers.push(importAnswer);
+    const views = mergeViews(chains.flat());
+    if (views.length === 0) return undefined;
+    if (views.some((view) => view.skills.length > 0)) this.refreshStartupSkills(env.systemPrompt);
+    this.pending.set(event.toolCallId, {
+      gitAnswer: answers.length === 0 ? undefined : Promise.all(answers).then(() => undefined),
+      heldImports: importAnswer !== undefined,
+      toolName: event.toolName,
+      rootId: this.rootOf(event.toolCallId),
+      nested: event.parentToolCallId !== undefined,
+      target: "",
+      views,
+      withSkills,
+      partial: false,
+      generation: this.ledger.generation,
+      bash: { commands, chains },
+    });
+    return undefined;
+  }
+
+  /** A bash call's views after it ran: looked at again only when it may have written instructions. */
+  private bashViewsAfterTool(
+    discovery: Discovery,
+    call: PendingCall,
+    bash: { commands: ShellCommand[]; chains: DirectoryView[][] },
+  ): DirectoryView[] {
+    let chains = bash.chains;
+    const writes = shellWritesInstruction(bash.commands, this.options.fileNames);
+    if (writes || call.heldImports || call.generation !== this.ledger.generation) {
+      const cwd = this.boundCwd ?? discovery.cwdReal;
+      const located = shellChains(locateShellWords(discovery, bash.commands, cwd));
+      chains = located.map((chain) => discovery.viewChain(chain, call.withSkills));
+      // An import that still waits for git comes with the next access; the question goes out now.
+      void this.learnImportGitIgnores(discovery);
+    }
+    // Each chain is cut at its own git-ignored folder; the others stand.
+    return mergeViews(chains.flatMap((views) => discovery.dropGitIgnored(views)));
+  }
+
   /** Sizes of every map, for tests and the soak run. */
   stateSizes(): Record<string, number> {
     return {
@@ -2812,7 +3570,8 @@ function recordShowsText(r: LedgerRecord): boolean {
 }
 
 function activates(toolName: string, isError: boolean): boolean {
-  return toolName === "edit" || toolName === "write" || !isError;
+  // A failing bash command (a test run) is exactly when a scope's rules matter.
+  return toolName === "edit" || toolName === "write" || toolName === "bash" || !isError;
 }
 
 function isTruncated(details: unknown): boolean {
@@ -4110,7 +4869,8 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
     });
 
     pi.registerCommand(COMMAND_NAME, {
-      description: "Show the nested AGENTS.md files and skills pi-lazy-agents found; `why <path>` explains one path",
+      description:
+        'Show the nested AGENTS.md files and skills pi-lazy-agents found; `why <path>` explains one path, `why "<command>"` one bash command',
       getArgumentCompletions: (prefix) => commandCompletions(engine, prefix),
       handler: async (args, ctx) => {
         const report = await commandReport(engine, args, { cwd: ctx.cwd, trusted: ctx.isProjectTrusted() });
@@ -4126,7 +4886,11 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
 export async function commandReport(engine: LazyAgents, args: string, env: CallEnvironment): Promise<string> {
   try {
     const words = args.trim();
-    if (words.startsWith("why ")) return await explainPath(engine, words.slice(4), env);
+    if (words.startsWith("why ")) {
+      const quoted = quotedCommand(words.slice(4));
+      if (quoted !== undefined) return await explainCommand(engine, quoted, env);
+      return await explainPath(engine, words.slice(4), env);
+    }
     engine.bind(env.cwd);
     return formatInspection(engine);
   } catch {

@@ -225,7 +225,7 @@ test("regression: a bad settings value gives one fixed warning and keeps the def
     assert.deepEqual(h.notifications, [
       "pi-lazy-agents: lazyAgents.secretKey in ~/.pi/agent/settings.json is not a setting",
       "pi-lazy-agents: lazyAgents.maxFileBytes in ~/.pi/agent/settings.json must be a whole number of bytes from 1 to 1048576; its default applies",
-      "pi-lazy-agents: lazyAgents.triggers in ~/.pi/agent/settings.json must be a list of tool names from: read, edit, write, ls, grep, find; its default applies",
+      "pi-lazy-agents: lazyAgents.triggers in ~/.pi/agent/settings.json must be a list of tool names from: read, edit, write, bash, ls, grep, find; its default applies",
     ]);
     assert.match(reminderOf((await h.call("read", { path: "src/x.ts" })).content) ?? "", /RULES/);
   }));

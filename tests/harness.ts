@@ -20,6 +20,7 @@ import {
   createAgentSessionFromServices,
   createAgentSessionRuntime,
   createAgentSessionServices,
+  createBashTool,
   createCodemodeExtension,
   createEditTool,
   createFindTool,
@@ -168,6 +169,7 @@ export async function loadRunner(tree: Tree, options: RunnerOptions = {}): Promi
     ls: createLsTool(tree.cwd),
     grep: createGrepTool(tree.cwd),
     find: createFindTool(tree.cwd),
+    bash: createBashTool(tree.cwd),
   } as Record<
     string,
     { execute: (...args: unknown[]) => Promise<{ content: CallResult["content"]; details: unknown }> }
@@ -211,6 +213,7 @@ export async function loadRunner(tree: Tree, options: RunnerOptions = {}): Promi
       const result = await execute(toolCallId);
       content = result.content;
       details = result.details;
+      isError = (result as { isError?: boolean }).isError === true;
     } catch (error) {
       content = [{ type: "text", text: error instanceof Error ? error.message : String(error) }];
       details = {};
