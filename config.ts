@@ -265,6 +265,9 @@ export const MAX_SHELL_WORDS = 1024;
 /** How deep subshells, `$( )` and `bash -c` scripts nest before the reader stops descending. */
 export const MAX_SHELL_NESTING = 16;
 
+/** Words whose kind (file, folder, nothing) is remembered against their folder's stat signature. */
+export const MAX_SHELL_WORD_CACHE = 4096;
+
 /** Why a word of a bash command activated nothing: the only words `/lazy-agents why "<command>"` adds. */
 export const SHELL_WORD_REASONS = {
   option: "an option",

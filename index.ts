@@ -45,6 +45,7 @@ import {
   MAX_SETTING_BYTES,
   MAX_SHELL_COMMAND_CHARS,
   MAX_SHELL_NESTING,
+  MAX_SHELL_WORD_CACHE,
   MAX_SHELL_WORDS,
   MAX_SKILL_DIR_ENTRIES,
   NEVER_IMPORTED_DIR_NAMES,
@@ -2360,6 +2361,23 @@ const TOOL_DIRECTORY_OPTIONS: ReadonlyMap<string, readonly string[]> = new Map([
   ["cargo", ["--manifest-path"]],
 ]);
 const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*\+?$/;
+const FD_PREFIX = /(\d+|&)(?=[<>])/y;
+const SHELL_OPERATORS = ["&&", "||", ";;", "|&", ";", "&", "|", "(", ")"];
+const SHELL_OPERATOR_START: ReadonlySet<string> = new Set([";", "&", "|", "(", ")"]);
+const REDIRECT_OPERATORS: ReadonlyArray<[string, Extract<ShellToken, { kind: "redirect" }>]> = [
+  ["<<<", { kind: "redirect", op: "herestring" }],
+  ["<<-", { kind: "redirect", op: "heredoc", stripTabs: true }],
+  ["<<", { kind: "redirect", op: "heredoc" }],
+  ["<&", { kind: "redirect", op: "dup" }],
+  ["<>", { kind: "redirect", op: "write" }],
+  [">>", { kind: "redirect", op: "write" }],
+  [">|", { kind: "redirect", op: "write" }],
+  [">&", { kind: "redirect", op: "dup" }],
+  ["<", { kind: "redirect", op: "read" }],
+  [">", { kind: "redirect", op: "write" }],
+];
+/** A run of characters that mean nothing special inside a word. */
+const PLAIN_RUN = /[^\s;&|<>()\\'"$`*?[{~=]+/y;
 const WORD_BREAK = new Set([" ", "\t", "\n", ";", "&", "|", "<", ">", "(", ")"]);
 const NAME_CHAR = /[A-Za-z0-9_]/;
 
@@ -2486,12 +2504,14 @@ class ShellReader {
       this.readHeredocBodies();
       return { kind: "op", op: "\n" };
     }
-    const fd = /^(\d+|&)(?=[<>])/.exec(this.src.slice(this.pos, this.pos + 12));
+    FD_PREFIX.lastIndex = this.pos;
+    const fd = (char === "&" || (char >= "0" && char <= "9")) && FD_PREFIX.exec(this.src);
     if (fd) this.pos += fd[0].length;
     const rest = this.src.slice(this.pos, this.pos + 3);
     if ((char === "<" || char === ">") && rest[1] === "(" && !fd) return { kind: "word", word: this.word() };
     if (rest[0] === "<" || rest[0] === ">") return this.redirectOperator(rest);
-    for (const op of ["&&", "||", ";;", "|&", ";", "&", "|", "(", ")"]) {
+    if (!SHELL_OPERATOR_START.has(char)) return { kind: "word", word: this.word() };
+    for (const op of SHELL_OPERATORS) {
       if (this.src.startsWith(op, this.pos)) {
         this.pos += op.length;
         return { kind: "op", op: op === ";;" ? ";" : op === ")" && close !== ")" ? ";" : op };
@@ -2501,19 +2521,7 @@ class ShellReader {
   }
 
   private redirectOperator(rest: string): ShellToken {
-    const table: Array<[string, Extract<ShellToken, { kind: "redirect" }>]> = [
-      ["<<<", { kind: "redirect", op: "herestring" }],
-      ["<<-", { kind: "redirect", op: "heredoc", stripTabs: true }],
-      ["<<", { kind: "redirect", op: "heredoc" }],
-      ["<&", { kind: "redirect", op: "dup" }],
-      ["<>", { kind: "redirect", op: "write" }],
-      [">>", { kind: "redirect", op: "write" }],
-      [">|", { kind: "redirect", op: "write" }],
-      [">&", { kind: "redirect", op: "dup" }],
-      ["<", { kind: "redirect", op: "read" }],
-      [">", { kind: "redirect", op: "write" }],
-    ];
-    for (const [op, token] of table) {
+    for (const [op, token] of REDIRECT_OPERATORS) {
       if (!rest.startsWith(op)) continue;
       this.pos += op.length;
       // `>&file` (no descriptor number) sends both streams to a file.
@@ -2557,6 +2565,13 @@ class ShellReader {
         continue;
       }
       if (WORD_BREAK.has(char) || (char === "`" && close === "`")) break;
+      PLAIN_RUN.lastIndex = this.pos;
+      const plain = PLAIN_RUN.exec(this.src);
+      if (plain) {
+        word.text += plain[0];
+        this.pos += plain[0].length;
+        continue;
+      }
       if (char === "\\") {
         if (this.src[this.pos + 1] !== "\n") word.text += this.src[this.pos + 1] ?? "";
         this.pos += 2;
@@ -2578,7 +2593,7 @@ class ShellReader {
         this.expansion(word);
       } else {
         if (!quoted && word.text === "" && char === "~") word.tilde = true;
-        if (!quoted && "*?[{".includes(char) && word.glob === -1) word.glob = word.text.length;
+        if ("*?[{".includes(char) && word.glob === -1) word.glob = word.text.length;
         if (!quoted && char === "=" && !word.assignment && ASSIGNMENT.test(word.text) && !word.dynamic)
           word.assignment = true;
         word.text += char;
@@ -2886,16 +2901,11 @@ function locateExisting(
     parent !== undefined &&
     (parent.stats !== undefined || (parent.links.length === 0 && relative(discovery.cwdReal, folder) === ""));
   if (real) {
-    let stats: nodeFs.Stats | undefined;
-    try {
-      stats = discovery.fs.lstat(path);
-    } catch {
-      return "missing";
-    }
-    if (!stats) return "missing";
-    if (stats.isDirectory())
-      return { links: discovery.chainFor(relative(discovery.cwdReal, path)), stats: [...(parent.stats ?? []), stats] };
-    if (!stats.isSymbolicLink()) return parent;
+    const kind = wordKind(discovery, path, parent.stats?.at(-1));
+    if (kind === "missing") return "missing";
+    if (typeof kind === "object")
+      return { links: discovery.chainFor(relative(discovery.cwdReal, path)), stats: [...(parent.stats ?? []), kind] };
+    if (kind === "file") return parent;
   }
   const target = discovery.realpathOrUndefined(path);
   if (target === undefined) return "missing";
@@ -2908,6 +2918,34 @@ function locateExisting(
   }
   return discovery.locate(target, isDirectory);
 }
+
+/**
+ * What a word names: a folder (with its fresh stats, which its views need), a file, a link, or
+ * nothing. A file or nothing is remembered against its folder's signature, which any entry added,
+ * removed or replaced there changes: a known word in an unchanged folder costs no call at all.
+ */
+function wordKind(discovery: Discovery, path: string, folder: nodeFs.Stats | undefined): ShellWordKind | nodeFs.Stats {
+  let known = shellWordKinds.get(discovery);
+  if (!known) shellWordKinds.set(discovery, (known = new Map()));
+  const cached = folder && known.get(path);
+  if (cached && sameSignature(cached.folder, folder)) return cached.kind;
+  let stats: nodeFs.Stats | undefined;
+  try {
+    stats = discovery.fs.lstat(path);
+  } catch {
+    return "missing";
+  }
+  if (stats?.isDirectory()) return stats;
+  const kind = !stats ? "missing" : stats.isSymbolicLink() ? "link" : "file";
+  if (folder && kind !== "link") {
+    if (known.size >= MAX_SHELL_WORD_CACHE) known.clear();
+    known.set(path, { folder: signatureOf(folder), kind });
+  }
+  return kind;
+}
+
+type ShellWordKind = "missing" | "file" | "link";
+const shellWordKinds = new WeakMap<Discovery, Map<string, { folder: Signature; kind: ShellWordKind }>>();
 
 /** Write targets named like instruction files: the command may create or change one. */
 export function shellWritesInstruction(commands: ShellCommand[], fileNames: readonly string[]): boolean {

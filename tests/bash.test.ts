@@ -1,8 +1,11 @@
 // bash as a trigger: Pi's real bash tool, through the real runner and in real sessions.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { createLazyAgents } from "../index.ts";
+import { callsOutside, recordingFileSystem } from "./fs-seam.ts";
+import { noGit } from "./fuzz-lib.ts";
 import {
   countOccurrences,
   finalTurn,
@@ -183,4 +186,45 @@ test('/lazy-agents why "<command>" explains which words activated which scopes, 
       /packages\/api\/  scope packages\/api\/\*\*/,
       "a bare argument is still a path",
     );
+  }));
+
+test("known words in unchanged folders cost no more filesystem calls than a warm read there; each new word one lstat", () =>
+  withTree(tree, async (t) => {
+    const recorder = recordingFileSystem();
+    const h = await loadRunner(t, { factories: [createLazyAgents({ fs: recorder.fs, spawnGit: noGit })] });
+    const calls = async (tool: string, input: Record<string, unknown>) => {
+      recorder.calls.length = 0;
+      await h.call(tool, input);
+      return recorder.calls.map((call) => `${call.method} ${call.path}`);
+    };
+    const command = "cat packages/api/src/server.ts packages/api/src/server.ts; cat packages/api/src/server.ts | wc -l";
+    const cold = await calls("bash", { command });
+    const word = `lstat ${t.abs("packages/api/src/server.ts")}`;
+    assert.equal(cold.filter((call) => call === word).length, 1, "one lstat for a word named three times");
+    await calls("read", { path: "packages/api/src/server.ts" });
+    const warmRead = await calls("read", { path: "packages/api/src/server.ts" });
+    const warmBash = await calls("bash", { command });
+    assert.ok(warmBash.length <= warmRead.length, `bash ${warmBash.length} calls, read ${warmRead.length}`);
+    assert.ok(!warmBash.includes(word), "a known word in an unchanged folder is not looked at again");
+    writeFileSync(t.abs("packages/api/src/other.ts"), "x\n");
+    assert.ok((await calls("bash", { command })).includes(word), "a folder that changed is looked at again");
+  }));
+
+test("bash words never lead the extension outside cwd, through a path or a link", () =>
+  withTree(tree, async (t) => {
+    outside(t);
+    symlinkSync(join(t.root, "outside"), t.abs("packages/out"));
+    const recorder = recordingFileSystem();
+    const h = await loadRunner(t, { factories: [createLazyAgents({ fs: recorder.fs, spawnGit: noGit })] });
+    for (const command of [
+      "cat packages/out/x.txt packages/out/AGENTS.md ../outside/x.txt ~/x /etc/hostname",
+      "cd packages/out && cat x.txt > ../../outside/y.txt",
+      "ls packages/out/ packages/out/* ../outside/*",
+      "git -C ../outside status; make -C packages/out",
+    ]) {
+      const result = await h.call("bash", { command });
+      assert.equal(reminderOf(result.content), undefined, command);
+    }
+    assert.ok(recorder.calls.length > 0);
+    assert.deepEqual(callsOutside(recorder.calls, t.cwd), []);
   }));

@@ -84,6 +84,7 @@ const cases: Array<[string, string[]]> = [
   ["cat src/comp*/index.ts", ["read:src"]],
   ["ls *.md", ["read:."]],
   ["cat src/{a,b}.ts", ["read:src"]],
+  ["ls 'sp ace'/*.ts \"src\"/**/x.ts 'lit*.ts'", ["read:sp ace", "read:src", "read:lit*.ts"]],
   // Env assignments and wrappers.
   ["NODE_ENV=test node scripts/run.js", ["read:scripts/run.js"]],
   ['FOO=1 BAR="a b" cat src/a.ts', ["read:src/a.ts"]],
