@@ -2893,7 +2893,8 @@ function locateExisting(
   folders: Map<string, Located | undefined>,
 ): Located | ShellWordReason | undefined {
   const folder = dirname(path);
-  if (folder === path) return "cwdItself";
+  // Only cwd itself has its folder outside: nothing above it is ever looked at.
+  if (folder === path || !discovery.mayBeInside(folder)) return "cwdItself";
   if (!folders.has(folder)) folders.set(folder, discovery.locate(folder, true));
   const parent = folders.get(folder);
   // Only a folder whose every step below cwd is a real folder lets the word be looked at as written.
@@ -2920,8 +2921,8 @@ function locateExisting(
 }
 
 /**
- * What a word names: a folder (with its fresh stats, which its views need), a file, a link, or
- * nothing. A file or nothing is remembered against its folder's signature, which any entry added,
+ * What a word names: a folder (with its fresh stats, which its views need), a file, nothing, or
+ * "link" when it must be looked at through its real path (a link, or an lstat that failed). A file or nothing is remembered against its folder's signature, which any entry added,
  * removed or replaced there changes: a known word in an unchanged folder costs no call at all.
  */
 function wordKind(discovery: Discovery, path: string, folder: nodeFs.Stats | undefined): ShellWordKind | nodeFs.Stats {
@@ -2933,7 +2934,7 @@ function wordKind(discovery: Discovery, path: string, folder: nodeFs.Stats | und
   try {
     stats = discovery.fs.lstat(path);
   } catch {
-    return "missing";
+    return "link"; // EIO, EACCES …: the word is looked at through its real path instead.
   }
   if (stats?.isDirectory()) return stats;
   const kind = !stats ? "missing" : stats.isSymbolicLink() ? "link" : "file";

@@ -221,6 +221,7 @@ test("bash words never lead the extension outside cwd, through a path or a link"
       "cd packages/out && cat x.txt > ../../outside/y.txt",
       "ls packages/out/ packages/out/* ../outside/*",
       "git -C ../outside status; make -C packages/out",
+      "cd . && ls; ls . ./",
     ]) {
       const result = await h.call("bash", { command });
       assert.equal(reminderOf(result.content), undefined, command);
