@@ -30,12 +30,15 @@ import { createLazyAgents, REMINDER_OPEN, type LazyAgents } from "../index.ts";
 import { callsOutside, fsError, interceptFileSystem, recordingFileSystem } from "./fs-seam.ts";
 import { loadRunner, lockFile, type CallResult, type RunnerHarness, type Tree } from "./harness.ts";
 import {
+  bashWords,
+  bashWritesInstruction,
   emptyExpected,
   isEmptyRecord,
   modelTarget,
   NAMES,
   ReferenceModel,
   showsText,
+  type BashPart,
   type ExpectedRecord,
   type KnownBug,
   type Shown,
@@ -58,7 +61,8 @@ export type Call =
   | { tool: "read"; path: string; limit?: number; offset?: number }
   | { tool: "edit"; path: string; newText: string }
   /** `locked`: the target refuses writes while the call runs (read-only or immutable), so the write fails. */
-  | { tool: "write"; path: string; content: string; locked?: boolean };
+  | { tool: "write"; path: string; content: string; locked?: boolean }
+  | { tool: "bash"; parts: BashPart[] };
 
 export type Step =
   /** `fault`: a cwd-relative instruction or skill file whose lstat fails with EIO during the call. */
@@ -335,7 +339,21 @@ export function generateCase(seed: number, options: GenerateOptions = {}): Case 
     if (r < 0.55 && instructionPaths.length > 0) return pick(instructionPaths);
     return join2(dirOf(), pick(["f.ts", "g.ts", "h.ts"]));
   };
+  const bashPart = (): BashPart => {
+    const r = random();
+    if (r < 0.3) return { kind: "read", path: chance(0.3) ? dirOf() : accessPath() };
+    if (r < 0.42) return { kind: "glob", dir: dirOf() };
+    if (r < 0.6) {
+      const path = chance(0.6) ? writablePath() : join2(join2(dirOf(), `new${int(3)}`), "w.txt");
+      return { kind: "write", path };
+    }
+    if (r < 0.75)
+      return { kind: "cd", dir: dirOf(), path: pick(["f.ts", "g.ts", "missing.ts", weighted(NAME_WEIGHTS)]) };
+    if (r < 0.87) return { kind: "heredoc", write: join2(dirOf(), "h.txt"), hidden: accessPath() };
+    return { kind: "script", path: accessPath() };
+  };
   const call = (): Call => {
+    if (chance(0.15)) return { tool: "bash", parts: Array.from({ length: 1 + int(3) }, bashPart) };
     const r = random();
     if (r < 0.6) {
       const path = accessPath();
@@ -575,6 +593,7 @@ function blocksTools(tree: Tree, path: string): boolean {
 
 /** The tool input for a call, with an edit's old text taken from the file as it is now. */
 function toolInput(tree: Tree, call: Call): Record<string, unknown> {
+  if (call.tool === "bash") return { command: bashCommand(tree, call.parts) };
   let path = expand(call.path, tree);
   if (blocksTools(tree, path)) path = "fifo-stand-in/missing.ts";
   if (call.tool === "read") {
@@ -599,9 +618,49 @@ function toolInput(tree: Tree, call: Call): Record<string, unknown> {
   return { path, edits: [{ oldText, newText: call.newText }] };
 }
 
+/** A part's paths with `{cwd}` and `{root}` filled in; a write that could leave cwd or block goes to /dev/null. */
+function bashParts(tree: Tree, parts: BashPart[]): BashPart[] {
+  const safeWrite = (path: string): string => {
+    const rel = expand(path, tree);
+    const abs = resolve(tree.cwd, rel);
+    let link = false;
+    try {
+      link = lstatSync(abs).isSymbolicLink();
+    } catch {
+      // Nothing there: the redirect creates it, or fails in a folder that does not exist.
+    }
+    return link || blocksTools(tree, rel) || !safeToMutate(tree, rel) ? "/dev/null" : rel;
+  };
+  return parts.map((part): BashPart => {
+    if (part.kind === "write") return { kind: "write", path: safeWrite(part.path) };
+    if (part.kind === "heredoc") return { ...part, write: safeWrite(part.write), hidden: expand(part.hidden, tree) };
+    if (part.kind === "glob") return { kind: "glob", dir: expand(part.dir, tree) };
+    if (part.kind === "cd") return { kind: "cd", dir: expand(part.dir, tree), path: part.path };
+    return { ...part, path: expand(part.path, tree) };
+  });
+}
+
+const shellQuote = (text: string) => `'${text.replaceAll("'", "'\\''")}'`;
+
+/** The command line of a bash call: one line per part. Reads use `test -e`, which opens nothing. */
+function bashCommand(tree: Tree, parts: BashPart[]): string {
+  return bashParts(tree, parts)
+    .map((part) => {
+      if (part.kind === "read") return `test -e ${shellQuote(part.path)}`;
+      if (part.kind === "glob") return part.dir === "" ? "true *.ts" : `true ${shellQuote(part.dir)}/*.ts`;
+      if (part.kind === "write") return `true > ${shellQuote(part.path)}`;
+      if (part.kind === "cd")
+        return `(cd ${shellQuote(part.dir === "" ? "." : part.dir)} && true ${shellQuote(part.path)})`;
+      if (part.kind === "heredoc")
+        return `cat > ${shellQuote(part.write)} <<'EOF'\ntest -e ${shellQuote(part.hidden)}\nEOF`;
+      return `bash -c "test -e ${shellQuote(part.path)}"`;
+    })
+    .join("\n");
+}
+
 /** A batch must not change instruction files or skills while it runs: unsafe calls become reads. */
 function batchSafe(tree: Tree, call: Call): Call {
-  if (call.tool === "read") return call;
+  if (call.tool === "read" || call.tool === "bash") return call;
   const abs = resolve(tree.cwd, expand(call.path, tree));
   const name = basename(abs);
   const unsafe =
@@ -642,6 +701,10 @@ let callIds = 0;
 
 function prepare(s: Session, call: Call): Played {
   const input = toolInput(s.tree, call);
+  if (call.tool === "bash") {
+    const words = bashWords(bashParts(s.tree, call.parts), s.tree.cwd);
+    return { id: `fz-${++callIds}`, call, input, viewsBefore: s.model.bashViews(words, true) };
+  }
   const target = modelTarget(input.path, s.tree.cwd);
   const folder = target === undefined ? undefined : s.model.targetFolder(target);
   return {
@@ -658,7 +721,12 @@ function prepare(s: Session, call: Call): Played {
 function expectFor(s: Session, played: Played): ExpectedRecord {
   const { call, result, target } = played;
   const empty = emptyExpected();
-  if (!result || target === undefined) return empty;
+  if (result && call.tool === "bash") {
+    const parts = bashParts(s.tree, call.parts);
+    const after = bashWritesInstruction(parts, s.tree.cwd);
+    return s.model.plan(after ? s.model.bashViews(bashWords(parts, s.tree.cwd), true) : played.viewsBefore);
+  }
+  if (!result || target === undefined || call.tool === "bash") return empty;
   if (call.tool === "read" && result.isError) return empty;
   let views = played.viewsBefore;
   let instructionTarget = played.instructionTargetBefore;
@@ -689,7 +757,7 @@ function compare(s: Session, played: Played, expected: ExpectedRecord, notificat
   const problems: string[] = [];
   const result = played.result!;
   const actual = (result.details as { lazyAgents?: Record<string, unknown[]> } | undefined)?.lazyAgents;
-  const label = `${played.call.tool} ${JSON.stringify(played.input.path)}`;
+  const label = `${played.call.tool} ${JSON.stringify(played.input.path ?? played.input.command)}`;
   if (isEmptyRecord(expected)) {
     if (actual !== undefined) problems.push(`${label}: expected no record, got ${JSON.stringify(actual)}`);
   } else if (actual === undefined) {
@@ -915,6 +983,7 @@ function countRecord(stats: Stats | undefined, played: Played, record: ExpectedR
   if (played.call.tool === "write" && played.result?.isError && played.instructionTargetBefore)
     count(stats, "call:write-failed-on-instruction");
   if (isEmptyRecord(record)) return;
+  if (played.call.tool === "bash") count(stats, "bash:activated");
   count(stats, "delivered", record.files.filter((f) => f.via === "reminder").length);
   count(stats, "delivered:supersedes", record.files.filter((f) => f.supersedes).length);
   count(stats, "delivered:via-read", record.files.filter((f) => f.via === "read").length);
@@ -966,7 +1035,8 @@ export function makeScratchTree(): Tree {
 /** The absolute paths a step's tool calls name: realpath may ask where they lead. */
 function stepTargets(tree: Tree, step: Step): string[] {
   const calls = step.op === "call" ? [step.call] : step.op === "batch" ? step.calls : [];
-  return calls.flatMap((call) => modelTarget(expand(call.path, tree), tree.cwd) ?? []);
+  // A bash word outside cwd by its text is refused before any filesystem call: it needs no allowance.
+  return calls.flatMap((call) => (call.tool === "bash" ? [] : (modelTarget(expand(call.path, tree), tree.cwd) ?? [])));
 }
 
 /** Plays one case; returns the first divergence, or undefined when extension and model agree. */

@@ -44,6 +44,8 @@ test(`differential fuzz: ${CASES} seeded cases agree with the reference model, a
     "step:compact",
     "call:failed",
     ...(canLockFiles() ? ["call:write-failed-on-instruction"] : []),
+    "call:bash",
+    "bash:activated",
   ]) {
     assert.ok((stats[key] ?? 0) > 0, `the corpus never exercised ${key}: ${JSON.stringify(stats)}`);
   }

@@ -11,6 +11,12 @@
 // (a write that failed shows nothing of it), skills (name, description, location; withdrawal) and
 // the compaction rule (rebuild from the records still in context).
 //
+// Bash calls: each word of a generated command is a path to read (it must exist: a folder
+// activates itself, a file its folder), a folder before a glob, or a redirect target (like
+// write: the nearest existing folder); heredoc bodies name nothing; a `cd` makes the next word
+// relative to it. The scopes of all words arrive in one record, parent first, whatever the exit
+// status; a command writing a file named like an instruction file is looked at after it ran.
+//
 // Not covered, on purpose: `@imports` and the 48 KiB reminder budget (the fuzzer keeps files
 // small and free of `@` tokens), git-ignored folders (the fuzzer runs without git), and Pi's
 // start-up skill list (empty in the runner harness).
@@ -213,6 +219,28 @@ export class ReferenceModel {
       dir = dirname(dir);
     }
     return undefined;
+  }
+
+  /**
+   * The real folder one bash word activates: a written path's nearest existing folder; a read path
+   * only when it exists, inside cwd by its text and by its real path: a folder itself, a file its folder.
+   */
+  bashFolder(word: { role: "read" | "write"; path: string }): string | undefined {
+    if (word.role === "write") return this.targetFolder(word.path);
+    if (!insideOrSame(this.cwd, word.path)) return undefined;
+    const real = tryRealpath(word.path);
+    if (real === undefined || !insideOrSame(this.cwd, real)) return undefined;
+    return tryStat(real)?.isDirectory() ? real : dirname(real);
+  }
+
+  /** The views of every word of a bash command, each scope once, parents before children. */
+  bashViews(words: Array<{ role: "read" | "write"; path: string }>, withSkills: boolean): ModelView[] {
+    const byScope = new Map<string, ModelView>();
+    for (const word of words) {
+      for (const view of this.views(this.bashFolder(word), withSkills)) byScope.set(view.scope, view);
+    }
+    const depth = (scope: string) => scope.split("/").length;
+    return [...byScope.values()].sort((a, b) => depth(a.scope) - depth(b.scope) || a.scope.localeCompare(b.scope));
   }
 
   /** Every folder strictly below cwd down to `folder`, parent first, up to the first ignored one. */
@@ -445,6 +473,34 @@ export class ReferenceModel {
 
 export function emptyExpected(): ExpectedRecord {
   return { files: [], skills: [], retracted: [], retractedSkills: [], skipped: [], alsoGoverns: [] };
+}
+
+/** One part of a generated bash command, as the fuzzer writes it. Paths are as given (may be absolute). */
+export type BashPart =
+  | { kind: "read"; path: string }
+  | { kind: "glob"; dir: string }
+  | { kind: "write"; path: string }
+  | { kind: "cd"; dir: string; path: string }
+  | { kind: "heredoc"; write: string; hidden: string }
+  | { kind: "script"; path: string };
+
+/** The words of a bash command that may activate a scope, by the rules above, as absolute paths. */
+export function bashWords(parts: BashPart[], cwd: string): Array<{ role: "read" | "write"; path: string }> {
+  return parts.flatMap((part): Array<{ role: "read" | "write"; path: string }> => {
+    if (part.kind === "read" || part.kind === "script") return [{ role: "read", path: resolve(cwd, part.path) }];
+    if (part.kind === "glob") return [{ role: "read", path: resolve(cwd, part.dir) }];
+    if (part.kind === "write") return [{ role: "write", path: resolve(cwd, part.path) }];
+    if (part.kind === "heredoc") return [{ role: "write", path: resolve(cwd, part.write) }];
+    return [
+      { role: "read", path: resolve(cwd, part.dir) },
+      { role: "read", path: resolve(cwd, part.dir, part.path) },
+    ];
+  });
+}
+
+/** Whether a bash command writes a file named like an instruction file (its views come after it ran). */
+export function bashWritesInstruction(parts: BashPart[], cwd: string): boolean {
+  return bashWords(parts, cwd).some((word) => word.role === "write" && NAMES.includes(basename(word.path)));
 }
 
 export function isEmptyRecord(record: ExpectedRecord): boolean {
