@@ -7,6 +7,7 @@ import { statSync } from "node:fs";
 import { cpus } from "node:os";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
+import { bashReplay, type BashReplay } from "./bash.ts";
 import { loadRunner, OURS_PATH, PEER_PATH, type BenchRunner, type ToolCallSpec } from "./runner.ts";
 import { installFsCounter, installSpawnCounter } from "./probes.ts";
 import {
@@ -446,6 +447,7 @@ interface Measured {
   statUs: number;
   soaked: Soak;
   economy: { ours: EconomyResult; peer: EconomyResult; scopes: number; mutations: number };
+  bash: BashReplay;
 }
 
 async function measure(config: Config, runs: Map<number, TreeRun>, gc: () => void): Promise<Measured> {
@@ -463,6 +465,14 @@ async function measure(config: Config, runs: Map<number, TreeRun>, gc: () => voi
     stat.sample,
   );
   const oursBySize = new Map(config.sizes.map((size, index) => [size, gitRuns[index]!]));
+
+  log("bash replay: commands from a fixed corpus in the replay's folders, ours against the bare runner");
+  gc();
+  const bash = await bashReplay(main.tree, main.calls, {
+    seed: config.seed,
+    warmup: config.warmup,
+    probe: stat.sample,
+  });
 
   log("replaying ours and the peer without git (the same tree, its .git moved out), in lockstep");
   const parked = parkGit(main.tree);
@@ -505,6 +515,7 @@ async function measure(config: Config, runs: Map<number, TreeRun>, gc: () => voi
     statUs: stat.us(),
     soaked,
     economy: { ours: ours.result, peer: peer.result, scopes: ours.plan.scopes, mutations: ours.plan.mutations },
+    bash,
   };
 }
 
@@ -554,6 +565,7 @@ function figuresOf(m: Measured, config: Config): Figures {
     ["duplicate_deliveries", String(ours.duplicates)],
     ["prefix_breaks", String(ours.prefixBreaks)],
     ["heap_growth_mb", fmt(m.soaked.growthMb, 2)],
+    ...bashFigures(m, warmP50),
   ];
   const goals = [
     atMost("warm_over_stat", warmOverStat, 12),
@@ -569,6 +581,50 @@ function figuresOf(m: Measured, config: Config): Figures {
     atMost("prefix_breaks", ours.prefixBreaks, 0),
   ];
   return { summary, goals };
+}
+
+/** The bash replay's figures at the goals' depth, in µs and in stat units, next to a warm read's. */
+function bashFigures(m: Measured, readWarmP50: number): Array<[string, string]> {
+  const warm = atGoalDepth(m.bash.samples, false);
+  const fsWarm = mean(atGoalDepth(m.bash.counted, false).map((s) => s.fs));
+  return [
+    ["bash_parse_us", fmt(m.bash.parseUs, 2)],
+    ["bash_warm_p50_us", fmt(p50(warm), 1)],
+    ["bash_warm_over_stat", fmt(ratio(p50(warm), m.statUs), 1)],
+    ["bash_cold_over_stat", fmt(ratio(p50(atGoalDepth(m.bash.samples, true)), m.statUs), 1)],
+    ["bash_warm_over_read_warm", fmt(ratio(p50(warm), readWarmP50), 2)],
+    ["bash_fs_calls_warm", fmt(fsWarm, 1)],
+  ];
+}
+
+function bashTable(m: Measured, tree: SyntheticTree): string {
+  const warm = atGoalDepth(m.bash.samples, false);
+  const cold = atGoalDepth(m.bash.samples, true);
+  const counted = atGoalDepth(m.bash.counted, false);
+  return table(
+    [
+      "run",
+      "calls",
+      `warm@${GOAL_DEPTH} p50 / p99 (n)`,
+      `cold@${GOAL_DEPTH} p50 / p99 (n)`,
+      "warm fs calls",
+      "floor",
+      "spawns",
+      "parse µs",
+    ],
+    [
+      [
+        "ours, bash",
+        String(m.bash.samples.length),
+        `${fmt(p50(warm))} / ${fmt(p99(warm))} (${warm.length})`,
+        `${fmt(p50(cold))} / ${fmt(p99(cold))} (${cold.length})`,
+        fmt(mean(counted.map((s) => s.fs)), 1),
+        fmt(mean(counted.map((s) => floorOf(tree, s.call.dir))), 1),
+        fmt(mean(counted.map((s) => s.spawns)), 1),
+        fmt(m.bash.parseUs, 2),
+      ],
+    ],
+  );
 }
 
 function report(m: Measured, figures: Figures, config: Config, seconds: number): string {
@@ -619,6 +675,10 @@ function report(m: Measured, figures: Figures, config: Config, seconds: number):
       m.counted.map((c) => fsRow(c, main.tree)),
     ),
     `One bare statSync of a depth-${GOAL_DEPTH} folder: ${fmt(m.statUs, 2)} µs (median of batches taken during the replays).`,
+    "",
+    "Bash replay: one command from a fixed corpus of agent commands (cat, sed -n, rg, cd && npm test, git -C,",
+    `heredoc writes, find | xargs, …) per replayed call, in its folder; µs added per call, floor as above (${mainLabel} git tree)`,
+    bashTable(m, main.tree),
     "",
     `Heap after warm calls (ours, ${mainLabel} git tree, ${m.soaked.instructionFiles} instruction files on the replayed chains)`,
     table(
