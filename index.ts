@@ -2948,10 +2948,10 @@ function wordKind(discovery: Discovery, path: string, folder: nodeFs.Stats | und
 type ShellWordKind = "missing" | "file" | "link";
 const shellWordKinds = new WeakMap<Discovery, Map<string, { folder: Signature; kind: ShellWordKind }>>();
 
-/** Write targets named like instruction files: the command may create or change one. */
-export function shellWritesInstruction(commands: ShellCommand[], fileNames: readonly string[]): boolean {
+/** Words named like instruction files: the command may create or change one (`>`, `tee`, `sed -i`). */
+export function shellNamesInstruction(commands: ShellCommand[], fileNames: readonly string[]): boolean {
   return commands.some(({ uses }) =>
-    uses.some((use) => use.role === "write" && fileNames.includes(posix.basename(use.path))),
+    uses.some((use) => use.role !== "skip" && fileNames.includes(posix.basename(use.path))),
   );
 }
 
@@ -3556,15 +3556,15 @@ export class LazyAgents {
     return undefined;
   }
 
-  /** A bash call's views after it ran: looked at again only when it may have written instructions. */
+  /** A bash call's views after it ran: looked at again only when it names an instruction file. */
   private bashViewsAfterTool(
     discovery: Discovery,
     call: PendingCall,
     bash: { commands: ShellCommand[]; chains: DirectoryView[][] },
   ): DirectoryView[] {
     let chains = bash.chains;
-    const writes = shellWritesInstruction(bash.commands, this.options.fileNames);
-    if (writes || call.heldImports || call.generation !== this.ledger.generation) {
+    const names = shellNamesInstruction(bash.commands, this.options.fileNames);
+    if (names || call.heldImports || call.generation !== this.ledger.generation) {
       const cwd = this.boundCwd ?? discovery.cwdReal;
       const located = shellChains(locateShellWords(discovery, bash.commands, cwd));
       chains = located.map((chain) => discovery.viewChain(chain, call.withSkills));

@@ -153,12 +153,14 @@ test("bash can be removed from the triggers", () =>
     assert.match(reminderOf(read.content) ?? "", /API-RULES/);
   }));
 
-test("a bash command that writes an instruction file delivers the new version in its own result", () =>
+test("a bash command that writes or edits an instruction file delivers the new version in its own result", () =>
   withTree(tree, async (t) => {
     const h = await loadRunner(t);
     await h.call("bash", { command: "cat docs/guide.md" });
     const result = await h.call("bash", { command: "printf 'DOCS-RULES-2' > docs/AGENTS.md" });
     assert.match(reminderOf(result.content) ?? "", /DOCS-RULES-2/);
+    const edited = await h.call("bash", { command: "sed -i 's/RULES-2/RULES-3/' docs/AGENTS.md" });
+    assert.match(reminderOf(edited.content) ?? "", /supersedes[^]*DOCS-RULES-3/);
   }));
 
 test('/lazy-agents why "<command>" explains which words activated which scopes, and why the others did not', () =>

@@ -31,7 +31,7 @@ import { callsOutside, fsError, interceptFileSystem, recordingFileSystem } from 
 import { loadRunner, lockFile, type CallResult, type RunnerHarness, type Tree } from "./harness.ts";
 import {
   bashWords,
-  bashWritesInstruction,
+  bashNamesInstruction,
   emptyExpected,
   isEmptyRecord,
   modelTarget,
@@ -723,7 +723,7 @@ function expectFor(s: Session, played: Played): ExpectedRecord {
   const empty = emptyExpected();
   if (result && call.tool === "bash") {
     const parts = bashParts(s.tree, call.parts);
-    const after = bashWritesInstruction(parts, s.tree.cwd);
+    const after = bashNamesInstruction(parts, s.tree.cwd);
     return s.model.plan(after ? s.model.bashViews(bashWords(parts, s.tree.cwd), true) : played.viewsBefore);
   }
   if (!result || target === undefined || call.tool === "bash") return empty;

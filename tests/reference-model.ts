@@ -15,7 +15,7 @@
 // activates itself, a file its folder), a folder before a glob, or a redirect target (like
 // write: the nearest existing folder); heredoc bodies name nothing; a `cd` makes the next word
 // relative to it. The scopes of all words arrive in one record, parent first, whatever the exit
-// status; a command writing a file named like an instruction file is looked at after it ran.
+// status; a command naming a file named like an instruction file is looked at after it ran.
 //
 // Not covered, on purpose: `@imports` and the 48 KiB reminder budget (the fuzzer keeps files
 // small and free of `@` tokens), git-ignored folders (the fuzzer runs without git), and Pi's
@@ -498,9 +498,9 @@ export function bashWords(parts: BashPart[], cwd: string): Array<{ role: "read" 
   });
 }
 
-/** Whether a bash command writes a file named like an instruction file (its views come after it ran). */
-export function bashWritesInstruction(parts: BashPart[], cwd: string): boolean {
-  return bashWords(parts, cwd).some((word) => word.role === "write" && NAMES.includes(basename(word.path)));
+/** Whether a bash command names a file named like an instruction file (its views come after it ran). */
+export function bashNamesInstruction(parts: BashPart[], cwd: string): boolean {
+  return bashWords(parts, cwd).some((word) => NAMES.includes(basename(word.path)));
 }
 
 export function isEmptyRecord(record: ExpectedRecord): boolean {
