@@ -2839,7 +2839,7 @@ export interface ShellWordOutcome {
 /** Locates what the words name. Each distinct path costs one lstat, and only once its folders are known to be real. */
 export function locateShellWords(discovery: Discovery, commands: ShellCommand[], cwd: string): ShellWordOutcome[] {
   const byPath = new Map<string, Located | ShellWordReason>();
-  const folders = new Map<string, Located | undefined>();
+  const folders = new Map<string, Located | "missing" | "resolve">();
   const outcomes: ShellWordOutcome[] = [];
   for (const { uses } of commands) {
     for (const use of uses) {
@@ -2876,7 +2876,7 @@ function locateShellPath(
   discovery: Discovery,
   role: "read" | "write",
   path: string,
-  folders: Map<string, Located | undefined>,
+  folders: Map<string, Located | "missing" | "resolve">,
 ): Located | ShellWordReason {
   if (path.includes("\0") || Buffer.byteLength(path) > MAX_PATH_BYTES) return "missing";
   if (!discovery.mayBeInside(path)) return "outside";
@@ -2890,22 +2890,20 @@ function locateShellPath(
 function locateExisting(
   discovery: Discovery,
   path: string,
-  folders: Map<string, Located | undefined>,
+  folders: Map<string, Located | "missing" | "resolve">,
 ): Located | ShellWordReason | undefined {
   const folder = dirname(path);
   // Only cwd itself has its folder outside: nothing above it is ever looked at.
   if (folder === path || !discovery.mayBeInside(folder)) return "cwdItself";
-  if (!folders.has(folder)) folders.set(folder, discovery.locate(folder, true));
-  const parent = folders.get(folder);
+  let parent = folders.get(folder);
+  if (parent === undefined) folders.set(folder, (parent = shellFolder(discovery, folder)));
+  if (parent === "missing") return "missing";
   // Only a folder whose every step below cwd is a real folder lets the word be looked at as written.
-  const real =
-    parent !== undefined &&
-    (parent.stats !== undefined || (parent.links.length === 0 && relative(discovery.cwdReal, folder) === ""));
-  if (real) {
+  if (parent !== "resolve") {
     const kind = wordKind(discovery, path, parent.stats?.at(-1));
     if (kind === "missing") return "missing";
     if (typeof kind === "object")
-      return { links: discovery.chainFor(relative(discovery.cwdReal, path)), stats: [...(parent.stats ?? []), kind] };
+      return { links: discovery.chainFor(relative(discovery.cwdReal, path)), stats: [...parent.stats!, kind] };
     if (kind === "file") return parent;
   }
   const target = discovery.realpathOrUndefined(path);
@@ -2918,6 +2916,31 @@ function locateExisting(
     return "missing";
   }
   return discovery.locate(target, isDirectory);
+}
+
+/**
+ * A word's folder walked down from cwd, one lstat per step: real folders (with their stats), a
+ * step that is not there (so the word names nothing, with no further call), or one to resolve
+ * through real paths (a link on the way, an error, a path that reaches cwd through a link).
+ */
+function shellFolder(discovery: Discovery, folder: string): Located | "missing" | "resolve" {
+  const rel = relative(discovery.cwdReal, folder);
+  if (rel === "") return { links: [], stats: [] };
+  if (rel === ".." || rel.startsWith(`..${sep}`) || isAbsolute(rel)) return "resolve";
+  const links = discovery.chainFor(rel);
+  const stats: nodeFs.Stats[] = [];
+  for (const link of links) {
+    let stat: nodeFs.Stats | undefined;
+    try {
+      stat = discovery.fs.lstat(link.dir);
+    } catch {
+      return "resolve";
+    }
+    if (!stat) return "missing";
+    if (!stat.isDirectory()) return stat.isSymbolicLink() ? "resolve" : "missing";
+    stats.push(stat);
+  }
+  return { links, stats };
 }
 
 /**
