@@ -589,6 +589,7 @@ function bashFigures(m: Measured, readWarmP50: number): Array<[string, string]> 
   const fsWarm = mean(atGoalDepth(m.bash.counted, false).map((s) => s.fs));
   return [
     ["bash_parse_us", fmt(m.bash.parseUs, 2)],
+    ["bash_parse_over_stat", fmt(ratio(m.bash.parseUs, m.statUs), 2)],
     ["bash_warm_p50_us", fmt(p50(warm), 1)],
     ["bash_warm_over_stat", fmt(ratio(p50(warm), m.statUs), 1)],
     ["bash_cold_over_stat", fmt(ratio(p50(atGoalDepth(m.bash.samples, true)), m.statUs), 1)],
