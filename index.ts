@@ -2834,6 +2834,8 @@ export interface ShellWordOutcome {
   use: ShellWordUse;
   located?: Located;
   reason?: ShellWordReason;
+  /** Absolute path of a word that names something inside cwd (what it activates, or cwd's own entries). */
+  path?: string;
 }
 
 /** Locates what the words name. Each distinct path costs one lstat, and only once its folders are known to be real. */
@@ -2848,15 +2850,27 @@ export function locateShellWords(discovery: Discovery, commands: ShellCommand[],
         continue;
       }
       const key = `${use.role}\0${use.path}`;
+      const path = absoluteShellPath(use.path, cwd);
       let found = byPath.get(key);
       if (found === undefined) {
-        found = locateShellPath(discovery, use.role, absoluteShellPath(use.path, cwd), folders);
+        found = locateShellPath(discovery, use.role, path, folders);
         byPath.set(key, found);
       }
-      outcomes.push(typeof found === "string" ? { use, reason: found } : { use, located: found });
+      if (typeof found !== "string") outcomes.push({ use, located: found, path });
+      else outcomes.push(found === "cwdItself" ? { use, reason: found, path } : { use, reason: found });
     }
   }
   return outcomes;
+}
+
+/** The cwd-relative paths a command names, as rule globs see them (cwd itself aside). */
+export function shellTouched(discovery: Discovery, outcomes: ShellWordOutcome[], cwd: string): string[] {
+  const touched = new Set<string>();
+  for (const { path } of outcomes) {
+    const rel = path === undefined ? undefined : touchedPath(discovery, path, cwd);
+    if (rel) touched.add(rel);
+  }
+  return [...touched];
 }
 
 /** The distinct chains the outcomes activate, one per deepest folder. */
@@ -3074,8 +3088,8 @@ interface PendingCall {
   generation: number;
   /** cwd-relative path the call touched, for rule globs (rules touch point). */
   touched?: string;
-  /** A bash call: its commands, and the views of each chain its words activated. */
-  bash?: { commands: ShellCommand[]; chains: DirectoryView[][] };
+  /** A bash call: its commands, the views of each chain its words activated, and the paths they name. */
+  bash?: { commands: ShellCommand[]; chains: DirectoryView[][]; touched: string[] };
 }
 
 /** What one nested call activated, and when: the ledger may move before the outermost result. */
@@ -3405,8 +3419,9 @@ export class LazyAgents {
     if (own?.nested) {
       const taken = { call: own, views: ownViews, generation: this.ledger.generation };
       this.nestedViews.set(own.rootId, [...(this.nestedViews.get(own.rootId) ?? []), taken]);
-      if (own.touched !== undefined)
-        this.nestedTouched.set(own.rootId, [...(this.nestedTouched.get(own.rootId) ?? []), own.touched]);
+      const ownTouched = touchedBy(own);
+      if (ownTouched.length > 0)
+        this.nestedTouched.set(own.rootId, [...(this.nestedTouched.get(own.rootId) ?? []), ...ownTouched]);
       return undefined;
     }
     const fromNested = this.nestedViews.get(event.toolCallId);
@@ -3415,7 +3430,7 @@ export class LazyAgents {
     // Rules touch point: the paths this call and its nested calls touched.
     const nestedTouched = this.nestedTouched.get(event.toolCallId);
     this.nestedTouched.delete(event.toolCallId);
-    const touched = own?.touched === undefined ? (nestedTouched ?? []) : [...(nestedTouched ?? []), own.touched];
+    const touched = [...(nestedTouched ?? []), ...(own ? touchedBy(own) : [])];
     if (views.length === 0 && (touched.length === 0 || !this.options.rules)) return undefined;
     return this.deliver(event, views, own ? this.shownByTool(own, event, views) : {}, touched);
   }
@@ -3444,6 +3459,7 @@ export class LazyAgents {
   private currentViews(nested: NestedViews): DirectoryView[] {
     if (nested.generation === this.ledger.generation) return nested.views;
     const discovery = this.discovery;
+    if (discovery && nested.call.bash) return this.bashViewsAfterTool(discovery, nested.call, nested.call.bash);
     const located = discovery?.locate(nested.call.target, !FILE_TOOLS.has(nested.call.toolName));
     // Views that cannot be taken again wait for the next access rather than risk an older version.
     if (!discovery || located === undefined) return [];
@@ -3551,20 +3567,21 @@ export class LazyAgents {
     if (!discovery) return undefined;
     this.sweepSoon(discovery);
     const commands = readShellCommand(command);
-    const locatedChains = shellChains(locateShellWords(discovery, commands, env.cwd));
-    if (locatedChains.length === 0) return undefined;
-    const answers = locatedChains
-      .map((located) => this.learnGitIgnores(discovery, located.links))
-      .filter((answer) => answer !== undefined);
+    const outcomes = locateShellWords(discovery, commands, env.cwd);
+    const locatedChains = shellChains(outcomes);
+    // Rules touch point: the paths the command names, for rule globs.
+    const touched = this.options.rules ? shellTouched(discovery, outcomes, env.cwd) : [];
+    if (locatedChains.length === 0 && touched.length === 0) return undefined;
+    const answers = locatedChains.map((located) => this.learnGitIgnores(discovery, located.links));
     const withSkills = env.trusted && this.options.skills;
     const chains = locatedChains.map((located) => discovery.viewChain(located, withSkills));
     const importAnswer = this.learnImportGitIgnores(discovery);
-    if (importAnswer) answers.push(importAnswer);
     const views = mergeViews(chains.flat());
-    if (views.length === 0) return undefined;
+    if (views.length === 0 && touched.length === 0) return undefined;
     if (views.some((view) => view.skills.length > 0)) this.refreshStartupSkills(env.systemPrompt);
+    const ruleAnswer = this.options.rules ? this.rulesOf(discovery).learnGitIgnores(views, this.git) : undefined;
     this.pending.set(event.toolCallId, {
-      gitAnswer: answers.length === 0 ? undefined : Promise.all(answers).then(() => undefined),
+      gitAnswer: joinAnswers(...answers, importAnswer, ruleAnswer),
       heldImports: importAnswer !== undefined,
       toolName: event.toolName,
       rootId: this.rootOf(event.toolCallId),
@@ -3574,7 +3591,7 @@ export class LazyAgents {
       withSkills,
       partial: false,
       generation: this.ledger.generation,
-      bash: { commands, chains },
+      bash: { commands, chains, touched },
     });
     return undefined;
   }
@@ -3583,7 +3600,7 @@ export class LazyAgents {
   private bashViewsAfterTool(
     discovery: Discovery,
     call: PendingCall,
-    bash: { commands: ShellCommand[]; chains: DirectoryView[][] },
+    bash: { commands: ShellCommand[]; chains: DirectoryView[][]; touched: string[] },
   ): DirectoryView[] {
     let chains = bash.chains;
     const names = shellNamesInstruction(bash.commands, this.options.fileNames);
@@ -3629,6 +3646,12 @@ function recordShowsText(r: LedgerRecord): boolean {
   const appended = r.files.some((file) => file.via === "reminder");
   const notices = r.retracted.length + r.retractedSkills.length + r.skipped.length + (r.alsoGoverns?.length ?? 0);
   return appended || recordHasRules(r) || r.skills.length + notices > 0;
+}
+
+/** The paths a call touched, for rule globs: a bash call's are the paths its command names. */
+function touchedBy(call: PendingCall): string[] {
+  if (call.bash) return call.bash.touched;
+  return call.touched === undefined ? [] : [call.touched];
 }
 
 function activates(toolName: string, isError: boolean): boolean {

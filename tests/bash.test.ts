@@ -231,3 +231,33 @@ test("bash words never lead the extension outside cwd, through a path or a link"
     assert.ok(recorder.calls.length > 0);
     assert.deepEqual(callsOutside(recorder.calls, t.cwd), []);
   }));
+
+test("a nested bash call's scopes reach the outermost result even when the ledger moved in between", () =>
+  withTree(tree, async (t) => {
+    const h = await loadRunner(t);
+    await h.call("bash", { command: "cat packages/api/src/server.ts" }, { parentToolCallId: "outer-1" });
+    await h.call("read", { path: "docs/guide.md" });
+    const outer = await h.call("codemode", { code: "…" }, { id: "outer-1" });
+    assert.match(reminderOf(outer.content) ?? "", /PACKAGES-RULES[^]*API-RULES/);
+  }));
+
+test("path-scoped rules of other agents match the files a bash command names", () =>
+  withTree(
+    {
+      ...tree,
+      ".claude/rules/api.md": '---\npaths:\n  - "packages/api/**/*.ts"\n---\nCLAUDE-API-RULE\n',
+      ".claude/rules/docs.md": '---\npaths: "docs/**"\n---\nCLAUDE-DOCS-RULE\n',
+      "README.md": "readme\n",
+    },
+    async (t) => {
+      const h = await loadRunner(t);
+      const none = await h.call("bash", { command: "cat README.md" });
+      assert.equal(reminderOf(none.content), undefined);
+      const result = await h.call("bash", { command: "cd packages/api && sed -n '1,5p' src/server.ts" });
+      const reminder = reminderOf(result.content) ?? "";
+      assert.match(reminder, /CLAUDE-API-RULE/);
+      assert.doesNotMatch(reminder, /CLAUDE-DOCS-RULE/);
+      const again = await h.call("bash", { command: "cat packages/api/src/server.ts" });
+      assert.equal(reminderOf(again.content), undefined, "a rule arrives once per version");
+    },
+  ));
