@@ -1,8 +1,27 @@
-// pi-lazy-agents: delivers the AGENTS.md files and skills of folders strictly below cwd, once per
-// content version, at the end of the tool result that first touches their scope.
+// pi-lazy-agents: delivers the AGENTS.md files, skills and glob rules of folders strictly below cwd,
+// once per content version, at the end of the tool result that first touches their scope.
 //
-// Layout, top-down: the filesystem seam, pure path and text helpers, discovery (directories,
-// instruction files, skills), the delivery ledger, reminder formatting, then the Pi adapter.
+// The delivery rules, each decided in one place:
+//  1. A scope activates when a trigger tool's call touches a path inside it and the call succeeds
+//     (edit, write and bash activate even when they fail): `activates`.
+//  2. A folder offers the first of INSTRUCTION_FILE_NAMES it holds that can be read; the names
+//     after it are overridden: `Discovery.viewDirectory`.
+//  3. A file is sent once per content version: the same version the model holds is not sent again: `planFile`.
+//  4. A new version supersedes the one the model holds, under the same scope: `planFile`.
+//  5. What the model holds and its folder no longer offers is withdrawn: `planRetraction`.
+//  6. After compaction, resume, /tree or a context edit the ledger is rebuilt from what the model
+//     still sees; what it no longer sees is sent again at the next access: `recordsInContext`.
+//  7. The reminder fits REMINDER_BUDGET_BYTES and MAX_REMINDER_FILES: the deepest files whole first,
+//     broader ones cut, the rest announced as left out: `fitPlanToBudget`.
+//  8. With gateWrites on, the first write or edit into a scope whose instructions the model lacks
+//     is held back once, the instructions in its reason: `LazyAgents.gate`.
+//  9. A bash command is read, never run: a word names a path to activate when `shellWordUse` says so.
+// 10. A glob rule of .claude/.cursor/.github applies when a touched path matches it: `ruleApplies`.
+//
+// Sections, in the order a tool call travels: 1 Pi adapter; 2 per-call lifecycle; 3 the ledger:
+// what the model holds; 4 reminder text and budget; 5 discovery; 6 caches and the
+// filesystem seam; 7 git; 8 settings; 9 the /lazy-agents report; 10 pure helpers (paths and text,
+// the shell-word reader, the glob matcher). A section uses only what later sections define.
 
 import * as nodeFs from "node:fs";
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
@@ -86,53 +105,269 @@ import {
   type ShellWordReason,
 } from "./config.ts";
 
-// ---------------------------------------------------------------------------------------------
-// Filesystem seam. Every byte the extension touches goes through one of these calls, so tests can
-// inject faults and record paths. Synchronous on purpose: the files are small and capped, and a
-// handler without awaits cannot interleave with its siblings.
+// =============================================================================================
+// 1. Pi adapter. The only code that knows Pi's events: it turns them into engine calls and decides
+// when a handler waits, so that everything below stays testable through Pi's real runner.
 
-export interface FileSystem {
-  /** stat that follows links; undefined when nothing is there. */
-  stat(path: string): nodeFs.Stats | undefined;
-  /** lstat; undefined when nothing is there. */
-  lstat(path: string): nodeFs.Stats | undefined;
-  realpath(path: string): string;
-  open(path: string): number;
-  fstat(fd: number): nodeFs.Stats;
-  read(fd: number, buffer: Uint8Array, offset: number, length: number, position: number): number;
-  close(fd: number): void;
-  readdir(path: string): nodeFs.Dirent[];
+/** One fixed line per refused file, for the user; never contents, absolute paths or exceptions. */
+export function warningText(skip: Skip): string {
+  return `pi-lazy-agents: ${skipText(skip, oneLine)}`;
 }
 
-const OPEN_FLAGS = nodeFs.constants.O_RDONLY | (nodeFs.constants.O_NOFOLLOW ?? 0) | (nodeFs.constants.O_NONBLOCK ?? 0);
-
-export const nodeFileSystem: FileSystem = {
-  stat: (path) => nodeFs.statSync(path, { throwIfNoEntry: false }),
-  lstat: (path) => nodeFs.lstatSync(path, { throwIfNoEntry: false }),
-  realpath: (path) => nodeFs.realpathSync.native(path),
-  open: (path) => nodeFs.openSync(path, OPEN_FLAGS),
-  fstat: (fd) => nodeFs.fstatSync(fd),
-  read: (fd, buffer, offset, length, position) => nodeFs.readSync(fd, buffer, offset, length, position),
-  close: (fd) => nodeFs.closeSync(fd),
-  readdir: (path) => nodeFs.readdirSync(path, { withFileTypes: true }),
-};
-
-// ---------------------------------------------------------------------------------------------
-// Paths.
-
-/** True when `child` lies strictly inside `parent`. Both must already be absolute and resolved. */
-export function isPathInside(parent: string, child: string): boolean {
-  const rel = relative(parent, child);
-  return rel !== "" && rel !== ".." && !rel.startsWith(`..${sep}`) && !isAbsolute(rel);
+export interface CreateOptions {
+  fs?: FileSystem;
+  spawnGit?: SpawnGit;
+  /** Receives the engine, so tests can read its state. */
+  onEngine?: (engine: LazyAgents) => void;
 }
 
-export function isPathInsideOrSame(parent: string, child: string): boolean {
-  return resolve(parent) === resolve(child) || isPathInside(parent, child);
+export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI) => void {
+  return (pi: ExtensionAPI) => {
+    const engine = new LazyAgents(create.fs ?? nodeFileSystem, create.spawnGit ?? spawnGit);
+    create.onEngine?.(engine);
+
+    pi.registerFlag(DISABLE_FLAG, {
+      description: "Turn pi-lazy-agents off for this run",
+      type: "boolean",
+      default: false,
+    });
+
+    const tell = (ctx: ExtensionContext, message: string, level: "info" | "warning"): void => {
+      try {
+        if (ctx.hasUI) ctx.ui.notify(message, level);
+        else if (level === "warning") process.stderr.write(`${message}\n`);
+      } catch {
+        // A UI that fails must not cost the model anything.
+      }
+    };
+
+    const showStatus = (ctx: ExtensionContext): void => {
+      try {
+        if (ctx.hasUI) ctx.ui.setStatus(STATUS_KEY, engine.options.enabled ? statusText(engine.ledger) : undefined);
+      } catch {
+        // The status line is decoration.
+      }
+    };
+
+    // A held-back call has no tool_result: its delivery is recorded on the error result Pi persists.
+    // The hook runs for every message, so it is registered only while the gate is on.
+    // Every hook runs fail-open: a failure costs only what the extension would have added. It is
+    // counted under a fixed label for `/lazy-agents`, and the user is warned once per session.
+    const failed = <T>(ctx: ExtensionContext, label: FailureLabel, fallback: () => T): T => {
+      if (engine.noteFailure(label)) tell(ctx, FAILURE_WARNING, "warning");
+      return fallback();
+    };
+    const guarded = <T>(
+      ctx: ExtensionContext,
+      label: FailureLabel,
+      run: () => T | Promise<T>,
+      fallback: () => T,
+    ): T | Promise<T> => {
+      try {
+        const result = run();
+        return result instanceof Promise ? result.catch(() => failed(ctx, label, fallback)) : result;
+      } catch {
+        return failed(ctx, label, fallback);
+      }
+    };
+    const nothing = () => undefined;
+
+    const recordGateDelivery: ExtensionHandler<MessageEndEvent, MessageEndEventResult> = (event, ctx) =>
+      guarded(
+        ctx,
+        "gateRecord",
+        () => {
+          const message = event.message as { role: string; toolCallId?: string; details?: unknown };
+          if (message.role !== "toolResult" || message.toolCallId === undefined) return undefined;
+          const record = engine.takeGateRecord(message.toolCallId);
+          if (!record) return undefined;
+          const details = withRecord(message.details, record);
+          return { message: { ...event.message, details } as typeof event.message };
+        },
+        nothing,
+      );
+    let stopGateHook: (() => void) | undefined;
+    const syncGateHook = (): void => {
+      const wanted = engine.options.enabled && engine.options.gateWrites;
+      if (wanted && !stopGateHook) stopGateHook = pi.on("message_end", recordGateDelivery);
+      if (!wanted && stopGateHook) {
+        stopGateHook();
+        stopGateHook = undefined;
+      }
+    };
+
+    const loadSettings = (ctx: ExtensionContext): void => {
+      let raw: unknown;
+      try {
+        raw = (pi.getSettings() as Record<string, unknown>)[SETTINGS_KEY];
+      } catch {
+        raw = undefined;
+      }
+      let origin: SettingsOrigin | undefined;
+      try {
+        origin = settingsOrigin(engine.fs, ctx.cwd, ctx.isProjectTrusted());
+      } catch {
+        origin = undefined;
+      }
+      const { options, warnings } = optionsFromSettings(raw, origin);
+      if (pi.getFlag(DISABLE_FLAG) === true) options.enabled = false;
+      engine.configure(options);
+      syncGateHook();
+      for (const warning of warnings) tell(ctx, warning, "warning");
+    };
+
+    const rebuild = (ctx: ExtensionContext): void => {
+      guarded(
+        ctx,
+        "rebuild",
+        () => {
+          engine.bind(ctx.cwd);
+          if (engine.options.enabled) engine.startGit();
+          engine.rebuildLedger(recordsInContext(ctx.sessionManager));
+          engine.contextMark = sessionMark(ctx.sessionManager);
+        },
+        // A session we cannot read leaves the ledger empty: at worst a file is sent again.
+        () => engine.ledger.clear(),
+      );
+      showStatus(ctx);
+    };
+
+    const announce = (ctx: ExtensionContext, plan: DeliveryPlan): void => {
+      if (!ctx.hasUI) return;
+      const loaded = [
+        ...plan.record.files.filter((file) => file.via === "reminder").map((file) => oneLine(file.path)),
+        ...(plan.record.rules ?? []).filter((rule) => rule.as === "text").map((rule) => oneLine(rule.path)),
+      ];
+      if (loaded.length > 0) tell(ctx, `pi-lazy-agents: loaded ${loaded.join(", ")}`, "info");
+      for (const skip of plan.record.skipped) tell(ctx, warningText(skip), "warning");
+      showStatus(ctx);
+    };
+
+    pi.on("session_start", (_event, ctx) => {
+      loadSettings(ctx);
+      rebuild(ctx);
+    });
+    pi.on("session_tree", (_event, ctx) => rebuild(ctx));
+    pi.on("session_compact", (_event, ctx) => rebuild(ctx));
+    // Context edits come between turns: the ledger follows before the turn's first call.
+    pi.on("turn_start", (_event, ctx) => {
+      const check = () => {
+        if (contextEditedSince(ctx.sessionManager, engine.contextMark)) return true;
+        engine.contextMark = sessionMark(ctx.sessionManager);
+        return false;
+      };
+      if (guarded(ctx, "rebuild", check, () => true)) rebuild(ctx);
+    });
+
+    const block = (ctx: ExtensionContext, gate: GateOutcome | undefined) => {
+      if (!gate) return undefined;
+      announce(ctx, gate.plan);
+      return { block: true, reason: gate.reason };
+    };
+
+    // Never block a tool by accident: a failed discovery only means nothing is appended.
+    pi.on("tool_call", (event, ctx) =>
+      guarded(
+        ctx,
+        "toolCall",
+        () => {
+          const env = { cwd: ctx.cwd, trusted: ctx.isProjectTrusted(), systemPrompt: () => ctx.getSystemPrompt() };
+          const gate = engine.onToolCall(event, env);
+          return gate instanceof Promise ? gate.then((held) => block(ctx, held)) : block(ctx, gate);
+        },
+        nothing,
+      ),
+    );
+
+    const patch = (ctx: ExtensionContext, event: ToolResultEvent) => {
+      const outcome = engine.onToolResult(event);
+      if (!outcome) return undefined;
+      announce(ctx, outcome.plan);
+      return outcome.patch;
+    };
+
+    pi.on("tool_result", (event, ctx) =>
+      guarded(
+        ctx,
+        "toolResult",
+        () => {
+          // Only a call that entered new folders waits, for git; the plan-and-apply never follows an await.
+          const gitAnswer = engine.settle(event.toolCallId);
+          if (!gitAnswer) return patch(ctx, event);
+          return gitAnswer.then(
+            () => patch(ctx, event),
+            () => patch(ctx, event),
+          );
+        },
+        nothing,
+      ),
+    );
+
+    // Per-call state ends with each result; what calls without a result (blocked, aborted) leave
+    // ends with their turn. No per-call hook is spent on it: every hook costs Pi a context object.
+    pi.on("turn_end", (event, ctx) => {
+      // A reminder that a later extension replaced or dropped never reached the model: the ledger follows the session.
+      if (
+        guarded(
+          ctx,
+          "rebuild",
+          () => engine.confirmTurn(event.toolResults),
+          () => false,
+        ) === true
+      )
+        rebuild(ctx);
+      engine.endTurn();
+    });
+    pi.on("agent_end", () => {
+      engine.endTurn();
+    });
+
+    pi.on("session_shutdown", () => {
+      engine.shutdown();
+    });
+
+    pi.registerCommand(COMMAND_NAME, {
+      description:
+        'Show the nested AGENTS.md files and skills pi-lazy-agents found; `why <path>` explains one path, `why "<command>"` one bash command',
+      getArgumentCompletions: (prefix) => commandCompletions(engine, prefix),
+      handler: async (args, ctx) => {
+        const report = await commandReport(engine, args, { cwd: ctx.cwd, trusted: ctx.isProjectTrusted() });
+        // Without a UI the report goes to stderr: Pi keeps stdout for the answer (print) or events (json).
+        if (ctx.hasUI) ctx.ui.notify(report, "info");
+        else process.stderr.write(`${report}\n`);
+      },
+    });
+  };
 }
+
+/** The text `/lazy-agents [why <path>]` shows. */
+export async function commandReport(engine: LazyAgents, args: string, env: CallEnvironment): Promise<string> {
+  try {
+    const words = args.trim();
+    if (words.startsWith("why ")) {
+      const quoted = quotedCommand(words.slice(4));
+      if (quoted !== undefined) return await explainCommand(engine, quoted, env);
+      return await explainPath(engine, words.slice(4), env);
+    }
+    engine.bind(env.cwd);
+    return formatInspection(engine);
+  } catch {
+    return "pi-lazy-agents: the report could not be built.";
+  }
+}
+
+export default createLazyAgents();
+
+// =============================================================================================
+// 2. Per-call lifecycle. A tool call is located when it starts, viewed again when its result comes,
+// and its delivery waits for turn_end; what a call touches is its tool path or its bash words.
 
 const UNICODE_SPACES = /[\u00A0\u2000-\u200A\u202F\u205F\u3000]/g;
+
 const NARROW_NO_BREAK_SPACE = "\u202F";
+
 const RIGHT_SINGLE_QUOTE = "\u2019";
+
 const MAX_PATH_BYTES = 4096;
 
 /**
@@ -179,357 +414,1679 @@ function swapCase(name: string): string {
   return [...name].map((c) => (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase())).join("");
 }
 
-/** cwd-relative path with forward slashes, as shown to the model. */
-export function toDisplayPath(cwdReal: string, absolute: string): string {
-  return relative(cwdReal, absolute).split(sep).join("/");
+// Bash activation: the paths a command's words name, located like the targets of read and write.
+
+/** One word's outcome: the chain it activates, or why it activates nothing. */
+export interface ShellWordOutcome {
+  use: ShellWordUse;
+  located?: Located;
+  reason?: ShellWordReason;
+  /** Absolute path of a word that names something inside cwd (what it activates, or cwd's own entries). */
+  path?: string;
 }
 
-export function scopeGlob(scope: string): string {
-  return `${scope}/**`;
+/** Locates what the words name. Each distinct path costs one lstat, and only once its folders are known to be real. */
+export function locateShellWords(discovery: Discovery, commands: ShellCommand[], cwd: string): ShellWordOutcome[] {
+  const byPath = new Map<string, Located | ShellWordReason>();
+  const folders = new Map<string, Located | "missing" | "resolve">();
+  const outcomes: ShellWordOutcome[] = [];
+  for (const { uses } of commands) {
+    for (const use of uses) {
+      if (use.role === "skip") {
+        outcomes.push({ use, reason: use.reason });
+        continue;
+      }
+      const key = `${use.role}\0${use.path}`;
+      const path = absoluteShellPath(use.path, cwd);
+      let found = byPath.get(key);
+      if (found === undefined) {
+        found = locateShellPath(discovery, use.role, path, folders);
+        byPath.set(key, found);
+      }
+      if (typeof found !== "string") outcomes.push({ use, located: found, path });
+      else outcomes.push(found === "cwdItself" ? { use, reason: found, path } : { use, reason: found });
+    }
+  }
+  return outcomes;
 }
 
-// ---------------------------------------------------------------------------------------------
-// Text.
+/** The cwd-relative paths a command names, as rule globs see them (cwd itself aside). */
+export function shellTouched(discovery: Discovery, outcomes: ShellWordOutcome[], cwd: string): string[] {
+  const touched = new Set<string>();
+  for (const { path } of outcomes) {
+    const rel = path === undefined ? undefined : touchedPath(discovery, path, cwd);
+    if (rel) touched.add(rel);
+  }
+  return [...touched];
+}
 
-// ignoreBOM keeps a BOM as text, so exactly one is stripped below, as Pi does.
-const UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+/** The distinct chains the outcomes activate, one per deepest folder. */
+export function shellChains(outcomes: ShellWordOutcome[]): Located[] {
+  const chains = new Map<string, Located>();
+  for (const { located } of outcomes) if (located) chains.set(located.links.at(-1)!.scope, located);
+  return [...chains.values()];
+}
 
-/** Decodes strict UTF-8, drops a BOM and turns CRLF and lone CR into LF; undefined if invalid. */
-export function decodeInstructionText(bytes: Uint8Array): string | undefined {
-  let text: string;
+function absoluteShellPath(path: string, cwd: string): string {
+  if (path === "~") return homedir();
+  if (path.startsWith("~/")) return join(homedir(), path.slice(2));
+  return resolve(cwd, path);
+}
+
+function locateShellPath(
+  discovery: Discovery,
+  role: "read" | "write",
+  path: string,
+  folders: Map<string, Located | "missing" | "resolve">,
+): Located | ShellWordReason {
+  if (path.includes("\0") || Buffer.byteLength(path) > MAX_PATH_BYTES) return "missing";
+  if (!discovery.mayBeInside(path)) return "outside";
+  const located = role === "write" ? discovery.locate(path, false) : locateExisting(discovery, path, folders);
+  if (located === undefined) return "outside";
+  if (typeof located === "string") return located;
+  return located.links.length === 0 ? "cwdItself" : located;
+}
+
+/** An existing file (its folder) or folder (itself); nothing for a word that names nothing. */
+function locateExisting(
+  discovery: Discovery,
+  path: string,
+  folders: Map<string, Located | "missing" | "resolve">,
+): Located | ShellWordReason | undefined {
+  const folder = dirname(path);
+  // Only cwd itself has its folder outside: nothing above it is ever looked at.
+  if (folder === path || !discovery.mayBeInside(folder)) return "cwdItself";
+  let parent = folders.get(folder);
+  if (parent === undefined) folders.set(folder, (parent = shellFolder(discovery, folder)));
+  if (parent === "missing") return "missing";
+  // Only a folder whose every step below cwd is a real folder lets the word be looked at as written.
+  if (parent !== "resolve") {
+    const kind = wordKind(discovery, path, parent.stats?.at(-1));
+    if (kind === "missing") return "missing";
+    if (typeof kind === "object")
+      return { links: discovery.chainFor(relative(discovery.cwdReal, path)), stats: [...parent.stats!, kind] };
+    if (kind === "file") return parent;
+  }
+  const target = discovery.realpathOrUndefined(path);
+  if (target === undefined) return "missing";
+  if (!isPathInsideOrSame(discovery.cwdReal, target)) return "outside";
+  let isDirectory: boolean;
   try {
-    text = UTF8.decode(bytes);
+    isDirectory = discovery.fs.stat(target)?.isDirectory() === true;
   } catch {
+    return "missing";
+  }
+  return discovery.locate(target, isDirectory);
+}
+
+/**
+ * A word's folder walked down from cwd, one lstat per step: real folders (with their stats), a
+ * step that is not there (so the word names nothing, with no further call), or one to resolve
+ * through real paths (a link on the way, an error, a path that reaches cwd through a link).
+ */
+function shellFolder(discovery: Discovery, folder: string): Located | "missing" | "resolve" {
+  const rel = relative(discovery.cwdReal, folder);
+  if (rel === "") return { links: [], stats: [] };
+  if (rel === ".." || rel.startsWith(`..${sep}`) || isAbsolute(rel)) return "resolve";
+  const links = discovery.chainFor(rel);
+  const stats: nodeFs.Stats[] = [];
+  for (const link of links) {
+    let stat: nodeFs.Stats | undefined;
+    try {
+      stat = discovery.fs.lstat(link.dir);
+    } catch {
+      return "resolve";
+    }
+    if (!stat) return "missing";
+    if (!stat.isDirectory()) return stat.isSymbolicLink() ? "resolve" : "missing";
+    stats.push(stat);
+  }
+  return { links, stats };
+}
+
+/**
+ * What a word names: a folder (with its fresh stats, which its views need), a file, nothing, or
+ * "link" when it must be looked at through its real path (a link, or an lstat that failed). A file or nothing is remembered against its folder's signature, which any entry added,
+ * removed or replaced there changes: a known word in an unchanged folder costs no call at all.
+ */
+function wordKind(discovery: Discovery, path: string, folder: nodeFs.Stats | undefined): ShellWordKind | nodeFs.Stats {
+  let known = shellWordKinds.get(discovery);
+  if (!known) shellWordKinds.set(discovery, (known = new Map()));
+  const cached = folder && known.get(path);
+  if (cached && sameSignature(cached.folder, folder)) return cached.kind;
+  let stats: nodeFs.Stats | undefined;
+  try {
+    stats = discovery.fs.lstat(path);
+  } catch {
+    return "link"; // EIO, EACCES …: the word is looked at through its real path instead.
+  }
+  if (stats?.isDirectory()) return stats;
+  const kind = !stats ? "missing" : stats.isSymbolicLink() ? "link" : "file";
+  if (folder && kind !== "link") {
+    if (known.size >= MAX_SHELL_WORD_CACHE) known.clear();
+    known.set(path, { folder: signatureOf(folder), kind });
+  }
+  return kind;
+}
+
+type ShellWordKind = "missing" | "file" | "link";
+
+const shellWordKinds = new WeakMap<Discovery, Map<string, { folder: Signature; kind: ShellWordKind }>>();
+
+/** Words named like instruction files: the command may create or change one (`>`, `tee`, `sed -i`). */
+export function shellNamesInstruction(commands: ShellCommand[], fileNames: readonly string[]): boolean {
+  return commands.some(({ uses }) =>
+    uses.some((use) => use.role !== "skip" && fileNames.includes(posix.basename(use.path))),
+  );
+}
+
+const FILE_TOOLS: ReadonlySet<string> = new Set(["read", "edit", "write"]);
+
+export const GATE_RETRY_TEXT =
+  "pi-lazy-agents held this call back once so that these instructions arrive before the first change in their scope. " +
+  "Apply them, then retry the same call: it will go through.";
+
+export interface GateOutcome {
+  block: true;
+  reason: string;
+  plan: DeliveryPlan;
+}
+
+export interface CallEnvironment {
+  cwd: string;
+  trusted: boolean;
+  /** Pi's system prompt, read only when skills are in view. */
+  systemPrompt?: () => string;
+}
+
+interface PendingCall {
+  /** Git's answer for the chain's new folders, when one was asked for. */
+  gitAnswer?: Promise<void>;
+  /** An import waits for git's answer: the views are built again once it came. */
+  heldImports: boolean;
+  toolName: string;
+  rootId: string;
+  nested: boolean;
+  target: string;
+  views: DirectoryView[];
+  withSkills: boolean;
+  /** Real path of the target when it is itself named like an instruction file. */
+  instructionTarget?: string;
+  partial: boolean;
+  /** The ledger's generation when the call looked. */
+  generation: number;
+  /** cwd-relative path the call touched, for rule globs (rules touch point). */
+  touched?: string;
+  /** A bash call: its commands, the views of each chain its words activated, and the paths they name. */
+  bash?: { commands: ShellCommand[]; chains: DirectoryView[][]; touched: string[] };
+}
+
+/** What one nested call activated, and when: the ledger may move before the outermost result. */
+interface NestedViews {
+  call: PendingCall;
+  views: DirectoryView[];
+  generation: number;
+}
+
+export interface ResultOutcome {
+  patch: ToolResultEventResult;
+  plan: DeliveryPlan;
+}
+
+export class LazyAgents {
+  readonly fs: FileSystem;
+  options: Options = defaultOptions();
+  readonly ledger = new Ledger();
+  discovery?: Discovery;
+  /** Per-call state between tool_call and tool_result (or tool_execution_end). */
+  readonly pending = new Map<string, PendingCall>();
+  /** Views activated by nested calls, waiting for the outermost call's result. */
+  readonly nestedViews = new Map<string, NestedViews[]>();
+  readonly parentOf = new Map<string, string>();
+  /** Deliveries made through a held-back write, waiting for Pi's error result message. */
+  readonly gateRecords = new Map<string, LedgerRecord>();
+  /**
+   * Scopes whose instructions the gate held back a call for in this turn. Pi runs every sibling's
+   * tool_call before any result reaches the model, so a sibling write into them is held too.
+   */
+  readonly gatedScopes = new Set<string>();
+  /** Records this turn's results carry, until the turn's end shows what Pi persisted of them. */
+  readonly unconfirmed = new Map<string, LedgerRecord>();
+  readonly inspection = new Inspection();
+  /** The session entry the ledger was last checked against, for context edits appended since. */
+  contextMark?: string | null;
+  /** Failures the hooks caught, by fixed label, for `/lazy-agents`. */
+  readonly failures = new Map<FailureLabel, number>();
+  /** Rule folders and compiled rules of the bound cwd (see the Rules section). */
+  ruleBook?: RuleBook;
+  /** Paths touched by nested calls, waiting for the outermost call's result (rules touch point). */
+  readonly nestedTouched = new Map<string, string[]>();
+  git?: GitIgnoreOracle;
+  private readonly spawner: SpawnGit;
+  private boundCwd?: string;
+  startupSkills = new Map<string, string>();
+  private startupPrompt?: string;
+
+  constructor(fs: FileSystem = nodeFileSystem, spawner: SpawnGit = spawnGit) {
+    this.fs = fs;
+    this.spawner = spawner;
+  }
+
+  /** Counts a failure a hook caught; true for the session's first, which the user hears about. */
+  noteFailure(label: FailureLabel): boolean {
+    const first = this.failures.size === 0;
+    this.failures.set(label, (this.failures.get(label) ?? 0) + 1);
+    return first;
+  }
+
+  /** Binds to cwd; its real path is the boundary every candidate is checked against. */
+  bind(cwd: string): Discovery | undefined {
+    // The warm path: cwd does not move within a session, so its real path is resolved once.
+    if (this.discovery && this.boundCwd === cwd) {
+      this.discovery.options = this.options;
+      return this.discovery;
+    }
+    this.boundCwd = cwd;
+    let cwdReal: string;
+    try {
+      cwdReal = this.fs.realpath(resolve(cwd));
+    } catch {
+      return undefined;
+    }
+    if (this.discovery?.cwdReal === cwdReal) {
+      this.discovery.options = this.options;
+      return this.discovery;
+    }
+    if (this.git?.cwdReal !== cwdReal) {
+      this.git?.stop();
+      this.git = new GitIgnoreOracle(cwdReal, this.spawner);
+    }
+    this.discovery = new Discovery(this.fs, cwdReal, this.options);
+    this.discovery.setLogicalCwd(cwd);
+    this.discovery.gitMayAnswer = () => this.git?.available === true;
+    return this.discovery;
+  }
+
+  /** Starts the git helper ahead of the first tool call. */
+  startGit(): void {
+    this.git?.start();
+  }
+
+  shutdown(): void {
+    this.git?.stop();
+    this.git = undefined;
+    this.discovery = undefined;
+  }
+
+  /** Asks git about the chain's folders it has not answered for yet; a warm chain asks nothing. */
+  learnGitIgnores(discovery: Discovery, links: ChainLink[]): Promise<void> | undefined {
+    const unknown = discovery.scopesWithoutGitAnswer(links);
+    const git = this.git;
+    if (unknown.length === 0 || !git) return undefined;
+    return git.ignored(unknown).then((answers) => {
+      unknown.forEach((scope, index) => discovery.gitIgnored.set(scope, answers[index]!));
+    });
+  }
+
+  /** Asks git what the imports of the views just built need to know; undefined when nothing. */
+  learnImportGitIgnores(discovery: Discovery): Promise<void> | undefined {
+    const questions = discovery.takeGitWanted();
+    const git = this.git;
+    if (questions.length === 0 || !git) return undefined;
+    return git.ask(questions).then((answers) => {
+      questions.forEach((question, index) => discovery.setGitAnswer(question, answers[index]!));
+    });
+  }
+
+  private refreshStartupSkills(read: (() => string) | undefined): void {
+    let systemPrompt: string | undefined;
+    try {
+      systemPrompt = read?.();
+    } catch {
+      // A Pi without the prompt at hand: nested skills are listed as they are.
+    }
+    if (typeof systemPrompt !== "string" || systemPrompt === this.startupPrompt) return;
+    this.startupPrompt = systemPrompt;
+    this.startupSkills = startupSkillsOf(systemPrompt);
+  }
+
+  rebuildLedger(records: Iterable<LedgerRecord>): void {
+    this.ledger.rebuild(records);
+  }
+
+  rootOf(toolCallId: string): string {
+    let id = toolCallId;
+    for (let hops = 0; hops < 64; hops++) {
+      const parent = this.parentOf.get(id);
+      if (parent === undefined) return id;
+      id = parent;
+    }
+    return id;
+  }
+
+  /**
+   * Discovery, before the tool runs. Synchronous, so a warm call adds no promise hops; only the
+   * write gate, which may hold a write back once, waits for git's answer about new folders.
+   */
+  onToolCall(event: ToolCallEvent, env: CallEnvironment): GateOutcome | undefined | Promise<GateOutcome | undefined> {
+    if (event.parentToolCallId !== undefined) this.parentOf.set(event.toolCallId, event.parentToolCallId);
+    if (!this.options.enabled || !this.options.triggers.has(event.toolName)) return undefined;
+    if (event.toolName === "bash") return this.discoverBash(event, env);
+    const input = event.input as Record<string, unknown>;
+    const targetIsDirectory = !FILE_TOOLS.has(event.toolName);
+    const discovery = this.bind(env.cwd);
+    if (!discovery) return undefined;
+    const raw = input.path ?? (targetIsDirectory ? "." : undefined);
+    const target = resolveToolPath(raw, env.cwd, event.toolName === "read" ? discovery.readFallback : undefined);
+    if (target === undefined) return undefined;
+    this.sweepSoon(discovery);
+    const located = discovery.locate(target, targetIsDirectory);
+    if (located === undefined) return undefined;
+    // A write may create an instruction file in folders that do not exist yet: the call is kept,
+    // so that its result counts the file as delivered.
+    if (located.links.length === 0 && !this.writesInstruction(event.toolName, target) && !this.options.rules)
+      return undefined;
+    // Git's answer for new folders overlaps the tool's run: it is awaited before the result only.
+    const gitAnswer = this.learnGitIgnores(discovery, located.links);
+    const call = { event, env, discovery, located, target, gitAnswer };
+    if (!this.shouldGate(event)) return this.discover(call, false);
+    // Rules touch point: the gate waits for git's answers about cwd's rule folders too.
+    const rulesAnswer = this.options.rules ? this.rulesOf(discovery).learnGitIgnores([], this.git) : undefined;
+    const answers = joinAnswers(gitAnswer, rulesAnswer);
+    return answers ? answers.then(() => this.discover(call, true)) : this.discover(call, true);
+  }
+
+  private discover(
+    call: {
+      event: ToolCallEvent;
+      env: CallEnvironment;
+      discovery: Discovery;
+      located: Located;
+      target: string;
+      gitAnswer?: Promise<void>;
+    },
+    gated: boolean,
+    hops = 0,
+  ): GateOutcome | undefined | Promise<GateOutcome | undefined> {
+    const { event, env, discovery, located, target, gitAnswer } = call;
+    const withSkills = env.trusted && this.options.skills;
+    const views = discovery.viewChain(located, withSkills);
+    const importAnswer = this.learnImportGitIgnores(discovery);
+    // A held-back call carries the imports too, or the retry would be held again for them.
+    if (gated && importAnswer && hops < MAX_IMPORT_DEPTH)
+      return importAnswer.then(() => this.discover(call, true, hops + 1));
+    if (views.length === 0 && !this.writesInstruction(event.toolName, target) && !this.options.rules) return undefined;
+    if (views.some((view) => view.skills.length > 0)) this.refreshStartupSkills(env.systemPrompt);
+    // Rules touch point: the path rule globs see, and git's answers for rule folders.
+    const touched = this.options.rules ? touchedPath(discovery, target, env.cwd) : undefined;
+    const ruleAnswer = this.options.rules ? this.rulesOf(discovery).learnGitIgnores(views, this.git) : undefined;
+    if (gated) {
+      this.inspection.record(views);
+      const gate = this.gate(event.toolCallId, views, touched);
+      if (gate) return gate;
+    }
+    const input = event.input as Record<string, unknown>;
+    this.pending.set(event.toolCallId, {
+      gitAnswer: joinAnswers(gitAnswer, importAnswer, ruleAnswer),
+      heldImports: importAnswer !== undefined,
+      touched,
+      toolName: event.toolName,
+      rootId: this.rootOf(event.toolCallId),
+      nested: event.parentToolCallId !== undefined,
+      target,
+      views,
+      withSkills,
+      instructionTarget: this.instructionTarget(discovery, target),
+      partial: event.toolName === "read" && (input.offset !== undefined || input.limit !== undefined),
+      generation: this.ledger.generation,
+    });
     return undefined;
   }
-  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
-  return text.includes("\r") ? text.replace(/\r\n?/g, "\n") : text;
+
+  private sweepScheduled = false;
+
+  /** Runs a due cache sweep after the current call, so no tool call pays for it. */
+  private sweepSoon(discovery: Discovery): void {
+    if (this.sweepScheduled || !discovery.wantsSweep()) return;
+    this.sweepScheduled = true;
+    setImmediate(() => {
+      this.sweepScheduled = false;
+      try {
+        if (discovery === this.discovery && discovery.sweep()) {
+          this.inspection.prune((scope) => discovery.exists(join(discovery.cwdReal, scope)));
+        }
+      } catch {
+        // A sweep that fails leaves the caches as they were: correct, only larger.
+      }
+    });
+  }
+
+  private writesInstruction(toolName: string, target: string): boolean {
+    return toolName === "write" && this.options.fileNames.includes(basename(target));
+  }
+
+  private shouldGate(event: ToolCallEvent): boolean {
+    return (
+      this.options.gateWrites &&
+      event.parentToolCallId === undefined &&
+      (event.toolName === "write" || event.toolName === "edit")
+    );
+  }
+
+  /**
+   * Holds back the first write or edit into a scope whose instructions the model lacks: the block
+   * reason carries them, the ledger counts them delivered, and the retry goes through. Pi persists
+   * the reason as the call's error result; `gateRecords` waits for that message to record it.
+   */
+  private gate(toolCallId: string, views: DirectoryView[], touched?: string): GateOutcome | undefined {
+    const plan = this.plan(views, {}, touched === undefined ? [] : [touched]);
+    if (plan.files.length === 0 && !plan.rules?.length) return this.holdSibling(views);
+    fitPlanToBudget(plan, this.options.budgetBytes);
+    if (plan.files.length === 0 && !plan.rules?.length) return this.holdSibling(views);
+    this.ledger.apply(plan.record);
+    this.gateRecords.set(toolCallId, plan.record);
+    for (const entry of plan.files) this.gatedScopes.add(entry.scope);
+    const reason = `${formatReminder(plan)}\n${GATE_RETRY_TEXT}`;
+    return { block: true, reason, plan };
+  }
+
+  /** Holds a write into a scope gated in this turn: its instructions reach the model only after it. */
+  private holdSibling(views: DirectoryView[]): GateOutcome | undefined {
+    if (this.gatedScopes.size === 0 || !views.some((view) => this.gatedScopes.has(view.scope))) return undefined;
+    return { block: true, reason: GATE_SIBLING_TEXT, plan: { record: emptyRecord(), files: [], skills: [] } };
+  }
+
+  /** The gate's ledger record for the error result Pi persists for a held-back call. */
+  takeGateRecord(toolCallId: string): LedgerRecord | undefined {
+    const record = this.gateRecords.get(toolCallId);
+    this.gateRecords.delete(toolCallId);
+    return record;
+  }
+
+  private plan(
+    views: DirectoryView[],
+    shown: Pick<PlanInput, "shownWhole" | "shownInPart">,
+    touched: readonly string[] = [],
+  ): DeliveryPlan {
+    const plan = planDelivery(this.ledger, {
+      views,
+      ...shown,
+      startupSkills: this.startupSkills,
+      cwdReal: this.discovery?.cwdReal,
+    });
+    // Rules touch point: rules contribute planned entries alongside the views.
+    if (this.options.rules && this.discovery) {
+      planRules(this.ledger, plan, {
+        book: this.rulesOf(this.discovery),
+        views,
+        touched,
+        options: this.options,
+      });
+    }
+    return plan;
+  }
+
+  /** The rule book of the bound cwd, made anew when discovery starts over. */
+  rulesOf(discovery: Discovery): RuleBook {
+    if (this.ruleBook?.discovery !== discovery) this.ruleBook = new RuleBook(discovery);
+    return this.ruleBook;
+  }
+
+  private instructionTarget(discovery: Discovery, target: string): string | undefined {
+    if (!this.options.fileNames.includes(basename(target))) return undefined;
+    return discovery.realpathOrUndefined(target);
+  }
+
+  /** Activation, after the tool ran: the patch for this result, or undefined to leave it alone. */
+  onToolResult(event: ToolResultEvent): ResultOutcome | undefined {
+    const call = this.pending.get(event.toolCallId);
+    this.pending.delete(event.toolCallId);
+    this.parentOf.delete(event.toolCallId);
+    const own = call !== undefined && activates(call.toolName, event.isError) ? call : undefined;
+    const ownViews = own ? this.viewsAfterTool(own) : [];
+    if (call) this.inspection.record(own ? ownViews : (this.discovery?.dropGitIgnored(call.views) ?? []));
+    if (own?.nested) {
+      const taken = { call: own, views: ownViews, generation: this.ledger.generation };
+      this.nestedViews.set(own.rootId, [...(this.nestedViews.get(own.rootId) ?? []), taken]);
+      const ownTouched = touchedBy(own);
+      if (ownTouched.length > 0)
+        this.nestedTouched.set(own.rootId, [...(this.nestedTouched.get(own.rootId) ?? []), ...ownTouched]);
+      return undefined;
+    }
+    const fromNested = this.nestedViews.get(event.toolCallId);
+    this.nestedViews.delete(event.toolCallId);
+    const views = fromNested ? mergeViews([...fromNested.flatMap((n) => this.currentViews(n)), ...ownViews]) : ownViews;
+    // Rules touch point: the paths this call and its nested calls touched.
+    const nestedTouched = this.nestedTouched.get(event.toolCallId);
+    this.nestedTouched.delete(event.toolCallId);
+    const touched = [...(nestedTouched ?? []), ...(own ? touchedBy(own) : [])];
+    if (views.length === 0 && (touched.length === 0 || !this.options.rules)) return undefined;
+    return this.deliver(event, views, own ? this.shownByTool(own, event, views) : {}, touched);
+  }
+
+  /** An edit or write may have created or changed instruction files on the chain: look again. */
+  private viewsAfterTool(call: PendingCall): DirectoryView[] {
+    const discovery = this.discovery;
+    if (!discovery) return call.views;
+    if (call.bash) return this.bashViewsAfterTool(discovery, call, call.bash);
+    const changesInstruction =
+      (call.toolName === "edit" || call.toolName === "write") && this.options.fileNames.includes(basename(call.target));
+    // Unless a delivery since this call looked may hold a newer version than its views, or git has
+    // since answered for a held import, they stand.
+    const stale = changesInstruction || call.heldImports || call.generation !== this.ledger.generation;
+    if (!stale) return discovery.dropGitIgnored(call.views);
+    const located = discovery.locate(call.target, !FILE_TOOLS.has(call.toolName));
+    if (located === undefined) return discovery.dropGitIgnored(call.views);
+    if (changesInstruction) call.instructionTarget = discovery.realpathOrUndefined(call.target);
+    const views = discovery.viewChain(located, call.withSkills);
+    // An import that still waits for git comes with the next access; the question goes out now.
+    void this.learnImportGitIgnores(discovery);
+    return views;
+  }
+
+  /** A nested call's views, looked at again when a delivery since then may hold a newer version. */
+  private currentViews(nested: NestedViews): DirectoryView[] {
+    if (nested.generation === this.ledger.generation) return nested.views;
+    const discovery = this.discovery;
+    if (discovery && nested.call.bash) return this.bashViewsAfterTool(discovery, nested.call, nested.call.bash);
+    const located = discovery?.locate(nested.call.target, !FILE_TOOLS.has(nested.call.toolName));
+    // Views that cannot be taken again wait for the next access rather than risk an older version.
+    if (!discovery || located === undefined) return [];
+    return discovery.viewChain(located, nested.call.withSkills);
+  }
+
+  /** Resolves once git has answered for this call's folders (at once when it asked nothing). */
+  settle(toolCallId: string): Promise<void> | undefined {
+    return this.pending.get(toolCallId)?.gitAnswer;
+  }
+
+  /** What of an instruction file or an import the tool's own output already shows the model. */
+  private shownByTool(
+    call: PendingCall,
+    event: ToolResultEvent,
+    views: DirectoryView[],
+  ): Pick<PlanInput, "shownWhole" | "shownInPart"> {
+    const target = call.instructionTarget ?? this.importTarget(call, views);
+    if (target === undefined) return {};
+    // A failed write showed nothing: the file on disk is still the one the model lacks.
+    if (call.toolName === "write") return event.isError ? {} : { shownWhole: target };
+    if (call.toolName !== "read") return {};
+    const whole = !call.partial && !isTruncated(event.details);
+    return whole ? { shownWhole: target } : { shownInPart: target };
+  }
+
+  /** Real path of a read's target when the chain imports it; resolved only when the chain imports. */
+  private importTarget(call: PendingCall, views: DirectoryView[]): string | undefined {
+    if (call.toolName !== "read" || !views.some((view) => view.imports.length > 0)) return undefined;
+    const real = this.discovery?.realpathOrUndefined(call.target);
+    return views.some((view) => view.imports.some(({ file }) => file.realPath === real)) ? real : undefined;
+  }
+
+  private deliver(
+    event: ToolResultEvent,
+    views: DirectoryView[],
+    shown: Pick<PlanInput, "shownWhole" | "shownInPart">,
+    touched: readonly string[] = [],
+  ): ResultOutcome | undefined {
+    const plan = this.plan(views, shown, touched);
+    if (isRecordEmpty(plan.record)) return undefined;
+    fitPlanToBudget(plan, this.options.budgetBytes);
+    if (isRecordEmpty(plan.record)) return undefined;
+    // Planned and applied with no await in between: a sibling's result plans against this delivery.
+    const patch: ToolResultEventResult = { details: withRecord(event.details, plan.record) };
+    if (recordShowsText(plan.record)) {
+      patch.content = [...event.content, { type: "text", text: formatReminder(plan) }];
+      if (event.structuredContent !== undefined) patch.structuredContent = event.structuredContent;
+    }
+    this.ledger.apply(plan.record);
+    if (patch.content) this.awaitConfirmation(event.toolCallId, plan.record);
+    return { patch, plan };
+  }
+
+  /** Applies new options; caches that depend on them start over. */
+  configure(options: Options): void {
+    if (discoveryChanged(this.options, options)) {
+      this.discovery = undefined;
+      this.inspection.clear();
+    }
+    this.options = options;
+  }
+
+  private awaitConfirmation(toolCallId: string, record: LedgerRecord): void {
+    if (this.unconfirmed.size >= MAX_UNCONFIRMED_RESULTS) {
+      this.unconfirmed.delete(this.unconfirmed.keys().next().value!);
+    }
+    this.unconfirmed.set(toolCallId, record);
+  }
+
+  /**
+   * Checks this turn's deliveries against the tool results Pi persisted. An extension that runs
+   * after this one may replace a result (an image alone) or drop the reminder: that delivery never
+   * reached the model, so the ledger must be rebuilt from what the session holds, and the next
+   * access in its scope sends it again. Returns whether one was lost.
+   */
+  confirmTurn(toolResults: readonly unknown[]): boolean {
+    if (this.unconfirmed.size === 0) return false;
+    const lost = toolResults.some((message) => {
+      const id = (message as { toolCallId?: unknown }).toolCallId;
+      if (typeof id !== "string" || !this.unconfirmed.has(id)) return false;
+      const persisted = readRecord((message as { details?: unknown }).details);
+      return persisted === undefined || !projectionShows([message], persisted);
+    });
+    this.unconfirmed.clear();
+    return lost;
+  }
+
+  /** Forgets what calls that never reached their result left behind; all calls of the turn are done. */
+  endTurn(): void {
+    this.unconfirmed.clear();
+    this.pending.clear();
+    this.nestedViews.clear();
+    this.nestedTouched.clear();
+    this.parentOf.clear();
+    this.gateRecords.clear();
+    this.gatedScopes.clear();
+  }
+
+  /** A bash call: the scopes its words name (see Shell words), viewed before it runs. */
+  private discoverBash(event: ToolCallEvent, env: CallEnvironment): undefined {
+    const command = (event.input as { command?: unknown }).command;
+    if (typeof command !== "string") return undefined;
+    const discovery = this.bind(env.cwd);
+    if (!discovery) return undefined;
+    this.sweepSoon(discovery);
+    const commands = readShellCommand(command);
+    const outcomes = locateShellWords(discovery, commands, env.cwd);
+    const locatedChains = shellChains(outcomes);
+    // Rules touch point: the paths the command names, for rule globs.
+    const touched = this.options.rules ? shellTouched(discovery, outcomes, env.cwd) : [];
+    if (locatedChains.length === 0 && touched.length === 0) return undefined;
+    const answers = locatedChains.map((located) => this.learnGitIgnores(discovery, located.links));
+    const withSkills = env.trusted && this.options.skills;
+    const chains = locatedChains.map((located) => discovery.viewChain(located, withSkills));
+    const importAnswer = this.learnImportGitIgnores(discovery);
+    const views = mergeViews(chains.flat());
+    if (views.length === 0 && touched.length === 0) return undefined;
+    if (views.some((view) => view.skills.length > 0)) this.refreshStartupSkills(env.systemPrompt);
+    const ruleAnswer = this.options.rules ? this.rulesOf(discovery).learnGitIgnores(views, this.git) : undefined;
+    this.pending.set(event.toolCallId, {
+      gitAnswer: joinAnswers(...answers, importAnswer, ruleAnswer),
+      heldImports: importAnswer !== undefined,
+      toolName: event.toolName,
+      rootId: this.rootOf(event.toolCallId),
+      nested: event.parentToolCallId !== undefined,
+      target: "",
+      views,
+      withSkills,
+      partial: false,
+      generation: this.ledger.generation,
+      bash: { commands, chains, touched },
+    });
+    return undefined;
+  }
+
+  /** A bash call's views after it ran: looked at again only when it names an instruction file. */
+  private bashViewsAfterTool(
+    discovery: Discovery,
+    call: PendingCall,
+    bash: { commands: ShellCommand[]; chains: DirectoryView[][]; touched: string[] },
+  ): DirectoryView[] {
+    let chains = bash.chains;
+    const names = shellNamesInstruction(bash.commands, this.options.fileNames);
+    if (names || call.heldImports || call.generation !== this.ledger.generation) {
+      const cwd = this.boundCwd ?? discovery.cwdReal;
+      const located = shellChains(locateShellWords(discovery, bash.commands, cwd));
+      chains = located.map((chain) => discovery.viewChain(chain, call.withSkills));
+      // An import that still waits for git comes with the next access; the question goes out now.
+      void this.learnImportGitIgnores(discovery);
+    }
+    // Each chain is cut at its own git-ignored folder; the others stand.
+    return mergeViews(chains.flatMap((views) => discovery.dropGitIgnored(views)));
+  }
+
+  /** Sizes of every map, for tests and the soak run. */
+  stateSizes(): Record<string, number> {
+    return {
+      pending: this.pending.size,
+      nestedViews: this.nestedViews.size,
+      nestedTouched: this.nestedTouched.size,
+      parentOf: this.parentOf.size,
+      gateRecords: this.gateRecords.size,
+      gatedScopes: this.gatedScopes.size,
+      unconfirmed: this.unconfirmed.size,
+      ...this.inspection.sizes(),
+      ledgerFiles: this.ledger.files.size,
+      ledgerScopes: this.ledger.pathsByScope.size,
+      ledgerSkills: this.ledger.skills.size,
+      ledgerSkipped: this.ledger.skipped.size,
+      ledgerAlsoGoverns: this.ledger.alsoGoverns.size,
+      ...this.discovery?.cacheSizes(),
+    };
+  }
 }
 
-/** The longest prefix of `text` that fits in `maxBytes` of UTF-8, never splitting a character. */
-export function cutUtf8(text: string, maxBytes: number): string {
-  const bytes = Buffer.from(text, "utf8");
-  if (bytes.length <= maxBytes) return text;
-  let end = Math.max(0, maxBytes);
-  while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end--;
-  return bytes.subarray(0, end).toString("utf8");
+function isSettledError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return typeof code === "string" && SETTLED_ERROR_CODES.has(code);
 }
 
-const FENCE = /^\s{0,3}(`{3,}|~{3,})/;
-const INLINE_CODE = /(`+)[^`]*?\1/g;
-const IMPORT_TOKEN = /(?:^|[\s([])@((?:\.{1,2}\/|[\w-])[^\s)\]`'"<>,;]*)/g;
+/** The paths a call touched, for rule globs: a bash call's are the paths its command names. */
+function touchedBy(call: PendingCall): string[] {
+  if (call.bash) return call.bash.touched;
+  return call.touched === undefined ? [] : [call.touched];
+}
 
-/** The `@path` tokens of an instruction file, outside fenced blocks and code spans, in order. */
-export function importTokens(text: string): string[] {
-  const tokens: string[] = [];
-  let fence: string | undefined;
-  for (const line of text.split("\n")) {
-    const marker = FENCE.exec(line)?.[1];
-    if (marker !== undefined && (fence === undefined || (marker[0] === fence[0] && marker.length >= fence.length))) {
-      fence = fence === undefined ? marker : undefined;
+function activates(toolName: string, isError: boolean): boolean {
+  // A failing bash command (a test run) is exactly when a scope's rules matter.
+  return toolName === "edit" || toolName === "write" || toolName === "bash" || !isError;
+}
+
+function isTruncated(details: unknown): boolean {
+  if (typeof details !== "object" || details === null) return false;
+  const truncation = (details as { truncation?: { truncated?: unknown } }).truncation;
+  return truncation?.truncated === true;
+}
+
+/** One view per scope, parent first; a later view of the same scope is the fresher one. */
+export function mergeViews(views: DirectoryView[]): DirectoryView[] {
+  const byScope = new Map<string, DirectoryView>();
+  for (const view of views) byScope.set(view.scope, view);
+  return [...byScope.values()].sort((a, b) => depthOf(a.scope) - depthOf(b.scope) || a.scope.localeCompare(b.scope));
+}
+
+function depthOf(scope: string): number {
+  return scope.split("/").length;
+}
+
+function withRecord(details: unknown, record: LedgerRecord): Record<string, unknown> {
+  const base =
+    typeof details === "object" && details !== null && !Array.isArray(details)
+      ? (details as Record<string, unknown>)
+      : {};
+  return { ...base, [DETAILS_KEY]: record };
+}
+
+/** cwd-relative path of a tool's target with forward slashes, for rule globs; undefined outside cwd. */
+export function touchedPath(discovery: Discovery, target: string, cwd: string): string | undefined {
+  const inside = (root: string) => {
+    const rel = relative(root, target);
+    if (rel === ".." || rel.startsWith(`..${sep}`) || isAbsolute(rel)) return undefined;
+    return sep === "/" ? rel : rel.split(sep).join("/");
+  };
+  return inside(discovery.cwdReal) ?? inside(resolve(cwd));
+}
+
+// =============================================================================================
+// 3. What the model holds, and when we send again. The ledger is rebuilt from the records the
+// model still sees (the session projection), and planning compares it with what folders offer:
+//
+//   same version as the model holds      -> nothing
+//   another version                      -> supersede
+//   no longer offered by its folder      -> withdraw
+//   not in the model's context any more  -> send at the next access
+
+// The record format and the ledger: what the model has in context right now, rebuilt from the
+// session's own tool results.
+
+export interface FileRecord {
+  path: string;
+  scope: string;
+  version: string;
+  bytes: number;
+  /** How the model got it: appended by us, or through its own read of the file. */
+  via: "reminder" | "read";
+  /** Set for an import: the file whose `@path` token brought it in. */
+  importedBy?: string;
+  truncated?: boolean;
+}
+
+export interface SkillRecord {
+  path: string;
+  name: string;
+  scope: string;
+  version: string;
+}
+
+export interface LedgerRecord {
+  v: number;
+  files: FileRecord[];
+  skills: SkillRecord[];
+  retracted: Array<{ path: string; scope: string }>;
+  retractedSkills: Array<{ path: string; scope: string }>;
+  /** Refused files the model was told about; `inImport` marks a refused import of `path`. */
+  skipped: Skip[];
+  /** Files the model holds that also govern another scope (one file linked into several folders). */
+  alsoGoverns?: Array<{ path: string; scope: string }>;
+  /** Rules delivered or listed (absent in records without rules, so older records read the same). */
+  rules?: RuleRecord[];
+  retractedRules?: Array<{ path: string; dir: string }>;
+}
+
+export interface Skip {
+  path: string;
+  reason: Reason;
+  inImport?: boolean;
+  counts?: { taken: number; total: number };
+}
+
+function skipKey(skip: Skip): string {
+  if (CAP_REASONS.has(skip.reason)) return `${skip.reason}\0${skip.path}`;
+  // One file may hold several refused imports: the model hears of each reason once.
+  return skip.inImport ? `import\0${skip.path}\0${skip.reason}` : skip.path;
+}
+
+export function emptyRecord(): LedgerRecord {
+  return { v: LEDGER_VERSION, files: [], skills: [], retracted: [], retractedSkills: [], skipped: [] };
+}
+
+export function isRecordEmpty(record: LedgerRecord): boolean {
+  return (
+    record.files.length === 0 &&
+    record.skills.length === 0 &&
+    record.retracted.length === 0 &&
+    record.retractedSkills.length === 0 &&
+    record.skipped.length === 0 &&
+    (record.alsoGoverns?.length ?? 0) === 0 &&
+    !recordHasRules(record)
+  );
+}
+
+/**
+ * The ledger record in a tool result's details. Session files outlive versions of this extension:
+ * each entry is checked on its own, and one that does not fit is dropped alone.
+ */
+export function readRecord(details: unknown): LedgerRecord | undefined {
+  if (!isObject(details)) return undefined;
+  const record = details[DETAILS_KEY];
+  if (!isObject(record) || record.v !== LEDGER_VERSION) return undefined;
+  return {
+    v: LEDGER_VERSION,
+    files: entriesOf(record.files, fileRecordOf),
+    skills: entriesOf(record.skills, skillRecordOf),
+    retracted: entriesOf(record.retracted, scopedPathOf),
+    retractedSkills: entriesOf(record.retractedSkills, scopedPathOf),
+    skipped: entriesOf(record.skipped, skipOf),
+    ...(Array.isArray(record.alsoGoverns) ? { alsoGoverns: entriesOf(record.alsoGoverns, scopedPathOf) } : {}),
+    ...ruleFieldsOf(record),
+  };
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function areStrings(...values: unknown[]): boolean {
+  return values.every((value) => typeof value === "string");
+}
+
+function entriesOf<T>(value: unknown, read: (entry: unknown) => T | undefined): T[] {
+  if (!Array.isArray(value)) return [];
+  const entries: T[] = [];
+  for (const entry of value) {
+    const parsed = read(entry);
+    if (parsed !== undefined) entries.push(parsed);
+  }
+  return entries;
+}
+
+function fileRecordOf(entry: unknown): FileRecord | undefined {
+  if (!isObject(entry)) return undefined;
+  const { path, scope, version, bytes, via, importedBy, truncated } = entry;
+  if (!areStrings(path, scope, version) || typeof bytes !== "number" || (via !== "reminder" && via !== "read"))
+    return undefined;
+  if (
+    (importedBy !== undefined && typeof importedBy !== "string") ||
+    (truncated !== undefined && typeof truncated !== "boolean")
+  )
+    return undefined;
+  const record: FileRecord = { path: path as string, scope: scope as string, version: version as string, bytes, via };
+  if (importedBy !== undefined) record.importedBy = importedBy;
+  if (truncated) record.truncated = true;
+  return record;
+}
+
+function skillRecordOf(entry: unknown): SkillRecord | undefined {
+  if (!isObject(entry) || !areStrings(entry.path, entry.name, entry.scope, entry.version)) return undefined;
+  const { path, name, scope, version } = entry as unknown as SkillRecord;
+  return { path, name, scope, version };
+}
+
+function scopedPathOf(entry: unknown): { path: string; scope: string } | undefined {
+  if (!isObject(entry) || !areStrings(entry.path, entry.scope)) return undefined;
+  return { path: entry.path as string, scope: entry.scope as string };
+}
+
+function skipOf(entry: unknown): Skip | undefined {
+  if (!isObject(entry) || typeof entry.path !== "string" || typeof entry.reason !== "string") return undefined;
+  if (!Object.hasOwn(REASONS, entry.reason) || (entry.inImport !== undefined && typeof entry.inImport !== "boolean"))
+    return undefined;
+  const skip: Skip = { path: entry.path, reason: entry.reason as Reason };
+  if (entry.inImport) skip.inImport = true;
+  return skip;
+}
+
+export class Ledger {
+  /** Instruction files the model holds: path → what it holds. */
+  readonly files = new Map<string, FileRecord>();
+  /** Paths delivered for each scope: its instruction file and that file's imports. */
+  readonly pathsByScope = new Map<string, Set<string>>();
+  readonly skills = new Map<string, SkillRecord>();
+  readonly skillsByScope = new Map<string, Set<string>>();
+  /** Skip notices the model holds, by skipKey → reason. */
+  readonly skipped = new Map<string, Reason>();
+  /** Paths whose withdrawal notice the model holds. */
+  readonly retracted = new Set<string>();
+  /** Further scopes the model was told a held file governs: path → scopes. */
+  readonly alsoGoverns = new Map<string, Set<string>>();
+  /** Rules the model holds: path → record; and the paths held per rule folder. */
+  readonly rules = new Map<string, RuleRecord>();
+  readonly ruleDirs = new Map<string, Set<string>>();
+  readonly retractedRules = new Set<string>();
+  /** Bumped by every change, so that a pending call can tell that its views may be stale. */
+  generation = 0;
+
+  clear(): void {
+    this.generation++;
+    this.retracted.clear();
+    this.alsoGoverns.clear();
+    this.files.clear();
+    this.pathsByScope.clear();
+    this.skills.clear();
+    this.skillsByScope.clear();
+    this.skipped.clear();
+    this.rules.clear();
+    this.ruleDirs.clear();
+    this.retractedRules.clear();
+  }
+
+  apply(record: LedgerRecord): void {
+    this.generation++;
+    for (const { path, scope } of record.retracted) {
+      this.files.delete(path);
+      this.pathsByScope.get(scope)?.delete(path);
+      this.retracted.add(path);
+      this.alsoGoverns.delete(path);
+    }
+    for (const { path, scope } of record.retractedSkills) {
+      this.skills.delete(path);
+      this.skillsByScope.get(scope)?.delete(path);
+    }
+    for (const file of record.files) {
+      const earlier = this.files.get(file.path);
+      if (earlier && earlier.scope !== file.scope) this.pathsByScope.get(earlier.scope)?.delete(file.path);
+      if (earlier?.version !== file.version) this.alsoGoverns.delete(file.path);
+      this.files.set(file.path, file);
+      this.retracted.delete(file.path);
+      let paths = this.pathsByScope.get(file.scope);
+      if (!paths) this.pathsByScope.set(file.scope, (paths = new Set()));
+      paths.add(file.path);
+      this.skipped.delete(file.path);
+    }
+    for (const skill of record.skills) {
+      this.skills.set(skill.path, skill);
+      let paths = this.skillsByScope.get(skill.scope);
+      if (!paths) this.skillsByScope.set(skill.scope, (paths = new Set()));
+      paths.add(skill.path);
+    }
+    for (const skip of record.skipped) this.skipped.set(skipKey(skip), skip.reason);
+    for (const { path, scope } of record.alsoGoverns ?? []) {
+      let scopes = this.alsoGoverns.get(path);
+      if (!scopes) this.alsoGoverns.set(path, (scopes = new Set()));
+      scopes.add(scope);
+    }
+    if (recordHasRules(record)) applyRuleRecords(this, record);
+  }
+
+  /** Replays the records of the entries still in the model's context, oldest first. */
+  rebuild(records: Iterable<LedgerRecord>): void {
+    this.clear();
+    for (const record of records) this.apply(record);
+  }
+}
+
+// Planning one delivery: what of the viewed chain the model lacks.
+
+export interface PlannedFile {
+  file: InstructionFile;
+  scope: string;
+  /** The model holds an earlier version of this path. */
+  supersedes: boolean;
+  importedBy?: string;
+  /** Set when the budget cut the text. */
+  cutText?: string;
+  /** The scope as shown, when it is not the folder's (a rule's globs). */
+  scopeText?: string;
+  /** Set when the budget left the file out of this reminder. */
+  leftOut?: boolean;
+}
+
+export interface PlannedSkill extends Skill {
+  scope: string;
+  /** Pi listed a skill of this name at start-up, from another location. */
+  overridesStartup: boolean;
+}
+
+export interface DeliveryPlan {
+  record: LedgerRecord;
+  /** Files to append, parent first, each import right after the file that imports it. */
+  files: PlannedFile[];
+  skills: PlannedSkill[];
+  /** Rule texts (and their imports) and description-only rules, planned by the Rules section. */
+  rules?: PlannedFile[];
+  ruleListings?: RuleListing[];
+  /** What the budget left out of this reminder, announced in one line. */
+  leftOut?: { files: number; skills: number; notices: number };
+}
+
+export interface PlanInput {
+  views: DirectoryView[];
+  /** Real path of an instruction file the tool result itself shows whole (a plain read of it). */
+  shownWhole?: string;
+  /** Real path of a file the tool shows only in part: not appended now, not counted as delivered. */
+  shownInPart?: string;
+  /** Skills Pi listed in its system prompt at start-up: name → location. */
+  startupSkills?: ReadonlyMap<string, string>;
+  /** Real path of cwd, to compare skill locations with Pi's. */
+  cwdReal?: string;
+}
+
+export function planDelivery(ledger: Ledger, input: PlanInput): DeliveryPlan {
+  const plan: DeliveryPlan = { record: emptyRecord(), files: [], skills: [] };
+  const planned = new Set<string>();
+  const offered = offeredPaths(input.views);
+  for (const view of input.views) {
+    planRetraction(ledger, view, offered, plan);
+    planSkips(ledger, view, plan);
+    if (view.file) planFile(ledger, input, plan, planned, { file: view.file, scope: view.scope });
+    for (const { file, importedBy } of view.imports)
+      planFile(ledger, input, plan, planned, { file, scope: view.scope, importedBy });
+    for (const skill of view.skills) planSkill(ledger, input, plan, skill, view.scope);
+  }
+  return plan;
+}
+
+function planFile(
+  ledger: Ledger,
+  input: PlanInput,
+  plan: DeliveryPlan,
+  planned: Set<string>,
+  entry: { file: InstructionFile; scope: string; importedBy?: string },
+): void {
+  const { file, scope, importedBy } = entry;
+  if (file.realPath === input.shownInPart) return;
+  const held = ledger.files.get(file.path);
+  // One file linked into several folders: the model, holding its text, learns the other scopes.
+  const sentWith = plan.record.files.find((record) => record.path === file.path)?.scope ?? held?.scope;
+  const alsoGoverns = () => {
+    if (importedBy === undefined && sentWith !== undefined) planAlsoGoverns(ledger, plan, file.path, sentWith, scope);
+  };
+  if (planned.has(file.path)) return alsoGoverns();
+  // A whole read is recorded even when the model already held the file: if a compaction later
+  // drops the earlier delivery but keeps this read, the ledger must still see the file.
+  const via = file.realPath === input.shownWhole ? "read" : "reminder";
+  if (held?.version === file.version && via === "reminder") return alsoGoverns();
+  planned.add(file.path);
+  const record: FileRecord = { path: file.path, scope, version: file.version, bytes: file.bytes, via };
+  if (importedBy !== undefined) record.importedBy = importedBy;
+  plan.record.files.push(record);
+  if (via === "reminder") plan.files.push({ file, scope, supersedes: held !== undefined, importedBy });
+}
+
+function planAlsoGoverns(ledger: Ledger, plan: DeliveryPlan, path: string, sentWith: string, scope: string): void {
+  if (sentWith === scope || ledger.alsoGoverns.get(path)?.has(scope)) return;
+  const told = (plan.record.alsoGoverns ??= []);
+  if (!told.some((entry) => entry.path === path && entry.scope === scope)) told.push({ path, scope });
+}
+
+function planSkill(ledger: Ledger, input: PlanInput, plan: DeliveryPlan, skill: Skill, scope: string): void {
+  if (ledger.skills.get(skill.path)?.version === skill.version) return;
+  if (plan.skills.some((s) => s.path === skill.path)) return;
+  const startup = input.startupSkills?.get(skill.name);
+  const sameAsStartup =
+    startup !== undefined && input.cwdReal !== undefined && resolve(input.cwdReal, skill.path) === resolve(startup);
+  if (sameAsStartup) return;
+  plan.record.skills.push({ path: skill.path, name: skill.name, scope, version: skill.version });
+  plan.skills.push({ ...skill, scope, overridesStartup: startup !== undefined });
+}
+
+/** Every path the chain offers: instruction files and their imports, in any of its folders. */
+function offeredPaths(views: DirectoryView[]): Set<string> {
+  const offered = new Set<string>();
+  for (const view of views) {
+    if (view.file) offered.add(view.file.path);
+    for (const { file } of view.imports) offered.add(file.path);
+  }
+  return offered;
+}
+
+/** Whether an I/O error hid part of what the folder offers: what the model holds of it then stands. */
+function isUnknown(view: DirectoryView, skills: boolean): boolean {
+  return view.rejected.some((r) => r.reason === "unreadable" && (r.kind === "skill") === skills);
+}
+
+/** What the model holds for this scope and the folder no longer offers is withdrawn. */
+function planRetraction(ledger: Ledger, view: DirectoryView, offered: Set<string>, plan: DeliveryPlan): void {
+  if (!isUnknown(view, false)) planFileRetraction(ledger, view, offered, plan);
+  if (!isUnknown(view, true)) planSkillRetraction(ledger, view, plan);
+}
+
+/** Files are withdrawn unless another folder on the chain still offers them (an import two files share). */
+function planFileRetraction(ledger: Ledger, view: DirectoryView, offered: Set<string>, plan: DeliveryPlan): void {
+  for (const path of ledger.pathsByScope.get(view.scope) ?? []) {
+    if (offered.has(path) || ledger.files.get(path)?.scope !== view.scope) continue;
+    plan.record.retracted.push({ path, scope: view.scope });
+  }
+}
+
+function planSkillRetraction(ledger: Ledger, view: DirectoryView, plan: DeliveryPlan): void {
+  const held = ledger.skillsByScope.get(view.scope);
+  if (!held || held.size === 0) return;
+  const present = new Set(view.skills.map((skill) => skill.path));
+  for (const path of held) {
+    if (!present.has(path) && ledger.skills.get(path)?.scope === view.scope) {
+      plan.record.retractedSkills.push({ path, scope: view.scope });
+    }
+  }
+}
+
+/** Instruction files that exist but were refused: the model hears of each once per reason. */
+function planSkips(ledger: Ledger, view: DirectoryView, plan: DeliveryPlan): void {
+  for (const rejection of view.rejected) {
+    if (rejection.kind !== "instruction" && rejection.kind !== "import" && rejection.kind !== "cap") continue;
+    // A file the model holds stays as it is while it cannot be read: nothing to tell.
+    if (rejection.reason === "unreadable" && ledger.files.has(rejection.path)) continue;
+    const skip: Skip =
+      rejection.kind === "import"
+        ? { path: rejection.path, reason: rejection.reason, inImport: true }
+        : { path: rejection.path, reason: rejection.reason };
+    if (rejection.counts) skip.counts = rejection.counts;
+    if (ledger.skipped.get(skipKey(skip)) === skip.reason) continue;
+    if (plan.record.skipped.some((s) => skipKey(s) === skipKey(skip) && s.reason === skip.reason)) continue;
+    plan.record.skipped.push(skip);
+  }
+}
+
+/** Whether a delivery puts text in front of the model (a read of the file itself puts none). */
+function recordShowsText(r: LedgerRecord): boolean {
+  const appended = r.files.some((file) => file.via === "reminder");
+  const notices = r.retracted.length + r.retractedSkills.length + r.skipped.length + (r.alsoGoverns?.length ?? 0);
+  return appended || recordHasRules(r) || r.skills.length + notices > 0;
+}
+
+function recordOfEntry(entry: unknown): LedgerRecord | undefined {
+  if (typeof entry !== "object" || entry === null) return undefined;
+  const e = entry as { type?: unknown; message?: { role?: unknown; details?: unknown } };
+  if (e.type !== "message" || e.message?.role !== "toolResult") return undefined;
+  return readRecord(e.message.details);
+}
+
+// Rules in the ledger and in planning.
+
+export interface RuleRecord {
+  path: string;
+  /** cwd-relative rule folder it came from. */
+  dir: string;
+  version: string;
+  /** "text": the body was appended; "listing": only its name and description were listed. */
+  as: "text" | "listing";
+  bytes?: number;
+  /** Set for an import of a Claude rule: the rule whose `@path` token brought it in. */
+  importedBy?: string;
+  truncated?: boolean;
+}
+
+export interface RuleListing {
+  name: string;
+  description: string;
+  path: string;
+  scope: string;
+}
+
+function recordHasRules(record: LedgerRecord): boolean {
+  return (record.rules?.length ?? 0) + (record.retractedRules?.length ?? 0) > 0;
+}
+
+function isRuleEntry(value: unknown): value is { path: string; dir: string; version?: string } {
+  const entry = value as Partial<RuleRecord> | null;
+  return typeof entry === "object" && entry !== null && typeof entry.path === "string" && typeof entry.dir === "string";
+}
+
+/** The rule fields of a stored record, only when present: records without rules keep their shape. */
+function ruleFieldsOf(record: Partial<LedgerRecord>): Pick<LedgerRecord, "rules" | "retractedRules"> {
+  const fields: Pick<LedgerRecord, "rules" | "retractedRules"> = {};
+  if (Array.isArray(record.rules)) {
+    fields.rules = record.rules.filter((r): r is RuleRecord => isRuleEntry(r) && typeof r.version === "string");
+  }
+  if (Array.isArray(record.retractedRules)) fields.retractedRules = record.retractedRules.filter(isRuleEntry);
+  return fields;
+}
+
+function applyRuleRecords(ledger: Ledger, record: LedgerRecord): void {
+  for (const { path, dir } of record.retractedRules ?? []) {
+    ledger.rules.delete(path);
+    ledger.ruleDirs.get(dir)?.delete(path);
+    ledger.retractedRules.add(path);
+  }
+  for (const rule of record.rules ?? []) {
+    const earlier = ledger.rules.get(rule.path);
+    if (earlier && earlier.dir !== rule.dir) ledger.ruleDirs.get(earlier.dir)?.delete(rule.path);
+    ledger.rules.set(rule.path, rule);
+    let paths = ledger.ruleDirs.get(rule.dir);
+    if (!paths) ledger.ruleDirs.set(rule.dir, (paths = new Set()));
+    paths.add(rule.path);
+    ledger.retractedRules.delete(rule.path);
+  }
+}
+
+export interface RulePlanInput {
+  book: RuleBook;
+  views: DirectoryView[];
+  touched: readonly string[];
+  options: Options;
+}
+
+/** Adds to a plan the rules the model lacks for these paths, and withdraws rules that are gone. */
+export function planRules(ledger: Ledger, plan: DeliveryPlan, input: RulePlanInput): void {
+  const folders = input.book.foldersFor(input.views, input.options.ruleSources);
+  for (const folder of folders) {
+    planRuleRetractions(ledger, plan, folder);
+    if (folder.rejected.length > 0)
+      planSkips(ledger, { ...emptyView(folder.place.display), rejected: folder.rejected }, plan);
+  }
+  if (input.touched.length === 0) return;
+  for (const rule of input.book.applying(folders, input.touched)) {
+    if (rule.meta.kind === "described") planRuleListing(ledger, plan, input, rule);
+    else planRuleText(ledger, plan, input, rule);
+  }
+}
+
+function planRuleText(ledger: Ledger, plan: DeliveryPlan, input: RulePlanInput, rule: Rule): void {
+  const entries: Array<{ file: InstructionFile; importedBy?: string }> = [{ file: rule.body }];
+  if (rule.source === "claude" && input.options.imports) {
+    const rejected: Rejection[] = [];
+    entries.push(...input.book.discovery.importsOf(rule.loaded, rejected));
+    if (rejected.length > 0) planSkips(ledger, { ...emptyView(rule.dir), rejected }, plan);
+  }
+  for (const { file, importedBy } of entries) {
+    const held = ledger.rules.get(file.path);
+    if (held?.as === "text" && held.version === file.version) continue;
+    if (!claimRule(plan, file.path)) continue;
+    const record: RuleRecord = { path: file.path, dir: rule.dir, version: file.version, as: "text", bytes: file.bytes };
+    if (importedBy !== undefined) record.importedBy = importedBy;
+    (plan.record.rules ??= []).push(record);
+    const supersedes = held !== undefined;
+    (plan.rules ??= []).push({ file, scope: rule.base, scopeText: rule.scope, supersedes, importedBy });
+  }
+}
+
+function planRuleListing(ledger: Ledger, plan: DeliveryPlan, input: RulePlanInput, rule: Rule): void {
+  if (ledger.rules.get(rule.path)?.version === rule.listingVersion) return;
+  if (!claimRule(plan, rule.path)) return;
+  (plan.record.rules ??= []).push({ path: rule.path, dir: rule.dir, version: rule.listingVersion, as: "listing" });
+  const { name, description } = rule.meta;
+  (plan.ruleListings ??= []).push({ name, description, path: rule.path, scope: rule.scope });
+}
+
+/** False when this plan already has the path (a file two rules import). */
+function claimRule(plan: DeliveryPlan, path: string): boolean {
+  return !plan.record.rules?.some((record) => record.path === path);
+}
+
+/** A rule the model holds whose file is gone, refused or now manual is withdrawn, with its imports. */
+function planRuleRetractions(ledger: Ledger, plan: DeliveryPlan, folder: RuleFolder): void {
+  const held = ledger.ruleDirs.get(folder.place.display);
+  if (!held || held.size === 0) return;
+  folder.offered ??= new Set(folder.rules.filter((rule) => rule.meta.kind !== "manual").map((rule) => rule.path));
+  for (const path of held) {
+    if (folder.offered.has(path)) continue;
+    const record = ledger.rules.get(path);
+    if (!record || record.importedBy !== undefined) continue;
+    const gone = [...held].filter((other) => other === path || ledger.rules.get(other)?.importedBy === path);
+    for (const withdrawn of gone) (plan.record.retractedRules ??= []).push({ path: withdrawn, dir: record.dir });
+  }
+}
+
+// The session projection: which records the model still sees after compaction and context edits.
+
+interface SessionView {
+  buildSessionProjection?: () => { entries: Array<{ sourceEntry: unknown; messages: unknown[] }> };
+  buildContextEntries?: () => unknown[];
+  getBranch: () => unknown[];
+  getLeafId?: () => string | null;
+  getEntry?: (id: string) => { type: string; parentId: string | null } | undefined;
+}
+
+/** The entry the ledger last saw the session at, to find what was appended since. */
+export function sessionMark(sessionManager: SessionView): string | null | undefined {
+  return typeof sessionManager.getLeafId === "function" ? sessionManager.getLeafId() : undefined;
+}
+
+/**
+ * Whether a context edit entered the branch since `mark`. Pi appends them between turns (another
+ * extension's turn_end or agent_before_settle, or its own recovery), with no event of their own.
+ * Walks back only over the entries appended since; a mark that left the branch counts as an edit.
+ */
+export function contextEditedSince(sessionManager: SessionView, mark: string | null | undefined): boolean {
+  if (typeof sessionManager.getEntry !== "function" || mark === undefined) return false;
+  let id = sessionMark(sessionManager) ?? null;
+  while (id !== null && id !== mark) {
+    const entry = sessionManager.getEntry(id);
+    if (!entry || entry.type === "context_edit") return true;
+    id = entry.parentId;
+  }
+  return id !== mark;
+}
+
+/**
+ * The ledger records of the entries the model still sees: the active branch with compaction and
+ * context edits applied. A record whose reminder an edit removed no longer counts.
+ */
+export function recordsInContext(sessionManager: SessionView): LedgerRecord[] {
+  if (typeof sessionManager.buildSessionProjection === "function") {
+    const records: LedgerRecord[] = [];
+    for (const projected of sessionManager.buildSessionProjection().entries) {
+      const record = recordOfEntry(projected.sourceEntry);
+      if (record && projectionShows(projected.messages, record)) records.push(record);
+    }
+    return records;
+  }
+  const entries =
+    typeof sessionManager.buildContextEntries === "function"
+      ? sessionManager.buildContextEntries()
+      : sessionManager.getBranch();
+  return entries.map(recordOfEntry).filter((record): record is LedgerRecord => record !== undefined);
+}
+
+function projectionShows(messages: unknown[], record: LedgerRecord): boolean {
+  if (messages.length === 0) return false;
+  if (!recordShowsText(record)) return true;
+  return messages.some((message) => {
+    const content = (message as { content?: unknown }).content;
+    return (
+      Array.isArray(content) &&
+      content.some((block) => typeof block?.text === "string" && block.text.includes(REMINDER_OPEN))
+    );
+  });
+}
+
+// =============================================================================================
+// 4. Reminder text and budget. The deepest files are kept whole first; broader ones are cut to the
+// budget, and what does not fit is announced as left out.
+
+export function skipText(skip: Skip, field: (text: string) => string = reminderField): string {
+  if (CAP_REASONS.has(skip.reason))
+    return `${field(skip.path)} was not loaded whole: ${reasonText(skip.reason, skip.counts)}`;
+  return skip.inImport
+    ? `an import in ${field(skip.path)} was not loaded: ${REASONS[skip.reason]}`
+    : `${field(skip.path)} was not loaded: ${REASONS[skip.reason]}`;
+}
+
+const CONTROL_NAMES: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
+
+/** A path, name or description kept on one line: control characters are shown, not obeyed. */
+export function oneLine(text: string): string {
+  return text.replace(
+    /[\p{Cc}\u2028\u2029]/gu,
+    (char) => CONTROL_NAMES[char] ?? `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
+}
+
+/** Escapes text as Pi escapes its own skill listing. */
+export function escapeXml(text: string): string {
+  return text
+    .replace(/&/g, "&amp;")
+    .replace(/</g, "&lt;")
+    .replace(/>/g, "&gt;")
+    .replace(/"/g, "&quot;")
+    .replace(/'/g, "&apos;");
+}
+
+/** A one-line field or attribute value inside the reminder: it can neither break a line nor a tag. */
+export function reminderField(text: string): string {
+  return escapeXml(oneLine(text));
+}
+
+const WRAPPER_CLOSING_TAG = /<(?=\s*\/\s*(?:nested-)?instructions\b)/gi;
+
+/**
+ * Instruction text as the reminder carries it: byte for byte, except that anything that reads as
+ * one of the wrapper's own closing tags loses its `<`, so the block ends only where we end it.
+ */
+export function neutralizeClosingTags(text: string): string {
+  return text.replace(WRAPPER_CLOSING_TAG, "&lt;");
+}
+
+export const REMINDER_OPEN = '<nested-instructions source="pi-lazy-agents">';
+
+export const REMINDER_CLOSE = "</nested-instructions>";
+
+/**
+ * Fits the whole reminder (tags, paths, texts, skills, notices and the left-out line) into the byte
+ * budget and at most MAX_REMINDER_FILES files. Notices go first; then the deepest scope's files,
+ * an instruction file before its imports, whole while they fit; the first that does not is cut on
+ * a UTF-8 boundary; skills take what is left. Whatever does not fit leaves the plan and its record,
+ * so it stays pending for a later access, and is counted in one line.
+ */
+export function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
+  const items = plan.files.length + plan.skills.length + noticeCount(plan.record) + ruleCount(plan);
+  const frame = byteLength(formatReminder(plan)) - itemBytes(plan);
+  let remaining = budgetBytes - frame - byteLength(`\n\n${leftOutText(items, items, items)}`);
+  const leftOut = { files: 0, skills: 0, notices: 0 };
+  remaining = fitNotices(plan.record, remaining, leftOut);
+  // Rules touch point: rule texts share the budget and the file count, ranked after the deepest folder's files.
+  const entries = plan.rules?.length ? [...plan.files, ...plan.rules] : plan.files;
+  let kept = 0;
+  for (const index of rankRules(budgetPriority(plan.files), plan)) {
+    const entry = entries[index]!;
+    const whole = fileBytes(entry);
+    if (kept < MAX_REMINDER_FILES && whole <= remaining) {
+      remaining -= whole;
+      kept++;
       continue;
     }
-    if (fence !== undefined) continue;
-    for (const match of line.replace(INLINE_CODE, " ").matchAll(IMPORT_TOKEN)) {
-      const token = match[1]!.replace(/[.:!?]+$/, "");
-      if (token !== "" && !tokens.includes(token)) tokens.push(token);
+    const room = remaining - fileBytes({ ...entry, cutText: "" });
+    if (kept < MAX_REMINDER_FILES && room > 0 && (room >= MIN_CUT_BYTES || kept === 0)) {
+      entry.cutText = cutUtf8(entry.file.text, room);
+      const recorded =
+        index < plan.files.length
+          ? plan.record.files.find((file) => file.path === entry.file.path && file.via === "reminder")
+          : plan.record.rules?.find((rule) => rule.path === entry.file.path);
+      if (recorded) recorded.truncated = true;
+      remaining -= fileBytes(entry);
+      kept++;
+      continue;
     }
+    leaveOut(plan, entry, index >= plan.files.length);
+    leftOut.files++;
   }
-  return tokens;
-}
-
-export function versionOf(text: string): string {
-  return createHash("sha256").update(text).digest("hex").slice(0, VERSION_ID_LENGTH);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Reading one file: stat first, bounded read, strict decoding.
-
-export type Loaded = { ok: true; text: string; version: string; bytes: number } | { ok: false; reason: Reason };
-
-interface Signature {
-  dev: number;
-  ino: number;
-  size: number;
-  mtimeMs: number;
-  ctimeMs: number;
-}
-
-function signatureOf(stats: nodeFs.Stats): Signature {
-  return { dev: stats.dev, ino: stats.ino, size: stats.size, mtimeMs: stats.mtimeMs, ctimeMs: stats.ctimeMs };
-}
-
-function sameSignature(a: Signature, b: Signature | nodeFs.Stats): boolean {
-  return a.ino === b.ino && a.mtimeMs === b.mtimeMs && a.ctimeMs === b.ctimeMs && a.size === b.size && a.dev === b.dev;
-}
-
-/** Reads at most `maxBytes` of a regular file; the file may change between stat and read. */
-export function readBounded(fs: FileSystem, realPath: string, maxBytes: number): Loaded {
-  let fd: number;
-  try {
-    fd = fs.open(realPath);
-  } catch {
-    return { ok: false, reason: "unreadable" };
-  }
-  try {
-    const stats = fs.fstat(fd);
-    if (!stats.isFile()) return { ok: false, reason: "notRegular" };
-    if (stats.size > maxBytes) return { ok: false, reason: "tooLarge" };
-    const buffer = new Uint8Array(maxBytes + 1);
-    let length = 0;
-    while (length < buffer.length) {
-      const count = fs.read(fd, buffer, length, buffer.length - length, length);
-      if (count <= 0) break;
-      length += count;
+  plan.files = plan.files.filter((entry) => !entry.leftOut);
+  if (plan.rules) plan.rules = plan.rules.filter((entry) => !entry.leftOut);
+  plan.ruleListings = plan.ruleListings?.filter((listing) => {
+    const size = byteLength(`\n${ruleListingLine(listing)}`);
+    if (size <= remaining) {
+      remaining -= size;
+      return true;
     }
-    if (length > maxBytes) return { ok: false, reason: "tooLarge" };
-    const text = decodeInstructionText(buffer.subarray(0, length));
-    if (text === undefined) return { ok: false, reason: "notUtf8" };
-    return { ok: true, text, version: versionOf(text), bytes: length };
-  } catch {
-    return { ok: false, reason: "unreadable" };
-  } finally {
-    try {
-      fs.close(fd);
-    } catch {
-      // A failed close loses nothing we read.
+    plan.record.rules = plan.record.rules?.filter((recorded) => recorded.path !== listing.path);
+    leftOut.files++;
+    return false;
+  });
+  plan.skills = plan.skills.filter((skill) => {
+    const size = byteLength(`\n${skillLine(skill)}`);
+    if (size <= remaining) {
+      remaining -= size;
+      return true;
     }
-  }
+    plan.record.skills = plan.record.skills.filter((recorded) => recorded.path !== skill.path);
+    leftOut.skills++;
+    return false;
+  });
+  if (leftOut.files + leftOut.skills + leftOut.notices > 0) plan.leftOut = leftOut;
 }
 
-// ---------------------------------------------------------------------------------------------
-// Options: the defaults of config.ts, which settings may override.
-
-export interface Options {
-  enabled: boolean;
-  fileNames: readonly string[];
-  triggers: ReadonlySet<string>;
-  ignoredDirs: ReadonlySet<string>;
-  maxFileBytes: number;
-  budgetBytes: number;
-  skills: boolean;
-  imports: boolean;
-  gateWrites: boolean;
-  /** Rules (see the Rules section): on or off, and which sources apply. */
-  rules: boolean;
-  ruleSources: ReadonlySet<RuleSource>;
+function byteLength(text: string): number {
+  return Buffer.byteLength(text);
 }
 
-export function defaultOptions(): Options {
-  return {
-    enabled: true,
-    fileNames: INSTRUCTION_FILE_NAMES,
-    triggers: new Set(TRIGGER_TOOLS),
-    ignoredDirs: new Set(IGNORED_DIR_NAMES),
-    maxFileBytes: MAX_FILE_BYTES,
-    budgetBytes: REMINDER_BUDGET_BYTES,
-    skills: true,
-    imports: true,
-    gateWrites: false,
-    rules: true,
-    ruleSources: new Set(RULE_SOURCES),
+function fileBytes(entry: PlannedFile): number {
+  return byteLength(`\n\n${formatFile(entry).join("\n")}`);
+}
+
+/** Bytes the plan's files, rules, skills and notices add to the reminder's frame. */
+function itemBytes(plan: DeliveryPlan): number {
+  const files = [...plan.files, ...(plan.rules ?? [])].reduce((sum, entry) => sum + fileBytes(entry), 0);
+  const listings = (plan.ruleListings ?? []).reduce((sum, r) => sum + byteLength(`\n${ruleListingLine(r)}`), 0);
+  const skills = plan.skills.reduce((sum, skill) => sum + byteLength(`\n${skillLine(skill)}`), 0);
+  return files + listings + skills + noticeLines(plan.record).reduce((sum, line) => sum + byteLength(`\n${line}`), 0);
+}
+
+function ruleCount(plan: DeliveryPlan): number {
+  return (plan.rules?.length ?? 0) + (plan.ruleListings?.length ?? 0);
+}
+
+function noticeCount(record: LedgerRecord): number {
+  return noticeLines(record).length;
+}
+
+/** Keeps the notices that fit, in order; the others stay unsaid (and unrecorded) until a later access. */
+function fitNotices(record: LedgerRecord, budget: number, leftOut: { notices: number }): number {
+  let remaining = budget;
+  const fits = (line: string): boolean => {
+    const size = byteLength(`\n${line}`);
+    if (size > remaining) {
+      leftOut.notices++;
+      return false;
+    }
+    remaining -= size;
+    return true;
   };
+  record.retracted = record.retracted.filter((r) => fits(retractionLine(r.path)));
+  record.retractedSkills = record.retractedSkills.filter((r) => fits(skillRetractionLine(r.path)));
+  if (record.retractedRules) record.retractedRules = record.retractedRules.filter((r) => fits(retractionLine(r.path)));
+  record.skipped = record.skipped.filter((r) => fits(`- ${skipText(r)}.`));
+  if (record.alsoGoverns) record.alsoGoverns = record.alsoGoverns.filter((r) => fits(alsoGovernsLine(r)));
+  return remaining;
 }
 
-// Settings: `lazyAgents` in Pi's settings.json files, as `pi.getSettings()` merges them (project
-// over global, key by key; Pi leaves an untrusted project's settings out). Every value is checked;
-// a bad one keeps its default and earns one fixed warning that names only our own key.
-
-/** Exported for the test that holds schema.json to the same keys. */
-export const SETTING_KEYS = [
-  "enabled",
-  "fileNames",
-  "ignoreDirs",
-  "maxFileBytes",
-  "reminderBudgetBytes",
-  "triggers",
-  "skills",
-  "imports",
-  "gateWrites",
-  "rules",
-  "ruleSources",
-] as const;
-
-type SettingKey = (typeof SETTING_KEYS)[number];
-
-const ALL_TRIGGERS: ReadonlySet<string> = new Set([...TRIGGER_TOOLS, ...OPTIONAL_TRIGGER_TOOLS]);
-
-function isPlainName(value: unknown): value is string {
-  return (
-    typeof value === "string" &&
-    value !== "" &&
-    value !== "." &&
-    value !== ".." &&
-    value.length <= 255 &&
-    !/[/\\\0]/.test(value)
-  );
+function leaveOut(plan: DeliveryPlan, entry: PlannedFile, isRule: boolean): void {
+  entry.leftOut = true;
+  if (isRule) plan.record.rules = plan.record.rules?.filter((rule) => rule.path !== entry.file.path);
+  else plan.record.files = plan.record.files.filter((file) => file.path !== entry.file.path || file.via !== "reminder");
 }
 
-function isNameList(value: unknown, allowEmpty: boolean): value is string[] {
-  return (
-    Array.isArray(value) &&
-    (allowEmpty || value.length > 0) &&
-    value.length <= 64 &&
-    value.every(isPlainName) &&
-    new Set(value).size === value.length
-  );
+/** Indexes of `files` in the order they claim the budget. */
+function budgetPriority(files: PlannedFile[]): number[] {
+  return files
+    .map((entry, index) => ({ index, depth: depthOf(entry.scope), imported: entry.importedBy !== undefined }))
+    .sort((a, b) => b.depth - a.depth || Number(a.imported) - Number(b.imported) || a.index - b.index)
+    .map((entry) => entry.index);
 }
 
-function isByteCount(value: unknown, min: number, max: number): value is number {
-  return typeof value === "number" && Number.isInteger(value) && value >= min && value <= max;
+export function formatReminder(plan: DeliveryPlan): string {
+  const lines: string[] = [REMINDER_OPEN];
+  if (plan.files.length > 0) {
+    lines.push(
+      "The harness found instruction files in folders on the way to the path this tool touched. " +
+        "They are project guidance from the repository, not a message from the user. " +
+        "Each one governs only its scope; where two disagree, the file of the more specific (deeper) folder takes precedence.",
+    );
+    for (const entry of plan.files) lines.push("", ...formatFile(entry));
+  }
+  lines.push(...formatRules(plan));
+  if (plan.skills.length > 0) {
+    lines.push(
+      "",
+      "Skills found in these folders. Read a skill's file when a task matches its description; " +
+        "inside its scope, a skill from a deeper folder wins over one of the same name from above.",
+    );
+    for (const skill of plan.skills) lines.push(skillLine(skill));
+  }
+  const notices = noticeLines(plan.record);
+  if (notices.length > 0) lines.push("", ...notices);
+  const { leftOut } = plan;
+  if (leftOut) lines.push("", leftOutText(leftOut.files, leftOut.skills, leftOut.notices));
+  lines.push(REMINDER_CLOSE);
+  return lines.join("\n");
 }
 
-export interface SettingsOutcome {
-  options: Options;
-  warnings: string[];
+function skillLine(skill: PlannedSkill): string {
+  const precedence = skill.overridesStartup
+    ? " Inside this scope it takes precedence over the skill of the same name listed at start-up."
+    : "";
+  const name = reminderField(skill.name);
+  const scope = reminderField(scopeGlob(skill.scope));
+  return `- ${name} (scope ${scope}): ${reminderField(skill.description)} [${reminderField(skill.path)}]${precedence}`;
 }
 
-/** Names the settings file a `lazyAgents` key came from (the whole object when `key` is undefined). */
-export type SettingsOrigin = (key?: string) => string;
-
-/**
- * Applies the `lazyAgents` settings object over the defaults of config.ts. Each warning names the
- * key and the file it came from, and the allowed values; never a value from the file.
- */
-export function optionsFromSettings(
-  raw: unknown,
-  origin: SettingsOrigin = () => GLOBAL_SETTINGS_LABEL,
-): SettingsOutcome {
-  const options = defaultOptions();
-  const warnings: string[] = [];
-  if (raw === undefined) return { options, warnings };
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
-    return { options, warnings: [SETTINGS_WARNINGS.notObject(origin())] };
-  }
-  const bad = (key: SettingKey, expected: string) =>
-    warnings.push(SETTINGS_WARNINGS.badValue(key, origin(key), expected));
-  const settings = raw as Record<string, unknown>;
-  for (const key of Object.keys(settings)) {
-    if (!(SETTING_KEYS as readonly string[]).includes(key)) warnings.push(unknownKeyWarning(key, origin(key)));
-  }
-  for (const key of ["enabled", "skills", "imports", "gateWrites", "rules"] as const) {
-    if (settings[key] === undefined) continue;
-    if (typeof settings[key] === "boolean") options[key] = settings[key];
-    else bad(key, "true or false");
-  }
-  if (settings.fileNames !== undefined) {
-    if (isNameList(settings.fileNames, false)) options.fileNames = settings.fileNames;
-    else bad("fileNames", "a non-empty list of distinct file names");
-  }
-  if (settings.ignoreDirs !== undefined) {
-    if (isNameList(settings.ignoreDirs, true)) options.ignoredDirs = new Set(settings.ignoreDirs);
-    else bad("ignoreDirs", "a list of distinct folder names");
-  }
-  if (settings.maxFileBytes !== undefined) {
-    if (isByteCount(settings.maxFileBytes, 1, MAX_SETTING_BYTES)) options.maxFileBytes = settings.maxFileBytes;
-    else bad("maxFileBytes", `a whole number of bytes from 1 to ${MAX_SETTING_BYTES}`);
-  }
-  if (settings.reminderBudgetBytes !== undefined) {
-    if (isByteCount(settings.reminderBudgetBytes, 1024, MAX_SETTING_BYTES))
-      options.budgetBytes = settings.reminderBudgetBytes;
-    else bad("reminderBudgetBytes", `a whole number of bytes from 1024 to ${MAX_SETTING_BYTES}`);
-  }
-  if (settings.triggers !== undefined) {
-    const triggers = settings.triggers;
-    if (Array.isArray(triggers) && triggers.every((t) => typeof t === "string" && ALL_TRIGGERS.has(t))) {
-      options.triggers = new Set(triggers as string[]);
-    } else {
-      bad("triggers", `a list of tool names from: ${[...ALL_TRIGGERS].join(", ")}`);
-    }
-  }
-  if (settings.ruleSources !== undefined) {
-    const sources = ruleSourcesOf(settings.ruleSources);
-    if (sources) options.ruleSources = sources;
-    else bad("ruleSources", `a list of distinct rule sources from: ${RULE_SOURCES.join(", ")}`);
-  }
-  return { options, warnings };
+function retractionLine(path: string): string {
+  return `- ${reminderField(path)} no longer applies: its earlier instructions are withdrawn.`;
 }
 
-function unknownKeyWarning(key: string, where: string): string {
-  if (!SHOWN_KEY_PATTERN.test(key)) return SETTINGS_WARNINGS.unnamedKey(where);
-  return SETTINGS_WARNINGS.unknownKey(key, where, nearestSettingKey(key));
+function skillRetractionLine(path: string): string {
+  return `- The skill at ${reminderField(path)} is gone: do not use it.`;
 }
 
-/** The setting a typo most likely meant: same letters in another case, a close spelling, or a part of its name. */
-function nearestSettingKey(typed: string): string | undefined {
-  const lower = typed.toLowerCase();
-  let best: { key: string; distance: number } | undefined;
-  for (const key of SETTING_KEYS) {
-    const candidate = key.toLowerCase();
-    const distance =
-      candidate === lower ? 0 : lower.length >= 4 && candidate.includes(lower) ? 1 : editDistance(lower, candidate);
-    if (distance <= Math.max(2, Math.floor(candidate.length / 4)) && (!best || distance < best.distance)) {
-      best = { key, distance };
-    }
+function alsoGovernsLine(told: { path: string; scope: string }): string {
+  return `- ${alsoGovernsNotice(reminderField(told.path), reminderField(scopeGlob(told.scope)))}`;
+}
+
+function noticeLines(record: LedgerRecord): string[] {
+  return [
+    ...record.retracted.map((r) => retractionLine(r.path)),
+    ...record.retractedSkills.map((r) => skillRetractionLine(r.path)),
+    ...(record.retractedRules ?? []).map((r) => retractionLine(r.path)),
+    ...record.skipped.map((r) => `- ${skipText(r)}.`),
+    ...(record.alsoGoverns ?? []).map(alsoGovernsLine),
+  ];
+}
+
+function formatFile(entry: PlannedFile): string[] {
+  const { file, scope, supersedes, importedBy, cutText } = entry;
+  const path = reminderField(file.path);
+  const attributes = [`path="${path}"`, `scope="${reminderField(entry.scopeText ?? scopeGlob(scope))}"`];
+  if (importedBy !== undefined) attributes.push(`imported-by="${reminderField(importedBy)}"`);
+  if (supersedes) attributes.push('supersedes="earlier version"');
+  const lines = [`<instructions ${attributes.join(" ")}>`];
+  if (supersedes) lines.push(`(This version of ${path} replaces the one sent earlier.)`);
+  lines.push(neutralizeClosingTags((cutText ?? file.text).replace(/\n+$/, "")));
+  if (cutText !== undefined) lines.push(`[${path} was cut here to fit the size budget; read the file for the rest.]`);
+  lines.push("</instructions>");
+  return lines;
+}
+
+/** Budget order with rule texts ranked after the deepest folder's files and before the broader ones. */
+function rankRules(priority: number[], plan: DeliveryPlan): number[] {
+  const count = plan.rules?.length ?? 0;
+  if (count === 0) return priority;
+  const deepest = Math.max(0, ...plan.files.map((entry) => depthOf(entry.scope)));
+  const cut = priority.findIndex((index) => depthOf(plan.files[index]!.scope) < deepest);
+  const at = cut === -1 ? priority.length : cut;
+  const rules = Array.from({ length: count }, (_, k) => plan.files.length + k);
+  return [...priority.slice(0, at), ...rules, ...priority.slice(at)];
+}
+
+function ruleListingLine({ name, description, path, scope }: RuleListing): string {
+  const fields = [name, scope, description, path].map(reminderField);
+  return `- ${fields[0]} (scope ${fields[1]}): ${fields[2]} [${fields[3]}]`;
+}
+
+function formatRules(plan: DeliveryPlan): string[] {
+  const lines: string[] = [];
+  if (plan.rules?.length) {
+    lines.push("", RULES_INTRO);
+    for (const entry of plan.rules) lines.push("", ...formatFile(entry));
   }
-  return best?.key;
-}
-
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) {
-      current[j] = Math.min(
-        (previous[j] ?? 0) + 1,
-        (current[j - 1] ?? 0) + 1,
-        (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1),
-      );
-    }
-    previous = current;
+  if (plan.ruleListings?.length) {
+    lines.push("", RULE_LISTING_INTRO);
+    for (const listing of plan.ruleListings) lines.push(ruleListingLine(listing));
   }
-  return previous[b.length] ?? 0;
+  return lines;
 }
 
-/**
- * Which file each `lazyAgents` key came from. Pi gives an extension only the merged settings, so
- * the project's own `.pi/settings.json` (inside cwd, read like any other file) is asked which keys
- * it sets; Pi lets the project win key by key, so every other key is the global file's.
- */
-export function settingsOrigin(fs: FileSystem, cwd: string, trusted: boolean): SettingsOrigin {
-  const globalLabel =
-    resolve(getAgentDir()) === join(homedir(), CONFIG_DIR_NAME, "agent")
-      ? GLOBAL_SETTINGS_LABEL
-      : CUSTOM_GLOBAL_SETTINGS_LABEL;
-  const project = trusted ? projectSettingsSection(fs, cwd) : undefined;
-  return (key) => {
-    if (project === undefined) return globalLabel;
-    const inProject =
-      key === undefined ? true : typeof project === "object" && project !== null && Object.hasOwn(project, key);
-    return inProject ? PROJECT_SETTINGS_LABEL : globalLabel;
-  };
-}
-
-/** The project's `lazyAgents` value, or undefined when the project file has none or cannot be read. */
-function projectSettingsSection(fs: FileSystem, cwd: string): unknown {
-  try {
-    const cwdReal = fs.realpath(cwd);
-    const real = fs.realpath(join(cwdReal, CONFIG_DIR_NAME, "settings.json"));
-    if (!isPathInside(cwdReal, real)) return undefined;
-    const loaded = readBounded(fs, real, MAX_SETTING_BYTES);
-    if (!loaded.ok) return undefined;
-    const parsed: unknown = JSON.parse(loaded.text);
-    return typeof parsed === "object" && parsed !== null
-      ? (parsed as Record<string, unknown>)[SETTINGS_KEY]
-      : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** True when two option sets would discover differently (the caches depend on these). */
-function discoveryChanged(a: Options, b: Options): boolean {
-  return (
-    a.fileNames.join("\0") !== b.fileNames.join("\0") ||
-    [...a.ignoredDirs].sort().join("\0") !== [...b.ignoredDirs].sort().join("\0") ||
-    a.maxFileBytes !== b.maxFileBytes ||
-    a.imports !== b.imports
-  );
-}
-
-// ---------------------------------------------------------------------------------------------
-// Discovery. Directory listings and file contents are cached against their stat signature, so a
-// warm call costs one stat per directory on the chain plus one per known file.
+// =============================================================================================
+// 5. Discovery: locate -> folder view -> instruction file -> imports -> skills -> rules. Directory
+// listings and file contents are cached against their stat signature, so a warm call costs one
+// stat per directory on the chain plus one per known file.
 
 export interface Rejection {
   path: string;
@@ -1443,633 +3000,540 @@ export function parseSkill(
   return { ok: true, name, description: description.trim(), hidden: frontmatter["disable-model-invocation"] === true };
 }
 
-// ---------------------------------------------------------------------------------------------
-// The ledger: what the model has in context right now, rebuilt from the session's own tool results.
-
-export interface FileRecord {
-  path: string;
-  scope: string;
-  version: string;
-  bytes: number;
-  /** How the model got it: appended by us, or through its own read of the file. */
-  via: "reminder" | "read";
-  /** Set for an import: the file whose `@path` token brought it in. */
-  importedBy?: string;
-  truncated?: boolean;
+/** Skills Pi listed in its system prompt at start-up: name → location. */
+export function startupSkillsOf(systemPrompt: string): Map<string, string> {
+  const skills = new Map<string, string>();
+  const pattern =
+    /<skill>\s*<name>([^<]*)<\/name>\s*<description>[^]*?<\/description>\s*<location>([^<]*)<\/location>/g;
+  for (const match of systemPrompt.matchAll(pattern)) skills.set(unescapeXml(match[1]!), unescapeXml(match[2]!));
+  return skills;
 }
 
-export interface SkillRecord {
-  path: string;
-  name: string;
-  scope: string;
-  version: string;
-}
-
-export interface LedgerRecord {
-  v: number;
-  files: FileRecord[];
-  skills: SkillRecord[];
-  retracted: Array<{ path: string; scope: string }>;
-  retractedSkills: Array<{ path: string; scope: string }>;
-  /** Refused files the model was told about; `inImport` marks a refused import of `path`. */
-  skipped: Skip[];
-  /** Files the model holds that also govern another scope (one file linked into several folders). */
-  alsoGoverns?: Array<{ path: string; scope: string }>;
-  /** Rules delivered or listed (absent in records without rules, so older records read the same). */
-  rules?: RuleRecord[];
-  retractedRules?: Array<{ path: string; dir: string }>;
-}
-
-export interface Skip {
-  path: string;
-  reason: Reason;
-  inImport?: boolean;
-  counts?: { taken: number; total: number };
-}
-
-function skipKey(skip: Skip): string {
-  if (CAP_REASONS.has(skip.reason)) return `${skip.reason}\0${skip.path}`;
-  // One file may hold several refused imports: the model hears of each reason once.
-  return skip.inImport ? `import\0${skip.path}\0${skip.reason}` : skip.path;
-}
-
-export function emptyRecord(): LedgerRecord {
-  return { v: LEDGER_VERSION, files: [], skills: [], retracted: [], retractedSkills: [], skipped: [] };
-}
-
-export function isRecordEmpty(record: LedgerRecord): boolean {
-  return (
-    record.files.length === 0 &&
-    record.skills.length === 0 &&
-    record.retracted.length === 0 &&
-    record.retractedSkills.length === 0 &&
-    record.skipped.length === 0 &&
-    (record.alsoGoverns?.length ?? 0) === 0 &&
-    !recordHasRules(record)
-  );
-}
-
-/**
- * The ledger record in a tool result's details. Session files outlive versions of this extension:
- * each entry is checked on its own, and one that does not fit is dropped alone.
- */
-export function readRecord(details: unknown): LedgerRecord | undefined {
-  if (!isObject(details)) return undefined;
-  const record = details[DETAILS_KEY];
-  if (!isObject(record) || record.v !== LEDGER_VERSION) return undefined;
-  return {
-    v: LEDGER_VERSION,
-    files: entriesOf(record.files, fileRecordOf),
-    skills: entriesOf(record.skills, skillRecordOf),
-    retracted: entriesOf(record.retracted, scopedPathOf),
-    retractedSkills: entriesOf(record.retractedSkills, scopedPathOf),
-    skipped: entriesOf(record.skipped, skipOf),
-    ...(Array.isArray(record.alsoGoverns) ? { alsoGoverns: entriesOf(record.alsoGoverns, scopedPathOf) } : {}),
-    ...ruleFieldsOf(record),
-  };
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-function areStrings(...values: unknown[]): boolean {
-  return values.every((value) => typeof value === "string");
-}
-
-function entriesOf<T>(value: unknown, read: (entry: unknown) => T | undefined): T[] {
-  if (!Array.isArray(value)) return [];
-  const entries: T[] = [];
-  for (const entry of value) {
-    const parsed = read(entry);
-    if (parsed !== undefined) entries.push(parsed);
-  }
-  return entries;
-}
-
-function fileRecordOf(entry: unknown): FileRecord | undefined {
-  if (!isObject(entry)) return undefined;
-  const { path, scope, version, bytes, via, importedBy, truncated } = entry;
-  if (!areStrings(path, scope, version) || typeof bytes !== "number" || (via !== "reminder" && via !== "read"))
-    return undefined;
-  if (
-    (importedBy !== undefined && typeof importedBy !== "string") ||
-    (truncated !== undefined && typeof truncated !== "boolean")
-  )
-    return undefined;
-  const record: FileRecord = { path: path as string, scope: scope as string, version: version as string, bytes, via };
-  if (importedBy !== undefined) record.importedBy = importedBy;
-  if (truncated) record.truncated = true;
-  return record;
-}
-
-function skillRecordOf(entry: unknown): SkillRecord | undefined {
-  if (!isObject(entry) || !areStrings(entry.path, entry.name, entry.scope, entry.version)) return undefined;
-  const { path, name, scope, version } = entry as unknown as SkillRecord;
-  return { path, name, scope, version };
-}
-
-function scopedPathOf(entry: unknown): { path: string; scope: string } | undefined {
-  if (!isObject(entry) || !areStrings(entry.path, entry.scope)) return undefined;
-  return { path: entry.path as string, scope: entry.scope as string };
-}
-
-function skipOf(entry: unknown): Skip | undefined {
-  if (!isObject(entry) || typeof entry.path !== "string" || typeof entry.reason !== "string") return undefined;
-  if (!Object.hasOwn(REASONS, entry.reason) || (entry.inImport !== undefined && typeof entry.inImport !== "boolean"))
-    return undefined;
-  const skip: Skip = { path: entry.path, reason: entry.reason as Reason };
-  if (entry.inImport) skip.inImport = true;
-  return skip;
-}
-
-export class Ledger {
-  /** Instruction files the model holds: path → what it holds. */
-  readonly files = new Map<string, FileRecord>();
-  /** Paths delivered for each scope: its instruction file and that file's imports. */
-  readonly pathsByScope = new Map<string, Set<string>>();
-  readonly skills = new Map<string, SkillRecord>();
-  readonly skillsByScope = new Map<string, Set<string>>();
-  /** Skip notices the model holds, by skipKey → reason. */
-  readonly skipped = new Map<string, Reason>();
-  /** Paths whose withdrawal notice the model holds. */
-  readonly retracted = new Set<string>();
-  /** Further scopes the model was told a held file governs: path → scopes. */
-  readonly alsoGoverns = new Map<string, Set<string>>();
-  /** Rules the model holds: path → record; and the paths held per rule folder. */
-  readonly rules = new Map<string, RuleRecord>();
-  readonly ruleDirs = new Map<string, Set<string>>();
-  readonly retractedRules = new Set<string>();
-  /** Bumped by every change, so that a pending call can tell that its views may be stale. */
-  generation = 0;
-
-  clear(): void {
-    this.generation++;
-    this.retracted.clear();
-    this.alsoGoverns.clear();
-    this.files.clear();
-    this.pathsByScope.clear();
-    this.skills.clear();
-    this.skillsByScope.clear();
-    this.skipped.clear();
-    this.rules.clear();
-    this.ruleDirs.clear();
-    this.retractedRules.clear();
-  }
-
-  apply(record: LedgerRecord): void {
-    this.generation++;
-    for (const { path, scope } of record.retracted) {
-      this.files.delete(path);
-      this.pathsByScope.get(scope)?.delete(path);
-      this.retracted.add(path);
-      this.alsoGoverns.delete(path);
-    }
-    for (const { path, scope } of record.retractedSkills) {
-      this.skills.delete(path);
-      this.skillsByScope.get(scope)?.delete(path);
-    }
-    for (const file of record.files) {
-      const earlier = this.files.get(file.path);
-      if (earlier && earlier.scope !== file.scope) this.pathsByScope.get(earlier.scope)?.delete(file.path);
-      if (earlier?.version !== file.version) this.alsoGoverns.delete(file.path);
-      this.files.set(file.path, file);
-      this.retracted.delete(file.path);
-      let paths = this.pathsByScope.get(file.scope);
-      if (!paths) this.pathsByScope.set(file.scope, (paths = new Set()));
-      paths.add(file.path);
-      this.skipped.delete(file.path);
-    }
-    for (const skill of record.skills) {
-      this.skills.set(skill.path, skill);
-      let paths = this.skillsByScope.get(skill.scope);
-      if (!paths) this.skillsByScope.set(skill.scope, (paths = new Set()));
-      paths.add(skill.path);
-    }
-    for (const skip of record.skipped) this.skipped.set(skipKey(skip), skip.reason);
-    for (const { path, scope } of record.alsoGoverns ?? []) {
-      let scopes = this.alsoGoverns.get(path);
-      if (!scopes) this.alsoGoverns.set(path, (scopes = new Set()));
-      scopes.add(scope);
-    }
-    if (recordHasRules(record)) applyRuleRecords(this, record);
-  }
-
-  /** Replays the records of the entries still in the model's context, oldest first. */
-  rebuild(records: Iterable<LedgerRecord>): void {
-    this.clear();
-    for (const record of records) this.apply(record);
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Planning one delivery: what of the viewed chain the model lacks.
-
-export interface PlannedFile {
-  file: InstructionFile;
-  scope: string;
-  /** The model holds an earlier version of this path. */
-  supersedes: boolean;
-  importedBy?: string;
-  /** Set when the budget cut the text. */
-  cutText?: string;
-  /** The scope as shown, when it is not the folder's (a rule's globs). */
-  scopeText?: string;
-  /** Set when the budget left the file out of this reminder. */
-  leftOut?: boolean;
-}
-
-export interface PlannedSkill extends Skill {
-  scope: string;
-  /** Pi listed a skill of this name at start-up, from another location. */
-  overridesStartup: boolean;
-}
-
-export interface DeliveryPlan {
-  record: LedgerRecord;
-  /** Files to append, parent first, each import right after the file that imports it. */
-  files: PlannedFile[];
-  skills: PlannedSkill[];
-  /** Rule texts (and their imports) and description-only rules, planned by the Rules section. */
-  rules?: PlannedFile[];
-  ruleListings?: RuleListing[];
-  /** What the budget left out of this reminder, announced in one line. */
-  leftOut?: { files: number; skills: number; notices: number };
-}
-
-export interface PlanInput {
-  views: DirectoryView[];
-  /** Real path of an instruction file the tool result itself shows whole (a plain read of it). */
-  shownWhole?: string;
-  /** Real path of a file the tool shows only in part: not appended now, not counted as delivered. */
-  shownInPart?: string;
-  /** Skills Pi listed in its system prompt at start-up: name → location. */
-  startupSkills?: ReadonlyMap<string, string>;
-  /** Real path of cwd, to compare skill locations with Pi's. */
-  cwdReal?: string;
-}
-
-export function planDelivery(ledger: Ledger, input: PlanInput): DeliveryPlan {
-  const plan: DeliveryPlan = { record: emptyRecord(), files: [], skills: [] };
-  const planned = new Set<string>();
-  const offered = offeredPaths(input.views);
-  for (const view of input.views) {
-    planRetraction(ledger, view, offered, plan);
-    planSkips(ledger, view, plan);
-    if (view.file) planFile(ledger, input, plan, planned, { file: view.file, scope: view.scope });
-    for (const { file, importedBy } of view.imports)
-      planFile(ledger, input, plan, planned, { file, scope: view.scope, importedBy });
-    for (const skill of view.skills) planSkill(ledger, input, plan, skill, view.scope);
-  }
-  return plan;
-}
-
-function planFile(
-  ledger: Ledger,
-  input: PlanInput,
-  plan: DeliveryPlan,
-  planned: Set<string>,
-  entry: { file: InstructionFile; scope: string; importedBy?: string },
-): void {
-  const { file, scope, importedBy } = entry;
-  if (file.realPath === input.shownInPart) return;
-  const held = ledger.files.get(file.path);
-  // One file linked into several folders: the model, holding its text, learns the other scopes.
-  const sentWith = plan.record.files.find((record) => record.path === file.path)?.scope ?? held?.scope;
-  const alsoGoverns = () => {
-    if (importedBy === undefined && sentWith !== undefined) planAlsoGoverns(ledger, plan, file.path, sentWith, scope);
-  };
-  if (planned.has(file.path)) return alsoGoverns();
-  // A whole read is recorded even when the model already held the file: if a compaction later
-  // drops the earlier delivery but keeps this read, the ledger must still see the file.
-  const via = file.realPath === input.shownWhole ? "read" : "reminder";
-  if (held?.version === file.version && via === "reminder") return alsoGoverns();
-  planned.add(file.path);
-  const record: FileRecord = { path: file.path, scope, version: file.version, bytes: file.bytes, via };
-  if (importedBy !== undefined) record.importedBy = importedBy;
-  plan.record.files.push(record);
-  if (via === "reminder") plan.files.push({ file, scope, supersedes: held !== undefined, importedBy });
-}
-
-function planAlsoGoverns(ledger: Ledger, plan: DeliveryPlan, path: string, sentWith: string, scope: string): void {
-  if (sentWith === scope || ledger.alsoGoverns.get(path)?.has(scope)) return;
-  const told = (plan.record.alsoGoverns ??= []);
-  if (!told.some((entry) => entry.path === path && entry.scope === scope)) told.push({ path, scope });
-}
-
-function planSkill(ledger: Ledger, input: PlanInput, plan: DeliveryPlan, skill: Skill, scope: string): void {
-  if (ledger.skills.get(skill.path)?.version === skill.version) return;
-  if (plan.skills.some((s) => s.path === skill.path)) return;
-  const startup = input.startupSkills?.get(skill.name);
-  const sameAsStartup =
-    startup !== undefined && input.cwdReal !== undefined && resolve(input.cwdReal, skill.path) === resolve(startup);
-  if (sameAsStartup) return;
-  plan.record.skills.push({ path: skill.path, name: skill.name, scope, version: skill.version });
-  plan.skills.push({ ...skill, scope, overridesStartup: startup !== undefined });
-}
-
-/** Every path the chain offers: instruction files and their imports, in any of its folders. */
-function offeredPaths(views: DirectoryView[]): Set<string> {
-  const offered = new Set<string>();
-  for (const view of views) {
-    if (view.file) offered.add(view.file.path);
-    for (const { file } of view.imports) offered.add(file.path);
-  }
-  return offered;
-}
-
-/** Whether an I/O error hid part of what the folder offers: what the model holds of it then stands. */
-function isUnknown(view: DirectoryView, skills: boolean): boolean {
-  return view.rejected.some((r) => r.reason === "unreadable" && (r.kind === "skill") === skills);
-}
-
-/** What the model holds for this scope and the folder no longer offers is withdrawn. */
-function planRetraction(ledger: Ledger, view: DirectoryView, offered: Set<string>, plan: DeliveryPlan): void {
-  if (!isUnknown(view, false)) planFileRetraction(ledger, view, offered, plan);
-  if (!isUnknown(view, true)) planSkillRetraction(ledger, view, plan);
-}
-
-/** Files are withdrawn unless another folder on the chain still offers them (an import two files share). */
-function planFileRetraction(ledger: Ledger, view: DirectoryView, offered: Set<string>, plan: DeliveryPlan): void {
-  for (const path of ledger.pathsByScope.get(view.scope) ?? []) {
-    if (offered.has(path) || ledger.files.get(path)?.scope !== view.scope) continue;
-    plan.record.retracted.push({ path, scope: view.scope });
-  }
-}
-
-function planSkillRetraction(ledger: Ledger, view: DirectoryView, plan: DeliveryPlan): void {
-  const held = ledger.skillsByScope.get(view.scope);
-  if (!held || held.size === 0) return;
-  const present = new Set(view.skills.map((skill) => skill.path));
-  for (const path of held) {
-    if (!present.has(path) && ledger.skills.get(path)?.scope === view.scope) {
-      plan.record.retractedSkills.push({ path, scope: view.scope });
-    }
-  }
-}
-
-/** Instruction files that exist but were refused: the model hears of each once per reason. */
-function planSkips(ledger: Ledger, view: DirectoryView, plan: DeliveryPlan): void {
-  for (const rejection of view.rejected) {
-    if (rejection.kind !== "instruction" && rejection.kind !== "import" && rejection.kind !== "cap") continue;
-    // A file the model holds stays as it is while it cannot be read: nothing to tell.
-    if (rejection.reason === "unreadable" && ledger.files.has(rejection.path)) continue;
-    const skip: Skip =
-      rejection.kind === "import"
-        ? { path: rejection.path, reason: rejection.reason, inImport: true }
-        : { path: rejection.path, reason: rejection.reason };
-    if (rejection.counts) skip.counts = rejection.counts;
-    if (ledger.skipped.get(skipKey(skip)) === skip.reason) continue;
-    if (plan.record.skipped.some((s) => skipKey(s) === skipKey(skip) && s.reason === skip.reason)) continue;
-    plan.record.skipped.push(skip);
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Formatting. The deepest files are kept whole first; broader ones are cut to the budget.
-
-export function skipText(skip: Skip, field: (text: string) => string = reminderField): string {
-  if (CAP_REASONS.has(skip.reason))
-    return `${field(skip.path)} was not loaded whole: ${reasonText(skip.reason, skip.counts)}`;
-  return skip.inImport
-    ? `an import in ${field(skip.path)} was not loaded: ${REASONS[skip.reason]}`
-    : `${field(skip.path)} was not loaded: ${REASONS[skip.reason]}`;
-}
-
-const CONTROL_NAMES: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
-
-/** A path, name or description kept on one line: control characters are shown, not obeyed. */
-export function oneLine(text: string): string {
-  return text.replace(
-    /[\p{Cc}\u2028\u2029]/gu,
-    (char) => CONTROL_NAMES[char] ?? `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`,
-  );
-}
-
-/** Escapes text as Pi escapes its own skill listing. */
-export function escapeXml(text: string): string {
+function unescapeXml(text: string): string {
   return text
-    .replace(/&/g, "&amp;")
-    .replace(/</g, "&lt;")
-    .replace(/>/g, "&gt;")
-    .replace(/"/g, "&quot;")
-    .replace(/'/g, "&apos;");
+    .replace(/&lt;/g, "<")
+    .replace(/&gt;/g, ">")
+    .replace(/&quot;/g, '"')
+    .replace(/&apos;/g, "'")
+    .replace(/&amp;/g, "&");
 }
 
-/** A one-line field or attribute value inside the reminder: it can neither break a line nor a tag. */
-export function reminderField(text: string): string {
-  return escapeXml(oneLine(text));
+// Rules: `.claude/rules`, `.cursor/rules` and `.github/instructions`, the path-scoped rule files other
+// agents read. Each source is an adapter that turns a rule's frontmatter into one of four kinds.
+// Matchers are compiled once per rule version. A warm call lstats cwd and the rule folders (their
+// listings are cached), passes once over the compiled rules in scope, and stat-checks again only the
+// rules that apply, before it delivers them.
+
+export type RuleKind = keyof typeof RULE_KIND_NAMES;
+
+export interface RuleMeta {
+  kind: RuleKind;
+  globs: string[];
+  description: string;
+  name: string;
 }
 
-const WRAPPER_CLOSING_TAG = /<(?=\s*\/\s*(?:nested-)?instructions\b)/gi;
-
-/**
- * Instruction text as the reminder carries it: byte for byte, except that anything that reads as
- * one of the wrapper's own closing tags loses its `<`, so the block ends only where we end it.
- */
-export function neutralizeClosingTags(text: string): string {
-  return text.replace(WRAPPER_CLOSING_TAG, "&lt;");
+interface RuleAdapter {
+  /** Whether a pattern without a slash matches at any depth (Cursor, Copilot) or only at the base (Claude). */
+  floating: boolean;
+  read(frontmatter: Record<string, unknown>, fileName: string): RuleMeta;
 }
 
-export const REMINDER_OPEN = '<nested-instructions source="pi-lazy-agents">';
-export const REMINDER_CLOSE = "</nested-instructions>";
+const RULE_ADAPTERS: Record<RuleSource, RuleAdapter> = {
+  // Claude Code: `paths:`, a list or one string; a rule without it applies everywhere.
+  claude: {
+    floating: false,
+    read: (fm, file) => {
+      const globs = globList(fm.paths);
+      return { kind: globs.length > 0 ? "glob" : "always", globs, description: "", name: ruleName(file, "claude") };
+    },
+  },
+  // Cursor: `alwaysApply: true`, else `globs:` (a comma-separated string or a list), else `description:`.
+  cursor: {
+    floating: true,
+    read: (fm, file) => {
+      const globs = globList(fm.globs);
+      const description = stringField(fm.description);
+      const kind =
+        fm.alwaysApply === true ? "always" : globs.length > 0 ? "glob" : description ? "described" : "manual";
+      return { kind, globs, description, name: ruleName(file, "cursor") };
+    },
+  },
+  // Copilot: `applyTo:` (comma-separated); without it a description offers the file, as VS Code does.
+  copilot: {
+    floating: true,
+    read: (fm, file) => {
+      const globs = globList(fm.applyTo);
+      const description = stringField(fm.description);
+      const kind = globs.length > 0 ? "glob" : description ? "described" : "manual";
+      return { kind, globs, description, name: stringField(fm.name) || ruleName(file, "copilot") };
+    },
+  },
+};
 
-/**
- * Fits the whole reminder (tags, paths, texts, skills, notices and the left-out line) into the byte
- * budget and at most MAX_REMINDER_FILES files. Notices go first; then the deepest scope's files,
- * an instruction file before its imports, whole while they fit; the first that does not is cut on
- * a UTF-8 boundary; skills take what is left. Whatever does not fit leaves the plan and its record,
- * so it stays pending for a later access, and is counted in one line.
- */
-export function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
-  const items = plan.files.length + plan.skills.length + noticeCount(plan.record) + ruleCount(plan);
-  const frame = byteLength(formatReminder(plan)) - itemBytes(plan);
-  let remaining = budgetBytes - frame - byteLength(`\n\n${leftOutText(items, items, items)}`);
-  const leftOut = { files: 0, skills: 0, notices: 0 };
-  remaining = fitNotices(plan.record, remaining, leftOut);
-  // Rules touch point: rule texts share the budget and the file count, ranked after the deepest folder's files.
-  const entries = plan.rules?.length ? [...plan.files, ...plan.rules] : plan.files;
-  let kept = 0;
-  for (const index of rankRules(budgetPriority(plan.files), plan)) {
-    const entry = entries[index]!;
-    const whole = fileBytes(entry);
-    if (kept < MAX_REMINDER_FILES && whole <= remaining) {
-      remaining -= whole;
-      kept++;
-      continue;
+/** Kind, globs, description and name of a rule file's text, as its source reads them. */
+export function readRuleMeta(source: RuleSource, text: string, fileName: string): RuleMeta {
+  return RULE_ADAPTERS[source].read(ruleFrontmatter(text).frontmatter, fileName);
+}
+
+type ParentKind = "none" | "dir" | "link";
+
+function kindOfEntry(stats: nodeFs.Stats | undefined): ParentKind {
+  if (!stats) return "none";
+  return stats.isSymbolicLink() ? "link" : stats.isDirectory() ? "dir" : "none";
+}
+
+function ruleName(fileName: string, source: RuleSource): string {
+  const suffix = RULE_FILE_SUFFIXES[source].find((candidate) => fileName.endsWith(candidate)) ?? "";
+  return fileName.slice(0, fileName.length - suffix.length);
+}
+
+function isRuleFileName(name: string, source: RuleSource): boolean {
+  return !name.startsWith(".") && RULE_FILE_SUFFIXES[source].some((s) => name.endsWith(s) && name.length > s.length);
+}
+
+function stringField(value: unknown): string {
+  return typeof value === "string" ? value.trim() : "";
+}
+
+/** A frontmatter glob value: a list, or one string cut at commas outside braces and brackets. */
+function globList(value: unknown): string[] {
+  const items = Array.isArray(value) ? value : [value];
+  return items.flatMap((item) => (typeof item === "string" ? splitGlobList(item) : []));
+}
+
+export function splitGlobList(value: string): string[] {
+  const parts: string[] = [];
+  let depth = 0;
+  let inClass = false;
+  let start = 0;
+  for (let i = 0; i < value.length; i++) {
+    const c = value[i];
+    if (c === "\\") i++;
+    else if (inClass) inClass = c !== "]";
+    else if (c === "[") inClass = true;
+    else if (c === "{") depth++;
+    else if (c === "}" && depth > 0) depth--;
+    else if (c === "," && depth === 0) {
+      parts.push(value.slice(start, i));
+      start = i + 1;
     }
-    const room = remaining - fileBytes({ ...entry, cutText: "" });
-    if (kept < MAX_REMINDER_FILES && room > 0 && (room >= MIN_CUT_BYTES || kept === 0)) {
-      entry.cutText = cutUtf8(entry.file.text, room);
-      const recorded =
-        index < plan.files.length
-          ? plan.record.files.find((file) => file.path === entry.file.path && file.via === "reminder")
-          : plan.record.rules?.find((rule) => rule.path === entry.file.path);
-      if (recorded) recorded.truncated = true;
-      remaining -= fileBytes(entry);
-      kept++;
-      continue;
-    }
-    leaveOut(plan, entry, index >= plan.files.length);
-    leftOut.files++;
   }
-  plan.files = plan.files.filter((entry) => !entry.leftOut);
-  if (plan.rules) plan.rules = plan.rules.filter((entry) => !entry.leftOut);
-  plan.ruleListings = plan.ruleListings?.filter((listing) => {
-    const size = byteLength(`\n${ruleListingLine(listing)}`);
-    if (size <= remaining) {
-      remaining -= size;
-      return true;
+  parts.push(value.slice(start));
+  return parts.map((part) => part.trim()).filter((part) => part !== "");
+}
+
+/**
+ * A rule's frontmatter, by Pi's parser. Hand-written rule files often hold frontmatter that is not
+ * valid YAML (`globs: *.ts` reads as an alias), so then plain `key: value` lines and `- item` lists
+ * are read instead, as the tools themselves do.
+ */
+export function ruleFrontmatter(text: string): { frontmatter: Record<string, unknown>; body: string } {
+  try {
+    const { frontmatter, body } = parseFrontmatter(text);
+    const plain = typeof frontmatter === "object" && frontmatter !== null && !Array.isArray(frontmatter);
+    return { frontmatter: plain ? frontmatter : {}, body };
+  } catch {
+    return looseFrontmatter(text);
+  }
+}
+
+function looseFrontmatter(text: string): { frontmatter: Record<string, unknown>; body: string } {
+  const end = text.startsWith("---") ? text.indexOf("\n---", 3) : -1;
+  if (end === -1) return { frontmatter: {}, body: text };
+  const frontmatter: Record<string, unknown> = {};
+  let list: string[] | undefined;
+  for (const line of text.slice(4, end).split("\n")) {
+    const item = /^\s*-\s+(.*)$/.exec(line);
+    if (item && list) {
+      list.push(unquote(item[1]!));
+      continue;
     }
-    plan.record.rules = plan.record.rules?.filter((recorded) => recorded.path !== listing.path);
-    leftOut.files++;
-    return false;
-  });
-  plan.skills = plan.skills.filter((skill) => {
-    const size = byteLength(`\n${skillLine(skill)}`);
-    if (size <= remaining) {
-      remaining -= size;
-      return true;
-    }
-    plan.record.skills = plan.record.skills.filter((recorded) => recorded.path !== skill.path);
-    leftOut.skills++;
-    return false;
-  });
-  if (leftOut.files + leftOut.skills + leftOut.notices > 0) plan.leftOut = leftOut;
+    const pair = /^([A-Za-z_][\w-]*)\s*:\s*(.*)$/.exec(line);
+    if (!pair) continue;
+    const value = pair[2]!.trim();
+    list = value === "" ? [] : undefined;
+    frontmatter[pair[1]!] = list ?? (value === "true" ? true : value === "false" ? false : unquote(value));
+  }
+  return { frontmatter, body: text.slice(end + 4).trim() };
 }
 
-function byteLength(text: string): number {
-  return Buffer.byteLength(text);
+function unquote(value: string): string {
+  const text = value.trim();
+  return /^(["']).*\1$/.test(text) ? text.slice(1, -1) : text;
 }
 
-function fileBytes(entry: PlannedFile): number {
-  return byteLength(`\n\n${formatFile(entry).join("\n")}`);
-}
-
-/** Bytes the plan's files, rules, skills and notices add to the reminder's frame. */
-function itemBytes(plan: DeliveryPlan): number {
-  const files = [...plan.files, ...(plan.rules ?? [])].reduce((sum, entry) => sum + fileBytes(entry), 0);
-  const listings = (plan.ruleListings ?? []).reduce((sum, r) => sum + byteLength(`\n${ruleListingLine(r)}`), 0);
-  const skills = plan.skills.reduce((sum, skill) => sum + byteLength(`\n${skillLine(skill)}`), 0);
-  return files + listings + skills + noticeLines(plan.record).reduce((sum, line) => sum + byteLength(`\n${line}`), 0);
-}
-
-function ruleCount(plan: DeliveryPlan): number {
-  return (plan.rules?.length ?? 0) + (plan.ruleListings?.length ?? 0);
-}
-
-function noticeCount(record: LedgerRecord): number {
-  return noticeLines(record).length;
-}
-
-/** Keeps the notices that fit, in order; the others stay unsaid (and unrecorded) until a later access. */
-function fitNotices(record: LedgerRecord, budget: number, leftOut: { notices: number }): number {
-  let remaining = budget;
-  const fits = (line: string): boolean => {
-    const size = byteLength(`\n${line}`);
-    if (size > remaining) {
-      leftOut.notices++;
-      return false;
-    }
-    remaining -= size;
-    return true;
+/** The globs as the model is shown them, from cwd; a rule without globs covers its base. */
+function ruleScope(meta: RuleMeta, base: string, floating: boolean): string {
+  if (meta.kind !== "glob") return base === "" ? "**" : `${base}/**`;
+  if (base === "") return meta.globs.join(", ");
+  const fromBase = (glob: string) => {
+    const plain = glob.replace(/^\.?\/+/, "");
+    return floating && !glob.startsWith("/") && !plain.includes("/") ? `${base}/**/${plain}` : `${base}/${plain}`;
   };
-  record.retracted = record.retracted.filter((r) => fits(retractionLine(r.path)));
-  record.retractedSkills = record.retractedSkills.filter((r) => fits(skillRetractionLine(r.path)));
-  if (record.retractedRules) record.retractedRules = record.retractedRules.filter((r) => fits(retractionLine(r.path)));
-  record.skipped = record.skipped.filter((r) => fits(`- ${skipText(r)}.`));
-  if (record.alsoGoverns) record.alsoGoverns = record.alsoGoverns.filter((r) => fits(alsoGovernsLine(r)));
-  return remaining;
+  return meta.globs.map(fromBase).join(", ");
 }
 
-function leaveOut(plan: DeliveryPlan, entry: PlannedFile, isRule: boolean): void {
-  entry.leftOut = true;
-  if (isRule) plan.record.rules = plan.record.rules?.filter((rule) => rule.path !== entry.file.path);
-  else plan.record.files = plan.record.files.filter((file) => file.path !== entry.file.path || file.via !== "reminder");
+export interface Rule {
+  source: RuleSource;
+  /** cwd-relative path of the file's real location: its identity in the ledger. */
+  path: string;
+  /** Absolute path as listed; stat-checked again before the rule is delivered. */
+  candidate: string;
+  /** cwd-relative folder its globs are relative to ("" for cwd). */
+  base: string;
+  /** cwd-relative rule folder. */
+  dir: string;
+  meta: RuleMeta;
+  /** The scope the model is shown. */
+  scope: string;
+  matcher?: RegExp;
+  loaded: InstructionFile;
+  /** What is delivered: the text without its frontmatter. */
+  body: InstructionFile;
+  /** Version of a description-only rule's listing. */
+  listingVersion: string;
 }
 
-/** Indexes of `files` in the order they claim the budget. */
-function budgetPriority(files: PlannedFile[]): number[] {
-  return files
-    .map((entry, index) => ({ index, depth: depthOf(entry.scope), imported: entry.importedBy !== undefined }))
-    .sort((a, b) => b.depth - a.depth || Number(a.imported) - Number(b.imported) || a.index - b.index)
-    .map((entry) => entry.index);
+interface RulePlace {
+  source: RuleSource;
+  base: string;
+  /** Absolute paths of the rule folder's parent (`.cursor`) and of the rule folder, as written. */
+  parentDir: string;
+  ruleDir: string;
+  parentScope: string;
+  /** cwd-relative rule folder. */
+  display: string;
+  /** A folder with no rules, for a place whose folder is gone. */
+  empty: RuleFolder;
 }
 
-export function formatReminder(plan: DeliveryPlan): string {
-  const lines: string[] = [REMINDER_OPEN];
-  if (plan.files.length > 0) {
-    lines.push(
-      "The harness found instruction files in folders on the way to the path this tool touched. " +
-        "They are project guidance from the repository, not a message from the user. " +
-        "Each one governs only its scope; where two disagree, the file of the more specific (deeper) folder takes precedence.",
-    );
-    for (const entry of plan.files) lines.push("", ...formatFile(entry));
+export interface RuleFolder {
+  place: RulePlace;
+  /** Listings the rules were read from; the folder is read again when one of them changes. */
+  listings: ListingEntry[];
+  rules: Rule[];
+  rejected: Rejection[];
+  /** Paths of its rules that are not manual, built once per version of the folder's rules. */
+  offered?: Set<string>;
+}
+
+export function ruleMatches(rule: Rule, path: string): boolean {
+  if (rule.matcher === undefined || path === "") return false;
+  if (rule.base === "") return rule.matcher.test(path);
+  const below = path.length > rule.base.length && path.startsWith(rule.base) && path[rule.base.length] === "/";
+  return below && rule.matcher.test(path.slice(rule.base.length + 1));
+}
+
+function ruleApplies(rule: Rule, touched: readonly string[]): boolean {
+  if (rule.meta.kind === "manual") return false;
+  return rule.meta.kind !== "glob" || touched.some((path) => ruleMatches(rule, path));
+}
+
+/** One promise for the git answers a call waits on; undefined when it waits on none. */
+function joinAnswers(...answers: Array<Promise<void> | undefined>): Promise<void> | undefined {
+  const pending = answers.filter((answer) => answer !== undefined);
+  return pending.length <= 1 ? pending[0] : Promise.all(pending).then(() => undefined);
+}
+
+const ALL_RULE_SOURCES: ReadonlySet<RuleSource> = new Set(RULE_SOURCES);
+
+/** The rule folders of one cwd: where they are, what they hold, and git's answers about them. */
+export class RuleBook {
+  readonly discovery: Discovery;
+  /** Rule folders read this session, by cwd-relative folder. */
+  readonly folders = new Map<string, RuleFolder>();
+  private readonly rootPlaces: RulePlace[];
+  private readonly nestedPlaces = new Map<string, RulePlace>();
+  private readonly compiled = new Map<string, Rule>();
+  private rootParents?: { signature: Signature; kinds: Map<RuleSource, ParentKind> };
+  /** Rule-folder scopes git was asked about, and those still without an answer. */
+  private readonly asked = new Set<string>();
+  private readonly unanswered = new Set<string>();
+
+  constructor(discovery: Discovery) {
+    this.discovery = discovery;
+    this.rootPlaces = RULE_SOURCES.map((source) => this.place(source, ""));
   }
-  lines.push(...formatRules(plan));
-  if (plan.skills.length > 0) {
-    lines.push(
-      "",
-      "Skills found in these folders. Read a skill's file when a task matches its description; " +
-        "inside its scope, a skill from a deeper folder wins over one of the same name from above.",
-    );
-    for (const skill of plan.skills) lines.push(skillLine(skill));
+
+  private place(source: RuleSource, base: string): RulePlace {
+    const [parent, child] = RULE_DIRS[source];
+    const parentScope = base === "" ? parent : `${base}/${parent}`;
+    const display = `${parentScope}/${child}`;
+    const parentDir = join(this.discovery.cwdReal, parentScope);
+    const ruleDir = join(parentDir, child);
+    const place: RulePlace = { source, base, parentDir, ruleDir, parentScope, display, empty: undefined as never };
+    place.empty = { place, listings: [], rules: [], rejected: [] };
+    return place;
   }
-  const notices = noticeLines(plan.record);
-  if (notices.length > 0) lines.push("", ...notices);
-  const { leftOut } = plan;
-  if (leftOut) lines.push("", leftOutText(leftOut.files, leftOut.skills, leftOut.notices));
-  lines.push(REMINDER_CLOSE);
-  return lines.join("\n");
+
+  /** cwd's places, then the `.cursor/rules` of each viewed folder that holds or held one. */
+  places(views: DirectoryView[], sources: ReadonlySet<RuleSource>): RulePlace[] {
+    const places = this.rootPlaces.filter((place) => sources.has(place.source));
+    if (!sources.has("cursor")) return places;
+    for (const view of views) {
+      let place = this.nestedPlaces.get(view.scope);
+      if (!place && this.discovery.ruleParentKind(view.scope) !== "none") {
+        this.nestedPlaces.set(view.scope, (place = this.place("cursor", view.scope)));
+      }
+      if (place) places.push(place);
+    }
+    return places;
+  }
+
+  /**
+   * Asks git once about the parent of each rule folder these views lead to (`.cursor`, `.claude`,
+   * `.github`). Never about a path below it: git gives up on a path beyond a link.
+   */
+  learnGitIgnores(views: DirectoryView[], git: GitIgnoreOracle | undefined): Promise<void> | undefined {
+    if (!git) return undefined;
+    const scopes: string[] = [];
+    for (const place of this.places(views, ALL_RULE_SOURCES)) {
+      if (!this.asked.has(place.parentScope)) scopes.push(place.parentScope);
+    }
+    if (scopes.length === 0) return undefined;
+    for (const scope of scopes) {
+      this.asked.add(scope);
+      this.unanswered.add(scope);
+    }
+    return git.ignored(scopes).then((answers) => {
+      scopes.forEach((scope, index) => {
+        this.discovery.gitIgnored.set(scope, answers[index]!);
+        this.unanswered.delete(scope);
+      });
+    });
+  }
+
+  /** The rule folders that govern these views; folders git has not answered for yet wait. */
+  foldersFor(views: DirectoryView[], sources: ReadonlySet<RuleSource>): RuleFolder[] {
+    const folders: RuleFolder[] = [];
+    const rootKinds = this.rootParentKinds();
+    for (const place of this.places(views, sources)) {
+      const ignored = this.ignoredReason(place);
+      if (ignored === "pending") continue;
+      if (ignored !== undefined) {
+        this.discovery.ignoredSeen.set(place.display, ignored);
+        continue;
+      }
+      const kind = place.base === "" ? rootKinds.get(place.source)! : this.discovery.ruleParentKind(place.base);
+      folders.push(this.folder(place, kind));
+    }
+    return folders;
+  }
+
+  private ignoredReason(place: RulePlace): Reason | "pending" | undefined {
+    const [parent, child] = RULE_DIRS[place.source];
+    if (this.discovery.options.ignoredDirs.has(parent) || this.discovery.options.ignoredDirs.has(child))
+      return "ignoredDir";
+    if (this.discovery.gitIgnored.get(place.parentScope) === true) return "gitIgnored";
+    return this.unanswered.has(place.parentScope) ? "pending" : undefined;
+  }
+
+  /** What `.claude`, `.cursor` and `.github` are in cwd: one lstat of cwd while it stands. */
+  private rootParentKinds(): Map<RuleSource, ParentKind> {
+    const { fs, cwdReal } = this.discovery;
+    const stats = fs.lstat(cwdReal);
+    if (this.rootParents && stats && sameSignature(this.rootParents.signature, stats)) return this.rootParents.kinds;
+    const kinds = new Map<RuleSource, ParentKind>();
+    for (const source of RULE_SOURCES) kinds.set(source, kindOfEntry(fs.lstat(join(cwdReal, RULE_DIRS[source][0]))));
+    if (stats) this.rootParents = { signature: signatureOf(stats), kinds };
+    return kinds;
+  }
+
+  private folder(place: RulePlace, parentKind: ParentKind): RuleFolder {
+    // A parent that is a link must resolve inside cwd before anything below it is listed.
+    let ruleDir: string | undefined = place.ruleDir;
+    if (parentKind === "link") {
+      const parentDir = this.discovery.containedPath(place.parentDir);
+      if (parentDir === undefined) this.discovery.ignoredSeen.set(place.display, "symlinkEscape");
+      ruleDir = parentDir === undefined ? undefined : join(parentDir, RULE_DIRS[place.source][1]);
+    }
+    if (parentKind === "none" || ruleDir === undefined) {
+      this.folders.delete(place.display);
+      return place.empty;
+    }
+    const found: Array<{ dir: string; listing: ListingEntry }> = [];
+    this.walk(ruleDir, 0, found);
+    const known = this.folders.get(place.display);
+    const same =
+      known !== undefined &&
+      known.listings.length === found.length &&
+      found.every((entry, index) => entry.listing === known.listings[index]);
+    if (same) return known;
+    const folder = this.read(place, found);
+    this.folders.set(place.display, folder);
+    return folder;
+  }
+
+  private walk(dir: string, depth: number, found: Array<{ dir: string; listing: ListingEntry }>): void {
+    const listing = this.discovery.listing(dir);
+    if (!listing) return;
+    found.push({ dir, listing });
+    if (depth >= MAX_RULE_DEPTH) return;
+    for (const entry of sortedNames(listing)) {
+      if (entry.kind !== "dir" || entry.name.startsWith(".")) continue;
+      if (this.discovery.options.ignoredDirs.has(entry.name)) continue;
+      this.walk(join(dir, entry.name), depth + 1, found);
+    }
+  }
+
+  private read(place: RulePlace, found: Array<{ dir: string; listing: ListingEntry }>): RuleFolder {
+    const folder: RuleFolder = { place, listings: found.map((entry) => entry.listing), rules: [], rejected: [] };
+    for (const { dir, listing } of found) {
+      for (const entry of sortedNames(listing)) {
+        if ((entry.kind !== "file" && entry.kind !== "link") || !isRuleFileName(entry.name, place.source)) continue;
+        const candidate = join(dir, entry.name);
+        const file = this.discovery.instructionFile(candidate);
+        if (!("reason" in file)) folder.rules.push(this.compile(place, candidate, file));
+        else if (file.reason !== "skip") {
+          const path = toDisplayPath(this.discovery.cwdReal, candidate);
+          folder.rejected.push({ path, reason: file.reason, kind: "instruction" });
+        }
+      }
+    }
+    return folder;
+  }
+
+  /** The rule a file version defines, compiled once per version. */
+  private compile(place: RulePlace, candidate: string, file: InstructionFile): Rule {
+    const cached = this.compiled.get(candidate);
+    if (cached && cached.loaded === file && cached.dir === place.display) return cached;
+    const adapter = RULE_ADAPTERS[place.source];
+    const { frontmatter, body } = ruleFrontmatter(file.text);
+    const meta = adapter.read(frontmatter, basename(candidate));
+    const rule: Rule = {
+      source: place.source,
+      path: file.path,
+      candidate,
+      base: place.base,
+      dir: place.display,
+      meta,
+      scope: ruleScope(meta, place.base, adapter.floating),
+      matcher: meta.kind === "glob" ? compileGlobs(meta.globs, adapter.floating) : undefined,
+      loaded: file,
+      body: { ...file, text: body, bytes: Buffer.byteLength(body) },
+      listingVersion: versionOf(`${meta.name}\n${meta.description}\n${file.path}`),
+    };
+    this.compiled.set(candidate, rule);
+    return rule;
+  }
+
+  /** The rules that apply to these paths, each stat-checked again: one pass over the compiled rules. */
+  applying(folders: RuleFolder[], touched: readonly string[]): Rule[] {
+    const rules: Rule[] = [];
+    for (const folder of folders) {
+      for (let index = 0; index < folder.rules.length; index++) {
+        if (!ruleApplies(folder.rules[index]!, touched)) continue;
+        const fresh = this.refresh(folder, index);
+        if (fresh && ruleApplies(fresh, touched)) rules.push(fresh);
+      }
+    }
+    return rules;
+  }
+
+  private refresh(folder: RuleFolder, index: number): Rule | undefined {
+    const rule = folder.rules[index]!;
+    const file = this.discovery.instructionFile(rule.candidate);
+    if ("reason" in file) {
+      // Gone or refused since the folder was read: read the folder again at the next call.
+      folder.listings = [];
+      return undefined;
+    }
+    if (file === rule.loaded) return rule;
+    const fresh = this.compile(folder.place, rule.candidate, file);
+    folder.rules[index] = fresh;
+    folder.offered = undefined;
+    return fresh;
+  }
 }
 
-function skillLine(skill: PlannedSkill): string {
-  const precedence = skill.overridesStartup
-    ? " Inside this scope it takes precedence over the skill of the same name listed at start-up."
-    : "";
-  const name = reminderField(skill.name);
-  const scope = reminderField(scopeGlob(skill.scope));
-  return `- ${name} (scope ${scope}): ${reminderField(skill.description)} [${reminderField(skill.path)}]${precedence}`;
+// =============================================================================================
+// 6. Caches and the filesystem seam. Every byte the extension touches goes through one of these
+// calls, so tests can inject faults and record paths. Synchronous on purpose: the files are small
+// and capped, and a handler without awaits cannot interleave with its siblings.
+
+export interface FileSystem {
+  /** stat that follows links; undefined when nothing is there. */
+  stat(path: string): nodeFs.Stats | undefined;
+  /** lstat; undefined when nothing is there. */
+  lstat(path: string): nodeFs.Stats | undefined;
+  realpath(path: string): string;
+  open(path: string): number;
+  fstat(fd: number): nodeFs.Stats;
+  read(fd: number, buffer: Uint8Array, offset: number, length: number, position: number): number;
+  close(fd: number): void;
+  readdir(path: string): nodeFs.Dirent[];
 }
 
-function retractionLine(path: string): string {
-  return `- ${reminderField(path)} no longer applies: its earlier instructions are withdrawn.`;
+const OPEN_FLAGS = nodeFs.constants.O_RDONLY | (nodeFs.constants.O_NOFOLLOW ?? 0) | (nodeFs.constants.O_NONBLOCK ?? 0);
+
+export const nodeFileSystem: FileSystem = {
+  stat: (path) => nodeFs.statSync(path, { throwIfNoEntry: false }),
+  lstat: (path) => nodeFs.lstatSync(path, { throwIfNoEntry: false }),
+  realpath: (path) => nodeFs.realpathSync.native(path),
+  open: (path) => nodeFs.openSync(path, OPEN_FLAGS),
+  fstat: (fd) => nodeFs.fstatSync(fd),
+  read: (fd, buffer, offset, length, position) => nodeFs.readSync(fd, buffer, offset, length, position),
+  close: (fd) => nodeFs.closeSync(fd),
+  readdir: (path) => nodeFs.readdirSync(path, { withFileTypes: true }),
+};
+
+// Reading one file: stat first, bounded read, strict decoding.
+
+export type Loaded = { ok: true; text: string; version: string; bytes: number } | { ok: false; reason: Reason };
+
+interface Signature {
+  dev: number;
+  ino: number;
+  size: number;
+  mtimeMs: number;
+  ctimeMs: number;
 }
 
-function skillRetractionLine(path: string): string {
-  return `- The skill at ${reminderField(path)} is gone: do not use it.`;
+function signatureOf(stats: nodeFs.Stats): Signature {
+  return { dev: stats.dev, ino: stats.ino, size: stats.size, mtimeMs: stats.mtimeMs, ctimeMs: stats.ctimeMs };
 }
 
-function alsoGovernsLine(told: { path: string; scope: string }): string {
-  return `- ${alsoGovernsNotice(reminderField(told.path), reminderField(scopeGlob(told.scope)))}`;
+function sameSignature(a: Signature, b: Signature | nodeFs.Stats): boolean {
+  return a.ino === b.ino && a.mtimeMs === b.mtimeMs && a.ctimeMs === b.ctimeMs && a.size === b.size && a.dev === b.dev;
 }
 
-function noticeLines(record: LedgerRecord): string[] {
-  return [
-    ...record.retracted.map((r) => retractionLine(r.path)),
-    ...record.retractedSkills.map((r) => skillRetractionLine(r.path)),
-    ...(record.retractedRules ?? []).map((r) => retractionLine(r.path)),
-    ...record.skipped.map((r) => `- ${skipText(r)}.`),
-    ...(record.alsoGoverns ?? []).map(alsoGovernsLine),
-  ];
+/** Reads at most `maxBytes` of a regular file; the file may change between stat and read. */
+export function readBounded(fs: FileSystem, realPath: string, maxBytes: number): Loaded {
+  let fd: number;
+  try {
+    fd = fs.open(realPath);
+  } catch {
+    return { ok: false, reason: "unreadable" };
+  }
+  try {
+    const stats = fs.fstat(fd);
+    if (!stats.isFile()) return { ok: false, reason: "notRegular" };
+    if (stats.size > maxBytes) return { ok: false, reason: "tooLarge" };
+    const buffer = new Uint8Array(maxBytes + 1);
+    let length = 0;
+    while (length < buffer.length) {
+      const count = fs.read(fd, buffer, length, buffer.length - length, length);
+      if (count <= 0) break;
+      length += count;
+    }
+    if (length > maxBytes) return { ok: false, reason: "tooLarge" };
+    const text = decodeInstructionText(buffer.subarray(0, length));
+    if (text === undefined) return { ok: false, reason: "notUtf8" };
+    return { ok: true, text, version: versionOf(text), bytes: length };
+  } catch {
+    return { ok: false, reason: "unreadable" };
+  } finally {
+    try {
+      fs.close(fd);
+    } catch {
+      // A failed close loses nothing we read.
+    }
+  }
 }
 
-function formatFile(entry: PlannedFile): string[] {
-  const { file, scope, supersedes, importedBy, cutText } = entry;
-  const path = reminderField(file.path);
-  const attributes = [`path="${path}"`, `scope="${reminderField(entry.scopeText ?? scopeGlob(scope))}"`];
-  if (importedBy !== undefined) attributes.push(`imported-by="${reminderField(importedBy)}"`);
-  if (supersedes) attributes.push('supersedes="earlier version"');
-  const lines = [`<instructions ${attributes.join(" ")}>`];
-  if (supersedes) lines.push(`(This version of ${path} replaces the one sent earlier.)`);
-  lines.push(neutralizeClosingTags((cutText ?? file.text).replace(/\n+$/, "")));
-  if (cutText !== undefined) lines.push(`[${path} was cut here to fit the size budget; read the file for the rest.]`);
-  lines.push("</instructions>");
-  return lines;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Git: one long-lived `git check-ignore --stdin` per session answers which folders git ignores.
+// =============================================================================================
+// 7. Git: one long-lived `git check-ignore --stdin` per session answers which folders git ignores.
 // It starts with the session, so no tool call ever waits for a spawn, and its answers are cached
 // per folder, so a warm call never waits on it at all. Its first question is cwd itself: until
 // that is answered git may be absent or cwd outside a work tree; once it is, a helper that dies
@@ -2261,28 +3725,634 @@ export class GitIgnoreOracle {
   }
 }
 
-/** Skills Pi listed in its system prompt at start-up: name → location. */
-export function startupSkillsOf(systemPrompt: string): Map<string, string> {
-  const skills = new Map<string, string>();
-  const pattern =
-    /<skill>\s*<name>([^<]*)<\/name>\s*<description>[^]*?<\/description>\s*<location>([^<]*)<\/location>/g;
-  for (const match of systemPrompt.matchAll(pattern)) skills.set(unescapeXml(match[1]!), unescapeXml(match[2]!));
-  return skills;
+// =============================================================================================
+// 8. Settings: the defaults of config.ts, which settings may override.
+
+export interface Options {
+  enabled: boolean;
+  fileNames: readonly string[];
+  triggers: ReadonlySet<string>;
+  ignoredDirs: ReadonlySet<string>;
+  maxFileBytes: number;
+  budgetBytes: number;
+  skills: boolean;
+  imports: boolean;
+  gateWrites: boolean;
+  /** Rules (see the Rules section): on or off, and which sources apply. */
+  rules: boolean;
+  ruleSources: ReadonlySet<RuleSource>;
 }
 
-function unescapeXml(text: string): string {
-  return text
-    .replace(/&lt;/g, "<")
-    .replace(/&gt;/g, ">")
-    .replace(/&quot;/g, '"')
-    .replace(/&apos;/g, "'")
-    .replace(/&amp;/g, "&");
+export function defaultOptions(): Options {
+  return {
+    enabled: true,
+    fileNames: INSTRUCTION_FILE_NAMES,
+    triggers: new Set(TRIGGER_TOOLS),
+    ignoredDirs: new Set(IGNORED_DIR_NAMES),
+    maxFileBytes: MAX_FILE_BYTES,
+    budgetBytes: REMINDER_BUDGET_BYTES,
+    skills: true,
+    imports: true,
+    gateWrites: false,
+    rules: true,
+    ruleSources: new Set(RULE_SOURCES),
+  };
 }
 
-// ---------------------------------------------------------------------------------------------
-// Shell words. A `bash` call is read, never run: this reader splits its command line into simple
-// commands and says which words name paths, and relative to which directory. Pure functions; a
-// path built when the command runs (`cat $(cat list.txt)`) is not seen and not claimed.
+// Settings: `lazyAgents` in Pi's settings.json files, as `pi.getSettings()` merges them (project
+// over global, key by key; Pi leaves an untrusted project's settings out). Every value is checked;
+// a bad one keeps its default and earns one fixed warning that names only our own key.
+
+/** Exported for the test that holds schema.json to the same keys. */
+export const SETTING_KEYS = [
+  "enabled",
+  "fileNames",
+  "ignoreDirs",
+  "maxFileBytes",
+  "reminderBudgetBytes",
+  "triggers",
+  "skills",
+  "imports",
+  "gateWrites",
+  "rules",
+  "ruleSources",
+] as const;
+
+type SettingKey = (typeof SETTING_KEYS)[number];
+
+const ALL_TRIGGERS: ReadonlySet<string> = new Set([...TRIGGER_TOOLS, ...OPTIONAL_TRIGGER_TOOLS]);
+
+function isPlainName(value: unknown): value is string {
+  return (
+    typeof value === "string" &&
+    value !== "" &&
+    value !== "." &&
+    value !== ".." &&
+    value.length <= 255 &&
+    !/[/\\\0]/.test(value)
+  );
+}
+
+function isNameList(value: unknown, allowEmpty: boolean): value is string[] {
+  return (
+    Array.isArray(value) &&
+    (allowEmpty || value.length > 0) &&
+    value.length <= 64 &&
+    value.every(isPlainName) &&
+    new Set(value).size === value.length
+  );
+}
+
+function isByteCount(value: unknown, min: number, max: number): value is number {
+  return typeof value === "number" && Number.isInteger(value) && value >= min && value <= max;
+}
+
+export interface SettingsOutcome {
+  options: Options;
+  warnings: string[];
+}
+
+/** Names the settings file a `lazyAgents` key came from (the whole object when `key` is undefined). */
+export type SettingsOrigin = (key?: string) => string;
+
+/**
+ * Applies the `lazyAgents` settings object over the defaults of config.ts. Each warning names the
+ * key and the file it came from, and the allowed values; never a value from the file.
+ */
+export function optionsFromSettings(
+  raw: unknown,
+  origin: SettingsOrigin = () => GLOBAL_SETTINGS_LABEL,
+): SettingsOutcome {
+  const options = defaultOptions();
+  const warnings: string[] = [];
+  if (raw === undefined) return { options, warnings };
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+    return { options, warnings: [SETTINGS_WARNINGS.notObject(origin())] };
+  }
+  const bad = (key: SettingKey, expected: string) =>
+    warnings.push(SETTINGS_WARNINGS.badValue(key, origin(key), expected));
+  const settings = raw as Record<string, unknown>;
+  for (const key of Object.keys(settings)) {
+    if (!(SETTING_KEYS as readonly string[]).includes(key)) warnings.push(unknownKeyWarning(key, origin(key)));
+  }
+  for (const key of ["enabled", "skills", "imports", "gateWrites", "rules"] as const) {
+    if (settings[key] === undefined) continue;
+    if (typeof settings[key] === "boolean") options[key] = settings[key];
+    else bad(key, "true or false");
+  }
+  if (settings.fileNames !== undefined) {
+    if (isNameList(settings.fileNames, false)) options.fileNames = settings.fileNames;
+    else bad("fileNames", "a non-empty list of distinct file names");
+  }
+  if (settings.ignoreDirs !== undefined) {
+    if (isNameList(settings.ignoreDirs, true)) options.ignoredDirs = new Set(settings.ignoreDirs);
+    else bad("ignoreDirs", "a list of distinct folder names");
+  }
+  if (settings.maxFileBytes !== undefined) {
+    if (isByteCount(settings.maxFileBytes, 1, MAX_SETTING_BYTES)) options.maxFileBytes = settings.maxFileBytes;
+    else bad("maxFileBytes", `a whole number of bytes from 1 to ${MAX_SETTING_BYTES}`);
+  }
+  if (settings.reminderBudgetBytes !== undefined) {
+    if (isByteCount(settings.reminderBudgetBytes, 1024, MAX_SETTING_BYTES))
+      options.budgetBytes = settings.reminderBudgetBytes;
+    else bad("reminderBudgetBytes", `a whole number of bytes from 1024 to ${MAX_SETTING_BYTES}`);
+  }
+  if (settings.triggers !== undefined) {
+    const triggers = settings.triggers;
+    if (Array.isArray(triggers) && triggers.every((t) => typeof t === "string" && ALL_TRIGGERS.has(t))) {
+      options.triggers = new Set(triggers as string[]);
+    } else {
+      bad("triggers", `a list of tool names from: ${[...ALL_TRIGGERS].join(", ")}`);
+    }
+  }
+  if (settings.ruleSources !== undefined) {
+    const sources = ruleSourcesOf(settings.ruleSources);
+    if (sources) options.ruleSources = sources;
+    else bad("ruleSources", `a list of distinct rule sources from: ${RULE_SOURCES.join(", ")}`);
+  }
+  return { options, warnings };
+}
+
+function unknownKeyWarning(key: string, where: string): string {
+  if (!SHOWN_KEY_PATTERN.test(key)) return SETTINGS_WARNINGS.unnamedKey(where);
+  return SETTINGS_WARNINGS.unknownKey(key, where, nearestSettingKey(key));
+}
+
+/** The setting a typo most likely meant: same letters in another case, a close spelling, or a part of its name. */
+function nearestSettingKey(typed: string): string | undefined {
+  const lower = typed.toLowerCase();
+  let best: { key: string; distance: number } | undefined;
+  for (const key of SETTING_KEYS) {
+    const candidate = key.toLowerCase();
+    const distance =
+      candidate === lower ? 0 : lower.length >= 4 && candidate.includes(lower) ? 1 : editDistance(lower, candidate);
+    if (distance <= Math.max(2, Math.floor(candidate.length / 4)) && (!best || distance < best.distance)) {
+      best = { key, distance };
+    }
+  }
+  return best?.key;
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(
+        (previous[j] ?? 0) + 1,
+        (current[j - 1] ?? 0) + 1,
+        (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
+    }
+    previous = current;
+  }
+  return previous[b.length] ?? 0;
+}
+
+/**
+ * Which file each `lazyAgents` key came from. Pi gives an extension only the merged settings, so
+ * the project's own `.pi/settings.json` (inside cwd, read like any other file) is asked which keys
+ * it sets; Pi lets the project win key by key, so every other key is the global file's.
+ */
+export function settingsOrigin(fs: FileSystem, cwd: string, trusted: boolean): SettingsOrigin {
+  const globalLabel =
+    resolve(getAgentDir()) === join(homedir(), CONFIG_DIR_NAME, "agent")
+      ? GLOBAL_SETTINGS_LABEL
+      : CUSTOM_GLOBAL_SETTINGS_LABEL;
+  const project = trusted ? projectSettingsSection(fs, cwd) : undefined;
+  return (key) => {
+    if (project === undefined) return globalLabel;
+    const inProject =
+      key === undefined ? true : typeof project === "object" && project !== null && Object.hasOwn(project, key);
+    return inProject ? PROJECT_SETTINGS_LABEL : globalLabel;
+  };
+}
+
+/** The project's `lazyAgents` value, or undefined when the project file has none or cannot be read. */
+function projectSettingsSection(fs: FileSystem, cwd: string): unknown {
+  try {
+    const cwdReal = fs.realpath(cwd);
+    const real = fs.realpath(join(cwdReal, CONFIG_DIR_NAME, "settings.json"));
+    if (!isPathInside(cwdReal, real)) return undefined;
+    const loaded = readBounded(fs, real, MAX_SETTING_BYTES);
+    if (!loaded.ok) return undefined;
+    const parsed: unknown = JSON.parse(loaded.text);
+    return typeof parsed === "object" && parsed !== null
+      ? (parsed as Record<string, unknown>)[SETTINGS_KEY]
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** True when two option sets would discover differently (the caches depend on these). */
+function discoveryChanged(a: Options, b: Options): boolean {
+  return (
+    a.fileNames.join("\0") !== b.fileNames.join("\0") ||
+    [...a.ignoredDirs].sort().join("\0") !== [...b.ignoredDirs].sort().join("\0") ||
+    a.maxFileBytes !== b.maxFileBytes ||
+    a.imports !== b.imports
+  );
+}
+
+// =============================================================================================
+// 9. The /lazy-agents report: what the session has seen, kept per scope and replaced at each view,
+// and `why <path>` / `why "<command>"`. Never file contents.
+
+/** A `why` argument wrapped in quotes is a bash command; a bare one is a path (which may hold spaces). */
+export function quotedCommand(argument: string): string | undefined {
+  const text = argument.trim();
+  const quote = text[0];
+  if ((quote !== '"' && quote !== "'") || text.length < 2 || text.at(-1) !== quote) return undefined;
+  return text.slice(1, -1);
+}
+
+/** `/lazy-agents why "<command>"`: which words activated which scopes, and why the others did not. */
+export async function explainCommand(engine: LazyAgents, command: string, env: CallEnvironment): Promise<string> {
+  const discovery = engine.bind(env.cwd);
+  if (!discovery) return "pi-lazy-agents: the working directory cannot be resolved.";
+  const commands = readShellCommand(command);
+  const outcomes = locateShellWords(discovery, commands, env.cwd);
+  const chains = shellChains(outcomes);
+  await Promise.all(chains.map((located) => engine.learnGitIgnores(discovery, located.links)));
+  const withSkills = env.trusted && engine.options.skills;
+  for (const located of chains) discovery.viewChain(located, withSkills);
+  await engine.learnImportGitIgnores(discovery);
+  const viewed = new Map<string, DirectoryView[]>();
+  for (const located of chains) {
+    const views = discovery.dropGitIgnored(discovery.viewChain(located, withSkills));
+    engine.inspection.record(views);
+    viewed.set(located.links.at(-1)!.scope, views);
+  }
+  const lines = [`pi-lazy-agents: why ${JSON.stringify(command)}`];
+  if (commands.length === 0) lines.push("  No command words were found.");
+  let index = 0;
+  for (const { cwd, uses } of commands) {
+    const where = cwd === "." ? "" : `  (in ${cwd ?? "a directory known only when it runs"})`;
+    lines.push(`  ${commands[index++]!.words.join(" ")}${where}`);
+    for (const use of uses) {
+      const outcome = outcomes.shift()!;
+      lines.push(`    ${use.word}: ${explainOutcome(engine, outcome, viewed)}`);
+    }
+  }
+  if (!engine.options.triggers.has("bash")) lines.push("  bash is not among the triggers: its calls activate nothing.");
+  return lines.join("\n");
+}
+
+function explainOutcome(engine: LazyAgents, outcome: ShellWordOutcome, viewed: Map<string, DirectoryView[]>): string {
+  if (!outcome.located) return SHELL_WORD_REASONS[outcome.reason ?? "missing"];
+  const links = outcome.located.links;
+  const views = viewed.get(links.at(-1)!.scope) ?? [];
+  const scopes = links.slice(0, views.length).map((link) => {
+    const view = views.find((candidate) => candidate.scope === link.scope);
+    const file = view?.file
+      ? `${view.file.path}, ${fileState(engine.ledger, seenFile(view.file, link.scope))}`
+      : "no instruction file";
+    return `${scopeGlob(link.scope)} (${file})`;
+  });
+  const role = outcome.use.role === "write" ? "written to, activates" : "activates";
+  const cut = views.length < links.length ? `; ${links[views.length]!.scope}/ is ${SHELL_WORD_REASONS.ignored}` : "";
+  return scopes.length === 0 ? `${SHELL_WORD_REASONS.ignored}` : `${role} ${scopes.join(", ")}${cut}`;
+}
+
+// Inspection: what the session has seen. Kept per scope and replaced at each view, so it is bounded
+// by the folders visited and always shows their latest state.
+
+export interface SeenFile {
+  path: string;
+  scope: string;
+  bytes: number;
+  version: string;
+  importedBy?: string;
+}
+
+export class Inspection {
+  /** The latest view of each folder a call looked at; reports are built from it on demand. */
+  readonly views = new Map<string, DirectoryView>();
+
+  record(views: DirectoryView[]): void {
+    for (const view of views) this.views.set(view.scope, view);
+  }
+
+  /** Forgets folders that `keep` rejects. */
+  prune(keep: (scope: string) => boolean): void {
+    for (const scope of this.views.keys()) if (!keep(scope)) this.views.delete(scope);
+  }
+
+  clear(): void {
+    this.views.clear();
+  }
+
+  sizes(): Record<string, number> {
+    return { inspectedScopes: this.views.size };
+  }
+
+  files(): SeenFile[] {
+    return [...this.views.values()].flatMap((view) => [
+      ...(view.file ? [seenFile(view.file, view.scope)] : []),
+      ...view.imports.map(({ file, importedBy }) => ({ ...seenFile(file, view.scope), importedBy })),
+    ]);
+  }
+
+  skills(): Array<Skill & { scope: string }> {
+    return [...this.views.values()].flatMap((view) => view.skills.map((skill) => ({ ...skill, scope: view.scope })));
+  }
+
+  /** Refused candidates, plus skills that a deeper folder redefines. */
+  notUsed(): Rejection[] {
+    const skills = this.skills();
+    const shadowed = skills
+      .filter((outer) =>
+        skills.some((inner) => inner.name === outer.name && isPathInside(`/${outer.scope}`, `/${inner.scope}`)),
+      )
+      .map((skill): Rejection => ({ path: skill.path, reason: "skillShadowed", kind: "skill" }));
+    return [...[...this.views.values()].flatMap((view) => view.rejected), ...shadowed];
+  }
+}
+
+function seenFile(file: InstructionFile, scope: string): SeenFile {
+  return { path: file.path, scope, bytes: file.bytes, version: file.version };
+}
+
+export function fileState(ledger: Ledger, file: SeenFile): string {
+  const held = ledger.files.get(file.path);
+  if (!held) return ledger.retracted.has(file.path) ? "retracted" : "pending";
+  if (held.version !== file.version) return "changed since delivery";
+  if (held.truncated) return "delivered, truncated by the budget";
+  return held.via === "read" ? "delivered (read by the model)" : "delivered";
+}
+
+function formatBytes(bytes: number): string {
+  return bytes < 1024 ? `${bytes} B` : `${(bytes / 1024).toFixed(1)} KiB`;
+}
+
+/**
+ * The files the report lists: those this run looked at, then those the ledger holds that it has not
+ * looked at yet (delivered before a resume), so the list and the closing count agree.
+ */
+function reportedFiles(engine: LazyAgents): SeenFile[] {
+  const seen = engine.inspection.files();
+  const seenPaths = new Set(seen.map((file) => file.path));
+  const held = [...engine.ledger.files.values()]
+    .filter((file) => !seenPaths.has(file.path))
+    .map(({ path, scope, bytes, version, importedBy }) => ({ path, scope, bytes, version, importedBy }));
+  return [...seen, ...held];
+}
+
+/** The nested skills the report lists: seen in this run, then those the ledger holds from before. */
+function reportedSkills(engine: LazyAgents): Array<Pick<Skill, "name" | "path" | "version"> & { scope: string }> {
+  const seen = engine.inspection.skills();
+  const seenPaths = new Set(seen.map((skill) => skill.path));
+  return [...seen, ...[...engine.ledger.skills.values()].filter((skill) => !seenPaths.has(skill.path))];
+}
+
+/** The `/lazy-agents` report: paths, scopes, sizes, versions, states and reasons; never file contents. */
+export function formatInspection(engine: LazyAgents): string {
+  const { ledger, inspection } = engine;
+  const files = reportedFiles(engine);
+  const seenPaths = new Set(files.map((file) => file.path));
+  const retractedOnly = [...ledger.retracted].filter((path) => !seenPaths.has(path));
+  const skills = reportedSkills(engine);
+  const ruleLines = formatRuleInspection(engine);
+  const notUsed: Array<Pick<Rejection, "path" | "reason" | "counts">> = [
+    ...[...(engine.discovery?.ignoredSeen ?? new Map<string, Reason>())].map(([path, reason]) => ({ path, reason })),
+    ...inspection.notUsed(),
+  ];
+  const lines = ["pi-lazy-agents"];
+  if (!engine.options.enabled) lines.push("  off for this run (setting or --no-lazy-agents flag)");
+  if (
+    files.length + retractedOnly.length + skills.length + notUsed.length + engine.failures.size + ruleLines.length ===
+    0
+  ) {
+    return engine.options.enabled ? REPORT_NOTHING_SEEN : [...lines, REPORT_NOTHING_SEEN].join("\n");
+  }
+  lines.push("", `Instruction files and imports (${files.length}):`);
+  for (const file of files) {
+    const imported = file.importedBy ? `, imported by ${file.importedBy}` : "";
+    const version = file.version.slice(0, REPORT_VERSION_LENGTH);
+    lines.push(
+      `  ${file.path}  scope ${scopeGlob(file.scope)}${imported}  ${formatBytes(file.bytes)}  ${fileState(ledger, file)}  version ${version}`,
+    );
+  }
+  for (const path of retractedOnly) lines.push(`  ${path}  retracted`);
+  lines.push("", `Nested skills (${skills.length}):`);
+  for (const skill of skills) {
+    const state = ledger.skills.get(skill.path)?.version === skill.version ? "listed" : "pending";
+    lines.push(`  ${skill.name}  scope ${scopeGlob(skill.scope)}  ${skill.path}  ${state}`);
+  }
+  lines.push(...ruleLines);
+  lines.push("", `Seen and not used (${notUsed.length}):`);
+  for (const { path, reason, counts } of notUsed) lines.push(`  ${path}  ${reasonText(reason, counts)}`);
+  if (engine.failures.size > 0) {
+    lines.push("", "Failures caught (Pi went on without this extension's part):");
+    for (const [label, count] of engine.failures) lines.push(`  ${FAILURE_LABELS[label]}: ${count}`);
+  }
+  lines.push("", `Delivered in this context: ${ledger.files.size} file(s), ${ledger.skills.size} skill(s).`);
+  return lines.map(oneLine).join("\n");
+}
+
+/** `/lazy-agents why <path>`: the chain of one path, folder by folder. */
+export async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnvironment): Promise<string> {
+  const shown = rawPath.trim();
+  const target = resolveToolPath(shown, env.cwd);
+  if (target === undefined) return `pi-lazy-agents: "${shown}" is not a usable path.`;
+  const discovery = engine.bind(env.cwd);
+  if (!discovery) return "pi-lazy-agents: the working directory cannot be resolved.";
+  const isDirectory = discovery.mayBeInside(target) && discovery.fs.stat(target)?.isDirectory() === true;
+  const located = discovery.locate(target, isDirectory);
+  if (located === undefined)
+    return `pi-lazy-agents: ${shown} is ${REASONS.outsideCwd}; nothing below cwd applies to it.`;
+  await engine.learnGitIgnores(discovery, located.links);
+  discovery.viewChain(located, env.trusted && engine.options.skills);
+  await engine.learnImportGitIgnores(discovery);
+  const views = discovery.viewChain(located, env.trusted && engine.options.skills);
+  if (engine.options.rules) await engine.rulesOf(discovery).learnGitIgnores(views, engine.git);
+  engine.inspection.record(views);
+  const lines = [`pi-lazy-agents: why ${shown}`];
+  if (located.links.length === 0) lines.push("  It lies directly in cwd: only Pi's own AGENTS.md applies there.");
+  for (const { scope } of located.links) {
+    const view = views.find((candidate) => candidate.scope === scope);
+    if (!view) {
+      const reason = discovery.ignoredSeen.get(scope);
+      lines.push(`  ${scope}/  ${reason ? REASONS[reason] : "not reached"}: nothing below it is used`);
+      if (reason) break;
+      continue;
+    }
+    const file = view.file
+      ? `${view.file.path} (${fileState(engine.ledger, seenFile(view.file, scope))})`
+      : "no instruction file";
+    lines.push(`  ${scope}/  scope ${scopeGlob(scope)}: ${file}`);
+    for (const { file: imported } of view.imports) {
+      lines.push(`    imports ${imported.path} (${fileState(engine.ledger, seenFile(imported, scope))})`);
+    }
+    for (const skill of view.skills) lines.push(`    skill ${skill.name} at ${skill.path}`);
+    for (const rejection of view.rejected)
+      lines.push(`    not used: ${rejection.path}: ${reasonText(rejection.reason, rejection.counts)}`);
+  }
+  lines.push(...explainRules(engine, views, touchedPath(discovery, target, env.cwd)));
+  if (!env.trusted) lines.push("  Skills are not listed: the project is not trusted.");
+  return lines.map(oneLine).join("\n");
+}
+
+/** Completions for `/lazy-agents`: the `why` word, then paths this session has seen. */
+export function commandCompletions(engine: LazyAgents, prefix: string): Array<{ value: string; label: string }> | null {
+  const words = ["why "];
+  const paths = [
+    ...engine.inspection.files().map((file) => file.path),
+    ...[...engine.inspection.views.keys()].map((scope) => `${scope}/`),
+  ];
+  const candidates = prefix.startsWith("why ") ? paths.map((path) => `why ${path}`) : words;
+  const items = [...new Set(candidates)]
+    .filter((value) => value.startsWith(prefix))
+    .map((value) => ({ value, label: value }));
+  return items.length > 0 ? items : null;
+}
+
+export function statusText(ledger: Ledger): string | undefined {
+  if (ledger.files.size === 0 && ledger.skills.size === 0) return undefined;
+  return `nested: ${ledger.files.size} file${ledger.files.size === 1 ? "" : "s"}, ${ledger.skills.size} skill${ledger.skills.size === 1 ? "" : "s"}`;
+}
+
+export function ruleSourcesOf(value: unknown): Set<RuleSource> | undefined {
+  if (!Array.isArray(value) || new Set(value).size !== value.length) return undefined;
+  const known = value.every((source) => (RULE_SOURCES as readonly unknown[]).includes(source));
+  return known ? new Set(value as RuleSource[]) : undefined;
+}
+
+function ruleState(ledger: Ledger, rule: Rule): string {
+  if (rule.meta.kind === "manual") return "manual";
+  const held = ledger.rules.get(rule.path);
+  if (rule.meta.kind === "described") return held?.version === rule.listingVersion ? "listed" : "pending";
+  if (!held) return ledger.retractedRules.has(rule.path) ? "retracted" : "pending";
+  if (held.version !== rule.loaded.version) return "changed since delivery";
+  return held.truncated ? "delivered, truncated by the budget" : "delivered";
+}
+
+function ruleLine(ledger: Ledger, rule: Rule): string {
+  const globs = rule.meta.kind === "glob" ? `globs ${rule.meta.globs.join(", ")}` : "no globs";
+  return `${rule.path}  ${rule.source}  ${RULE_KIND_NAMES[rule.meta.kind]}  ${globs}  ${ruleState(ledger, rule)}`;
+}
+
+/** The rules part of `/lazy-agents`: cwd's rule folders and every nested one seen, with states. */
+export function formatRuleInspection(engine: LazyAgents): string[] {
+  const discovery = engine.discovery;
+  if (!engine.options.rules || !discovery) return [];
+  const book = engine.rulesOf(discovery);
+  book.foldersFor([], engine.options.ruleSources);
+  const folders = [...book.folders.values()].filter((folder) => engine.options.ruleSources.has(folder.place.source));
+  const rules = folders.flatMap((folder) => folder.rules);
+  const lines = rules.map((rule) => `  ${ruleLine(engine.ledger, rule)}`);
+  const listed = new Set(rules.map((rule) => rule.path));
+  for (const path of engine.ledger.retractedRules) if (!listed.has(path)) lines.push(`  ${path}  retracted`);
+  for (const rejection of folders.flatMap((folder) => folder.rejected)) {
+    lines.push(`  ${rejection.path}  not used: ${REASONS[rejection.reason]}`);
+  }
+  return lines.length > 0 ? ["", `Rules (${rules.length}):`, ...lines] : [];
+}
+
+/** The rules part of `/lazy-agents why <path>`: each rule, and whether and why it applies there. */
+export function explainRules(engine: LazyAgents, views: DirectoryView[], touched: string | undefined): string[] {
+  const discovery = engine.discovery;
+  if (!engine.options.rules || !discovery || touched === undefined) return [];
+  const book = engine.rulesOf(discovery);
+  const inScope = new Set(book.foldersFor(views, engine.options.ruleSources));
+  const lines: string[] = [];
+  for (const folder of book.folders.values()) {
+    for (const rule of folder.rules) {
+      const why = !engine.options.ruleSources.has(rule.source)
+        ? RULE_WHY.sourceOff
+        : !inScope.has(folder)
+          ? RULE_WHY.otherFolder
+          : rule.meta.kind === "glob"
+            ? ruleMatches(rule, touched)
+              ? RULE_WHY.matches
+              : RULE_WHY.noMatch
+            : RULE_WHY[rule.meta.kind];
+      lines.push(`  rule ${rule.path} (${rule.source}, scope ${rule.scope}): ${why}`);
+    }
+  }
+  return lines.length > 0 ? ["  Rules:", ...lines.map((line) => `  ${line}`)] : lines;
+}
+
+// =============================================================================================
+// 10. Pure path and text helpers. Containment is `path.relative` plus an exact `..` test on real paths.
+
+/** True when `child` lies strictly inside `parent`. Both must already be absolute and resolved. */
+export function isPathInside(parent: string, child: string): boolean {
+  const rel = relative(parent, child);
+  return rel !== "" && rel !== ".." && !rel.startsWith(`..${sep}`) && !isAbsolute(rel);
+}
+
+export function isPathInsideOrSame(parent: string, child: string): boolean {
+  return resolve(parent) === resolve(child) || isPathInside(parent, child);
+}
+
+/** cwd-relative path with forward slashes, as shown to the model. */
+export function toDisplayPath(cwdReal: string, absolute: string): string {
+  return relative(cwdReal, absolute).split(sep).join("/");
+}
+
+export function scopeGlob(scope: string): string {
+  return `${scope}/**`;
+}
+
+// ignoreBOM keeps a BOM as text, so exactly one is stripped below, as Pi does.
+const UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+/** Decodes strict UTF-8, drops a BOM and turns CRLF and lone CR into LF; undefined if invalid. */
+export function decodeInstructionText(bytes: Uint8Array): string | undefined {
+  let text: string;
+  try {
+    text = UTF8.decode(bytes);
+  } catch {
+    return undefined;
+  }
+  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+  return text.includes("\r") ? text.replace(/\r\n?/g, "\n") : text;
+}
+
+/** The longest prefix of `text` that fits in `maxBytes` of UTF-8, never splitting a character. */
+export function cutUtf8(text: string, maxBytes: number): string {
+  const bytes = Buffer.from(text, "utf8");
+  if (bytes.length <= maxBytes) return text;
+  let end = Math.max(0, maxBytes);
+  while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end--;
+  return bytes.subarray(0, end).toString("utf8");
+}
+
+const FENCE = /^\s{0,3}(`{3,}|~{3,})/;
+
+const INLINE_CODE = /(`+)[^`]*?\1/g;
+
+const IMPORT_TOKEN = /(?:^|[\s([])@((?:\.{1,2}\/|[\w-])[^\s)\]`'"<>,;]*)/g;
+
+/** The `@path` tokens of an instruction file, outside fenced blocks and code spans, in order. */
+export function importTokens(text: string): string[] {
+  const tokens: string[] = [];
+  let fence: string | undefined;
+  for (const line of text.split("\n")) {
+    const marker = FENCE.exec(line)?.[1];
+    if (marker !== undefined && (fence === undefined || (marker[0] === fence[0] && marker.length >= fence.length))) {
+      fence = fence === undefined ? marker : undefined;
+      continue;
+    }
+    if (fence !== undefined) continue;
+    for (const match of line.replace(INLINE_CODE, " ").matchAll(IMPORT_TOKEN)) {
+      const token = match[1]!.replace(/[.:!?]+$/, "");
+      if (token !== "" && !tokens.includes(token)) tokens.push(token);
+    }
+  }
+  return tokens;
+}
+
+export function versionOf(text: string): string {
+  return createHash("sha256").update(text).digest("hex").slice(0, VERSION_ID_LENGTH);
+}
+
+// =============================================================================================
+// 10b. Shell words. A `bash` call is read, never run: this reader splits its command line into simple
+// commands and says which words name paths, and relative to which directory. A path built when the
+// command runs (`cat $(cat list.txt)`) is not seen and not claimed.
 
 /** What one word of a bash command is to the extension: a path to activate, or why not. */
 export type ShellWordUse =
@@ -2336,6 +4406,7 @@ const SHELL_KEYWORDS: ReadonlySet<string> = new Set([
   "esac",
   "coproc",
 ]);
+
 const SHELL_WRAPPERS: ReadonlySet<string> = new Set([
   "env",
   "command",
@@ -2350,7 +4421,9 @@ const SHELL_WRAPPERS: ReadonlySet<string> = new Set([
   "xargs",
   "stdbuf",
 ]);
+
 const SHELLS_WITH_SCRIPT: ReadonlySet<string> = new Set(["bash", "sh", "zsh"]);
+
 /** Options of common tools that name the folder they work in (the next word, or after `=`). */
 const TOOL_DIRECTORY_OPTIONS: ReadonlyMap<string, readonly string[]> = new Map([
   ["git", ["-C"]],
@@ -2360,10 +4433,15 @@ const TOOL_DIRECTORY_OPTIONS: ReadonlyMap<string, readonly string[]> = new Map([
   ["yarn", ["--cwd"]],
   ["cargo", ["--manifest-path"]],
 ]);
+
 const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*\+?$/;
+
 const FD_PREFIX = /(\d+|&)(?=[<>])/y;
+
 const SHELL_OPERATORS = ["&&", "||", ";;", "|&", ";", "&", "|", "(", ")"];
+
 const SHELL_OPERATOR_START: ReadonlySet<string> = new Set([";", "&", "|", "(", ")"]);
+
 const REDIRECT_OPERATORS: ReadonlyArray<[string, Extract<ShellToken, { kind: "redirect" }>]> = [
   ["<<<", { kind: "redirect", op: "herestring" }],
   ["<<-", { kind: "redirect", op: "heredoc", stripTabs: true }],
@@ -2376,9 +4454,12 @@ const REDIRECT_OPERATORS: ReadonlyArray<[string, Extract<ShellToken, { kind: "re
   ["<", { kind: "redirect", op: "read" }],
   [">", { kind: "redirect", op: "write" }],
 ];
+
 /** A run of characters that mean nothing special inside a word. */
 const PLAIN_RUN = /[^\s;&|<>()\\'"$`*?[{~=]+/y;
+
 const WORD_BREAK = new Set([" ", "\t", "\n", ";", "&", "|", "<", ">", "(", ")"]);
+
 const NAME_CHAR = /[A-Za-z0-9_]/;
 
 /** The simple commands of a bash command line, each with its directory and what its words name. */
@@ -2827,1218 +4908,12 @@ function changeDirectory(frame: ShellFrame, tool: string, args: ShellWord[], bas
   frame.cwd = target === undefined || target.text === "-" || target.tilde ? undefined : joinShellPath(base, target);
 }
 
-// Bash activation: the paths a command's words name, located like the targets of read and write.
-
-/** One word's outcome: the chain it activates, or why it activates nothing. */
-export interface ShellWordOutcome {
-  use: ShellWordUse;
-  located?: Located;
-  reason?: ShellWordReason;
-  /** Absolute path of a word that names something inside cwd (what it activates, or cwd's own entries). */
-  path?: string;
-}
-
-/** Locates what the words name. Each distinct path costs one lstat, and only once its folders are known to be real. */
-export function locateShellWords(discovery: Discovery, commands: ShellCommand[], cwd: string): ShellWordOutcome[] {
-  const byPath = new Map<string, Located | ShellWordReason>();
-  const folders = new Map<string, Located | "missing" | "resolve">();
-  const outcomes: ShellWordOutcome[] = [];
-  for (const { uses } of commands) {
-    for (const use of uses) {
-      if (use.role === "skip") {
-        outcomes.push({ use, reason: use.reason });
-        continue;
-      }
-      const key = `${use.role}\0${use.path}`;
-      const path = absoluteShellPath(use.path, cwd);
-      let found = byPath.get(key);
-      if (found === undefined) {
-        found = locateShellPath(discovery, use.role, path, folders);
-        byPath.set(key, found);
-      }
-      if (typeof found !== "string") outcomes.push({ use, located: found, path });
-      else outcomes.push(found === "cwdItself" ? { use, reason: found, path } : { use, reason: found });
-    }
-  }
-  return outcomes;
-}
-
-/** The cwd-relative paths a command names, as rule globs see them (cwd itself aside). */
-export function shellTouched(discovery: Discovery, outcomes: ShellWordOutcome[], cwd: string): string[] {
-  const touched = new Set<string>();
-  for (const { path } of outcomes) {
-    const rel = path === undefined ? undefined : touchedPath(discovery, path, cwd);
-    if (rel) touched.add(rel);
-  }
-  return [...touched];
-}
-
-/** The distinct chains the outcomes activate, one per deepest folder. */
-export function shellChains(outcomes: ShellWordOutcome[]): Located[] {
-  const chains = new Map<string, Located>();
-  for (const { located } of outcomes) if (located) chains.set(located.links.at(-1)!.scope, located);
-  return [...chains.values()];
-}
-
-function absoluteShellPath(path: string, cwd: string): string {
-  if (path === "~") return homedir();
-  if (path.startsWith("~/")) return join(homedir(), path.slice(2));
-  return resolve(cwd, path);
-}
-
-function locateShellPath(
-  discovery: Discovery,
-  role: "read" | "write",
-  path: string,
-  folders: Map<string, Located | "missing" | "resolve">,
-): Located | ShellWordReason {
-  if (path.includes("\0") || Buffer.byteLength(path) > MAX_PATH_BYTES) return "missing";
-  if (!discovery.mayBeInside(path)) return "outside";
-  const located = role === "write" ? discovery.locate(path, false) : locateExisting(discovery, path, folders);
-  if (located === undefined) return "outside";
-  if (typeof located === "string") return located;
-  return located.links.length === 0 ? "cwdItself" : located;
-}
-
-/** An existing file (its folder) or folder (itself); nothing for a word that names nothing. */
-function locateExisting(
-  discovery: Discovery,
-  path: string,
-  folders: Map<string, Located | "missing" | "resolve">,
-): Located | ShellWordReason | undefined {
-  const folder = dirname(path);
-  // Only cwd itself has its folder outside: nothing above it is ever looked at.
-  if (folder === path || !discovery.mayBeInside(folder)) return "cwdItself";
-  let parent = folders.get(folder);
-  if (parent === undefined) folders.set(folder, (parent = shellFolder(discovery, folder)));
-  if (parent === "missing") return "missing";
-  // Only a folder whose every step below cwd is a real folder lets the word be looked at as written.
-  if (parent !== "resolve") {
-    const kind = wordKind(discovery, path, parent.stats?.at(-1));
-    if (kind === "missing") return "missing";
-    if (typeof kind === "object")
-      return { links: discovery.chainFor(relative(discovery.cwdReal, path)), stats: [...parent.stats!, kind] };
-    if (kind === "file") return parent;
-  }
-  const target = discovery.realpathOrUndefined(path);
-  if (target === undefined) return "missing";
-  if (!isPathInsideOrSame(discovery.cwdReal, target)) return "outside";
-  let isDirectory: boolean;
-  try {
-    isDirectory = discovery.fs.stat(target)?.isDirectory() === true;
-  } catch {
-    return "missing";
-  }
-  return discovery.locate(target, isDirectory);
-}
-
-/**
- * A word's folder walked down from cwd, one lstat per step: real folders (with their stats), a
- * step that is not there (so the word names nothing, with no further call), or one to resolve
- * through real paths (a link on the way, an error, a path that reaches cwd through a link).
- */
-function shellFolder(discovery: Discovery, folder: string): Located | "missing" | "resolve" {
-  const rel = relative(discovery.cwdReal, folder);
-  if (rel === "") return { links: [], stats: [] };
-  if (rel === ".." || rel.startsWith(`..${sep}`) || isAbsolute(rel)) return "resolve";
-  const links = discovery.chainFor(rel);
-  const stats: nodeFs.Stats[] = [];
-  for (const link of links) {
-    let stat: nodeFs.Stats | undefined;
-    try {
-      stat = discovery.fs.lstat(link.dir);
-    } catch {
-      return "resolve";
-    }
-    if (!stat) return "missing";
-    if (!stat.isDirectory()) return stat.isSymbolicLink() ? "resolve" : "missing";
-    stats.push(stat);
-  }
-  return { links, stats };
-}
-
-/**
- * What a word names: a folder (with its fresh stats, which its views need), a file, nothing, or
- * "link" when it must be looked at through its real path (a link, or an lstat that failed). A file or nothing is remembered against its folder's signature, which any entry added,
- * removed or replaced there changes: a known word in an unchanged folder costs no call at all.
- */
-function wordKind(discovery: Discovery, path: string, folder: nodeFs.Stats | undefined): ShellWordKind | nodeFs.Stats {
-  let known = shellWordKinds.get(discovery);
-  if (!known) shellWordKinds.set(discovery, (known = new Map()));
-  const cached = folder && known.get(path);
-  if (cached && sameSignature(cached.folder, folder)) return cached.kind;
-  let stats: nodeFs.Stats | undefined;
-  try {
-    stats = discovery.fs.lstat(path);
-  } catch {
-    return "link"; // EIO, EACCES …: the word is looked at through its real path instead.
-  }
-  if (stats?.isDirectory()) return stats;
-  const kind = !stats ? "missing" : stats.isSymbolicLink() ? "link" : "file";
-  if (folder && kind !== "link") {
-    if (known.size >= MAX_SHELL_WORD_CACHE) known.clear();
-    known.set(path, { folder: signatureOf(folder), kind });
-  }
-  return kind;
-}
-
-type ShellWordKind = "missing" | "file" | "link";
-const shellWordKinds = new WeakMap<Discovery, Map<string, { folder: Signature; kind: ShellWordKind }>>();
-
-/** Words named like instruction files: the command may create or change one (`>`, `tee`, `sed -i`). */
-export function shellNamesInstruction(commands: ShellCommand[], fileNames: readonly string[]): boolean {
-  return commands.some(({ uses }) =>
-    uses.some((use) => use.role !== "skip" && fileNames.includes(posix.basename(use.path))),
-  );
-}
-
-/** A `why` argument wrapped in quotes is a bash command; a bare one is a path (which may hold spaces). */
-export function quotedCommand(argument: string): string | undefined {
-  const text = argument.trim();
-  const quote = text[0];
-  if ((quote !== '"' && quote !== "'") || text.length < 2 || text.at(-1) !== quote) return undefined;
-  return text.slice(1, -1);
-}
-
-/** `/lazy-agents why "<command>"`: which words activated which scopes, and why the others did not. */
-export async function explainCommand(engine: LazyAgents, command: string, env: CallEnvironment): Promise<string> {
-  const discovery = engine.bind(env.cwd);
-  if (!discovery) return "pi-lazy-agents: the working directory cannot be resolved.";
-  const commands = readShellCommand(command);
-  const outcomes = locateShellWords(discovery, commands, env.cwd);
-  const chains = shellChains(outcomes);
-  await Promise.all(chains.map((located) => engine.learnGitIgnores(discovery, located.links)));
-  const withSkills = env.trusted && engine.options.skills;
-  for (const located of chains) discovery.viewChain(located, withSkills);
-  await engine.learnImportGitIgnores(discovery);
-  const viewed = new Map<string, DirectoryView[]>();
-  for (const located of chains) {
-    const views = discovery.dropGitIgnored(discovery.viewChain(located, withSkills));
-    engine.inspection.record(views);
-    viewed.set(located.links.at(-1)!.scope, views);
-  }
-  const lines = [`pi-lazy-agents: why ${JSON.stringify(command)}`];
-  if (commands.length === 0) lines.push("  No command words were found.");
-  let index = 0;
-  for (const { cwd, uses } of commands) {
-    const where = cwd === "." ? "" : `  (in ${cwd ?? "a directory known only when it runs"})`;
-    lines.push(`  ${commands[index++]!.words.join(" ")}${where}`);
-    for (const use of uses) {
-      const outcome = outcomes.shift()!;
-      lines.push(`    ${use.word}: ${explainOutcome(engine, outcome, viewed)}`);
-    }
-  }
-  if (!engine.options.triggers.has("bash")) lines.push("  bash is not among the triggers: its calls activate nothing.");
-  return lines.join("\n");
-}
-
-function explainOutcome(engine: LazyAgents, outcome: ShellWordOutcome, viewed: Map<string, DirectoryView[]>): string {
-  if (!outcome.located) return SHELL_WORD_REASONS[outcome.reason ?? "missing"];
-  const links = outcome.located.links;
-  const views = viewed.get(links.at(-1)!.scope) ?? [];
-  const scopes = links.slice(0, views.length).map((link) => {
-    const view = views.find((candidate) => candidate.scope === link.scope);
-    const file = view?.file
-      ? `${view.file.path}, ${fileState(engine.ledger, seenFile(view.file, link.scope))}`
-      : "no instruction file";
-    return `${scopeGlob(link.scope)} (${file})`;
-  });
-  const role = outcome.use.role === "write" ? "written to, activates" : "activates";
-  const cut = views.length < links.length ? `; ${links[views.length]!.scope}/ is ${SHELL_WORD_REASONS.ignored}` : "";
-  return scopes.length === 0 ? `${SHELL_WORD_REASONS.ignored}` : `${role} ${scopes.join(", ")}${cut}`;
-}
-
-// ---------------------------------------------------------------------------------------------
-// The engine: per-session state behind the Pi adapter.
-
-const FILE_TOOLS: ReadonlySet<string> = new Set(["read", "edit", "write"]);
-
-export const GATE_RETRY_TEXT =
-  "pi-lazy-agents held this call back once so that these instructions arrive before the first change in their scope. " +
-  "Apply them, then retry the same call: it will go through.";
-
-export interface GateOutcome {
-  block: true;
-  reason: string;
-  plan: DeliveryPlan;
-}
-
-export interface CallEnvironment {
-  cwd: string;
-  trusted: boolean;
-  /** Pi's system prompt, read only when skills are in view. */
-  systemPrompt?: () => string;
-}
-
-interface PendingCall {
-  /** Git's answer for the chain's new folders, when one was asked for. */
-  gitAnswer?: Promise<void>;
-  /** An import waits for git's answer: the views are built again once it came. */
-  heldImports: boolean;
-  toolName: string;
-  rootId: string;
-  nested: boolean;
-  target: string;
-  views: DirectoryView[];
-  withSkills: boolean;
-  /** Real path of the target when it is itself named like an instruction file. */
-  instructionTarget?: string;
-  partial: boolean;
-  /** The ledger's generation when the call looked. */
-  generation: number;
-  /** cwd-relative path the call touched, for rule globs (rules touch point). */
-  touched?: string;
-  /** A bash call: its commands, the views of each chain its words activated, and the paths they name. */
-  bash?: { commands: ShellCommand[]; chains: DirectoryView[][]; touched: string[] };
-}
-
-/** What one nested call activated, and when: the ledger may move before the outermost result. */
-interface NestedViews {
-  call: PendingCall;
-  views: DirectoryView[];
-  generation: number;
-}
-
-export interface ResultOutcome {
-  patch: ToolResultEventResult;
-  plan: DeliveryPlan;
-}
-
-export class LazyAgents {
-  readonly fs: FileSystem;
-  options: Options = defaultOptions();
-  readonly ledger = new Ledger();
-  discovery?: Discovery;
-  /** Per-call state between tool_call and tool_result (or tool_execution_end). */
-  readonly pending = new Map<string, PendingCall>();
-  /** Views activated by nested calls, waiting for the outermost call's result. */
-  readonly nestedViews = new Map<string, NestedViews[]>();
-  readonly parentOf = new Map<string, string>();
-  /** Deliveries made through a held-back write, waiting for Pi's error result message. */
-  readonly gateRecords = new Map<string, LedgerRecord>();
-  /**
-   * Scopes whose instructions the gate held back a call for in this turn. Pi runs every sibling's
-   * tool_call before any result reaches the model, so a sibling write into them is held too.
-   */
-  readonly gatedScopes = new Set<string>();
-  /** Records this turn's results carry, until the turn's end shows what Pi persisted of them. */
-  readonly unconfirmed = new Map<string, LedgerRecord>();
-  readonly inspection = new Inspection();
-  /** The session entry the ledger was last checked against, for context edits appended since. */
-  contextMark?: string | null;
-  /** Failures the hooks caught, by fixed label, for `/lazy-agents`. */
-  readonly failures = new Map<FailureLabel, number>();
-  /** Rule folders and compiled rules of the bound cwd (see the Rules section). */
-  ruleBook?: RuleBook;
-  /** Paths touched by nested calls, waiting for the outermost call's result (rules touch point). */
-  readonly nestedTouched = new Map<string, string[]>();
-  git?: GitIgnoreOracle;
-  private readonly spawner: SpawnGit;
-  private boundCwd?: string;
-  startupSkills = new Map<string, string>();
-  private startupPrompt?: string;
-
-  constructor(fs: FileSystem = nodeFileSystem, spawner: SpawnGit = spawnGit) {
-    this.fs = fs;
-    this.spawner = spawner;
-  }
-
-  /** Counts a failure a hook caught; true for the session's first, which the user hears about. */
-  noteFailure(label: FailureLabel): boolean {
-    const first = this.failures.size === 0;
-    this.failures.set(label, (this.failures.get(label) ?? 0) + 1);
-    return first;
-  }
-
-  /** Binds to cwd; its real path is the boundary every candidate is checked against. */
-  bind(cwd: string): Discovery | undefined {
-    // The warm path: cwd does not move within a session, so its real path is resolved once.
-    if (this.discovery && this.boundCwd === cwd) {
-      this.discovery.options = this.options;
-      return this.discovery;
-    }
-    this.boundCwd = cwd;
-    let cwdReal: string;
-    try {
-      cwdReal = this.fs.realpath(resolve(cwd));
-    } catch {
-      return undefined;
-    }
-    if (this.discovery?.cwdReal === cwdReal) {
-      this.discovery.options = this.options;
-      return this.discovery;
-    }
-    if (this.git?.cwdReal !== cwdReal) {
-      this.git?.stop();
-      this.git = new GitIgnoreOracle(cwdReal, this.spawner);
-    }
-    this.discovery = new Discovery(this.fs, cwdReal, this.options);
-    this.discovery.setLogicalCwd(cwd);
-    this.discovery.gitMayAnswer = () => this.git?.available === true;
-    return this.discovery;
-  }
-
-  /** Starts the git helper ahead of the first tool call. */
-  startGit(): void {
-    this.git?.start();
-  }
-
-  shutdown(): void {
-    this.git?.stop();
-    this.git = undefined;
-    this.discovery = undefined;
-  }
-
-  /** Asks git about the chain's folders it has not answered for yet; a warm chain asks nothing. */
-  learnGitIgnores(discovery: Discovery, links: ChainLink[]): Promise<void> | undefined {
-    const unknown = discovery.scopesWithoutGitAnswer(links);
-    const git = this.git;
-    if (unknown.length === 0 || !git) return undefined;
-    return git.ignored(unknown).then((answers) => {
-      unknown.forEach((scope, index) => discovery.gitIgnored.set(scope, answers[index]!));
-    });
-  }
-
-  /** Asks git what the imports of the views just built need to know; undefined when nothing. */
-  learnImportGitIgnores(discovery: Discovery): Promise<void> | undefined {
-    const questions = discovery.takeGitWanted();
-    const git = this.git;
-    if (questions.length === 0 || !git) return undefined;
-    return git.ask(questions).then((answers) => {
-      questions.forEach((question, index) => discovery.setGitAnswer(question, answers[index]!));
-    });
-  }
-
-  private refreshStartupSkills(read: (() => string) | undefined): void {
-    let systemPrompt: string | undefined;
-    try {
-      systemPrompt = read?.();
-    } catch {
-      // A Pi without the prompt at hand: nested skills are listed as they are.
-    }
-    if (typeof systemPrompt !== "string" || systemPrompt === this.startupPrompt) return;
-    this.startupPrompt = systemPrompt;
-    this.startupSkills = startupSkillsOf(systemPrompt);
-  }
-
-  rebuildLedger(records: Iterable<LedgerRecord>): void {
-    this.ledger.rebuild(records);
-  }
-
-  rootOf(toolCallId: string): string {
-    let id = toolCallId;
-    for (let hops = 0; hops < 64; hops++) {
-      const parent = this.parentOf.get(id);
-      if (parent === undefined) return id;
-      id = parent;
-    }
-    return id;
-  }
-
-  /**
-   * Discovery, before the tool runs. Synchronous, so a warm call adds no promise hops; only the
-   * write gate, which may hold a write back once, waits for git's answer about new folders.
-   */
-  onToolCall(event: ToolCallEvent, env: CallEnvironment): GateOutcome | undefined | Promise<GateOutcome | undefined> {
-    if (event.parentToolCallId !== undefined) this.parentOf.set(event.toolCallId, event.parentToolCallId);
-    if (!this.options.enabled || !this.options.triggers.has(event.toolName)) return undefined;
-    if (event.toolName === "bash") return this.discoverBash(event, env);
-    const input = event.input as Record<string, unknown>;
-    const targetIsDirectory = !FILE_TOOLS.has(event.toolName);
-    const discovery = this.bind(env.cwd);
-    if (!discovery) return undefined;
-    const raw = input.path ?? (targetIsDirectory ? "." : undefined);
-    const target = resolveToolPath(raw, env.cwd, event.toolName === "read" ? discovery.readFallback : undefined);
-    if (target === undefined) return undefined;
-    this.sweepSoon(discovery);
-    const located = discovery.locate(target, targetIsDirectory);
-    if (located === undefined) return undefined;
-    // A write may create an instruction file in folders that do not exist yet: the call is kept,
-    // so that its result counts the file as delivered.
-    if (located.links.length === 0 && !this.writesInstruction(event.toolName, target) && !this.options.rules)
-      return undefined;
-    // Git's answer for new folders overlaps the tool's run: it is awaited before the result only.
-    const gitAnswer = this.learnGitIgnores(discovery, located.links);
-    const call = { event, env, discovery, located, target, gitAnswer };
-    if (!this.shouldGate(event)) return this.discover(call, false);
-    // Rules touch point: the gate waits for git's answers about cwd's rule folders too.
-    const rulesAnswer = this.options.rules ? this.rulesOf(discovery).learnGitIgnores([], this.git) : undefined;
-    const answers = joinAnswers(gitAnswer, rulesAnswer);
-    return answers ? answers.then(() => this.discover(call, true)) : this.discover(call, true);
-  }
-
-  private discover(
-    call: {
-      event: ToolCallEvent;
-      env: CallEnvironment;
-      discovery: Discovery;
-      located: Located;
-      target: string;
-      gitAnswer?: Promise<void>;
-    },
-    gated: boolean,
-    hops = 0,
-  ): GateOutcome | undefined | Promise<GateOutcome | undefined> {
-    const { event, env, discovery, located, target, gitAnswer } = call;
-    const withSkills = env.trusted && this.options.skills;
-    const views = discovery.viewChain(located, withSkills);
-    const importAnswer = this.learnImportGitIgnores(discovery);
-    // A held-back call carries the imports too, or the retry would be held again for them.
-    if (gated && importAnswer && hops < MAX_IMPORT_DEPTH)
-      return importAnswer.then(() => this.discover(call, true, hops + 1));
-    if (views.length === 0 && !this.writesInstruction(event.toolName, target) && !this.options.rules) return undefined;
-    if (views.some((view) => view.skills.length > 0)) this.refreshStartupSkills(env.systemPrompt);
-    // Rules touch point: the path rule globs see, and git's answers for rule folders.
-    const touched = this.options.rules ? touchedPath(discovery, target, env.cwd) : undefined;
-    const ruleAnswer = this.options.rules ? this.rulesOf(discovery).learnGitIgnores(views, this.git) : undefined;
-    if (gated) {
-      this.inspection.record(views);
-      const gate = this.gate(event.toolCallId, views, touched);
-      if (gate) return gate;
-    }
-    const input = event.input as Record<string, unknown>;
-    this.pending.set(event.toolCallId, {
-      gitAnswer: joinAnswers(gitAnswer, importAnswer, ruleAnswer),
-      heldImports: importAnswer !== undefined,
-      touched,
-      toolName: event.toolName,
-      rootId: this.rootOf(event.toolCallId),
-      nested: event.parentToolCallId !== undefined,
-      target,
-      views,
-      withSkills,
-      instructionTarget: this.instructionTarget(discovery, target),
-      partial: event.toolName === "read" && (input.offset !== undefined || input.limit !== undefined),
-      generation: this.ledger.generation,
-    });
-    return undefined;
-  }
-
-  private sweepScheduled = false;
-
-  /** Runs a due cache sweep after the current call, so no tool call pays for it. */
-  private sweepSoon(discovery: Discovery): void {
-    if (this.sweepScheduled || !discovery.wantsSweep()) return;
-    this.sweepScheduled = true;
-    setImmediate(() => {
-      this.sweepScheduled = false;
-      try {
-        if (discovery === this.discovery && discovery.sweep()) {
-          this.inspection.prune((scope) => discovery.exists(join(discovery.cwdReal, scope)));
-        }
-      } catch {
-        // A sweep that fails leaves the caches as they were: correct, only larger.
-      }
-    });
-  }
-
-  private writesInstruction(toolName: string, target: string): boolean {
-    return toolName === "write" && this.options.fileNames.includes(basename(target));
-  }
-
-  private shouldGate(event: ToolCallEvent): boolean {
-    return (
-      this.options.gateWrites &&
-      event.parentToolCallId === undefined &&
-      (event.toolName === "write" || event.toolName === "edit")
-    );
-  }
-
-  /**
-   * Holds back the first write or edit into a scope whose instructions the model lacks: the block
-   * reason carries them, the ledger counts them delivered, and the retry goes through. Pi persists
-   * the reason as the call's error result; `gateRecords` waits for that message to record it.
-   */
-  private gate(toolCallId: string, views: DirectoryView[], touched?: string): GateOutcome | undefined {
-    const plan = this.plan(views, {}, touched === undefined ? [] : [touched]);
-    if (plan.files.length === 0 && !plan.rules?.length) return this.holdSibling(views);
-    fitPlanToBudget(plan, this.options.budgetBytes);
-    if (plan.files.length === 0 && !plan.rules?.length) return this.holdSibling(views);
-    this.ledger.apply(plan.record);
-    this.gateRecords.set(toolCallId, plan.record);
-    for (const entry of plan.files) this.gatedScopes.add(entry.scope);
-    const reason = `${formatReminder(plan)}\n${GATE_RETRY_TEXT}`;
-    return { block: true, reason, plan };
-  }
-
-  /** Holds a write into a scope gated in this turn: its instructions reach the model only after it. */
-  private holdSibling(views: DirectoryView[]): GateOutcome | undefined {
-    if (this.gatedScopes.size === 0 || !views.some((view) => this.gatedScopes.has(view.scope))) return undefined;
-    return { block: true, reason: GATE_SIBLING_TEXT, plan: { record: emptyRecord(), files: [], skills: [] } };
-  }
-
-  /** The gate's ledger record for the error result Pi persists for a held-back call. */
-  takeGateRecord(toolCallId: string): LedgerRecord | undefined {
-    const record = this.gateRecords.get(toolCallId);
-    this.gateRecords.delete(toolCallId);
-    return record;
-  }
-
-  private plan(
-    views: DirectoryView[],
-    shown: Pick<PlanInput, "shownWhole" | "shownInPart">,
-    touched: readonly string[] = [],
-  ): DeliveryPlan {
-    const plan = planDelivery(this.ledger, {
-      views,
-      ...shown,
-      startupSkills: this.startupSkills,
-      cwdReal: this.discovery?.cwdReal,
-    });
-    // Rules touch point: rules contribute planned entries alongside the views.
-    if (this.options.rules && this.discovery) {
-      planRules(this.ledger, plan, {
-        book: this.rulesOf(this.discovery),
-        views,
-        touched,
-        options: this.options,
-      });
-    }
-    return plan;
-  }
-
-  /** The rule book of the bound cwd, made anew when discovery starts over. */
-  rulesOf(discovery: Discovery): RuleBook {
-    if (this.ruleBook?.discovery !== discovery) this.ruleBook = new RuleBook(discovery);
-    return this.ruleBook;
-  }
-
-  private instructionTarget(discovery: Discovery, target: string): string | undefined {
-    if (!this.options.fileNames.includes(basename(target))) return undefined;
-    return discovery.realpathOrUndefined(target);
-  }
-
-  /** Activation, after the tool ran: the patch for this result, or undefined to leave it alone. */
-  onToolResult(event: ToolResultEvent): ResultOutcome | undefined {
-    const call = this.pending.get(event.toolCallId);
-    this.pending.delete(event.toolCallId);
-    this.parentOf.delete(event.toolCallId);
-    const own = call !== undefined && activates(call.toolName, event.isError) ? call : undefined;
-    const ownViews = own ? this.viewsAfterTool(own) : [];
-    if (call) this.inspection.record(own ? ownViews : (this.discovery?.dropGitIgnored(call.views) ?? []));
-    if (own?.nested) {
-      const taken = { call: own, views: ownViews, generation: this.ledger.generation };
-      this.nestedViews.set(own.rootId, [...(this.nestedViews.get(own.rootId) ?? []), taken]);
-      const ownTouched = touchedBy(own);
-      if (ownTouched.length > 0)
-        this.nestedTouched.set(own.rootId, [...(this.nestedTouched.get(own.rootId) ?? []), ...ownTouched]);
-      return undefined;
-    }
-    const fromNested = this.nestedViews.get(event.toolCallId);
-    this.nestedViews.delete(event.toolCallId);
-    const views = fromNested ? mergeViews([...fromNested.flatMap((n) => this.currentViews(n)), ...ownViews]) : ownViews;
-    // Rules touch point: the paths this call and its nested calls touched.
-    const nestedTouched = this.nestedTouched.get(event.toolCallId);
-    this.nestedTouched.delete(event.toolCallId);
-    const touched = [...(nestedTouched ?? []), ...(own ? touchedBy(own) : [])];
-    if (views.length === 0 && (touched.length === 0 || !this.options.rules)) return undefined;
-    return this.deliver(event, views, own ? this.shownByTool(own, event, views) : {}, touched);
-  }
-
-  /** An edit or write may have created or changed instruction files on the chain: look again. */
-  private viewsAfterTool(call: PendingCall): DirectoryView[] {
-    const discovery = this.discovery;
-    if (!discovery) return call.views;
-    if (call.bash) return this.bashViewsAfterTool(discovery, call, call.bash);
-    const changesInstruction =
-      (call.toolName === "edit" || call.toolName === "write") && this.options.fileNames.includes(basename(call.target));
-    // Unless a delivery since this call looked may hold a newer version than its views, or git has
-    // since answered for a held import, they stand.
-    const stale = changesInstruction || call.heldImports || call.generation !== this.ledger.generation;
-    if (!stale) return discovery.dropGitIgnored(call.views);
-    const located = discovery.locate(call.target, !FILE_TOOLS.has(call.toolName));
-    if (located === undefined) return discovery.dropGitIgnored(call.views);
-    if (changesInstruction) call.instructionTarget = discovery.realpathOrUndefined(call.target);
-    const views = discovery.viewChain(located, call.withSkills);
-    // An import that still waits for git comes with the next access; the question goes out now.
-    void this.learnImportGitIgnores(discovery);
-    return views;
-  }
-
-  /** A nested call's views, looked at again when a delivery since then may hold a newer version. */
-  private currentViews(nested: NestedViews): DirectoryView[] {
-    if (nested.generation === this.ledger.generation) return nested.views;
-    const discovery = this.discovery;
-    if (discovery && nested.call.bash) return this.bashViewsAfterTool(discovery, nested.call, nested.call.bash);
-    const located = discovery?.locate(nested.call.target, !FILE_TOOLS.has(nested.call.toolName));
-    // Views that cannot be taken again wait for the next access rather than risk an older version.
-    if (!discovery || located === undefined) return [];
-    return discovery.viewChain(located, nested.call.withSkills);
-  }
-
-  /** Resolves once git has answered for this call's folders (at once when it asked nothing). */
-  settle(toolCallId: string): Promise<void> | undefined {
-    return this.pending.get(toolCallId)?.gitAnswer;
-  }
-
-  /** What of an instruction file or an import the tool's own output already shows the model. */
-  private shownByTool(
-    call: PendingCall,
-    event: ToolResultEvent,
-    views: DirectoryView[],
-  ): Pick<PlanInput, "shownWhole" | "shownInPart"> {
-    const target = call.instructionTarget ?? this.importTarget(call, views);
-    if (target === undefined) return {};
-    // A failed write showed nothing: the file on disk is still the one the model lacks.
-    if (call.toolName === "write") return event.isError ? {} : { shownWhole: target };
-    if (call.toolName !== "read") return {};
-    const whole = !call.partial && !isTruncated(event.details);
-    return whole ? { shownWhole: target } : { shownInPart: target };
-  }
-
-  /** Real path of a read's target when the chain imports it; resolved only when the chain imports. */
-  private importTarget(call: PendingCall, views: DirectoryView[]): string | undefined {
-    if (call.toolName !== "read" || !views.some((view) => view.imports.length > 0)) return undefined;
-    const real = this.discovery?.realpathOrUndefined(call.target);
-    return views.some((view) => view.imports.some(({ file }) => file.realPath === real)) ? real : undefined;
-  }
-
-  private deliver(
-    event: ToolResultEvent,
-    views: DirectoryView[],
-    shown: Pick<PlanInput, "shownWhole" | "shownInPart">,
-    touched: readonly string[] = [],
-  ): ResultOutcome | undefined {
-    const plan = this.plan(views, shown, touched);
-    if (isRecordEmpty(plan.record)) return undefined;
-    fitPlanToBudget(plan, this.options.budgetBytes);
-    if (isRecordEmpty(plan.record)) return undefined;
-    // Planned and applied with no await in between: a sibling's result plans against this delivery.
-    const patch: ToolResultEventResult = { details: withRecord(event.details, plan.record) };
-    if (recordShowsText(plan.record)) {
-      patch.content = [...event.content, { type: "text", text: formatReminder(plan) }];
-      if (event.structuredContent !== undefined) patch.structuredContent = event.structuredContent;
-    }
-    this.ledger.apply(plan.record);
-    if (patch.content) this.awaitConfirmation(event.toolCallId, plan.record);
-    return { patch, plan };
-  }
-
-  /** Applies new options; caches that depend on them start over. */
-  configure(options: Options): void {
-    if (discoveryChanged(this.options, options)) {
-      this.discovery = undefined;
-      this.inspection.clear();
-    }
-    this.options = options;
-  }
-
-  private awaitConfirmation(toolCallId: string, record: LedgerRecord): void {
-    if (this.unconfirmed.size >= MAX_UNCONFIRMED_RESULTS) {
-      this.unconfirmed.delete(this.unconfirmed.keys().next().value!);
-    }
-    this.unconfirmed.set(toolCallId, record);
-  }
-
-  /**
-   * Checks this turn's deliveries against the tool results Pi persisted. An extension that runs
-   * after this one may replace a result (an image alone) or drop the reminder: that delivery never
-   * reached the model, so the ledger must be rebuilt from what the session holds, and the next
-   * access in its scope sends it again. Returns whether one was lost.
-   */
-  confirmTurn(toolResults: readonly unknown[]): boolean {
-    if (this.unconfirmed.size === 0) return false;
-    const lost = toolResults.some((message) => {
-      const id = (message as { toolCallId?: unknown }).toolCallId;
-      if (typeof id !== "string" || !this.unconfirmed.has(id)) return false;
-      const persisted = readRecord((message as { details?: unknown }).details);
-      return persisted === undefined || !projectionShows([message], persisted);
-    });
-    this.unconfirmed.clear();
-    return lost;
-  }
-
-  /** Forgets what calls that never reached their result left behind; all calls of the turn are done. */
-  endTurn(): void {
-    this.unconfirmed.clear();
-    this.pending.clear();
-    this.nestedViews.clear();
-    this.nestedTouched.clear();
-    this.parentOf.clear();
-    this.gateRecords.clear();
-    this.gatedScopes.clear();
-  }
-
-  /** A bash call: the scopes its words name (see Shell words), viewed before it runs. */
-  private discoverBash(event: ToolCallEvent, env: CallEnvironment): undefined {
-    const command = (event.input as { command?: unknown }).command;
-    if (typeof command !== "string") return undefined;
-    const discovery = this.bind(env.cwd);
-    if (!discovery) return undefined;
-    this.sweepSoon(discovery);
-    const commands = readShellCommand(command);
-    const outcomes = locateShellWords(discovery, commands, env.cwd);
-    const locatedChains = shellChains(outcomes);
-    // Rules touch point: the paths the command names, for rule globs.
-    const touched = this.options.rules ? shellTouched(discovery, outcomes, env.cwd) : [];
-    if (locatedChains.length === 0 && touched.length === 0) return undefined;
-    const answers = locatedChains.map((located) => this.learnGitIgnores(discovery, located.links));
-    const withSkills = env.trusted && this.options.skills;
-    const chains = locatedChains.map((located) => discovery.viewChain(located, withSkills));
-    const importAnswer = this.learnImportGitIgnores(discovery);
-    const views = mergeViews(chains.flat());
-    if (views.length === 0 && touched.length === 0) return undefined;
-    if (views.some((view) => view.skills.length > 0)) this.refreshStartupSkills(env.systemPrompt);
-    const ruleAnswer = this.options.rules ? this.rulesOf(discovery).learnGitIgnores(views, this.git) : undefined;
-    this.pending.set(event.toolCallId, {
-      gitAnswer: joinAnswers(...answers, importAnswer, ruleAnswer),
-      heldImports: importAnswer !== undefined,
-      toolName: event.toolName,
-      rootId: this.rootOf(event.toolCallId),
-      nested: event.parentToolCallId !== undefined,
-      target: "",
-      views,
-      withSkills,
-      partial: false,
-      generation: this.ledger.generation,
-      bash: { commands, chains, touched },
-    });
-    return undefined;
-  }
-
-  /** A bash call's views after it ran: looked at again only when it names an instruction file. */
-  private bashViewsAfterTool(
-    discovery: Discovery,
-    call: PendingCall,
-    bash: { commands: ShellCommand[]; chains: DirectoryView[][]; touched: string[] },
-  ): DirectoryView[] {
-    let chains = bash.chains;
-    const names = shellNamesInstruction(bash.commands, this.options.fileNames);
-    if (names || call.heldImports || call.generation !== this.ledger.generation) {
-      const cwd = this.boundCwd ?? discovery.cwdReal;
-      const located = shellChains(locateShellWords(discovery, bash.commands, cwd));
-      chains = located.map((chain) => discovery.viewChain(chain, call.withSkills));
-      // An import that still waits for git comes with the next access; the question goes out now.
-      void this.learnImportGitIgnores(discovery);
-    }
-    // Each chain is cut at its own git-ignored folder; the others stand.
-    return mergeViews(chains.flatMap((views) => discovery.dropGitIgnored(views)));
-  }
-
-  /** Sizes of every map, for tests and the soak run. */
-  stateSizes(): Record<string, number> {
-    return {
-      pending: this.pending.size,
-      nestedViews: this.nestedViews.size,
-      nestedTouched: this.nestedTouched.size,
-      parentOf: this.parentOf.size,
-      gateRecords: this.gateRecords.size,
-      gatedScopes: this.gatedScopes.size,
-      unconfirmed: this.unconfirmed.size,
-      ...this.inspection.sizes(),
-      ledgerFiles: this.ledger.files.size,
-      ledgerScopes: this.ledger.pathsByScope.size,
-      ledgerSkills: this.ledger.skills.size,
-      ledgerSkipped: this.ledger.skipped.size,
-      ledgerAlsoGoverns: this.ledger.alsoGoverns.size,
-      ...this.discovery?.cacheSizes(),
-    };
-  }
-}
-
-function isSettledError(error: unknown): boolean {
-  const code = (error as { code?: unknown } | undefined)?.code;
-  return typeof code === "string" && SETTLED_ERROR_CODES.has(code);
-}
-
-/** Whether a delivery puts text in front of the model (a read of the file itself puts none). */
-function recordShowsText(r: LedgerRecord): boolean {
-  const appended = r.files.some((file) => file.via === "reminder");
-  const notices = r.retracted.length + r.retractedSkills.length + r.skipped.length + (r.alsoGoverns?.length ?? 0);
-  return appended || recordHasRules(r) || r.skills.length + notices > 0;
-}
-
-/** The paths a call touched, for rule globs: a bash call's are the paths its command names. */
-function touchedBy(call: PendingCall): string[] {
-  if (call.bash) return call.bash.touched;
-  return call.touched === undefined ? [] : [call.touched];
-}
-
-function activates(toolName: string, isError: boolean): boolean {
-  // A failing bash command (a test run) is exactly when a scope's rules matter.
-  return toolName === "edit" || toolName === "write" || toolName === "bash" || !isError;
-}
-
-function isTruncated(details: unknown): boolean {
-  if (typeof details !== "object" || details === null) return false;
-  const truncation = (details as { truncation?: { truncated?: unknown } }).truncation;
-  return truncation?.truncated === true;
-}
-
-/** One view per scope, parent first; a later view of the same scope is the fresher one. */
-export function mergeViews(views: DirectoryView[]): DirectoryView[] {
-  const byScope = new Map<string, DirectoryView>();
-  for (const view of views) byScope.set(view.scope, view);
-  return [...byScope.values()].sort((a, b) => depthOf(a.scope) - depthOf(b.scope) || a.scope.localeCompare(b.scope));
-}
-
-function depthOf(scope: string): number {
-  return scope.split("/").length;
-}
-
-function withRecord(details: unknown, record: LedgerRecord): Record<string, unknown> {
-  const base =
-    typeof details === "object" && details !== null && !Array.isArray(details)
-      ? (details as Record<string, unknown>)
-      : {};
-  return { ...base, [DETAILS_KEY]: record };
-}
-
-function recordOfEntry(entry: unknown): LedgerRecord | undefined {
-  if (typeof entry !== "object" || entry === null) return undefined;
-  const e = entry as { type?: unknown; message?: { role?: unknown; details?: unknown } };
-  if (e.type !== "message" || e.message?.role !== "toolResult") return undefined;
-  return readRecord(e.message.details);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Inspection: what the session has seen, for `/lazy-agents`. Kept per scope and replaced at each
-// view, so it is bounded by the folders visited and always shows their latest state.
-
-export interface SeenFile {
-  path: string;
-  scope: string;
-  bytes: number;
-  version: string;
-  importedBy?: string;
-}
-
-export class Inspection {
-  /** The latest view of each folder a call looked at; reports are built from it on demand. */
-  readonly views = new Map<string, DirectoryView>();
-
-  record(views: DirectoryView[]): void {
-    for (const view of views) this.views.set(view.scope, view);
-  }
-
-  /** Forgets folders that `keep` rejects. */
-  prune(keep: (scope: string) => boolean): void {
-    for (const scope of this.views.keys()) if (!keep(scope)) this.views.delete(scope);
-  }
-
-  clear(): void {
-    this.views.clear();
-  }
-
-  sizes(): Record<string, number> {
-    return { inspectedScopes: this.views.size };
-  }
-
-  files(): SeenFile[] {
-    return [...this.views.values()].flatMap((view) => [
-      ...(view.file ? [seenFile(view.file, view.scope)] : []),
-      ...view.imports.map(({ file, importedBy }) => ({ ...seenFile(file, view.scope), importedBy })),
-    ]);
-  }
-
-  skills(): Array<Skill & { scope: string }> {
-    return [...this.views.values()].flatMap((view) => view.skills.map((skill) => ({ ...skill, scope: view.scope })));
-  }
-
-  /** Refused candidates, plus skills that a deeper folder redefines. */
-  notUsed(): Rejection[] {
-    const skills = this.skills();
-    const shadowed = skills
-      .filter((outer) =>
-        skills.some((inner) => inner.name === outer.name && isPathInside(`/${outer.scope}`, `/${inner.scope}`)),
-      )
-      .map((skill): Rejection => ({ path: skill.path, reason: "skillShadowed", kind: "skill" }));
-    return [...[...this.views.values()].flatMap((view) => view.rejected), ...shadowed];
-  }
-}
-
-function seenFile(file: InstructionFile, scope: string): SeenFile {
-  return { path: file.path, scope, bytes: file.bytes, version: file.version };
-}
-
-export function fileState(ledger: Ledger, file: SeenFile): string {
-  const held = ledger.files.get(file.path);
-  if (!held) return ledger.retracted.has(file.path) ? "retracted" : "pending";
-  if (held.version !== file.version) return "changed since delivery";
-  if (held.truncated) return "delivered, truncated by the budget";
-  return held.via === "read" ? "delivered (read by the model)" : "delivered";
-}
-
-function formatBytes(bytes: number): string {
-  return bytes < 1024 ? `${bytes} B` : `${(bytes / 1024).toFixed(1)} KiB`;
-}
-
-/**
- * The files the report lists: those this run looked at, then those the ledger holds that it has not
- * looked at yet (delivered before a resume), so the list and the closing count agree.
- */
-function reportedFiles(engine: LazyAgents): SeenFile[] {
-  const seen = engine.inspection.files();
-  const seenPaths = new Set(seen.map((file) => file.path));
-  const held = [...engine.ledger.files.values()]
-    .filter((file) => !seenPaths.has(file.path))
-    .map(({ path, scope, bytes, version, importedBy }) => ({ path, scope, bytes, version, importedBy }));
-  return [...seen, ...held];
-}
-
-/** The nested skills the report lists: seen in this run, then those the ledger holds from before. */
-function reportedSkills(engine: LazyAgents): Array<Pick<Skill, "name" | "path" | "version"> & { scope: string }> {
-  const seen = engine.inspection.skills();
-  const seenPaths = new Set(seen.map((skill) => skill.path));
-  return [...seen, ...[...engine.ledger.skills.values()].filter((skill) => !seenPaths.has(skill.path))];
-}
-
-/** The `/lazy-agents` report: paths, scopes, sizes, versions, states and reasons; never file contents. */
-export function formatInspection(engine: LazyAgents): string {
-  const { ledger, inspection } = engine;
-  const files = reportedFiles(engine);
-  const seenPaths = new Set(files.map((file) => file.path));
-  const retractedOnly = [...ledger.retracted].filter((path) => !seenPaths.has(path));
-  const skills = reportedSkills(engine);
-  const ruleLines = formatRuleInspection(engine);
-  const notUsed: Array<Pick<Rejection, "path" | "reason" | "counts">> = [
-    ...[...(engine.discovery?.ignoredSeen ?? new Map<string, Reason>())].map(([path, reason]) => ({ path, reason })),
-    ...inspection.notUsed(),
-  ];
-  const lines = ["pi-lazy-agents"];
-  if (!engine.options.enabled) lines.push("  off for this run (setting or --no-lazy-agents flag)");
-  if (
-    files.length + retractedOnly.length + skills.length + notUsed.length + engine.failures.size + ruleLines.length ===
-    0
-  ) {
-    return engine.options.enabled ? REPORT_NOTHING_SEEN : [...lines, REPORT_NOTHING_SEEN].join("\n");
-  }
-  lines.push("", `Instruction files and imports (${files.length}):`);
-  for (const file of files) {
-    const imported = file.importedBy ? `, imported by ${file.importedBy}` : "";
-    const version = file.version.slice(0, REPORT_VERSION_LENGTH);
-    lines.push(
-      `  ${file.path}  scope ${scopeGlob(file.scope)}${imported}  ${formatBytes(file.bytes)}  ${fileState(ledger, file)}  version ${version}`,
-    );
-  }
-  for (const path of retractedOnly) lines.push(`  ${path}  retracted`);
-  lines.push("", `Nested skills (${skills.length}):`);
-  for (const skill of skills) {
-    const state = ledger.skills.get(skill.path)?.version === skill.version ? "listed" : "pending";
-    lines.push(`  ${skill.name}  scope ${scopeGlob(skill.scope)}  ${skill.path}  ${state}`);
-  }
-  lines.push(...ruleLines);
-  lines.push("", `Seen and not used (${notUsed.length}):`);
-  for (const { path, reason, counts } of notUsed) lines.push(`  ${path}  ${reasonText(reason, counts)}`);
-  if (engine.failures.size > 0) {
-    lines.push("", "Failures caught (Pi went on without this extension's part):");
-    for (const [label, count] of engine.failures) lines.push(`  ${FAILURE_LABELS[label]}: ${count}`);
-  }
-  lines.push("", `Delivered in this context: ${ledger.files.size} file(s), ${ledger.skills.size} skill(s).`);
-  return lines.map(oneLine).join("\n");
-}
-
-/** `/lazy-agents why <path>`: the chain of one path, folder by folder. */
-export async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnvironment): Promise<string> {
-  const shown = rawPath.trim();
-  const target = resolveToolPath(shown, env.cwd);
-  if (target === undefined) return `pi-lazy-agents: "${shown}" is not a usable path.`;
-  const discovery = engine.bind(env.cwd);
-  if (!discovery) return "pi-lazy-agents: the working directory cannot be resolved.";
-  const isDirectory = discovery.mayBeInside(target) && discovery.fs.stat(target)?.isDirectory() === true;
-  const located = discovery.locate(target, isDirectory);
-  if (located === undefined)
-    return `pi-lazy-agents: ${shown} is ${REASONS.outsideCwd}; nothing below cwd applies to it.`;
-  await engine.learnGitIgnores(discovery, located.links);
-  discovery.viewChain(located, env.trusted && engine.options.skills);
-  await engine.learnImportGitIgnores(discovery);
-  const views = discovery.viewChain(located, env.trusted && engine.options.skills);
-  if (engine.options.rules) await engine.rulesOf(discovery).learnGitIgnores(views, engine.git);
-  engine.inspection.record(views);
-  const lines = [`pi-lazy-agents: why ${shown}`];
-  if (located.links.length === 0) lines.push("  It lies directly in cwd: only Pi's own AGENTS.md applies there.");
-  for (const { scope } of located.links) {
-    const view = views.find((candidate) => candidate.scope === scope);
-    if (!view) {
-      const reason = discovery.ignoredSeen.get(scope);
-      lines.push(`  ${scope}/  ${reason ? REASONS[reason] : "not reached"}: nothing below it is used`);
-      if (reason) break;
-      continue;
-    }
-    const file = view.file
-      ? `${view.file.path} (${fileState(engine.ledger, seenFile(view.file, scope))})`
-      : "no instruction file";
-    lines.push(`  ${scope}/  scope ${scopeGlob(scope)}: ${file}`);
-    for (const { file: imported } of view.imports) {
-      lines.push(`    imports ${imported.path} (${fileState(engine.ledger, seenFile(imported, scope))})`);
-    }
-    for (const skill of view.skills) lines.push(`    skill ${skill.name} at ${skill.path}`);
-    for (const rejection of view.rejected)
-      lines.push(`    not used: ${rejection.path}: ${reasonText(rejection.reason, rejection.counts)}`);
-  }
-  lines.push(...explainRules(engine, views, touchedPath(discovery, target, env.cwd)));
-  if (!env.trusted) lines.push("  Skills are not listed: the project is not trusted.");
-  return lines.map(oneLine).join("\n");
-}
-
-/** Completions for `/lazy-agents`: the `why` word, then paths this session has seen. */
-export function commandCompletions(engine: LazyAgents, prefix: string): Array<{ value: string; label: string }> | null {
-  const words = ["why "];
-  const paths = [
-    ...engine.inspection.files().map((file) => file.path),
-    ...[...engine.inspection.views.keys()].map((scope) => `${scope}/`),
-  ];
-  const candidates = prefix.startsWith("why ") ? paths.map((path) => `why ${path}`) : words;
-  const items = [...new Set(candidates)]
-    .filter((value) => value.startsWith(prefix))
-    .map((value) => ({ value, label: value }));
-  return items.length > 0 ? items : null;
-}
-
-export function statusText(ledger: Ledger): string | undefined {
-  if (ledger.files.size === 0 && ledger.skills.size === 0) return undefined;
-  return `nested: ${ledger.files.size} file${ledger.files.size === 1 ? "" : "s"}, ${ledger.skills.size} skill${ledger.skills.size === 1 ? "" : "s"}`;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Rules: `.claude/rules`, `.cursor/rules` and `.github/instructions`, the path-scoped rule files other
-// agents read. Each source is an adapter that turns a rule's frontmatter into one of four kinds.
-// Matchers are compiled once per rule version. A warm call lstats cwd and the rule folders (their
-// listings are cached), passes once over the compiled rules in scope, and stat-checks again only the
-// rules that apply, before it delivers them.
-
-export type RuleKind = keyof typeof RULE_KIND_NAMES;
-
-export interface RuleMeta {
-  kind: RuleKind;
-  globs: string[];
-  description: string;
-  name: string;
-}
-
-interface RuleAdapter {
-  /** Whether a pattern without a slash matches at any depth (Cursor, Copilot) or only at the base (Claude). */
-  floating: boolean;
-  read(frontmatter: Record<string, unknown>, fileName: string): RuleMeta;
-}
-
-const RULE_ADAPTERS: Record<RuleSource, RuleAdapter> = {
-  // Claude Code: `paths:`, a list or one string; a rule without it applies everywhere.
-  claude: {
-    floating: false,
-    read: (fm, file) => {
-      const globs = globList(fm.paths);
-      return { kind: globs.length > 0 ? "glob" : "always", globs, description: "", name: ruleName(file, "claude") };
-    },
-  },
-  // Cursor: `alwaysApply: true`, else `globs:` (a comma-separated string or a list), else `description:`.
-  cursor: {
-    floating: true,
-    read: (fm, file) => {
-      const globs = globList(fm.globs);
-      const description = stringField(fm.description);
-      const kind =
-        fm.alwaysApply === true ? "always" : globs.length > 0 ? "glob" : description ? "described" : "manual";
-      return { kind, globs, description, name: ruleName(file, "cursor") };
-    },
-  },
-  // Copilot: `applyTo:` (comma-separated); without it a description offers the file, as VS Code does.
-  copilot: {
-    floating: true,
-    read: (fm, file) => {
-      const globs = globList(fm.applyTo);
-      const description = stringField(fm.description);
-      const kind = globs.length > 0 ? "glob" : description ? "described" : "manual";
-      return { kind, globs, description, name: stringField(fm.name) || ruleName(file, "copilot") };
-    },
-  },
-};
-
-/** Kind, globs, description and name of a rule file's text, as its source reads them. */
-export function readRuleMeta(source: RuleSource, text: string, fileName: string): RuleMeta {
-  return RULE_ADAPTERS[source].read(ruleFrontmatter(text).frontmatter, fileName);
-}
+// =============================================================================================
+// 10c. The glob matcher of rule files: brace expansion and one RegExp per rule's globs.
 
 /** Whether a source's glob matches a path relative to the folder holding the rule folder. */
 export function globMatches(source: RuleSource, glob: string, path: string): boolean {
   return compileGlobs([glob], RULE_ADAPTERS[source].floating)?.test(path) === true;
-}
-
-type ParentKind = "none" | "dir" | "link";
-
-function kindOfEntry(stats: nodeFs.Stats | undefined): ParentKind {
-  if (!stats) return "none";
-  return stats.isSymbolicLink() ? "link" : stats.isDirectory() ? "dir" : "none";
-}
-
-function ruleName(fileName: string, source: RuleSource): string {
-  const suffix = RULE_FILE_SUFFIXES[source].find((candidate) => fileName.endsWith(candidate)) ?? "";
-  return fileName.slice(0, fileName.length - suffix.length);
-}
-
-function isRuleFileName(name: string, source: RuleSource): boolean {
-  return !name.startsWith(".") && RULE_FILE_SUFFIXES[source].some((s) => name.endsWith(s) && name.length > s.length);
-}
-
-function stringField(value: unknown): string {
-  return typeof value === "string" ? value.trim() : "";
-}
-
-/** A frontmatter glob value: a list, or one string cut at commas outside braces and brackets. */
-function globList(value: unknown): string[] {
-  const items = Array.isArray(value) ? value : [value];
-  return items.flatMap((item) => (typeof item === "string" ? splitGlobList(item) : []));
-}
-
-export function splitGlobList(value: string): string[] {
-  const parts: string[] = [];
-  let depth = 0;
-  let inClass = false;
-  let start = 0;
-  for (let i = 0; i < value.length; i++) {
-    const c = value[i];
-    if (c === "\\") i++;
-    else if (inClass) inClass = c !== "]";
-    else if (c === "[") inClass = true;
-    else if (c === "{") depth++;
-    else if (c === "}" && depth > 0) depth--;
-    else if (c === "," && depth === 0) {
-      parts.push(value.slice(start, i));
-      start = i + 1;
-    }
-  }
-  parts.push(value.slice(start));
-  return parts.map((part) => part.trim()).filter((part) => part !== "");
-}
-
-/**
- * A rule's frontmatter, by Pi's parser. Hand-written rule files often hold frontmatter that is not
- * valid YAML (`globs: *.ts` reads as an alias), so then plain `key: value` lines and `- item` lists
- * are read instead, as the tools themselves do.
- */
-export function ruleFrontmatter(text: string): { frontmatter: Record<string, unknown>; body: string } {
-  try {
-    const { frontmatter, body } = parseFrontmatter(text);
-    const plain = typeof frontmatter === "object" && frontmatter !== null && !Array.isArray(frontmatter);
-    return { frontmatter: plain ? frontmatter : {}, body };
-  } catch {
-    return looseFrontmatter(text);
-  }
-}
-
-function looseFrontmatter(text: string): { frontmatter: Record<string, unknown>; body: string } {
-  const end = text.startsWith("---") ? text.indexOf("\n---", 3) : -1;
-  if (end === -1) return { frontmatter: {}, body: text };
-  const frontmatter: Record<string, unknown> = {};
-  let list: string[] | undefined;
-  for (const line of text.slice(4, end).split("\n")) {
-    const item = /^\s*-\s+(.*)$/.exec(line);
-    if (item && list) {
-      list.push(unquote(item[1]!));
-      continue;
-    }
-    const pair = /^([A-Za-z_][\w-]*)\s*:\s*(.*)$/.exec(line);
-    if (!pair) continue;
-    const value = pair[2]!.trim();
-    list = value === "" ? [] : undefined;
-    frontmatter[pair[1]!] = list ?? (value === "true" ? true : value === "false" ? false : unquote(value));
-  }
-  return { frontmatter, body: text.slice(end + 4).trim() };
-}
-
-function unquote(value: string): string {
-  const text = value.trim();
-  return /^(["']).*\1$/.test(text) ? text.slice(1, -1) : text;
 }
 
 // Globs. Node's `path.matchesGlob` parses its pattern on every call and has no any-depth form, so
@@ -4163,824 +5038,3 @@ function charClass(segment: string, start: number): { source: string; end: numbe
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
 }
-
-/** The globs as the model is shown them, from cwd; a rule without globs covers its base. */
-function ruleScope(meta: RuleMeta, base: string, floating: boolean): string {
-  if (meta.kind !== "glob") return base === "" ? "**" : `${base}/**`;
-  if (base === "") return meta.globs.join(", ");
-  const fromBase = (glob: string) => {
-    const plain = glob.replace(/^\.?\/+/, "");
-    return floating && !glob.startsWith("/") && !plain.includes("/") ? `${base}/**/${plain}` : `${base}/${plain}`;
-  };
-  return meta.globs.map(fromBase).join(", ");
-}
-
-/** cwd-relative path of a tool's target with forward slashes, for rule globs; undefined outside cwd. */
-export function touchedPath(discovery: Discovery, target: string, cwd: string): string | undefined {
-  const inside = (root: string) => {
-    const rel = relative(root, target);
-    if (rel === ".." || rel.startsWith(`..${sep}`) || isAbsolute(rel)) return undefined;
-    return sep === "/" ? rel : rel.split(sep).join("/");
-  };
-  return inside(discovery.cwdReal) ?? inside(resolve(cwd));
-}
-
-export interface Rule {
-  source: RuleSource;
-  /** cwd-relative path of the file's real location: its identity in the ledger. */
-  path: string;
-  /** Absolute path as listed; stat-checked again before the rule is delivered. */
-  candidate: string;
-  /** cwd-relative folder its globs are relative to ("" for cwd). */
-  base: string;
-  /** cwd-relative rule folder. */
-  dir: string;
-  meta: RuleMeta;
-  /** The scope the model is shown. */
-  scope: string;
-  matcher?: RegExp;
-  loaded: InstructionFile;
-  /** What is delivered: the text without its frontmatter. */
-  body: InstructionFile;
-  /** Version of a description-only rule's listing. */
-  listingVersion: string;
-}
-
-interface RulePlace {
-  source: RuleSource;
-  base: string;
-  /** Absolute paths of the rule folder's parent (`.cursor`) and of the rule folder, as written. */
-  parentDir: string;
-  ruleDir: string;
-  parentScope: string;
-  /** cwd-relative rule folder. */
-  display: string;
-  /** A folder with no rules, for a place whose folder is gone. */
-  empty: RuleFolder;
-}
-
-export interface RuleFolder {
-  place: RulePlace;
-  /** Listings the rules were read from; the folder is read again when one of them changes. */
-  listings: ListingEntry[];
-  rules: Rule[];
-  rejected: Rejection[];
-  /** Paths of its rules that are not manual, built once per version of the folder's rules. */
-  offered?: Set<string>;
-}
-
-export function ruleMatches(rule: Rule, path: string): boolean {
-  if (rule.matcher === undefined || path === "") return false;
-  if (rule.base === "") return rule.matcher.test(path);
-  const below = path.length > rule.base.length && path.startsWith(rule.base) && path[rule.base.length] === "/";
-  return below && rule.matcher.test(path.slice(rule.base.length + 1));
-}
-
-function ruleApplies(rule: Rule, touched: readonly string[]): boolean {
-  if (rule.meta.kind === "manual") return false;
-  return rule.meta.kind !== "glob" || touched.some((path) => ruleMatches(rule, path));
-}
-
-/** One promise for the git answers a call waits on; undefined when it waits on none. */
-function joinAnswers(...answers: Array<Promise<void> | undefined>): Promise<void> | undefined {
-  const pending = answers.filter((answer) => answer !== undefined);
-  return pending.length <= 1 ? pending[0] : Promise.all(pending).then(() => undefined);
-}
-
-const ALL_RULE_SOURCES: ReadonlySet<RuleSource> = new Set(RULE_SOURCES);
-
-/** The rule folders of one cwd: where they are, what they hold, and git's answers about them. */
-export class RuleBook {
-  readonly discovery: Discovery;
-  /** Rule folders read this session, by cwd-relative folder. */
-  readonly folders = new Map<string, RuleFolder>();
-  private readonly rootPlaces: RulePlace[];
-  private readonly nestedPlaces = new Map<string, RulePlace>();
-  private readonly compiled = new Map<string, Rule>();
-  private rootParents?: { signature: Signature; kinds: Map<RuleSource, ParentKind> };
-  /** Rule-folder scopes git was asked about, and those still without an answer. */
-  private readonly asked = new Set<string>();
-  private readonly unanswered = new Set<string>();
-
-  constructor(discovery: Discovery) {
-    this.discovery = discovery;
-    this.rootPlaces = RULE_SOURCES.map((source) => this.place(source, ""));
-  }
-
-  private place(source: RuleSource, base: string): RulePlace {
-    const [parent, child] = RULE_DIRS[source];
-    const parentScope = base === "" ? parent : `${base}/${parent}`;
-    const display = `${parentScope}/${child}`;
-    const parentDir = join(this.discovery.cwdReal, parentScope);
-    const ruleDir = join(parentDir, child);
-    const place: RulePlace = { source, base, parentDir, ruleDir, parentScope, display, empty: undefined as never };
-    place.empty = { place, listings: [], rules: [], rejected: [] };
-    return place;
-  }
-
-  /** cwd's places, then the `.cursor/rules` of each viewed folder that holds or held one. */
-  places(views: DirectoryView[], sources: ReadonlySet<RuleSource>): RulePlace[] {
-    const places = this.rootPlaces.filter((place) => sources.has(place.source));
-    if (!sources.has("cursor")) return places;
-    for (const view of views) {
-      let place = this.nestedPlaces.get(view.scope);
-      if (!place && this.discovery.ruleParentKind(view.scope) !== "none") {
-        this.nestedPlaces.set(view.scope, (place = this.place("cursor", view.scope)));
-      }
-      if (place) places.push(place);
-    }
-    return places;
-  }
-
-  /**
-   * Asks git once about the parent of each rule folder these views lead to (`.cursor`, `.claude`,
-   * `.github`). Never about a path below it: git gives up on a path beyond a link.
-   */
-  learnGitIgnores(views: DirectoryView[], git: GitIgnoreOracle | undefined): Promise<void> | undefined {
-    if (!git) return undefined;
-    const scopes: string[] = [];
-    for (const place of this.places(views, ALL_RULE_SOURCES)) {
-      if (!this.asked.has(place.parentScope)) scopes.push(place.parentScope);
-    }
-    if (scopes.length === 0) return undefined;
-    for (const scope of scopes) {
-      this.asked.add(scope);
-      this.unanswered.add(scope);
-    }
-    return git.ignored(scopes).then((answers) => {
-      scopes.forEach((scope, index) => {
-        this.discovery.gitIgnored.set(scope, answers[index]!);
-        this.unanswered.delete(scope);
-      });
-    });
-  }
-
-  /** The rule folders that govern these views; folders git has not answered for yet wait. */
-  foldersFor(views: DirectoryView[], sources: ReadonlySet<RuleSource>): RuleFolder[] {
-    const folders: RuleFolder[] = [];
-    const rootKinds = this.rootParentKinds();
-    for (const place of this.places(views, sources)) {
-      const ignored = this.ignoredReason(place);
-      if (ignored === "pending") continue;
-      if (ignored !== undefined) {
-        this.discovery.ignoredSeen.set(place.display, ignored);
-        continue;
-      }
-      const kind = place.base === "" ? rootKinds.get(place.source)! : this.discovery.ruleParentKind(place.base);
-      folders.push(this.folder(place, kind));
-    }
-    return folders;
-  }
-
-  private ignoredReason(place: RulePlace): Reason | "pending" | undefined {
-    const [parent, child] = RULE_DIRS[place.source];
-    if (this.discovery.options.ignoredDirs.has(parent) || this.discovery.options.ignoredDirs.has(child))
-      return "ignoredDir";
-    if (this.discovery.gitIgnored.get(place.parentScope) === true) return "gitIgnored";
-    return this.unanswered.has(place.parentScope) ? "pending" : undefined;
-  }
-
-  /** What `.claude`, `.cursor` and `.github` are in cwd: one lstat of cwd while it stands. */
-  private rootParentKinds(): Map<RuleSource, ParentKind> {
-    const { fs, cwdReal } = this.discovery;
-    const stats = fs.lstat(cwdReal);
-    if (this.rootParents && stats && sameSignature(this.rootParents.signature, stats)) return this.rootParents.kinds;
-    const kinds = new Map<RuleSource, ParentKind>();
-    for (const source of RULE_SOURCES) kinds.set(source, kindOfEntry(fs.lstat(join(cwdReal, RULE_DIRS[source][0]))));
-    if (stats) this.rootParents = { signature: signatureOf(stats), kinds };
-    return kinds;
-  }
-
-  private folder(place: RulePlace, parentKind: ParentKind): RuleFolder {
-    // A parent that is a link must resolve inside cwd before anything below it is listed.
-    let ruleDir: string | undefined = place.ruleDir;
-    if (parentKind === "link") {
-      const parentDir = this.discovery.containedPath(place.parentDir);
-      if (parentDir === undefined) this.discovery.ignoredSeen.set(place.display, "symlinkEscape");
-      ruleDir = parentDir === undefined ? undefined : join(parentDir, RULE_DIRS[place.source][1]);
-    }
-    if (parentKind === "none" || ruleDir === undefined) {
-      this.folders.delete(place.display);
-      return place.empty;
-    }
-    const found: Array<{ dir: string; listing: ListingEntry }> = [];
-    this.walk(ruleDir, 0, found);
-    const known = this.folders.get(place.display);
-    const same =
-      known !== undefined &&
-      known.listings.length === found.length &&
-      found.every((entry, index) => entry.listing === known.listings[index]);
-    if (same) return known;
-    const folder = this.read(place, found);
-    this.folders.set(place.display, folder);
-    return folder;
-  }
-
-  private walk(dir: string, depth: number, found: Array<{ dir: string; listing: ListingEntry }>): void {
-    const listing = this.discovery.listing(dir);
-    if (!listing) return;
-    found.push({ dir, listing });
-    if (depth >= MAX_RULE_DEPTH) return;
-    for (const entry of sortedNames(listing)) {
-      if (entry.kind !== "dir" || entry.name.startsWith(".")) continue;
-      if (this.discovery.options.ignoredDirs.has(entry.name)) continue;
-      this.walk(join(dir, entry.name), depth + 1, found);
-    }
-  }
-
-  private read(place: RulePlace, found: Array<{ dir: string; listing: ListingEntry }>): RuleFolder {
-    const folder: RuleFolder = { place, listings: found.map((entry) => entry.listing), rules: [], rejected: [] };
-    for (const { dir, listing } of found) {
-      for (const entry of sortedNames(listing)) {
-        if ((entry.kind !== "file" && entry.kind !== "link") || !isRuleFileName(entry.name, place.source)) continue;
-        const candidate = join(dir, entry.name);
-        const file = this.discovery.instructionFile(candidate);
-        if (!("reason" in file)) folder.rules.push(this.compile(place, candidate, file));
-        else if (file.reason !== "skip") {
-          const path = toDisplayPath(this.discovery.cwdReal, candidate);
-          folder.rejected.push({ path, reason: file.reason, kind: "instruction" });
-        }
-      }
-    }
-    return folder;
-  }
-
-  /** The rule a file version defines, compiled once per version. */
-  private compile(place: RulePlace, candidate: string, file: InstructionFile): Rule {
-    const cached = this.compiled.get(candidate);
-    if (cached && cached.loaded === file && cached.dir === place.display) return cached;
-    const adapter = RULE_ADAPTERS[place.source];
-    const { frontmatter, body } = ruleFrontmatter(file.text);
-    const meta = adapter.read(frontmatter, basename(candidate));
-    const rule: Rule = {
-      source: place.source,
-      path: file.path,
-      candidate,
-      base: place.base,
-      dir: place.display,
-      meta,
-      scope: ruleScope(meta, place.base, adapter.floating),
-      matcher: meta.kind === "glob" ? compileGlobs(meta.globs, adapter.floating) : undefined,
-      loaded: file,
-      body: { ...file, text: body, bytes: Buffer.byteLength(body) },
-      listingVersion: versionOf(`${meta.name}\n${meta.description}\n${file.path}`),
-    };
-    this.compiled.set(candidate, rule);
-    return rule;
-  }
-
-  /** The rules that apply to these paths, each stat-checked again: one pass over the compiled rules. */
-  applying(folders: RuleFolder[], touched: readonly string[]): Rule[] {
-    const rules: Rule[] = [];
-    for (const folder of folders) {
-      for (let index = 0; index < folder.rules.length; index++) {
-        if (!ruleApplies(folder.rules[index]!, touched)) continue;
-        const fresh = this.refresh(folder, index);
-        if (fresh && ruleApplies(fresh, touched)) rules.push(fresh);
-      }
-    }
-    return rules;
-  }
-
-  private refresh(folder: RuleFolder, index: number): Rule | undefined {
-    const rule = folder.rules[index]!;
-    const file = this.discovery.instructionFile(rule.candidate);
-    if ("reason" in file) {
-      // Gone or refused since the folder was read: read the folder again at the next call.
-      folder.listings = [];
-      return undefined;
-    }
-    if (file === rule.loaded) return rule;
-    const fresh = this.compile(folder.place, rule.candidate, file);
-    folder.rules[index] = fresh;
-    folder.offered = undefined;
-    return fresh;
-  }
-}
-
-export interface RuleRecord {
-  path: string;
-  /** cwd-relative rule folder it came from. */
-  dir: string;
-  version: string;
-  /** "text": the body was appended; "listing": only its name and description were listed. */
-  as: "text" | "listing";
-  bytes?: number;
-  /** Set for an import of a Claude rule: the rule whose `@path` token brought it in. */
-  importedBy?: string;
-  truncated?: boolean;
-}
-
-export interface RuleListing {
-  name: string;
-  description: string;
-  path: string;
-  scope: string;
-}
-
-function recordHasRules(record: LedgerRecord): boolean {
-  return (record.rules?.length ?? 0) + (record.retractedRules?.length ?? 0) > 0;
-}
-
-function isRuleEntry(value: unknown): value is { path: string; dir: string; version?: string } {
-  const entry = value as Partial<RuleRecord> | null;
-  return typeof entry === "object" && entry !== null && typeof entry.path === "string" && typeof entry.dir === "string";
-}
-
-/** The rule fields of a stored record, only when present: records without rules keep their shape. */
-function ruleFieldsOf(record: Partial<LedgerRecord>): Pick<LedgerRecord, "rules" | "retractedRules"> {
-  const fields: Pick<LedgerRecord, "rules" | "retractedRules"> = {};
-  if (Array.isArray(record.rules)) {
-    fields.rules = record.rules.filter((r): r is RuleRecord => isRuleEntry(r) && typeof r.version === "string");
-  }
-  if (Array.isArray(record.retractedRules)) fields.retractedRules = record.retractedRules.filter(isRuleEntry);
-  return fields;
-}
-
-function applyRuleRecords(ledger: Ledger, record: LedgerRecord): void {
-  for (const { path, dir } of record.retractedRules ?? []) {
-    ledger.rules.delete(path);
-    ledger.ruleDirs.get(dir)?.delete(path);
-    ledger.retractedRules.add(path);
-  }
-  for (const rule of record.rules ?? []) {
-    const earlier = ledger.rules.get(rule.path);
-    if (earlier && earlier.dir !== rule.dir) ledger.ruleDirs.get(earlier.dir)?.delete(rule.path);
-    ledger.rules.set(rule.path, rule);
-    let paths = ledger.ruleDirs.get(rule.dir);
-    if (!paths) ledger.ruleDirs.set(rule.dir, (paths = new Set()));
-    paths.add(rule.path);
-    ledger.retractedRules.delete(rule.path);
-  }
-}
-
-export interface RulePlanInput {
-  book: RuleBook;
-  views: DirectoryView[];
-  touched: readonly string[];
-  options: Options;
-}
-
-/** Adds to a plan the rules the model lacks for these paths, and withdraws rules that are gone. */
-export function planRules(ledger: Ledger, plan: DeliveryPlan, input: RulePlanInput): void {
-  const folders = input.book.foldersFor(input.views, input.options.ruleSources);
-  for (const folder of folders) {
-    planRuleRetractions(ledger, plan, folder);
-    if (folder.rejected.length > 0)
-      planSkips(ledger, { ...emptyView(folder.place.display), rejected: folder.rejected }, plan);
-  }
-  if (input.touched.length === 0) return;
-  for (const rule of input.book.applying(folders, input.touched)) {
-    if (rule.meta.kind === "described") planRuleListing(ledger, plan, input, rule);
-    else planRuleText(ledger, plan, input, rule);
-  }
-}
-
-function planRuleText(ledger: Ledger, plan: DeliveryPlan, input: RulePlanInput, rule: Rule): void {
-  const entries: Array<{ file: InstructionFile; importedBy?: string }> = [{ file: rule.body }];
-  if (rule.source === "claude" && input.options.imports) {
-    const rejected: Rejection[] = [];
-    entries.push(...input.book.discovery.importsOf(rule.loaded, rejected));
-    if (rejected.length > 0) planSkips(ledger, { ...emptyView(rule.dir), rejected }, plan);
-  }
-  for (const { file, importedBy } of entries) {
-    const held = ledger.rules.get(file.path);
-    if (held?.as === "text" && held.version === file.version) continue;
-    if (!claimRule(plan, file.path)) continue;
-    const record: RuleRecord = { path: file.path, dir: rule.dir, version: file.version, as: "text", bytes: file.bytes };
-    if (importedBy !== undefined) record.importedBy = importedBy;
-    (plan.record.rules ??= []).push(record);
-    const supersedes = held !== undefined;
-    (plan.rules ??= []).push({ file, scope: rule.base, scopeText: rule.scope, supersedes, importedBy });
-  }
-}
-
-function planRuleListing(ledger: Ledger, plan: DeliveryPlan, input: RulePlanInput, rule: Rule): void {
-  if (ledger.rules.get(rule.path)?.version === rule.listingVersion) return;
-  if (!claimRule(plan, rule.path)) return;
-  (plan.record.rules ??= []).push({ path: rule.path, dir: rule.dir, version: rule.listingVersion, as: "listing" });
-  const { name, description } = rule.meta;
-  (plan.ruleListings ??= []).push({ name, description, path: rule.path, scope: rule.scope });
-}
-
-/** False when this plan already has the path (a file two rules import). */
-function claimRule(plan: DeliveryPlan, path: string): boolean {
-  return !plan.record.rules?.some((record) => record.path === path);
-}
-
-/** A rule the model holds whose file is gone, refused or now manual is withdrawn, with its imports. */
-function planRuleRetractions(ledger: Ledger, plan: DeliveryPlan, folder: RuleFolder): void {
-  const held = ledger.ruleDirs.get(folder.place.display);
-  if (!held || held.size === 0) return;
-  folder.offered ??= new Set(folder.rules.filter((rule) => rule.meta.kind !== "manual").map((rule) => rule.path));
-  for (const path of held) {
-    if (folder.offered.has(path)) continue;
-    const record = ledger.rules.get(path);
-    if (!record || record.importedBy !== undefined) continue;
-    const gone = [...held].filter((other) => other === path || ledger.rules.get(other)?.importedBy === path);
-    for (const withdrawn of gone) (plan.record.retractedRules ??= []).push({ path: withdrawn, dir: record.dir });
-  }
-}
-
-/** Budget order with rule texts ranked after the deepest folder's files and before the broader ones. */
-function rankRules(priority: number[], plan: DeliveryPlan): number[] {
-  const count = plan.rules?.length ?? 0;
-  if (count === 0) return priority;
-  const deepest = Math.max(0, ...plan.files.map((entry) => depthOf(entry.scope)));
-  const cut = priority.findIndex((index) => depthOf(plan.files[index]!.scope) < deepest);
-  const at = cut === -1 ? priority.length : cut;
-  const rules = Array.from({ length: count }, (_, k) => plan.files.length + k);
-  return [...priority.slice(0, at), ...rules, ...priority.slice(at)];
-}
-
-function ruleListingLine({ name, description, path, scope }: RuleListing): string {
-  const fields = [name, scope, description, path].map(reminderField);
-  return `- ${fields[0]} (scope ${fields[1]}): ${fields[2]} [${fields[3]}]`;
-}
-
-function formatRules(plan: DeliveryPlan): string[] {
-  const lines: string[] = [];
-  if (plan.rules?.length) {
-    lines.push("", RULES_INTRO);
-    for (const entry of plan.rules) lines.push("", ...formatFile(entry));
-  }
-  if (plan.ruleListings?.length) {
-    lines.push("", RULE_LISTING_INTRO);
-    for (const listing of plan.ruleListings) lines.push(ruleListingLine(listing));
-  }
-  return lines;
-}
-
-export function ruleSourcesOf(value: unknown): Set<RuleSource> | undefined {
-  if (!Array.isArray(value) || new Set(value).size !== value.length) return undefined;
-  const known = value.every((source) => (RULE_SOURCES as readonly unknown[]).includes(source));
-  return known ? new Set(value as RuleSource[]) : undefined;
-}
-
-function ruleState(ledger: Ledger, rule: Rule): string {
-  if (rule.meta.kind === "manual") return "manual";
-  const held = ledger.rules.get(rule.path);
-  if (rule.meta.kind === "described") return held?.version === rule.listingVersion ? "listed" : "pending";
-  if (!held) return ledger.retractedRules.has(rule.path) ? "retracted" : "pending";
-  if (held.version !== rule.loaded.version) return "changed since delivery";
-  return held.truncated ? "delivered, truncated by the budget" : "delivered";
-}
-
-function ruleLine(ledger: Ledger, rule: Rule): string {
-  const globs = rule.meta.kind === "glob" ? `globs ${rule.meta.globs.join(", ")}` : "no globs";
-  return `${rule.path}  ${rule.source}  ${RULE_KIND_NAMES[rule.meta.kind]}  ${globs}  ${ruleState(ledger, rule)}`;
-}
-
-/** The rules part of `/lazy-agents`: cwd's rule folders and every nested one seen, with states. */
-export function formatRuleInspection(engine: LazyAgents): string[] {
-  const discovery = engine.discovery;
-  if (!engine.options.rules || !discovery) return [];
-  const book = engine.rulesOf(discovery);
-  book.foldersFor([], engine.options.ruleSources);
-  const folders = [...book.folders.values()].filter((folder) => engine.options.ruleSources.has(folder.place.source));
-  const rules = folders.flatMap((folder) => folder.rules);
-  const lines = rules.map((rule) => `  ${ruleLine(engine.ledger, rule)}`);
-  const listed = new Set(rules.map((rule) => rule.path));
-  for (const path of engine.ledger.retractedRules) if (!listed.has(path)) lines.push(`  ${path}  retracted`);
-  for (const rejection of folders.flatMap((folder) => folder.rejected)) {
-    lines.push(`  ${rejection.path}  not used: ${REASONS[rejection.reason]}`);
-  }
-  return lines.length > 0 ? ["", `Rules (${rules.length}):`, ...lines] : [];
-}
-
-/** The rules part of `/lazy-agents why <path>`: each rule, and whether and why it applies there. */
-export function explainRules(engine: LazyAgents, views: DirectoryView[], touched: string | undefined): string[] {
-  const discovery = engine.discovery;
-  if (!engine.options.rules || !discovery || touched === undefined) return [];
-  const book = engine.rulesOf(discovery);
-  const inScope = new Set(book.foldersFor(views, engine.options.ruleSources));
-  const lines: string[] = [];
-  for (const folder of book.folders.values()) {
-    for (const rule of folder.rules) {
-      const why = !engine.options.ruleSources.has(rule.source)
-        ? RULE_WHY.sourceOff
-        : !inScope.has(folder)
-          ? RULE_WHY.otherFolder
-          : rule.meta.kind === "glob"
-            ? ruleMatches(rule, touched)
-              ? RULE_WHY.matches
-              : RULE_WHY.noMatch
-            : RULE_WHY[rule.meta.kind];
-      lines.push(`  rule ${rule.path} (${rule.source}, scope ${rule.scope}): ${why}`);
-    }
-  }
-  return lines.length > 0 ? ["  Rules:", ...lines.map((line) => `  ${line}`)] : lines;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Pi adapter.
-
-interface SessionView {
-  buildSessionProjection?: () => { entries: Array<{ sourceEntry: unknown; messages: unknown[] }> };
-  buildContextEntries?: () => unknown[];
-  getBranch: () => unknown[];
-  getLeafId?: () => string | null;
-  getEntry?: (id: string) => { type: string; parentId: string | null } | undefined;
-}
-
-/** The entry the ledger last saw the session at, to find what was appended since. */
-export function sessionMark(sessionManager: SessionView): string | null | undefined {
-  return typeof sessionManager.getLeafId === "function" ? sessionManager.getLeafId() : undefined;
-}
-
-/**
- * Whether a context edit entered the branch since `mark`. Pi appends them between turns (another
- * extension's turn_end or agent_before_settle, or its own recovery), with no event of their own.
- * Walks back only over the entries appended since; a mark that left the branch counts as an edit.
- */
-export function contextEditedSince(sessionManager: SessionView, mark: string | null | undefined): boolean {
-  if (typeof sessionManager.getEntry !== "function" || mark === undefined) return false;
-  let id = sessionMark(sessionManager) ?? null;
-  while (id !== null && id !== mark) {
-    const entry = sessionManager.getEntry(id);
-    if (!entry || entry.type === "context_edit") return true;
-    id = entry.parentId;
-  }
-  return id !== mark;
-}
-
-/**
- * The ledger records of the entries the model still sees: the active branch with compaction and
- * context edits applied. A record whose reminder an edit removed no longer counts.
- */
-export function recordsInContext(sessionManager: SessionView): LedgerRecord[] {
-  if (typeof sessionManager.buildSessionProjection === "function") {
-    const records: LedgerRecord[] = [];
-    for (const projected of sessionManager.buildSessionProjection().entries) {
-      const record = recordOfEntry(projected.sourceEntry);
-      if (record && projectionShows(projected.messages, record)) records.push(record);
-    }
-    return records;
-  }
-  const entries =
-    typeof sessionManager.buildContextEntries === "function"
-      ? sessionManager.buildContextEntries()
-      : sessionManager.getBranch();
-  return entries.map(recordOfEntry).filter((record): record is LedgerRecord => record !== undefined);
-}
-
-function projectionShows(messages: unknown[], record: LedgerRecord): boolean {
-  if (messages.length === 0) return false;
-  if (!recordShowsText(record)) return true;
-  return messages.some((message) => {
-    const content = (message as { content?: unknown }).content;
-    return (
-      Array.isArray(content) &&
-      content.some((block) => typeof block?.text === "string" && block.text.includes(REMINDER_OPEN))
-    );
-  });
-}
-
-/** One fixed line per refused file, for the user; never contents, absolute paths or exceptions. */
-export function warningText(skip: Skip): string {
-  return `pi-lazy-agents: ${skipText(skip, oneLine)}`;
-}
-
-export interface CreateOptions {
-  fs?: FileSystem;
-  spawnGit?: SpawnGit;
-  /** Receives the engine, so tests can read its state. */
-  onEngine?: (engine: LazyAgents) => void;
-}
-
-export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI) => void {
-  return (pi: ExtensionAPI) => {
-    const engine = new LazyAgents(create.fs ?? nodeFileSystem, create.spawnGit ?? spawnGit);
-    create.onEngine?.(engine);
-
-    pi.registerFlag(DISABLE_FLAG, {
-      description: "Turn pi-lazy-agents off for this run",
-      type: "boolean",
-      default: false,
-    });
-
-    const tell = (ctx: ExtensionContext, message: string, level: "info" | "warning"): void => {
-      try {
-        if (ctx.hasUI) ctx.ui.notify(message, level);
-        else if (level === "warning") process.stderr.write(`${message}\n`);
-      } catch {
-        // A UI that fails must not cost the model anything.
-      }
-    };
-
-    const showStatus = (ctx: ExtensionContext): void => {
-      try {
-        if (ctx.hasUI) ctx.ui.setStatus(STATUS_KEY, engine.options.enabled ? statusText(engine.ledger) : undefined);
-      } catch {
-        // The status line is decoration.
-      }
-    };
-
-    // A held-back call has no tool_result: its delivery is recorded on the error result Pi persists.
-    // The hook runs for every message, so it is registered only while the gate is on.
-    // Every hook runs fail-open: a failure costs only what the extension would have added. It is
-    // counted under a fixed label for `/lazy-agents`, and the user is warned once per session.
-    const failed = <T>(ctx: ExtensionContext, label: FailureLabel, fallback: () => T): T => {
-      if (engine.noteFailure(label)) tell(ctx, FAILURE_WARNING, "warning");
-      return fallback();
-    };
-    const guarded = <T>(
-      ctx: ExtensionContext,
-      label: FailureLabel,
-      run: () => T | Promise<T>,
-      fallback: () => T,
-    ): T | Promise<T> => {
-      try {
-        const result = run();
-        return result instanceof Promise ? result.catch(() => failed(ctx, label, fallback)) : result;
-      } catch {
-        return failed(ctx, label, fallback);
-      }
-    };
-    const nothing = () => undefined;
-
-    const recordGateDelivery: ExtensionHandler<MessageEndEvent, MessageEndEventResult> = (event, ctx) =>
-      guarded(
-        ctx,
-        "gateRecord",
-        () => {
-          const message = event.message as { role: string; toolCallId?: string; details?: unknown };
-          if (message.role !== "toolResult" || message.toolCallId === undefined) return undefined;
-          const record = engine.takeGateRecord(message.toolCallId);
-          if (!record) return undefined;
-          const details = withRecord(message.details, record);
-          return { message: { ...event.message, details } as typeof event.message };
-        },
-        nothing,
-      );
-    let stopGateHook: (() => void) | undefined;
-    const syncGateHook = (): void => {
-      const wanted = engine.options.enabled && engine.options.gateWrites;
-      if (wanted && !stopGateHook) stopGateHook = pi.on("message_end", recordGateDelivery);
-      if (!wanted && stopGateHook) {
-        stopGateHook();
-        stopGateHook = undefined;
-      }
-    };
-
-    const loadSettings = (ctx: ExtensionContext): void => {
-      let raw: unknown;
-      try {
-        raw = (pi.getSettings() as Record<string, unknown>)[SETTINGS_KEY];
-      } catch {
-        raw = undefined;
-      }
-      let origin: SettingsOrigin | undefined;
-      try {
-        origin = settingsOrigin(engine.fs, ctx.cwd, ctx.isProjectTrusted());
-      } catch {
-        origin = undefined;
-      }
-      const { options, warnings } = optionsFromSettings(raw, origin);
-      if (pi.getFlag(DISABLE_FLAG) === true) options.enabled = false;
-      engine.configure(options);
-      syncGateHook();
-      for (const warning of warnings) tell(ctx, warning, "warning");
-    };
-
-    const rebuild = (ctx: ExtensionContext): void => {
-      guarded(
-        ctx,
-        "rebuild",
-        () => {
-          engine.bind(ctx.cwd);
-          if (engine.options.enabled) engine.startGit();
-          engine.rebuildLedger(recordsInContext(ctx.sessionManager));
-          engine.contextMark = sessionMark(ctx.sessionManager);
-        },
-        // A session we cannot read leaves the ledger empty: at worst a file is sent again.
-        () => engine.ledger.clear(),
-      );
-      showStatus(ctx);
-    };
-
-    const announce = (ctx: ExtensionContext, plan: DeliveryPlan): void => {
-      if (!ctx.hasUI) return;
-      const loaded = [
-        ...plan.record.files.filter((file) => file.via === "reminder").map((file) => oneLine(file.path)),
-        ...(plan.record.rules ?? []).filter((rule) => rule.as === "text").map((rule) => oneLine(rule.path)),
-      ];
-      if (loaded.length > 0) tell(ctx, `pi-lazy-agents: loaded ${loaded.join(", ")}`, "info");
-      for (const skip of plan.record.skipped) tell(ctx, warningText(skip), "warning");
-      showStatus(ctx);
-    };
-
-    pi.on("session_start", (_event, ctx) => {
-      loadSettings(ctx);
-      rebuild(ctx);
-    });
-    pi.on("session_tree", (_event, ctx) => rebuild(ctx));
-    pi.on("session_compact", (_event, ctx) => rebuild(ctx));
-    // Context edits come between turns: the ledger follows before the turn's first call.
-    pi.on("turn_start", (_event, ctx) => {
-      const check = () => {
-        if (contextEditedSince(ctx.sessionManager, engine.contextMark)) return true;
-        engine.contextMark = sessionMark(ctx.sessionManager);
-        return false;
-      };
-      if (guarded(ctx, "rebuild", check, () => true)) rebuild(ctx);
-    });
-
-    const block = (ctx: ExtensionContext, gate: GateOutcome | undefined) => {
-      if (!gate) return undefined;
-      announce(ctx, gate.plan);
-      return { block: true, reason: gate.reason };
-    };
-
-    // Never block a tool by accident: a failed discovery only means nothing is appended.
-    pi.on("tool_call", (event, ctx) =>
-      guarded(
-        ctx,
-        "toolCall",
-        () => {
-          const env = { cwd: ctx.cwd, trusted: ctx.isProjectTrusted(), systemPrompt: () => ctx.getSystemPrompt() };
-          const gate = engine.onToolCall(event, env);
-          return gate instanceof Promise ? gate.then((held) => block(ctx, held)) : block(ctx, gate);
-        },
-        nothing,
-      ),
-    );
-
-    const patch = (ctx: ExtensionContext, event: ToolResultEvent) => {
-      const outcome = engine.onToolResult(event);
-      if (!outcome) return undefined;
-      announce(ctx, outcome.plan);
-      return outcome.patch;
-    };
-
-    pi.on("tool_result", (event, ctx) =>
-      guarded(
-        ctx,
-        "toolResult",
-        () => {
-          // Only a call that entered new folders waits, for git; the plan-and-apply never follows an await.
-          const gitAnswer = engine.settle(event.toolCallId);
-          if (!gitAnswer) return patch(ctx, event);
-          return gitAnswer.then(
-            () => patch(ctx, event),
-            () => patch(ctx, event),
-          );
-        },
-        nothing,
-      ),
-    );
-
-    // Per-call state ends with each result; what calls without a result (blocked, aborted) leave
-    // ends with their turn. No per-call hook is spent on it: every hook costs Pi a context object.
-    pi.on("turn_end", (event, ctx) => {
-      // A reminder that a later extension replaced or dropped never reached the model: the ledger follows the session.
-      if (
-        guarded(
-          ctx,
-          "rebuild",
-          () => engine.confirmTurn(event.toolResults),
-          () => false,
-        ) === true
-      )
-        rebuild(ctx);
-      engine.endTurn();
-    });
-    pi.on("agent_end", () => {
-      engine.endTurn();
-    });
-
-    pi.on("session_shutdown", () => {
-      engine.shutdown();
-    });
-
-    pi.registerCommand(COMMAND_NAME, {
-      description:
-        'Show the nested AGENTS.md files and skills pi-lazy-agents found; `why <path>` explains one path, `why "<command>"` one bash command',
-      getArgumentCompletions: (prefix) => commandCompletions(engine, prefix),
-      handler: async (args, ctx) => {
-        const report = await commandReport(engine, args, { cwd: ctx.cwd, trusted: ctx.isProjectTrusted() });
-        // Without a UI the report goes to stderr: Pi keeps stdout for the answer (print) or events (json).
-        if (ctx.hasUI) ctx.ui.notify(report, "info");
-        else process.stderr.write(`${report}\n`);
-      },
-    });
-  };
-}
-
-/** The text `/lazy-agents [why <path>]` shows. */
-export async function commandReport(engine: LazyAgents, args: string, env: CallEnvironment): Promise<string> {
-  try {
-    const words = args.trim();
-    if (words.startsWith("why ")) {
-      const quoted = quotedCommand(words.slice(4));
-      if (quoted !== undefined) return await explainCommand(engine, quoted, env);
-      return await explainPath(engine, words.slice(4), env);
-    }
-    engine.bind(env.cwd);
-    return formatInspection(engine);
-  } catch {
-    return "pi-lazy-agents: the report could not be built.";
-  }
-}
-
-export default createLazyAgents();
