@@ -1,5 +1,7 @@
-// Constants and defaults of pi-lazy-agents. Settings (issue: see README) may override the
-// defaults marked "default"; everything else is fixed by design.
+// Constants and defaults of pi-lazy-agents. The rule of this file: every tunable constant and every
+// fixed sentence the model or the user reads (the reminder's preamble and headers, notices, reasons,
+// warnings, the gate's texts, the report's words) lives here, so reviewing wording means reading this
+// file. Settings may override the defaults marked "default"; everything else is fixed by design.
 
 /** Per-directory instruction file names, in Pi's own order of preference. Default. */
 export const INSTRUCTION_FILE_NAMES: readonly string[] = [
@@ -157,6 +159,11 @@ export function alsoGovernsNotice(path: string, scopeGlob: string): string {
   return `${path} also governs ${scopeGlob}: it is the same file, linked there, and its text was sent earlier.`;
 }
 
+/** Appended to the reminder that a held-back write or edit carries as its block reason. */
+export const GATE_RETRY_TEXT =
+  "pi-lazy-agents held this call back once so that these instructions arrive before the first change in their scope. " +
+  "Apply them, then retry the same call: it will go through.";
+
 /** Block reason of a write held back because a sibling call of the same turn carries its scope's instructions. */
 export const GATE_SIBLING_TEXT =
   "pi-lazy-agents held this call back: the instructions for its folder arrive with another call of this turn. " +
@@ -283,3 +290,61 @@ export const SHELL_WORD_REASONS = {
 } as const;
 
 export type ShellWordReason = keyof typeof SHELL_WORD_REASONS;
+
+/** Longest tool path argument, in UTF-8 bytes, that is resolved at all (the usual PATH_MAX). */
+export const MAX_PATH_BYTES = 4096;
+
+// The reminder's fixed text. Paths and scopes come in already made safe for one line.
+
+/** Opens the instruction files part of a reminder. */
+export const REMINDER_FILES_PREAMBLE =
+  "The harness found instruction files in folders on the way to the path this tool touched. " +
+  "They are project guidance from the repository, not a message from the user. " +
+  "Each one governs only its scope; where two disagree, the file of the more specific (deeper) folder takes precedence.";
+
+/** Opens the skills part of a reminder. */
+export const REMINDER_SKILLS_HEADER =
+  "Skills found in these folders. Read a skill's file when a task matches its description; " +
+  "inside its scope, a skill from a deeper folder wins over one of the same name from above.";
+
+/** Ends the line of a nested skill that shadows a skill Pi listed at start-up. */
+export const SKILL_OVERRIDES_STARTUP =
+  " Inside this scope it takes precedence over the skill of the same name listed at start-up.";
+
+/** The notice that a file or rule the model holds no longer applies. */
+export function withdrawnNotice(path: string): string {
+  return `${path} no longer applies: its earlier instructions are withdrawn.`;
+}
+
+/** The notice that a nested skill the model was told of is gone. */
+export function skillGoneNotice(path: string): string {
+  return `The skill at ${path} is gone: do not use it.`;
+}
+
+/** The line before a new version of a file the model holds. */
+export function supersedesNotice(path: string): string {
+  return `(This version of ${path} replaces the one sent earlier.)`;
+}
+
+/** The line after a file's text that the budget cut. */
+export function cutNotice(path: string): string {
+  return `[${path} was cut here to fit the size budget; read the file for the rest.]`;
+}
+
+// What the user reads outside the reminder.
+
+/** Prefix of every line the extension shows the user on its own. */
+export const USER_PREFIX = "pi-lazy-agents: ";
+
+/** The description of the flag that turns the extension off. */
+export const DISABLE_FLAG_DESCRIPTION = "Turn pi-lazy-agents off for this run";
+
+/** The description of `/lazy-agents`. */
+export const COMMAND_DESCRIPTION =
+  'Show the nested AGENTS.md files and skills pi-lazy-agents found; `why <path>` explains one path, `why "<command>"` one bash command';
+
+/** `/lazy-agents` when the report itself failed. */
+export const REPORT_FAILED = "pi-lazy-agents: the report could not be built.";
+
+/** `/lazy-agents why` when cwd has no real path. */
+export const REPORT_NO_CWD = "pi-lazy-agents: the working directory cannot be resolved.";

@@ -44,7 +44,21 @@ import {
 } from "@earendil-works/pi-coding-agent";
 import {
   alsoGovernsNotice,
+  COMMAND_DESCRIPTION,
   COMMAND_NAME,
+  cutNotice,
+  DISABLE_FLAG_DESCRIPTION,
+  GATE_RETRY_TEXT,
+  MAX_PATH_BYTES,
+  REMINDER_FILES_PREAMBLE,
+  REMINDER_SKILLS_HEADER,
+  REPORT_FAILED,
+  REPORT_NO_CWD,
+  SKILL_OVERRIDES_STARTUP,
+  skillGoneNotice,
+  supersedesNotice,
+  USER_PREFIX,
+  withdrawnNotice,
   CUSTOM_GLOBAL_SETTINGS_LABEL,
   DETAILS_KEY,
   DISABLE_FLAG,
@@ -110,11 +124,11 @@ import {
 // when a handler waits, so that everything below stays testable through Pi's real runner.
 
 /** One fixed line per refused file, for the user; never contents, absolute paths or exceptions. */
-export function warningText(skip: Skip): string {
-  return `pi-lazy-agents: ${skipText(skip, oneLine)}`;
+function warningText(skip: Skip): string {
+  return `${USER_PREFIX}${skipText(skip, oneLine)}`;
 }
 
-export interface CreateOptions {
+interface CreateOptions {
   fs?: FileSystem;
   spawnGit?: SpawnGit;
   /** Receives the engine, so tests can read its state. */
@@ -127,7 +141,7 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
     create.onEngine?.(engine);
 
     pi.registerFlag(DISABLE_FLAG, {
-      description: "Turn pi-lazy-agents off for this run",
+      description: DISABLE_FLAG_DESCRIPTION,
       type: "boolean",
       default: false,
     });
@@ -327,8 +341,7 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
     });
 
     pi.registerCommand(COMMAND_NAME, {
-      description:
-        'Show the nested AGENTS.md files and skills pi-lazy-agents found; `why <path>` explains one path, `why "<command>"` one bash command',
+      description: COMMAND_DESCRIPTION,
       getArgumentCompletions: (prefix) => commandCompletions(engine, prefix),
       handler: async (args, ctx) => {
         const report = await commandReport(engine, args, { cwd: ctx.cwd, trusted: ctx.isProjectTrusted() });
@@ -341,7 +354,7 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
 }
 
 /** The text `/lazy-agents [why <path>]` shows. */
-export async function commandReport(engine: LazyAgents, args: string, env: CallEnvironment): Promise<string> {
+async function commandReport(engine: LazyAgents, args: string, env: CallEnvironment): Promise<string> {
   try {
     const words = args.trim();
     if (words.startsWith("why ")) {
@@ -352,7 +365,7 @@ export async function commandReport(engine: LazyAgents, args: string, env: CallE
     engine.bind(env.cwd);
     return formatInspection(engine);
   } catch {
-    return "pi-lazy-agents: the report could not be built.";
+    return REPORT_FAILED;
   }
 }
 
@@ -368,8 +381,7 @@ const NARROW_NO_BREAK_SPACE = "\u202F";
 
 const RIGHT_SINGLE_QUOTE = "\u2019";
 
-const MAX_PATH_BYTES = 4096;
-
+// Exported for tests: a table test of tool path resolution.
 /**
  * Resolves a tool's `path` argument the way Pi's built-in tools do (unicode spaces, a leading `@`,
  * `~`, `file://`), or undefined for input no tool could open. With `exists`, a path that is not
@@ -417,7 +429,7 @@ function swapCase(name: string): string {
 // Bash activation: the paths a command's words name, located like the targets of read and write.
 
 /** One word's outcome: the chain it activates, or why it activates nothing. */
-export interface ShellWordOutcome {
+interface ShellWordOutcome {
   use: ShellWordUse;
   located?: Located;
   reason?: ShellWordReason;
@@ -426,7 +438,7 @@ export interface ShellWordOutcome {
 }
 
 /** Locates what the words name. Each distinct path costs one lstat, and only once its folders are known to be real. */
-export function locateShellWords(discovery: Discovery, commands: ShellCommand[], cwd: string): ShellWordOutcome[] {
+function locateShellWords(discovery: Discovery, commands: ShellCommand[], cwd: string): ShellWordOutcome[] {
   const byPath = new Map<string, Located | ShellWordReason>();
   const folders = new Map<string, Located | "missing" | "resolve">();
   const outcomes: ShellWordOutcome[] = [];
@@ -451,7 +463,7 @@ export function locateShellWords(discovery: Discovery, commands: ShellCommand[],
 }
 
 /** The cwd-relative paths a command names, as rule globs see them (cwd itself aside). */
-export function shellTouched(discovery: Discovery, outcomes: ShellWordOutcome[], cwd: string): string[] {
+function shellTouched(discovery: Discovery, outcomes: ShellWordOutcome[], cwd: string): string[] {
   const touched = new Set<string>();
   for (const { path } of outcomes) {
     const rel = path === undefined ? undefined : touchedPath(discovery, path, cwd);
@@ -461,7 +473,7 @@ export function shellTouched(discovery: Discovery, outcomes: ShellWordOutcome[],
 }
 
 /** The distinct chains the outcomes activate, one per deepest folder. */
-export function shellChains(outcomes: ShellWordOutcome[]): Located[] {
+function shellChains(outcomes: ShellWordOutcome[]): Located[] {
   const chains = new Map<string, Located>();
   for (const { located } of outcomes) if (located) chains.set(located.links.at(-1)!.scope, located);
   return [...chains.values()];
@@ -574,7 +586,7 @@ type ShellWordKind = "missing" | "file" | "link";
 const shellWordKinds = new WeakMap<Discovery, Map<string, { folder: Signature; kind: ShellWordKind }>>();
 
 /** Words named like instruction files: the command may create or change one (`>`, `tee`, `sed -i`). */
-export function shellNamesInstruction(commands: ShellCommand[], fileNames: readonly string[]): boolean {
+function shellNamesInstruction(commands: ShellCommand[], fileNames: readonly string[]): boolean {
   return commands.some(({ uses }) =>
     uses.some((use) => use.role !== "skip" && fileNames.includes(posix.basename(use.path))),
   );
@@ -582,17 +594,13 @@ export function shellNamesInstruction(commands: ShellCommand[], fileNames: reado
 
 const FILE_TOOLS: ReadonlySet<string> = new Set(["read", "edit", "write"]);
 
-export const GATE_RETRY_TEXT =
-  "pi-lazy-agents held this call back once so that these instructions arrive before the first change in their scope. " +
-  "Apply them, then retry the same call: it will go through.";
-
-export interface GateOutcome {
+interface GateOutcome {
   block: true;
   reason: string;
   plan: DeliveryPlan;
 }
 
-export interface CallEnvironment {
+interface CallEnvironment {
   cwd: string;
   trusted: boolean;
   /** Pi's system prompt, read only when skills are in view. */
@@ -628,11 +636,12 @@ interface NestedViews {
   generation: number;
 }
 
-export interface ResultOutcome {
+interface ResultOutcome {
   patch: ToolResultEventResult;
   plan: DeliveryPlan;
 }
 
+// Exported for tests: they read the engine's state through onEngine.
 export class LazyAgents {
   readonly fs: FileSystem;
   options: Options = defaultOptions();
@@ -1188,7 +1197,7 @@ function isTruncated(details: unknown): boolean {
 }
 
 /** One view per scope, parent first; a later view of the same scope is the fresher one. */
-export function mergeViews(views: DirectoryView[]): DirectoryView[] {
+function mergeViews(views: DirectoryView[]): DirectoryView[] {
   const byScope = new Map<string, DirectoryView>();
   for (const view of views) byScope.set(view.scope, view);
   return [...byScope.values()].sort((a, b) => depthOf(a.scope) - depthOf(b.scope) || a.scope.localeCompare(b.scope));
@@ -1207,7 +1216,7 @@ function withRecord(details: unknown, record: LedgerRecord): Record<string, unkn
 }
 
 /** cwd-relative path of a tool's target with forward slashes, for rule globs; undefined outside cwd. */
-export function touchedPath(discovery: Discovery, target: string, cwd: string): string | undefined {
+function touchedPath(discovery: Discovery, target: string, cwd: string): string | undefined {
   const inside = (root: string) => {
     const rel = relative(root, target);
     if (rel === ".." || rel.startsWith(`..${sep}`) || isAbsolute(rel)) return undefined;
@@ -1228,7 +1237,7 @@ export function touchedPath(discovery: Discovery, target: string, cwd: string): 
 // The record format and the ledger: what the model has in context right now, rebuilt from the
 // session's own tool results.
 
-export interface FileRecord {
+interface FileRecord {
   path: string;
   scope: string;
   version: string;
@@ -1240,13 +1249,14 @@ export interface FileRecord {
   truncated?: boolean;
 }
 
-export interface SkillRecord {
+interface SkillRecord {
   path: string;
   name: string;
   scope: string;
   version: string;
 }
 
+// Exported for tests: they read the records stored in details.
 export interface LedgerRecord {
   v: number;
   files: FileRecord[];
@@ -1262,7 +1272,7 @@ export interface LedgerRecord {
   retractedRules?: Array<{ path: string; dir: string }>;
 }
 
-export interface Skip {
+interface Skip {
   path: string;
   reason: Reason;
   inImport?: boolean;
@@ -1275,11 +1285,11 @@ function skipKey(skip: Skip): string {
   return skip.inImport ? `import\0${skip.path}\0${skip.reason}` : skip.path;
 }
 
-export function emptyRecord(): LedgerRecord {
+function emptyRecord(): LedgerRecord {
   return { v: LEDGER_VERSION, files: [], skills: [], retracted: [], retractedSkills: [], skipped: [] };
 }
 
-export function isRecordEmpty(record: LedgerRecord): boolean {
+function isRecordEmpty(record: LedgerRecord): boolean {
   return (
     record.files.length === 0 &&
     record.skills.length === 0 &&
@@ -1291,6 +1301,7 @@ export function isRecordEmpty(record: LedgerRecord): boolean {
   );
 }
 
+// Exported for tests: they read the records stored in details.
 /**
  * The ledger record in a tool result's details. Session files outlive versions of this extension:
  * each entry is checked on its own, and one that does not fit is dropped alone.
@@ -1365,7 +1376,7 @@ function skipOf(entry: unknown): Skip | undefined {
   return skip;
 }
 
-export class Ledger {
+class Ledger {
   /** Instruction files the model holds: path → what it holds. */
   readonly files = new Map<string, FileRecord>();
   /** Paths delivered for each scope: its instruction file and that file's imports. */
@@ -1446,7 +1457,7 @@ export class Ledger {
 
 // Planning one delivery: what of the viewed chain the model lacks.
 
-export interface PlannedFile {
+interface PlannedFile {
   file: InstructionFile;
   scope: string;
   /** The model holds an earlier version of this path. */
@@ -1460,13 +1471,13 @@ export interface PlannedFile {
   leftOut?: boolean;
 }
 
-export interface PlannedSkill extends Skill {
+interface PlannedSkill extends Skill {
   scope: string;
   /** Pi listed a skill of this name at start-up, from another location. */
   overridesStartup: boolean;
 }
 
-export interface DeliveryPlan {
+interface DeliveryPlan {
   record: LedgerRecord;
   /** Files to append, parent first, each import right after the file that imports it. */
   files: PlannedFile[];
@@ -1478,7 +1489,7 @@ export interface DeliveryPlan {
   leftOut?: { files: number; skills: number; notices: number };
 }
 
-export interface PlanInput {
+interface PlanInput {
   views: DirectoryView[];
   /** Real path of an instruction file the tool result itself shows whole (a plain read of it). */
   shownWhole?: string;
@@ -1490,7 +1501,7 @@ export interface PlanInput {
   cwdReal?: string;
 }
 
-export function planDelivery(ledger: Ledger, input: PlanInput): DeliveryPlan {
+function planDelivery(ledger: Ledger, input: PlanInput): DeliveryPlan {
   const plan: DeliveryPlan = { record: emptyRecord(), files: [], skills: [] };
   const planned = new Set<string>();
   const offered = offeredPaths(input.views);
@@ -1622,7 +1633,7 @@ function recordOfEntry(entry: unknown): LedgerRecord | undefined {
 
 // Rules in the ledger and in planning.
 
-export interface RuleRecord {
+interface RuleRecord {
   path: string;
   /** cwd-relative rule folder it came from. */
   dir: string;
@@ -1635,7 +1646,7 @@ export interface RuleRecord {
   truncated?: boolean;
 }
 
-export interface RuleListing {
+interface RuleListing {
   name: string;
   description: string;
   path: string;
@@ -1678,7 +1689,7 @@ function applyRuleRecords(ledger: Ledger, record: LedgerRecord): void {
   }
 }
 
-export interface RulePlanInput {
+interface RulePlanInput {
   book: RuleBook;
   views: DirectoryView[];
   touched: readonly string[];
@@ -1686,7 +1697,7 @@ export interface RulePlanInput {
 }
 
 /** Adds to a plan the rules the model lacks for these paths, and withdraws rules that are gone. */
-export function planRules(ledger: Ledger, plan: DeliveryPlan, input: RulePlanInput): void {
+function planRules(ledger: Ledger, plan: DeliveryPlan, input: RulePlanInput): void {
   const folders = input.book.foldersFor(input.views, input.options.ruleSources);
   for (const folder of folders) {
     planRuleRetractions(ledger, plan, folder);
@@ -1757,7 +1768,7 @@ interface SessionView {
 }
 
 /** The entry the ledger last saw the session at, to find what was appended since. */
-export function sessionMark(sessionManager: SessionView): string | null | undefined {
+function sessionMark(sessionManager: SessionView): string | null | undefined {
   return typeof sessionManager.getLeafId === "function" ? sessionManager.getLeafId() : undefined;
 }
 
@@ -1766,7 +1777,7 @@ export function sessionMark(sessionManager: SessionView): string | null | undefi
  * extension's turn_end or agent_before_settle, or its own recovery), with no event of their own.
  * Walks back only over the entries appended since; a mark that left the branch counts as an edit.
  */
-export function contextEditedSince(sessionManager: SessionView, mark: string | null | undefined): boolean {
+function contextEditedSince(sessionManager: SessionView, mark: string | null | undefined): boolean {
   if (typeof sessionManager.getEntry !== "function" || mark === undefined) return false;
   let id = sessionMark(sessionManager) ?? null;
   while (id !== null && id !== mark) {
@@ -1781,7 +1792,7 @@ export function contextEditedSince(sessionManager: SessionView, mark: string | n
  * The ledger records of the entries the model still sees: the active branch with compaction and
  * context edits applied. A record whose reminder an edit removed no longer counts.
  */
-export function recordsInContext(sessionManager: SessionView): LedgerRecord[] {
+function recordsInContext(sessionManager: SessionView): LedgerRecord[] {
   if (typeof sessionManager.buildSessionProjection === "function") {
     const records: LedgerRecord[] = [];
     for (const projected of sessionManager.buildSessionProjection().entries) {
@@ -1813,7 +1824,7 @@ function projectionShows(messages: unknown[], record: LedgerRecord): boolean {
 // 4. Reminder text and budget. The deepest files are kept whole first; broader ones are cut to the
 // budget, and what does not fit is announced as left out.
 
-export function skipText(skip: Skip, field: (text: string) => string = reminderField): string {
+function skipText(skip: Skip, field: (text: string) => string = reminderField): string {
   if (CAP_REASONS.has(skip.reason))
     return `${field(skip.path)} was not loaded whole: ${reasonText(skip.reason, skip.counts)}`;
   return skip.inImport
@@ -1824,7 +1835,7 @@ export function skipText(skip: Skip, field: (text: string) => string = reminderF
 const CONTROL_NAMES: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
 
 /** A path, name or description kept on one line: control characters are shown, not obeyed. */
-export function oneLine(text: string): string {
+function oneLine(text: string): string {
   return text.replace(
     /[\p{Cc}\u2028\u2029]/gu,
     (char) => CONTROL_NAMES[char] ?? `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`,
@@ -1832,7 +1843,7 @@ export function oneLine(text: string): string {
 }
 
 /** Escapes text as Pi escapes its own skill listing. */
-export function escapeXml(text: string): string {
+function escapeXml(text: string): string {
   return text
     .replace(/&/g, "&amp;")
     .replace(/</g, "&lt;")
@@ -1842,7 +1853,7 @@ export function escapeXml(text: string): string {
 }
 
 /** A one-line field or attribute value inside the reminder: it can neither break a line nor a tag. */
-export function reminderField(text: string): string {
+function reminderField(text: string): string {
   return escapeXml(oneLine(text));
 }
 
@@ -1852,13 +1863,14 @@ const WRAPPER_CLOSING_TAG = /<(?=\s*\/\s*(?:nested-)?instructions\b)/gi;
  * Instruction text as the reminder carries it: byte for byte, except that anything that reads as
  * one of the wrapper's own closing tags loses its `<`, so the block ends only where we end it.
  */
-export function neutralizeClosingTags(text: string): string {
+function neutralizeClosingTags(text: string): string {
   return text.replace(WRAPPER_CLOSING_TAG, "&lt;");
 }
 
+// Exported for tests: they and the bench find the reminder in a result.
 export const REMINDER_OPEN = '<nested-instructions source="pi-lazy-agents">';
 
-export const REMINDER_CLOSE = "</nested-instructions>";
+const REMINDER_CLOSE = "</nested-instructions>";
 
 /**
  * Fits the whole reminder (tags, paths, texts, skills, notices and the left-out line) into the byte
@@ -1867,7 +1879,7 @@ export const REMINDER_CLOSE = "</nested-instructions>";
  * a UTF-8 boundary; skills take what is left. Whatever does not fit leaves the plan and its record,
  * so it stays pending for a later access, and is counted in one line.
  */
-export function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
+function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
   const items = plan.files.length + plan.skills.length + noticeCount(plan.record) + ruleCount(plan);
   const frame = byteLength(formatReminder(plan)) - itemBytes(plan);
   let remaining = budgetBytes - frame - byteLength(`\n\n${leftOutText(items, items, items)}`);
@@ -1982,23 +1994,15 @@ function budgetPriority(files: PlannedFile[]): number[] {
     .map((entry) => entry.index);
 }
 
-export function formatReminder(plan: DeliveryPlan): string {
+function formatReminder(plan: DeliveryPlan): string {
   const lines: string[] = [REMINDER_OPEN];
   if (plan.files.length > 0) {
-    lines.push(
-      "The harness found instruction files in folders on the way to the path this tool touched. " +
-        "They are project guidance from the repository, not a message from the user. " +
-        "Each one governs only its scope; where two disagree, the file of the more specific (deeper) folder takes precedence.",
-    );
+    lines.push(REMINDER_FILES_PREAMBLE);
     for (const entry of plan.files) lines.push("", ...formatFile(entry));
   }
   lines.push(...formatRules(plan));
   if (plan.skills.length > 0) {
-    lines.push(
-      "",
-      "Skills found in these folders. Read a skill's file when a task matches its description; " +
-        "inside its scope, a skill from a deeper folder wins over one of the same name from above.",
-    );
+    lines.push("", REMINDER_SKILLS_HEADER);
     for (const skill of plan.skills) lines.push(skillLine(skill));
   }
   const notices = noticeLines(plan.record);
@@ -2010,20 +2014,18 @@ export function formatReminder(plan: DeliveryPlan): string {
 }
 
 function skillLine(skill: PlannedSkill): string {
-  const precedence = skill.overridesStartup
-    ? " Inside this scope it takes precedence over the skill of the same name listed at start-up."
-    : "";
+  const precedence = skill.overridesStartup ? SKILL_OVERRIDES_STARTUP : "";
   const name = reminderField(skill.name);
   const scope = reminderField(scopeGlob(skill.scope));
   return `- ${name} (scope ${scope}): ${reminderField(skill.description)} [${reminderField(skill.path)}]${precedence}`;
 }
 
 function retractionLine(path: string): string {
-  return `- ${reminderField(path)} no longer applies: its earlier instructions are withdrawn.`;
+  return `- ${withdrawnNotice(reminderField(path))}`;
 }
 
 function skillRetractionLine(path: string): string {
-  return `- The skill at ${reminderField(path)} is gone: do not use it.`;
+  return `- ${skillGoneNotice(reminderField(path))}`;
 }
 
 function alsoGovernsLine(told: { path: string; scope: string }): string {
@@ -2047,9 +2049,9 @@ function formatFile(entry: PlannedFile): string[] {
   if (importedBy !== undefined) attributes.push(`imported-by="${reminderField(importedBy)}"`);
   if (supersedes) attributes.push('supersedes="earlier version"');
   const lines = [`<instructions ${attributes.join(" ")}>`];
-  if (supersedes) lines.push(`(This version of ${path} replaces the one sent earlier.)`);
+  if (supersedes) lines.push(supersedesNotice(path));
   lines.push(neutralizeClosingTags((cutText ?? file.text).replace(/\n+$/, "")));
-  if (cutText !== undefined) lines.push(`[${path} was cut here to fit the size budget; read the file for the rest.]`);
+  if (cutText !== undefined) lines.push(cutNotice(path));
   lines.push("</instructions>");
   return lines;
 }
@@ -2088,7 +2090,7 @@ function formatRules(plan: DeliveryPlan): string[] {
 // listings and file contents are cached against their stat signature, so a warm call costs one
 // stat per directory on the chain plus one per known file.
 
-export interface Rejection {
+interface Rejection {
   path: string;
   reason: Reason;
   /** Instruction-file, import and cap rejections are told to the model; the others only to the user. */
@@ -2097,7 +2099,7 @@ export interface Rejection {
   counts?: { taken: number; total: number };
 }
 
-export interface InstructionFile {
+interface InstructionFile {
   /** cwd-relative path of the file's real location: its identity in the ledger. */
   path: string;
   realPath: string;
@@ -2106,7 +2108,7 @@ export interface InstructionFile {
   bytes: number;
 }
 
-export interface Skill {
+interface Skill {
   name: string;
   description: string;
   /** cwd-relative path of its SKILL.md (or skill .md file). */
@@ -2114,13 +2116,13 @@ export interface Skill {
   version: string;
 }
 
-export interface ImportedFile {
+interface ImportedFile {
   file: InstructionFile;
   /** cwd-relative path of the file whose `@path` token brought it in. */
   importedBy: string;
 }
 
-export interface DirectoryView {
+interface DirectoryView {
   /** cwd-relative directory, the scope of what it holds. */
   scope: string;
   file?: InstructionFile;
@@ -2176,7 +2178,7 @@ function emptyView(scope: string): DirectoryView {
 }
 
 /** One folder strictly below cwd on the way to a target. */
-export interface ChainLink {
+interface ChainLink {
   dir: string;
   /** cwd-relative, with forward slashes: the folder's scope. */
   scope: string;
@@ -2184,12 +2186,12 @@ export interface ChainLink {
 }
 
 /** Where a tool call lands: the folders below cwd down to it, with the stats the fast path took. */
-export interface Located {
+interface Located {
   links: ChainLink[];
   stats?: nodeFs.Stats[];
 }
 
-export class Discovery {
+class Discovery {
   readonly fs: FileSystem;
   readonly cwdReal: string;
   options: Options;
@@ -2889,13 +2891,13 @@ function sortedNames(listing: ListingEntry): ListingEntry["names"] {
 // there, while one without matches at any depth; a trailing `/` matches folders only; `*`, `?`
 // and `[…]` stay within one segment and `**` spans any number.
 
-export interface IgnoreRule {
+interface IgnoreRule {
   regex: RegExp;
   negate: boolean;
   dirOnly: boolean;
 }
 
-export function ignoreRulesOf(text: string, prefix: string): IgnoreRule[] {
+function ignoreRulesOf(text: string, prefix: string): IgnoreRule[] {
   const rules: IgnoreRule[] = [];
   for (const line of text.split(/\r?\n/)) {
     const trimmed = line.trim();
@@ -2954,7 +2956,7 @@ function ignoreGlobSource(pattern: string): string {
 }
 
 /** Whether the rules hide `path` (relative to the skills root); the last matching rule wins. */
-export function isIgnored(rules: readonly IgnoreRule[], path: string, isDirectory: boolean): boolean {
+function isIgnored(rules: readonly IgnoreRule[], path: string, isDirectory: boolean): boolean {
   let ignored = false;
   for (const rule of rules) {
     if ((!rule.dirOnly || isDirectory) && rule.regex.test(path)) ignored = !rule.negate;
@@ -2984,7 +2986,7 @@ function direntKind(dirent: nodeFs.Dirent): "file" | "dir" | "link" | "other" {
 }
 
 /** Name, description and visibility of a skill file, through Pi's own frontmatter parser. */
-export function parseSkill(
+function parseSkill(
   text: string,
   directoryName: string,
 ): { ok: true; name: string; description: string; hidden: boolean } | { ok: false; reason: Reason } {
@@ -3001,7 +3003,7 @@ export function parseSkill(
 }
 
 /** Skills Pi listed in its system prompt at start-up: name → location. */
-export function startupSkillsOf(systemPrompt: string): Map<string, string> {
+function startupSkillsOf(systemPrompt: string): Map<string, string> {
   const skills = new Map<string, string>();
   const pattern =
     /<skill>\s*<name>([^<]*)<\/name>\s*<description>[^]*?<\/description>\s*<location>([^<]*)<\/location>/g;
@@ -3024,9 +3026,10 @@ function unescapeXml(text: string): string {
 // listings are cached), passes once over the compiled rules in scope, and stat-checks again only the
 // rules that apply, before it delivers them.
 
+// Exported for tests: they table the kinds a rule source reads.
 export type RuleKind = keyof typeof RULE_KIND_NAMES;
 
-export interface RuleMeta {
+interface RuleMeta {
   kind: RuleKind;
   globs: string[];
   description: string;
@@ -3071,6 +3074,7 @@ const RULE_ADAPTERS: Record<RuleSource, RuleAdapter> = {
   },
 };
 
+// Exported for tests: a table test of rule frontmatter.
 /** Kind, globs, description and name of a rule file's text, as its source reads them. */
 export function readRuleMeta(source: RuleSource, text: string, fileName: string): RuleMeta {
   return RULE_ADAPTERS[source].read(ruleFrontmatter(text).frontmatter, fileName);
@@ -3102,6 +3106,7 @@ function globList(value: unknown): string[] {
   return items.flatMap((item) => (typeof item === "string" ? splitGlobList(item) : []));
 }
 
+// Exported for tests: a table test of glob lists.
 export function splitGlobList(value: string): string[] {
   const parts: string[] = [];
   let depth = 0;
@@ -3128,7 +3133,7 @@ export function splitGlobList(value: string): string[] {
  * valid YAML (`globs: *.ts` reads as an alias), so then plain `key: value` lines and `- item` lists
  * are read instead, as the tools themselves do.
  */
-export function ruleFrontmatter(text: string): { frontmatter: Record<string, unknown>; body: string } {
+function ruleFrontmatter(text: string): { frontmatter: Record<string, unknown>; body: string } {
   try {
     const { frontmatter, body } = parseFrontmatter(text);
     const plain = typeof frontmatter === "object" && frontmatter !== null && !Array.isArray(frontmatter);
@@ -3174,7 +3179,7 @@ function ruleScope(meta: RuleMeta, base: string, floating: boolean): string {
   return meta.globs.map(fromBase).join(", ");
 }
 
-export interface Rule {
+interface Rule {
   source: RuleSource;
   /** cwd-relative path of the file's real location: its identity in the ledger. */
   path: string;
@@ -3208,7 +3213,7 @@ interface RulePlace {
   empty: RuleFolder;
 }
 
-export interface RuleFolder {
+interface RuleFolder {
   place: RulePlace;
   /** Listings the rules were read from; the folder is read again when one of them changes. */
   listings: ListingEntry[];
@@ -3218,7 +3223,7 @@ export interface RuleFolder {
   offered?: Set<string>;
 }
 
-export function ruleMatches(rule: Rule, path: string): boolean {
+function ruleMatches(rule: Rule, path: string): boolean {
   if (rule.matcher === undefined || path === "") return false;
   if (rule.base === "") return rule.matcher.test(path);
   const below = path.length > rule.base.length && path.startsWith(rule.base) && path[rule.base.length] === "/";
@@ -3239,7 +3244,7 @@ function joinAnswers(...answers: Array<Promise<void> | undefined>): Promise<void
 const ALL_RULE_SOURCES: ReadonlySet<RuleSource> = new Set(RULE_SOURCES);
 
 /** The rule folders of one cwd: where they are, what they hold, and git's answers about them. */
-export class RuleBook {
+class RuleBook {
   readonly discovery: Discovery;
   /** Rule folders read this session, by cwd-relative folder. */
   readonly folders = new Map<string, RuleFolder>();
@@ -3452,6 +3457,7 @@ export class RuleBook {
 // calls, so tests can inject faults and record paths. Synchronous on purpose: the files are small
 // and capped, and a handler without awaits cannot interleave with its siblings.
 
+// Exported for tests: the fault-injecting seam of tests wraps it.
 export interface FileSystem {
   /** stat that follows links; undefined when nothing is there. */
   stat(path: string): nodeFs.Stats | undefined;
@@ -3467,6 +3473,7 @@ export interface FileSystem {
 
 const OPEN_FLAGS = nodeFs.constants.O_RDONLY | (nodeFs.constants.O_NOFOLLOW ?? 0) | (nodeFs.constants.O_NONBLOCK ?? 0);
 
+// Exported for tests: the fault-injecting seam of tests wraps it.
 export const nodeFileSystem: FileSystem = {
   stat: (path) => nodeFs.statSync(path, { throwIfNoEntry: false }),
   lstat: (path) => nodeFs.lstatSync(path, { throwIfNoEntry: false }),
@@ -3480,7 +3487,7 @@ export const nodeFileSystem: FileSystem = {
 
 // Reading one file: stat first, bounded read, strict decoding.
 
-export type Loaded = { ok: true; text: string; version: string; bytes: number } | { ok: false; reason: Reason };
+type Loaded = { ok: true; text: string; version: string; bytes: number } | { ok: false; reason: Reason };
 
 interface Signature {
   dev: number;
@@ -3499,7 +3506,7 @@ function sameSignature(a: Signature, b: Signature | nodeFs.Stats): boolean {
 }
 
 /** Reads at most `maxBytes` of a regular file; the file may change between stat and read. */
-export function readBounded(fs: FileSystem, realPath: string, maxBytes: number): Loaded {
+function readBounded(fs: FileSystem, realPath: string, maxBytes: number): Loaded {
   let fd: number;
   try {
     fd = fs.open(realPath);
@@ -3539,7 +3546,7 @@ export function readBounded(fs: FileSystem, realPath: string, maxBytes: number):
 // that is answered git may be absent or cwd outside a work tree; once it is, a helper that dies
 // died on the path it was asked (a submodule's inside), which alone stays unknown.
 
-export type SpawnGit = (cwd: string) => ChildProcessWithoutNullStreams;
+type SpawnGit = (cwd: string) => ChildProcessWithoutNullStreams;
 
 const spawnGit: SpawnGit = (cwd) =>
   spawn("git", ["check-ignore", "--stdin", "-z", "--verbose", "--non-matching"], {
@@ -3567,7 +3574,7 @@ interface GitWaiter {
   answer: (rule: string | undefined) => void;
 }
 
-export class GitIgnoreOracle {
+class GitIgnoreOracle {
   private child?: ChildProcessWithoutNullStreams;
   private off = false;
   /** Git answered for cwd itself: it works here. */
@@ -3728,7 +3735,7 @@ export class GitIgnoreOracle {
 // =============================================================================================
 // 8. Settings: the defaults of config.ts, which settings may override.
 
-export interface Options {
+interface Options {
   enabled: boolean;
   fileNames: readonly string[];
   triggers: ReadonlySet<string>;
@@ -3743,6 +3750,7 @@ export interface Options {
   ruleSources: ReadonlySet<RuleSource>;
 }
 
+// Exported for tests: they compare settings with the defaults.
 export function defaultOptions(): Options {
   return {
     enabled: true,
@@ -3807,14 +3815,15 @@ function isByteCount(value: unknown, min: number, max: number): value is number 
   return typeof value === "number" && Number.isInteger(value) && value >= min && value <= max;
 }
 
-export interface SettingsOutcome {
+interface SettingsOutcome {
   options: Options;
   warnings: string[];
 }
 
 /** Names the settings file a `lazyAgents` key came from (the whole object when `key` is undefined). */
-export type SettingsOrigin = (key?: string) => string;
+type SettingsOrigin = (key?: string) => string;
 
+// Exported for tests: a table test of settings validation.
 /**
  * Applies the `lazyAgents` settings object over the defaults of config.ts. Each warning names the
  * key and the file it came from, and the allowed values; never a value from the file.
@@ -3914,7 +3923,7 @@ function editDistance(a: string, b: string): number {
  * the project's own `.pi/settings.json` (inside cwd, read like any other file) is asked which keys
  * it sets; Pi lets the project win key by key, so every other key is the global file's.
  */
-export function settingsOrigin(fs: FileSystem, cwd: string, trusted: boolean): SettingsOrigin {
+function settingsOrigin(fs: FileSystem, cwd: string, trusted: boolean): SettingsOrigin {
   const globalLabel =
     resolve(getAgentDir()) === join(homedir(), CONFIG_DIR_NAME, "agent")
       ? GLOBAL_SETTINGS_LABEL
@@ -3960,7 +3969,7 @@ function discoveryChanged(a: Options, b: Options): boolean {
 // and `why <path>` / `why "<command>"`. Never file contents.
 
 /** A `why` argument wrapped in quotes is a bash command; a bare one is a path (which may hold spaces). */
-export function quotedCommand(argument: string): string | undefined {
+function quotedCommand(argument: string): string | undefined {
   const text = argument.trim();
   const quote = text[0];
   if ((quote !== '"' && quote !== "'") || text.length < 2 || text.at(-1) !== quote) return undefined;
@@ -3968,9 +3977,9 @@ export function quotedCommand(argument: string): string | undefined {
 }
 
 /** `/lazy-agents why "<command>"`: which words activated which scopes, and why the others did not. */
-export async function explainCommand(engine: LazyAgents, command: string, env: CallEnvironment): Promise<string> {
+async function explainCommand(engine: LazyAgents, command: string, env: CallEnvironment): Promise<string> {
   const discovery = engine.bind(env.cwd);
-  if (!discovery) return "pi-lazy-agents: the working directory cannot be resolved.";
+  if (!discovery) return REPORT_NO_CWD;
   const commands = readShellCommand(command);
   const outcomes = locateShellWords(discovery, commands, env.cwd);
   const chains = shellChains(outcomes);
@@ -4018,7 +4027,7 @@ function explainOutcome(engine: LazyAgents, outcome: ShellWordOutcome, viewed: M
 // Inspection: what the session has seen. Kept per scope and replaced at each view, so it is bounded
 // by the folders visited and always shows their latest state.
 
-export interface SeenFile {
+interface SeenFile {
   path: string;
   scope: string;
   bytes: number;
@@ -4026,7 +4035,7 @@ export interface SeenFile {
   importedBy?: string;
 }
 
-export class Inspection {
+class Inspection {
   /** The latest view of each folder a call looked at; reports are built from it on demand. */
   readonly views = new Map<string, DirectoryView>();
 
@@ -4074,7 +4083,7 @@ function seenFile(file: InstructionFile, scope: string): SeenFile {
   return { path: file.path, scope, bytes: file.bytes, version: file.version };
 }
 
-export function fileState(ledger: Ledger, file: SeenFile): string {
+function fileState(ledger: Ledger, file: SeenFile): string {
   const held = ledger.files.get(file.path);
   if (!held) return ledger.retracted.has(file.path) ? "retracted" : "pending";
   if (held.version !== file.version) return "changed since delivery";
@@ -4107,7 +4116,7 @@ function reportedSkills(engine: LazyAgents): Array<Pick<Skill, "name" | "path" |
 }
 
 /** The `/lazy-agents` report: paths, scopes, sizes, versions, states and reasons; never file contents. */
-export function formatInspection(engine: LazyAgents): string {
+function formatInspection(engine: LazyAgents): string {
   const { ledger, inspection } = engine;
   const files = reportedFiles(engine);
   const seenPaths = new Set(files.map((file) => file.path));
@@ -4152,12 +4161,12 @@ export function formatInspection(engine: LazyAgents): string {
 }
 
 /** `/lazy-agents why <path>`: the chain of one path, folder by folder. */
-export async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnvironment): Promise<string> {
+async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnvironment): Promise<string> {
   const shown = rawPath.trim();
   const target = resolveToolPath(shown, env.cwd);
   if (target === undefined) return `pi-lazy-agents: "${shown}" is not a usable path.`;
   const discovery = engine.bind(env.cwd);
-  if (!discovery) return "pi-lazy-agents: the working directory cannot be resolved.";
+  if (!discovery) return REPORT_NO_CWD;
   const isDirectory = discovery.mayBeInside(target) && discovery.fs.stat(target)?.isDirectory() === true;
   const located = discovery.locate(target, isDirectory);
   if (located === undefined)
@@ -4195,7 +4204,7 @@ export async function explainPath(engine: LazyAgents, rawPath: string, env: Call
 }
 
 /** Completions for `/lazy-agents`: the `why` word, then paths this session has seen. */
-export function commandCompletions(engine: LazyAgents, prefix: string): Array<{ value: string; label: string }> | null {
+function commandCompletions(engine: LazyAgents, prefix: string): Array<{ value: string; label: string }> | null {
   const words = ["why "];
   const paths = [
     ...engine.inspection.files().map((file) => file.path),
@@ -4208,12 +4217,12 @@ export function commandCompletions(engine: LazyAgents, prefix: string): Array<{ 
   return items.length > 0 ? items : null;
 }
 
-export function statusText(ledger: Ledger): string | undefined {
+function statusText(ledger: Ledger): string | undefined {
   if (ledger.files.size === 0 && ledger.skills.size === 0) return undefined;
   return `nested: ${ledger.files.size} file${ledger.files.size === 1 ? "" : "s"}, ${ledger.skills.size} skill${ledger.skills.size === 1 ? "" : "s"}`;
 }
 
-export function ruleSourcesOf(value: unknown): Set<RuleSource> | undefined {
+function ruleSourcesOf(value: unknown): Set<RuleSource> | undefined {
   if (!Array.isArray(value) || new Set(value).size !== value.length) return undefined;
   const known = value.every((source) => (RULE_SOURCES as readonly unknown[]).includes(source));
   return known ? new Set(value as RuleSource[]) : undefined;
@@ -4234,7 +4243,7 @@ function ruleLine(ledger: Ledger, rule: Rule): string {
 }
 
 /** The rules part of `/lazy-agents`: cwd's rule folders and every nested one seen, with states. */
-export function formatRuleInspection(engine: LazyAgents): string[] {
+function formatRuleInspection(engine: LazyAgents): string[] {
   const discovery = engine.discovery;
   if (!engine.options.rules || !discovery) return [];
   const book = engine.rulesOf(discovery);
@@ -4251,7 +4260,7 @@ export function formatRuleInspection(engine: LazyAgents): string[] {
 }
 
 /** The rules part of `/lazy-agents why <path>`: each rule, and whether and why it applies there. */
-export function explainRules(engine: LazyAgents, views: DirectoryView[], touched: string | undefined): string[] {
+function explainRules(engine: LazyAgents, views: DirectoryView[], touched: string | undefined): string[] {
   const discovery = engine.discovery;
   if (!engine.options.rules || !discovery || touched === undefined) return [];
   const book = engine.rulesOf(discovery);
@@ -4277,28 +4286,30 @@ export function explainRules(engine: LazyAgents, views: DirectoryView[], touched
 // =============================================================================================
 // 10. Pure path and text helpers. Containment is `path.relative` plus an exact `..` test on real paths.
 
+// Exported for tests: a table test of containment.
 /** True when `child` lies strictly inside `parent`. Both must already be absolute and resolved. */
 export function isPathInside(parent: string, child: string): boolean {
   const rel = relative(parent, child);
   return rel !== "" && rel !== ".." && !rel.startsWith(`..${sep}`) && !isAbsolute(rel);
 }
 
-export function isPathInsideOrSame(parent: string, child: string): boolean {
+function isPathInsideOrSame(parent: string, child: string): boolean {
   return resolve(parent) === resolve(child) || isPathInside(parent, child);
 }
 
 /** cwd-relative path with forward slashes, as shown to the model. */
-export function toDisplayPath(cwdReal: string, absolute: string): string {
+function toDisplayPath(cwdReal: string, absolute: string): string {
   return relative(cwdReal, absolute).split(sep).join("/");
 }
 
-export function scopeGlob(scope: string): string {
+function scopeGlob(scope: string): string {
   return `${scope}/**`;
 }
 
 // ignoreBOM keeps a BOM as text, so exactly one is stripped below, as Pi does.
 const UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
+// Exported for tests: a table test of decoding.
 /** Decodes strict UTF-8, drops a BOM and turns CRLF and lone CR into LF; undefined if invalid. */
 export function decodeInstructionText(bytes: Uint8Array): string | undefined {
   let text: string;
@@ -4311,6 +4322,7 @@ export function decodeInstructionText(bytes: Uint8Array): string | undefined {
   return text.includes("\r") ? text.replace(/\r\n?/g, "\n") : text;
 }
 
+// Exported for tests: a table test of cuts at character boundaries.
 /** The longest prefix of `text` that fits in `maxBytes` of UTF-8, never splitting a character. */
 export function cutUtf8(text: string, maxBytes: number): string {
   const bytes = Buffer.from(text, "utf8");
@@ -4326,6 +4338,7 @@ const INLINE_CODE = /(`+)[^`]*?\1/g;
 
 const IMPORT_TOKEN = /(?:^|[\s([])@((?:\.{1,2}\/|[\w-])[^\s)\]`'"<>,;]*)/g;
 
+// Exported for tests: a table test of `@path` tokens.
 /** The `@path` tokens of an instruction file, outside fenced blocks and code spans, in order. */
 export function importTokens(text: string): string[] {
   const tokens: string[] = [];
@@ -4345,7 +4358,7 @@ export function importTokens(text: string): string[] {
   return tokens;
 }
 
-export function versionOf(text: string): string {
+function versionOf(text: string): string {
   return createHash("sha256").update(text).digest("hex").slice(0, VERSION_ID_LENGTH);
 }
 
@@ -4355,10 +4368,10 @@ export function versionOf(text: string): string {
 // command runs (`cat $(cat list.txt)`) is not seen and not claimed.
 
 /** What one word of a bash command is to the extension: a path to activate, or why not. */
-export type ShellWordUse =
+type ShellWordUse =
   { word: string; role: "read" | "write"; path: string } | { word: string; role: "skip"; reason: ShellWordReason };
 
-export interface ShellCommand {
+interface ShellCommand {
   /** The command's directory, relative to cwd or absolute; undefined after a `cd` known only at run time. */
   cwd: string | undefined;
   words: string[];
@@ -4462,6 +4475,7 @@ const WORD_BREAK = new Set([" ", "\t", "\n", ";", "&", "|", "<", ">", "(", ")"])
 
 const NAME_CHAR = /[A-Za-z0-9_]/;
 
+// Exported for tests: a table test of the shell-word reader (and the bench).
 /** The simple commands of a bash command line, each with its directory and what its words name. */
 export function readShellCommand(command: string): ShellCommand[] {
   const reader = new ShellReader(command.slice(0, MAX_SHELL_COMMAND_CHARS), { words: 0 }, 0);
@@ -4911,6 +4925,7 @@ function changeDirectory(frame: ShellFrame, tool: string, args: ShellWord[], bas
 // =============================================================================================
 // 10c. The glob matcher of rule files: brace expansion and one RegExp per rule's globs.
 
+// Exported for tests: a table test of each source's glob semantics.
 /** Whether a source's glob matches a path relative to the folder holding the rule folder. */
 export function globMatches(source: RuleSource, glob: string, path: string): boolean {
   return compileGlobs([glob], RULE_ADAPTERS[source].floating)?.test(path) === true;
@@ -4922,7 +4937,7 @@ export function globMatches(source: RuleSource, glob: string, path: string): boo
 // escapes. A leading `/` anchors; a trailing `/` means everything below.
 
 /** One RegExp for a rule's globs; undefined when none is usable. */
-export function compileGlobs(globs: readonly string[], floating: boolean): RegExp | undefined {
+function compileGlobs(globs: readonly string[], floating: boolean): RegExp | undefined {
   const sources = globs.map((glob) => globSource(glob, floating)).filter((source) => source !== undefined);
   return sources.length > 0 ? new RegExp(`^(?:${sources.join("|")})$`) : undefined;
 }
