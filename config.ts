@@ -343,6 +343,11 @@ export const DISABLE_FLAG_DESCRIPTION = "Turn pi-lazy-agents off for this run";
 export const COMMAND_DESCRIPTION =
   'Show the nested AGENTS.md files and skills pi-lazy-agents found; `why <path>` explains one path, `why "<command>"` one bash command';
 
+/** What the user sees when a reminder carried files or rules: their cwd-relative paths. */
+export function loadedNotice(paths: readonly string[]): string {
+  return `${USER_PREFIX}loaded ${paths.join(", ")}`;
+}
+
 /** `/lazy-agents` when the report itself failed. */
 export const REPORT_FAILED = "pi-lazy-agents: the report could not be built.";
 

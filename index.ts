@@ -14,7 +14,7 @@
 //  7. The reminder fits REMINDER_BUDGET_BYTES and MAX_REMINDER_FILES: the deepest files whole first,
 //     broader ones cut, the rest announced as left out: `fitPlanToBudget`.
 //  8. With gateWrites on, the first write or edit into a scope whose instructions the model lacks
-//     is held back once, the instructions in its reason: `LazyAgents.gate`.
+//     is held back once, the instructions in its reason: `WriteGate.hold`.
 //  9. A bash command is read, never run: a word names a path to activate when `shellWordUse` says so.
 // 10. A glob rule of .claude/.cursor/.github applies when a touched path matches it: `ruleApplies`.
 //
@@ -87,6 +87,7 @@ import {
   MAX_UNCONFIRMED_RESULTS,
   MIN_CUT_BYTES,
   leftOutText,
+  loadedNotice,
   CAP_REASONS,
   reasonText,
   OPTIONAL_TRIGGER_TOOLS,
@@ -193,7 +194,7 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
         () => {
           const message = event.message as { role: string; toolCallId?: string; details?: unknown };
           if (message.role !== "toolResult" || message.toolCallId === undefined) return undefined;
-          const record = engine.takeGateRecord(message.toolCallId);
+          const record = engine.gate?.takeRecord(message.toolCallId);
           if (!record) return undefined;
           const details = withRecord(message.details, record);
           return { message: { ...event.message, details } as typeof event.message };
@@ -235,9 +236,9 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
         ctx,
         "rebuild",
         () => {
-          engine.bind(ctx.cwd);
-          if (engine.options.enabled) engine.startGit();
-          engine.rebuildLedger(recordsInContext(ctx.sessionManager));
+          engine.discoveryFor(ctx.cwd);
+          if (engine.options.enabled) engine.git?.start();
+          engine.ledger.rebuild(recordsInContext(ctx.sessionManager));
           engine.contextMark = sessionMark(ctx.sessionManager);
         },
         // A session we cannot read leaves the ledger empty: at worst a file is sent again.
@@ -252,7 +253,7 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
         ...plan.record.files.filter((file) => file.via === "reminder").map((file) => oneLine(file.path)),
         ...(plan.record.rules ?? []).filter((rule) => rule.as === "text").map((rule) => oneLine(rule.path)),
       ];
-      if (loaded.length > 0) tell(ctx, `pi-lazy-agents: loaded ${loaded.join(", ")}`, "info");
+      if (loaded.length > 0) tell(ctx, loadedNotice(loaded), "info");
       for (const skip of plan.record.skipped) tell(ctx, warningText(skip), "warning");
       showStatus(ctx);
     };
@@ -273,10 +274,13 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
       if (guarded(ctx, "rebuild", check, () => true)) rebuild(ctx);
     });
 
-    const block = (ctx: ExtensionContext, gate: GateOutcome | undefined) => {
-      if (!gate) return undefined;
-      announce(ctx, gate.plan);
-      return { block: true, reason: gate.reason };
+    type Blocked = { block: true; reason: string } | undefined;
+    // The engine says when a call must wait (the write gate, for git's answers); the hook waits here.
+    const decide = (ctx: ExtensionContext, step: CallStep): Blocked | Promise<Blocked> => {
+      if ("wait" in step) return step.wait.then(() => decide(ctx, step.next()));
+      if (!step.gate) return undefined;
+      announce(ctx, step.gate.plan);
+      return { block: true, reason: step.gate.reason };
     };
 
     // Never block a tool by accident: a failed discovery only means nothing is appended.
@@ -286,8 +290,7 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
         "toolCall",
         () => {
           const env = { cwd: ctx.cwd, trusted: ctx.isProjectTrusted(), systemPrompt: () => ctx.getSystemPrompt() };
-          const gate = engine.onToolCall(event, env);
-          return gate instanceof Promise ? gate.then((held) => block(ctx, held)) : block(ctx, gate);
+          return decide(ctx, engine.onToolCall(event, env));
         },
         nothing,
       ),
@@ -306,7 +309,7 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
         "toolResult",
         () => {
           // Only a call that entered new folders waits, for git; the plan-and-apply never follows an await.
-          const gitAnswer = engine.settle(event.toolCallId);
+          const gitAnswer = engine.calls.gitAnswerOf(event.toolCallId);
           if (!gitAnswer) return patch(ctx, event);
           return gitAnswer.then(
             () => patch(ctx, event),
@@ -325,7 +328,7 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
         guarded(
           ctx,
           "rebuild",
-          () => engine.confirmTurn(event.toolResults),
+          () => engine.calls.confirmTurn(event.toolResults),
           () => false,
         ) === true
       )
@@ -362,7 +365,7 @@ async function commandReport(engine: LazyAgents, args: string, env: CallEnvironm
       if (quoted !== undefined) return await explainCommand(engine, quoted, env);
       return await explainPath(engine, words.slice(4), env);
     }
-    engine.bind(env.cwd);
+    engine.discoveryFor(env.cwd);
     return formatInspection(engine);
   } catch {
     return REPORT_FAILED;
@@ -608,6 +611,11 @@ interface CallEnvironment {
   systemPrompt?: () => string;
 }
 
+/** What a tool call asks of the adapter: to wait for git's answers and go on, or to block it (or neither). */
+type CallStep = { wait: Promise<void>; next: () => CallStep } | { gate?: GateOutcome };
+
+const PROCEED: CallStep = {};
+
 interface PendingCall {
   /** Git's answer for the chain's new folders, when one was asked for. */
   gitAnswer?: Promise<void>;
@@ -648,20 +656,10 @@ export class LazyAgents {
   options: Options = defaultOptions();
   readonly ledger = new Ledger();
   discovery?: Discovery;
-  /** Per-call state between tool_call and tool_result (or tool_execution_end). */
-  readonly pending = new Map<string, PendingCall>();
-  /** Views activated by nested calls, waiting for the outermost call's result. */
-  readonly nestedViews = new Map<string, NestedViews[]>();
-  readonly parentOf = new Map<string, string>();
-  /** Deliveries made through a held-back write, waiting for Pi's error result message. */
-  readonly gateRecords = new Map<string, LedgerRecord>();
-  /**
-   * Scopes whose instructions the gate held back a call for in this turn. Pi runs every sibling's
-   * tool_call before any result reaches the model, so a sibling write into them is held too.
-   */
-  readonly gatedScopes = new Set<string>();
-  /** Records this turn's results carry, until the turn's end shows what Pi persisted of them. */
-  readonly unconfirmed = new Map<string, LedgerRecord>();
+  /** What this turn's calls leave between their tool_call, their result and the turn's end. */
+  readonly calls = new CallTracker();
+  /** The write gate, only while `gateWrites` is on. */
+  gate?: WriteGate;
   readonly inspection = new Inspection();
   /** The session entry the ledger was last checked against, for context edits appended since. */
   contextMark?: string | null;
@@ -669,8 +667,6 @@ export class LazyAgents {
   readonly failures = new Map<FailureLabel, number>();
   /** Rule folders and compiled rules of the bound cwd (see the Rules section). */
   ruleBook?: RuleBook;
-  /** Paths touched by nested calls, waiting for the outermost call's result (rules touch point). */
-  readonly nestedTouched = new Map<string, string[]>();
   git?: GitIgnoreOracle;
   private readonly spawner: SpawnGit;
   private boundCwd?: string;
@@ -689,8 +685,8 @@ export class LazyAgents {
     return first;
   }
 
-  /** Binds to cwd; its real path is the boundary every candidate is checked against. */
-  bind(cwd: string): Discovery | undefined {
+  /** The discovery of cwd, made once per cwd: its real path is the boundary every candidate is checked against. */
+  discoveryFor(cwd: string): Discovery | undefined {
     // The warm path: cwd does not move within a session, so its real path is resolved once.
     if (this.discovery && this.boundCwd === cwd) {
       this.discovery.options = this.options;
@@ -715,11 +711,6 @@ export class LazyAgents {
     this.discovery.setLogicalCwd(cwd);
     this.discovery.gitMayAnswer = () => this.git?.available === true;
     return this.discovery;
-  }
-
-  /** Starts the git helper ahead of the first tool call. */
-  startGit(): void {
-    this.git?.start();
   }
 
   shutdown(): void {
@@ -760,50 +751,40 @@ export class LazyAgents {
     this.startupSkills = startupSkillsOf(systemPrompt);
   }
 
-  rebuildLedger(records: Iterable<LedgerRecord>): void {
-    this.ledger.rebuild(records);
-  }
-
-  rootOf(toolCallId: string): string {
-    let id = toolCallId;
-    for (let hops = 0; hops < 64; hops++) {
-      const parent = this.parentOf.get(id);
-      if (parent === undefined) return id;
-      id = parent;
-    }
-    return id;
-  }
-
   /**
    * Discovery, before the tool runs. Synchronous, so a warm call adds no promise hops; only the
-   * write gate, which may hold a write back once, waits for git's answer about new folders.
+   * write gate, which may hold a write back once, asks the adapter to wait for git's answers.
    */
-  onToolCall(event: ToolCallEvent, env: CallEnvironment): GateOutcome | undefined | Promise<GateOutcome | undefined> {
-    if (event.parentToolCallId !== undefined) this.parentOf.set(event.toolCallId, event.parentToolCallId);
-    if (!this.options.enabled || !this.options.triggers.has(event.toolName)) return undefined;
-    if (event.toolName === "bash") return this.discoverBash(event, env);
+  onToolCall(event: ToolCallEvent, env: CallEnvironment): CallStep {
+    if (event.parentToolCallId !== undefined) this.calls.parentOf.set(event.toolCallId, event.parentToolCallId);
+    if (!this.options.enabled || !this.options.triggers.has(event.toolName)) return PROCEED;
+    if (event.toolName === "bash") {
+      this.discoverBash(event, env);
+      return PROCEED;
+    }
     const input = event.input as Record<string, unknown>;
     const targetIsDirectory = !FILE_TOOLS.has(event.toolName);
-    const discovery = this.bind(env.cwd);
-    if (!discovery) return undefined;
+    const discovery = this.discoveryFor(env.cwd);
+    if (!discovery) return PROCEED;
     const raw = input.path ?? (targetIsDirectory ? "." : undefined);
     const target = resolveToolPath(raw, env.cwd, event.toolName === "read" ? discovery.readFallback : undefined);
-    if (target === undefined) return undefined;
+    if (target === undefined) return PROCEED;
     this.sweepSoon(discovery);
     const located = discovery.locate(target, targetIsDirectory);
-    if (located === undefined) return undefined;
+    if (located === undefined) return PROCEED;
     // A write may create an instruction file in folders that do not exist yet: the call is kept,
     // so that its result counts the file as delivered.
     if (located.links.length === 0 && !this.writesInstruction(event.toolName, target) && !this.options.rules)
-      return undefined;
+      return PROCEED;
     // Git's answer for new folders overlaps the tool's run: it is awaited before the result only.
     const gitAnswer = this.learnGitIgnores(discovery, located.links);
     const call = { event, env, discovery, located, target, gitAnswer };
-    if (!this.shouldGate(event)) return this.discover(call, false);
+    const gate = this.gate?.covers(event) ? this.gate : undefined;
+    if (!gate) return this.discover(call, undefined);
     // Rules touch point: the gate waits for git's answers about cwd's rule folders too.
     const rulesAnswer = this.options.rules ? this.rulesOf(discovery).learnGitIgnores([], this.git) : undefined;
     const answers = joinAnswers(gitAnswer, rulesAnswer);
-    return answers ? answers.then(() => this.discover(call, true)) : this.discover(call, true);
+    return answers ? { wait: answers, next: () => this.discover(call, gate) } : this.discover(call, gate);
   }
 
   private discover(
@@ -815,33 +796,34 @@ export class LazyAgents {
       target: string;
       gitAnswer?: Promise<void>;
     },
-    gated: boolean,
+    gate: WriteGate | undefined,
     hops = 0,
-  ): GateOutcome | undefined | Promise<GateOutcome | undefined> {
+  ): CallStep {
     const { event, env, discovery, located, target, gitAnswer } = call;
     const withSkills = env.trusted && this.options.skills;
     const views = discovery.viewChain(located, withSkills);
     const importAnswer = this.learnImportGitIgnores(discovery);
     // A held-back call carries the imports too, or the retry would be held again for them.
-    if (gated && importAnswer && hops < MAX_IMPORT_DEPTH)
-      return importAnswer.then(() => this.discover(call, true, hops + 1));
-    if (views.length === 0 && !this.writesInstruction(event.toolName, target) && !this.options.rules) return undefined;
+    if (gate && importAnswer && hops < MAX_IMPORT_DEPTH)
+      return { wait: importAnswer, next: () => this.discover(call, gate, hops + 1) };
+    if (views.length === 0 && !this.writesInstruction(event.toolName, target) && !this.options.rules) return PROCEED;
     if (views.some((view) => view.skills.length > 0)) this.refreshStartupSkills(env.systemPrompt);
     // Rules touch point: the path rule globs see, and git's answers for rule folders.
     const touched = this.options.rules ? touchedPath(discovery, target, env.cwd) : undefined;
     const ruleAnswer = this.options.rules ? this.rulesOf(discovery).learnGitIgnores(views, this.git) : undefined;
-    if (gated) {
+    if (gate) {
       this.inspection.record(views);
-      const gate = this.gate(event.toolCallId, views, touched);
-      if (gate) return gate;
+      const plan = this.planFor(views, {}, touched === undefined ? [] : [touched]);
+      const held = gate.hold(event.toolCallId, plan, views, this.ledger, this.options.budgetBytes);
+      if (held) return { gate: held };
     }
     const input = event.input as Record<string, unknown>;
-    this.pending.set(event.toolCallId, {
+    this.calls.pending.set(event.toolCallId, {
       gitAnswer: joinAnswers(gitAnswer, importAnswer, ruleAnswer),
       heldImports: importAnswer !== undefined,
       touched,
       toolName: event.toolName,
-      rootId: this.rootOf(event.toolCallId),
+      rootId: this.calls.rootOf(event.toolCallId),
       nested: event.parentToolCallId !== undefined,
       target,
       views,
@@ -850,7 +832,7 @@ export class LazyAgents {
       partial: event.toolName === "read" && (input.offset !== undefined || input.limit !== undefined),
       generation: this.ledger.generation,
     });
-    return undefined;
+    return PROCEED;
   }
 
   private sweepScheduled = false;
@@ -875,45 +857,7 @@ export class LazyAgents {
     return toolName === "write" && this.options.fileNames.includes(basename(target));
   }
 
-  private shouldGate(event: ToolCallEvent): boolean {
-    return (
-      this.options.gateWrites &&
-      event.parentToolCallId === undefined &&
-      (event.toolName === "write" || event.toolName === "edit")
-    );
-  }
-
-  /**
-   * Holds back the first write or edit into a scope whose instructions the model lacks: the block
-   * reason carries them, the ledger counts them delivered, and the retry goes through. Pi persists
-   * the reason as the call's error result; `gateRecords` waits for that message to record it.
-   */
-  private gate(toolCallId: string, views: DirectoryView[], touched?: string): GateOutcome | undefined {
-    const plan = this.plan(views, {}, touched === undefined ? [] : [touched]);
-    if (plan.files.length === 0 && !plan.rules?.length) return this.holdSibling(views);
-    fitPlanToBudget(plan, this.options.budgetBytes);
-    if (plan.files.length === 0 && !plan.rules?.length) return this.holdSibling(views);
-    this.ledger.apply(plan.record);
-    this.gateRecords.set(toolCallId, plan.record);
-    for (const entry of plan.files) this.gatedScopes.add(entry.scope);
-    const reason = `${formatReminder(plan)}\n${GATE_RETRY_TEXT}`;
-    return { block: true, reason, plan };
-  }
-
-  /** Holds a write into a scope gated in this turn: its instructions reach the model only after it. */
-  private holdSibling(views: DirectoryView[]): GateOutcome | undefined {
-    if (this.gatedScopes.size === 0 || !views.some((view) => this.gatedScopes.has(view.scope))) return undefined;
-    return { block: true, reason: GATE_SIBLING_TEXT, plan: { record: emptyRecord(), files: [], skills: [] } };
-  }
-
-  /** The gate's ledger record for the error result Pi persists for a held-back call. */
-  takeGateRecord(toolCallId: string): LedgerRecord | undefined {
-    const record = this.gateRecords.get(toolCallId);
-    this.gateRecords.delete(toolCallId);
-    return record;
-  }
-
-  private plan(
+  private planFor(
     views: DirectoryView[],
     shown: Pick<PlanInput, "shownWhole" | "shownInPart">,
     touched: readonly string[] = [],
@@ -949,26 +893,26 @@ export class LazyAgents {
 
   /** Activation, after the tool ran: the patch for this result, or undefined to leave it alone. */
   onToolResult(event: ToolResultEvent): ResultOutcome | undefined {
-    const call = this.pending.get(event.toolCallId);
-    this.pending.delete(event.toolCallId);
-    this.parentOf.delete(event.toolCallId);
+    const call = this.calls.pending.get(event.toolCallId);
+    this.calls.pending.delete(event.toolCallId);
+    this.calls.parentOf.delete(event.toolCallId);
     const own = call !== undefined && activates(call.toolName, event.isError) ? call : undefined;
     const ownViews = own ? this.viewsAfterTool(own) : [];
     if (call) this.inspection.record(own ? ownViews : (this.discovery?.dropGitIgnored(call.views) ?? []));
     if (own?.nested) {
       const taken = { call: own, views: ownViews, generation: this.ledger.generation };
-      this.nestedViews.set(own.rootId, [...(this.nestedViews.get(own.rootId) ?? []), taken]);
+      this.calls.nestedViews.set(own.rootId, [...(this.calls.nestedViews.get(own.rootId) ?? []), taken]);
       const ownTouched = touchedBy(own);
       if (ownTouched.length > 0)
-        this.nestedTouched.set(own.rootId, [...(this.nestedTouched.get(own.rootId) ?? []), ...ownTouched]);
+        this.calls.nestedTouched.set(own.rootId, [...(this.calls.nestedTouched.get(own.rootId) ?? []), ...ownTouched]);
       return undefined;
     }
-    const fromNested = this.nestedViews.get(event.toolCallId);
-    this.nestedViews.delete(event.toolCallId);
+    const fromNested = this.calls.nestedViews.get(event.toolCallId);
+    this.calls.nestedViews.delete(event.toolCallId);
     const views = fromNested ? mergeViews([...fromNested.flatMap((n) => this.currentViews(n)), ...ownViews]) : ownViews;
     // Rules touch point: the paths this call and its nested calls touched.
-    const nestedTouched = this.nestedTouched.get(event.toolCallId);
-    this.nestedTouched.delete(event.toolCallId);
+    const nestedTouched = this.calls.nestedTouched.get(event.toolCallId);
+    this.calls.nestedTouched.delete(event.toolCallId);
     const touched = [...(nestedTouched ?? []), ...(own ? touchedBy(own) : [])];
     if (views.length === 0 && (touched.length === 0 || !this.options.rules)) return undefined;
     return this.deliver(event, views, own ? this.shownByTool(own, event, views) : {}, touched);
@@ -1005,11 +949,6 @@ export class LazyAgents {
     return discovery.viewChain(located, nested.call.withSkills);
   }
 
-  /** Resolves once git has answered for this call's folders (at once when it asked nothing). */
-  settle(toolCallId: string): Promise<void> | undefined {
-    return this.pending.get(toolCallId)?.gitAnswer;
-  }
-
   /** What of an instruction file or an import the tool's own output already shows the model. */
   private shownByTool(
     call: PendingCall,
@@ -1038,7 +977,7 @@ export class LazyAgents {
     shown: Pick<PlanInput, "shownWhole" | "shownInPart">,
     touched: readonly string[] = [],
   ): ResultOutcome | undefined {
-    const plan = this.plan(views, shown, touched);
+    const plan = this.planFor(views, shown, touched);
     if (isRecordEmpty(plan.record)) return undefined;
     fitPlanToBudget(plan, this.options.budgetBytes);
     if (isRecordEmpty(plan.record)) return undefined;
@@ -1049,7 +988,7 @@ export class LazyAgents {
       if (event.structuredContent !== undefined) patch.structuredContent = event.structuredContent;
     }
     this.ledger.apply(plan.record);
-    if (patch.content) this.awaitConfirmation(event.toolCallId, plan.record);
+    if (patch.content) this.calls.awaitConfirmation(event.toolCallId, plan.record);
     return { patch, plan };
   }
 
@@ -1060,70 +999,41 @@ export class LazyAgents {
       this.inspection.clear();
     }
     this.options = options;
-  }
-
-  private awaitConfirmation(toolCallId: string, record: LedgerRecord): void {
-    if (this.unconfirmed.size >= MAX_UNCONFIRMED_RESULTS) {
-      this.unconfirmed.delete(this.unconfirmed.keys().next().value!);
-    }
-    this.unconfirmed.set(toolCallId, record);
-  }
-
-  /**
-   * Checks this turn's deliveries against the tool results Pi persisted. An extension that runs
-   * after this one may replace a result (an image alone) or drop the reminder: that delivery never
-   * reached the model, so the ledger must be rebuilt from what the session holds, and the next
-   * access in its scope sends it again. Returns whether one was lost.
-   */
-  confirmTurn(toolResults: readonly unknown[]): boolean {
-    if (this.unconfirmed.size === 0) return false;
-    const lost = toolResults.some((message) => {
-      const id = (message as { toolCallId?: unknown }).toolCallId;
-      if (typeof id !== "string" || !this.unconfirmed.has(id)) return false;
-      const persisted = readRecord((message as { details?: unknown }).details);
-      return persisted === undefined || !projectionShows([message], persisted);
-    });
-    this.unconfirmed.clear();
-    return lost;
+    this.gate = options.gateWrites ? (this.gate ?? new WriteGate()) : undefined;
   }
 
   /** Forgets what calls that never reached their result left behind; all calls of the turn are done. */
   endTurn(): void {
-    this.unconfirmed.clear();
-    this.pending.clear();
-    this.nestedViews.clear();
-    this.nestedTouched.clear();
-    this.parentOf.clear();
-    this.gateRecords.clear();
-    this.gatedScopes.clear();
+    this.calls.endTurn();
+    this.gate?.endTurn();
   }
 
   /** A bash call: the scopes its words name (see Shell words), viewed before it runs. */
-  private discoverBash(event: ToolCallEvent, env: CallEnvironment): undefined {
+  private discoverBash(event: ToolCallEvent, env: CallEnvironment): void {
     const command = (event.input as { command?: unknown }).command;
-    if (typeof command !== "string") return undefined;
-    const discovery = this.bind(env.cwd);
-    if (!discovery) return undefined;
+    if (typeof command !== "string") return;
+    const discovery = this.discoveryFor(env.cwd);
+    if (!discovery) return;
     this.sweepSoon(discovery);
     const commands = readShellCommand(command);
     const outcomes = locateShellWords(discovery, commands, env.cwd);
     const locatedChains = shellChains(outcomes);
     // Rules touch point: the paths the command names, for rule globs.
     const touched = this.options.rules ? shellTouched(discovery, outcomes, env.cwd) : [];
-    if (locatedChains.length === 0 && touched.length === 0) return undefined;
+    if (locatedChains.length === 0 && touched.length === 0) return;
     const answers = locatedChains.map((located) => this.learnGitIgnores(discovery, located.links));
     const withSkills = env.trusted && this.options.skills;
     const chains = locatedChains.map((located) => discovery.viewChain(located, withSkills));
     const importAnswer = this.learnImportGitIgnores(discovery);
     const views = mergeViews(chains.flat());
-    if (views.length === 0 && touched.length === 0) return undefined;
+    if (views.length === 0 && touched.length === 0) return;
     if (views.some((view) => view.skills.length > 0)) this.refreshStartupSkills(env.systemPrompt);
     const ruleAnswer = this.options.rules ? this.rulesOf(discovery).learnGitIgnores(views, this.git) : undefined;
-    this.pending.set(event.toolCallId, {
+    this.calls.pending.set(event.toolCallId, {
       gitAnswer: joinAnswers(...answers, importAnswer, ruleAnswer),
       heldImports: importAnswer !== undefined,
       toolName: event.toolName,
-      rootId: this.rootOf(event.toolCallId),
+      rootId: this.calls.rootOf(event.toolCallId),
       nested: event.parentToolCallId !== undefined,
       target: "",
       views,
@@ -1132,7 +1042,6 @@ export class LazyAgents {
       generation: this.ledger.generation,
       bash: { commands, chains, touched },
     });
-    return undefined;
   }
 
   /** A bash call's views after it ran: looked at again only when it names an instruction file. */
@@ -1157,13 +1066,9 @@ export class LazyAgents {
   /** Sizes of every map, for tests and the soak run. */
   stateSizes(): Record<string, number> {
     return {
-      pending: this.pending.size,
-      nestedViews: this.nestedViews.size,
-      nestedTouched: this.nestedTouched.size,
-      parentOf: this.parentOf.size,
-      gateRecords: this.gateRecords.size,
-      gatedScopes: this.gatedScopes.size,
-      unconfirmed: this.unconfirmed.size,
+      ...this.calls.sizes(),
+      gateRecords: this.gate?.records.size ?? 0,
+      gatedScopes: this.gate?.scopes.size ?? 0,
       ...this.inspection.sizes(),
       ledgerFiles: this.ledger.files.size,
       ledgerScopes: this.ledger.pathsByScope.size,
@@ -1172,6 +1077,135 @@ export class LazyAgents {
       ledgerAlsoGoverns: this.ledger.alsoGoverns.size,
       ...this.discovery?.cacheSizes(),
     };
+  }
+}
+
+/** What the calls of one turn leave behind between their tool_call, their result and the turn's end. */
+class CallTracker {
+  /** Per-call state between tool_call and tool_result (or tool_execution_end). */
+  readonly pending = new Map<string, PendingCall>();
+  /** Views activated by nested calls, waiting for the outermost call's result. */
+  readonly nestedViews = new Map<string, NestedViews[]>();
+  /** Paths touched by nested calls, waiting for the outermost call's result (rules touch point). */
+  readonly nestedTouched = new Map<string, string[]>();
+  readonly parentOf = new Map<string, string>();
+  /** Records this turn's results carry, until the turn's end shows what Pi persisted of them. */
+  readonly unconfirmed = new Map<string, LedgerRecord>();
+
+  /** The outermost call a nested call (a codemode script's) belongs to. */
+  rootOf(toolCallId: string): string {
+    let id = toolCallId;
+    for (let hops = 0; hops < 64; hops++) {
+      const parent = this.parentOf.get(id);
+      if (parent === undefined) return id;
+      id = parent;
+    }
+    return id;
+  }
+
+  /** Resolves once git has answered for this call's folders (at once when it asked nothing). */
+  gitAnswerOf(toolCallId: string): Promise<void> | undefined {
+    return this.pending.get(toolCallId)?.gitAnswer;
+  }
+
+  awaitConfirmation(toolCallId: string, record: LedgerRecord): void {
+    if (this.unconfirmed.size >= MAX_UNCONFIRMED_RESULTS) {
+      this.unconfirmed.delete(this.unconfirmed.keys().next().value!);
+    }
+    this.unconfirmed.set(toolCallId, record);
+  }
+
+  /**
+   * Checks this turn's deliveries against the tool results Pi persisted. An extension that runs
+   * after this one may replace a result (an image alone) or drop the reminder: that delivery never
+   * reached the model, so the ledger must be rebuilt from what the session holds, and the next
+   * access in its scope sends it again. Returns whether one was lost.
+   */
+  confirmTurn(toolResults: readonly unknown[]): boolean {
+    if (this.unconfirmed.size === 0) return false;
+    const lost = toolResults.some((message) => {
+      const id = (message as { toolCallId?: unknown }).toolCallId;
+      if (typeof id !== "string" || !this.unconfirmed.has(id)) return false;
+      const persisted = readRecord((message as { details?: unknown }).details);
+      return persisted === undefined || !projectionShows([message], persisted);
+    });
+    this.unconfirmed.clear();
+    return lost;
+  }
+
+  endTurn(): void {
+    this.unconfirmed.clear();
+    this.pending.clear();
+    this.nestedViews.clear();
+    this.nestedTouched.clear();
+    this.parentOf.clear();
+  }
+
+  sizes(): Record<string, number> {
+    return {
+      pending: this.pending.size,
+      nestedViews: this.nestedViews.size,
+      nestedTouched: this.nestedTouched.size,
+      parentOf: this.parentOf.size,
+      unconfirmed: this.unconfirmed.size,
+    };
+  }
+}
+
+/**
+ * The write gate, present only while `gateWrites` is on. It holds back the first write or edit into
+ * a scope whose instructions the model lacks: the block reason carries them, the ledger counts them
+ * delivered, and the retry goes through. Pi persists the reason as the call's error result;
+ * `records` waits for that message to record it.
+ */
+class WriteGate {
+  /** Deliveries made through a held-back write, waiting for Pi's error result message. */
+  readonly records = new Map<string, LedgerRecord>();
+  /**
+   * Scopes whose instructions the gate held back a call for in this turn. Pi runs every sibling's
+   * tool_call before any result reaches the model, so a sibling write into them is held too.
+   */
+  readonly scopes = new Set<string>();
+
+  /** The calls the gate looks at: outermost writes and edits. */
+  covers(event: ToolCallEvent): boolean {
+    return event.parentToolCallId === undefined && (event.toolName === "write" || event.toolName === "edit");
+  }
+
+  /** Holds the call back when the plan carries instructions (or a sibling's do); undefined lets it run. */
+  hold(
+    toolCallId: string,
+    plan: DeliveryPlan,
+    views: DirectoryView[],
+    ledger: Ledger,
+    budgetBytes: number,
+  ): GateOutcome | undefined {
+    if (plan.files.length === 0 && !plan.rules?.length) return this.holdSibling(views);
+    fitPlanToBudget(plan, budgetBytes);
+    if (plan.files.length === 0 && !plan.rules?.length) return this.holdSibling(views);
+    ledger.apply(plan.record);
+    this.records.set(toolCallId, plan.record);
+    for (const entry of plan.files) this.scopes.add(entry.scope);
+    const reason = `${formatReminder(plan)}\n${GATE_RETRY_TEXT}`;
+    return { block: true, reason, plan };
+  }
+
+  /** Holds a write into a scope gated in this turn: its instructions reach the model only after it. */
+  private holdSibling(views: DirectoryView[]): GateOutcome | undefined {
+    if (this.scopes.size === 0 || !views.some((view) => this.scopes.has(view.scope))) return undefined;
+    return { block: true, reason: GATE_SIBLING_TEXT, plan: { record: emptyRecord(), files: [], skills: [] } };
+  }
+
+  /** The gate's ledger record for the error result Pi persists for a held-back call. */
+  takeRecord(toolCallId: string): LedgerRecord | undefined {
+    const record = this.records.get(toolCallId);
+    this.records.delete(toolCallId);
+    return record;
+  }
+
+  endTurn(): void {
+    this.records.clear();
+    this.scopes.clear();
   }
 }
 
@@ -4008,7 +4042,7 @@ function quotedCommand(argument: string): string | undefined {
 
 /** `/lazy-agents why "<command>"`: which words activated which scopes, and why the others did not. */
 async function explainCommand(engine: LazyAgents, command: string, env: CallEnvironment): Promise<string> {
-  const discovery = engine.bind(env.cwd);
+  const discovery = engine.discoveryFor(env.cwd);
   if (!discovery) return REPORT_NO_CWD;
   const commands = readShellCommand(command);
   const outcomes = locateShellWords(discovery, commands, env.cwd);
@@ -4195,7 +4229,7 @@ async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnviron
   const shown = rawPath.trim();
   const target = resolveToolPath(shown, env.cwd);
   if (target === undefined) return `pi-lazy-agents: "${shown}" is not a usable path.`;
-  const discovery = engine.bind(env.cwd);
+  const discovery = engine.discoveryFor(env.cwd);
   if (!discovery) return REPORT_NO_CWD;
   const isDirectory = discovery.mayBeInside(target) && discovery.fs.stat(target)?.isDirectory() === true;
   const located = discovery.locate(target, isDirectory);
