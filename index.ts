@@ -495,8 +495,8 @@ function locateShellPath(
   folders: Map<string, Located | "missing" | "resolve">,
 ): Located | ShellWordReason {
   if (path.includes("\0") || Buffer.byteLength(path) > MAX_PATH_BYTES) return "missing";
-  if (!discovery.mayBeInside(path)) return "outside";
-  const located = role === "write" ? discovery.locate(path, false) : locateExisting(discovery, path, folders);
+  if (!mayBeInside(discovery, path)) return "outside";
+  const located = role === "write" ? locateChain(discovery, path, false) : locateExisting(discovery, path, folders);
   if (located === undefined) return "outside";
   if (typeof located === "string") return located;
   return located.links.length === 0 ? "cwdItself" : located;
@@ -510,7 +510,7 @@ function locateExisting(
 ): Located | ShellWordReason | undefined {
   const folder = dirname(path);
   // Only cwd itself has its folder outside: nothing above it is ever looked at.
-  if (folder === path || !discovery.mayBeInside(folder)) return "cwdItself";
+  if (folder === path || !mayBeInside(discovery, folder)) return "cwdItself";
   let parent = folders.get(folder);
   if (parent === undefined) folders.set(folder, (parent = shellFolder(discovery, folder)));
   if (parent === "missing") return "missing";
@@ -519,7 +519,7 @@ function locateExisting(
     const kind = wordKind(discovery, path, parent.stats?.at(-1));
     if (kind === "missing") return "missing";
     if (typeof kind === "object")
-      return { links: discovery.chainFor(relative(discovery.cwdReal, path)), stats: [...parent.stats!, kind] };
+      return { links: chainFor(discovery, relative(discovery.cwdReal, path)), stats: [...parent.stats!, kind] };
     if (kind === "file") return parent;
   }
   const target = discovery.realpathOrUndefined(path);
@@ -531,7 +531,7 @@ function locateExisting(
   } catch {
     return "missing";
   }
-  return discovery.locate(target, isDirectory);
+  return locateChain(discovery, target, isDirectory);
 }
 
 /**
@@ -543,7 +543,7 @@ function shellFolder(discovery: Discovery, folder: string): Located | "missing" 
   const rel = relative(discovery.cwdReal, folder);
   if (rel === "") return { links: [], stats: [] };
   if (rel === ".." || rel.startsWith(`..${sep}`) || isAbsolute(rel)) return "resolve";
-  const links = discovery.chainFor(rel);
+  const links = chainFor(discovery, rel);
   const stats: nodeFs.Stats[] = [];
   for (const link of links) {
     let stat: nodeFs.Stats | undefined;
@@ -708,7 +708,7 @@ export class LazyAgents {
       this.git = new GitIgnoreOracle(cwdReal, this.spawner);
     }
     this.discovery = new Discovery(this.fs, cwdReal, this.options);
-    this.discovery.setLogicalCwd(cwd);
+    this.discovery.logicalCwd = resolve(cwd);
     this.discovery.gitMayAnswer = () => this.git?.available === true;
     return this.discovery;
   }
@@ -770,7 +770,7 @@ export class LazyAgents {
     const target = resolveToolPath(raw, env.cwd, event.toolName === "read" ? discovery.readFallback : undefined);
     if (target === undefined) return PROCEED;
     this.sweepSoon(discovery);
-    const located = discovery.locate(target, targetIsDirectory);
+    const located = locateChain(discovery, target, targetIsDirectory);
     if (located === undefined) return PROCEED;
     // A write may create an instruction file in folders that do not exist yet: the call is kept,
     // so that its result counts the file as delivered.
@@ -929,7 +929,7 @@ export class LazyAgents {
     // since answered for a held import, they stand.
     const stale = changesInstruction || call.heldImports || call.generation !== this.ledger.generation;
     if (!stale) return discovery.dropGitIgnored(call.views);
-    const located = discovery.locate(call.target, !FILE_TOOLS.has(call.toolName));
+    const located = locateChain(discovery, call.target, !FILE_TOOLS.has(call.toolName));
     if (located === undefined) return discovery.dropGitIgnored(call.views);
     if (changesInstruction) call.instructionTarget = discovery.realpathOrUndefined(call.target);
     const views = discovery.viewChain(located, call.withSkills);
@@ -943,7 +943,9 @@ export class LazyAgents {
     if (nested.generation === this.ledger.generation) return nested.views;
     const discovery = this.discovery;
     if (discovery && nested.call.bash) return this.bashViewsAfterTool(discovery, nested.call, nested.call.bash);
-    const located = discovery?.locate(nested.call.target, !FILE_TOOLS.has(nested.call.toolName));
+    const located = discovery
+      ? locateChain(discovery, nested.call.target, !FILE_TOOLS.has(nested.call.toolName))
+      : undefined;
     // Views that cannot be taken again wait for the next access rather than risk an older version.
     if (!discovery || located === undefined) return [];
     return discovery.viewChain(located, nested.call.withSkills);
@@ -2223,6 +2225,124 @@ interface Located {
   stats?: nodeFs.Stats[];
 }
 
+/** What locating a path needs: cwd's real and logical paths, and the chains built so far. */
+interface LocateContext {
+  readonly fs: FileSystem;
+  readonly cwdReal: string;
+  readonly logicalCwd?: string;
+  readonly chains: Map<string, ChainLink[]>;
+  folds?: boolean;
+  realpathOrUndefined(path: string): string | undefined;
+}
+
+/** True when `path` is inside cwd by its real or its logical (possibly linked) form. */
+function mayBeInside(ctx: LocateContext, path: string): boolean {
+  return (
+    isPathInsideOrSame(ctx.cwdReal, path) || (ctx.logicalCwd !== undefined && isPathInsideOrSame(ctx.logicalCwd, path))
+  );
+}
+
+/** The folders strictly below cwd down to the cwd-relative `rel`, parent first; cached. */
+function chainFor(ctx: LocateContext, rel: string): ChainLink[] {
+  const cached = ctx.chains.get(rel);
+  if (cached) return cached;
+  const links: ChainLink[] = [];
+  if (rel !== "") {
+    let dir = ctx.cwdReal;
+    let scope = "";
+    for (const name of rel.split(sep)) {
+      dir = join(dir, name);
+      scope = scope === "" ? name : `${scope}/${name}`;
+      links.push({ dir, scope, name });
+    }
+  }
+  ctx.chains.set(rel, links);
+  return links;
+}
+
+/**
+ * The chain to a tool's target. The fast path takes the target's folder as written when every
+ * folder on the way is a real folder (lstat, no links): then it is its own real path, and those
+ * stats serve the views too. Otherwise the slow path resolves real paths, walking up to the
+ * nearest existing folder for targets that do not exist yet. Paths outside cwd by their text are
+ * refused before any filesystem call.
+ */
+function locateChain(ctx: LocateContext, target: string, targetIsDirectory: boolean): Located | undefined {
+  const dir = targetIsDirectory ? target : dirname(target);
+  const rel = relative(ctx.cwdReal, dir);
+  if (rel === "") return { links: [] };
+  if (rel !== ".." && !rel.startsWith(`..${sep}`) && !isAbsolute(rel)) {
+    const fresh = !ctx.chains.has(rel);
+    const links = chainFor(ctx, rel);
+    const stats: nodeFs.Stats[] = [];
+    for (const link of links) {
+      let stat: nodeFs.Stats | undefined;
+      try {
+        stat = ctx.fs.lstat(link.dir);
+      } catch {
+        break; // ENAMETOOLONG, EACCES …: the slow path walks up to a folder that can be resolved.
+      }
+      if (!stat?.isDirectory()) break;
+      stats.push(stat);
+    }
+    if (stats.length === links.length) {
+      if (!fresh || spelledAsOnDisk(ctx, links, stats)) return { links, stats };
+      // One folder, one identity: the chain as typed now leads to the folder's own spelling.
+      const real = ctx.realpathOrUndefined(dir);
+      if (real !== undefined && isPathInside(ctx.cwdReal, real)) {
+        const respelled = chainFor(ctx, relative(ctx.cwdReal, real));
+        ctx.chains.set(rel, respelled);
+        return { links: respelled };
+      }
+    }
+  }
+  const real = targetDirectory(ctx, target, targetIsDirectory);
+  return real === undefined ? undefined : { links: chainFor(ctx, relative(ctx.cwdReal, real)) };
+}
+
+/**
+ * Whether a new chain, whose folders lstat found as typed, is spelled as on disk. Only a
+ * filesystem that folds names can find `PKG` for `pkg`; there one realpath per new chain tells.
+ */
+function spelledAsOnDisk(ctx: LocateContext, links: ChainLink[], stats: nodeFs.Stats[]): boolean {
+  const first = links[0]!;
+  if (ctx.folds === undefined) {
+    const swapped = swapCase(first.name);
+    if (swapped === first.name) return true;
+    let other: nodeFs.Stats | undefined;
+    try {
+      other = ctx.fs.lstat(join(ctx.cwdReal, swapped));
+    } catch {
+      other = undefined;
+    }
+    ctx.folds = other !== undefined && other.ino === stats[0]!.ino && other.dev === stats[0]!.dev;
+  }
+  if (!ctx.folds) return true;
+  const last = links.at(-1)!.dir;
+  return ctx.realpathOrUndefined(last) === last;
+}
+
+/** Real folder of a target, or of its nearest existing ancestor; undefined outside cwd. */
+function targetDirectory(ctx: LocateContext, target: string, targetIsDirectory: boolean): string | undefined {
+  let dir = targetIsDirectory ? target : dirname(target);
+  // Outside cwd by its text, a path may still lead into it through a link (`/tmp` to
+  // `/private/tmp`): only its own folder's real path, a name lookup, can tell.
+  const viaLink = !mayBeInside(ctx, dir);
+  while (viaLink || mayBeInside(ctx, dir)) {
+    const real = ctx.realpathOrUndefined(dir);
+    if (real !== undefined) {
+      if (!isPathInsideOrSame(ctx.cwdReal, real)) return undefined;
+      // A directory target may name a file (grep, find): its folder is the scope.
+      if (targetIsDirectory && dir === target && !ctx.fs.stat(real)?.isDirectory()) return dirname(real);
+      return real;
+    }
+    const parent = dirname(dir);
+    if (parent === dir) return undefined;
+    dir = parent;
+  }
+  return undefined;
+}
+
 class Discovery {
   readonly fs: FileSystem;
   readonly cwdReal: string;
@@ -2232,8 +2352,11 @@ class Discovery {
   private readonly files = new SignatureCache<FileEntry>();
   private readonly listings = new SignatureCache<ListingEntry>();
   // Cut by folder so the warm fast path joins no paths (bench: warm call ~23 stats of time, floor 10.5 fs calls).
-  private readonly chains = new Map<string, ChainLink[]>();
-  private logicalCwd?: string;
+  readonly chains = new Map<string, ChainLink[]>();
+  /** cwd as Pi gives it, which may lead to cwdReal through a link. */
+  logicalCwd?: string;
+  /** Whether cwd's filesystem folds case (and, on macOS, Unicode normalization); asked once. */
+  folds?: boolean;
   /** Scopes that git ignores (filled by the engine from its git helper); their subtrees too. */
   readonly gitIgnored = new Map<string, boolean>();
   /** Import targets that git ignores, by cwd-relative path (filled like `gitIgnored`). */
@@ -2310,25 +2433,13 @@ class Discovery {
 
   /** Whether a spelling Pi's read tool falls back to is there; only asked inside cwd. */
   readonly readFallback = (path: string): boolean => {
-    if (!this.mayBeInside(path)) return false;
+    if (!mayBeInside(this, path)) return false;
     try {
       return this.fs.stat(path) !== undefined;
     } catch {
       return false;
     }
   };
-
-  setLogicalCwd(cwd: string): void {
-    this.logicalCwd = resolve(cwd);
-  }
-
-  /** True when `path` is inside cwd by its real or its logical (possibly linked) form. */
-  mayBeInside(path: string): boolean {
-    return (
-      isPathInsideOrSame(this.cwdReal, path) ||
-      (this.logicalCwd !== undefined && isPathInsideOrSame(this.logicalCwd, path))
-    );
-  }
 
   realpathOrUndefined(path: string): string | undefined {
     try {
@@ -2346,110 +2457,6 @@ class Discovery {
       if (isSettledError(error)) return undefined;
       throw error;
     }
-  }
-
-  /** The folders strictly below cwd down to the cwd-relative `rel`, parent first; cached. */
-  chainFor(rel: string): ChainLink[] {
-    const cached = this.chains.get(rel);
-    if (cached) return cached;
-    const links: ChainLink[] = [];
-    if (rel !== "") {
-      let dir = this.cwdReal;
-      let scope = "";
-      for (const name of rel.split(sep)) {
-        dir = join(dir, name);
-        scope = scope === "" ? name : `${scope}/${name}`;
-        links.push({ dir, scope, name });
-      }
-    }
-    this.chains.set(rel, links);
-    return links;
-  }
-
-  /**
-   * The chain to a tool's target. The fast path takes the target's folder as written when every
-   * folder on the way is a real folder (lstat, no links): then it is its own real path, and those
-   * stats serve the views too. Otherwise the slow path resolves real paths, walking up to the
-   * nearest existing folder for targets that do not exist yet. Paths outside cwd by their text are
-   * refused before any filesystem call.
-   */
-  locate(target: string, targetIsDirectory: boolean): Located | undefined {
-    const dir = targetIsDirectory ? target : dirname(target);
-    const rel = relative(this.cwdReal, dir);
-    if (rel === "") return { links: [] };
-    if (rel !== ".." && !rel.startsWith(`..${sep}`) && !isAbsolute(rel)) {
-      const fresh = !this.chains.has(rel);
-      const links = this.chainFor(rel);
-      const stats: nodeFs.Stats[] = [];
-      for (const link of links) {
-        let stat: nodeFs.Stats | undefined;
-        try {
-          stat = this.fs.lstat(link.dir);
-        } catch {
-          break; // ENAMETOOLONG, EACCES …: the slow path walks up to a folder that can be resolved.
-        }
-        if (!stat?.isDirectory()) break;
-        stats.push(stat);
-      }
-      if (stats.length === links.length) {
-        if (!fresh || this.spelledAsOnDisk(links, stats)) return { links, stats };
-        // One folder, one identity: the chain as typed now leads to the folder's own spelling.
-        const real = this.realpathOrUndefined(dir);
-        if (real !== undefined && isPathInside(this.cwdReal, real)) {
-          const respelled = this.chainFor(relative(this.cwdReal, real));
-          this.chains.set(rel, respelled);
-          return { links: respelled };
-        }
-      }
-    }
-    const real = this.targetDirectory(target, targetIsDirectory);
-    return real === undefined ? undefined : { links: this.chainFor(relative(this.cwdReal, real)) };
-  }
-
-  /** Whether cwd's filesystem folds case (and, on macOS, Unicode normalization); asked once. */
-  private folds?: boolean;
-
-  /**
-   * Whether a new chain, whose folders lstat found as typed, is spelled as on disk. Only a
-   * filesystem that folds names can find `PKG` for `pkg`; there one realpath per new chain tells.
-   */
-  private spelledAsOnDisk(links: ChainLink[], stats: nodeFs.Stats[]): boolean {
-    const first = links[0]!;
-    if (this.folds === undefined) {
-      const swapped = swapCase(first.name);
-      if (swapped === first.name) return true;
-      let other: nodeFs.Stats | undefined;
-      try {
-        other = this.fs.lstat(join(this.cwdReal, swapped));
-      } catch {
-        other = undefined;
-      }
-      this.folds = other !== undefined && other.ino === stats[0]!.ino && other.dev === stats[0]!.dev;
-    }
-    if (!this.folds) return true;
-    const last = links.at(-1)!.dir;
-    return this.realpathOrUndefined(last) === last;
-  }
-
-  /** Real folder of a target, or of its nearest existing ancestor; undefined outside cwd. */
-  targetDirectory(target: string, targetIsDirectory: boolean): string | undefined {
-    let dir = targetIsDirectory ? target : dirname(target);
-    // Outside cwd by its text, a path may still lead into it through a link (`/tmp` to
-    // `/private/tmp`): only its own folder's real path, a name lookup, can tell.
-    const viaLink = !this.mayBeInside(dir);
-    while (viaLink || this.mayBeInside(dir)) {
-      const real = this.realpathOrUndefined(dir);
-      if (real !== undefined) {
-        if (!isPathInsideOrSame(this.cwdReal, real)) return undefined;
-        // A directory target may name a file (grep, find): its folder is the scope.
-        if (targetIsDirectory && dir === target && !this.fs.stat(real)?.isDirectory()) return dirname(real);
-        return real;
-      }
-      const parent = dirname(dir);
-      if (parent === dir) return undefined;
-      dir = parent;
-    }
-    return undefined;
   }
 
   /** Scopes on the chain whose git status is not known yet. */
@@ -2638,7 +2645,7 @@ class Discovery {
           seen.add(imported.realPath);
           imports.push({ file: imported, importedBy: file.path });
           if (depth < MAX_IMPORT_DEPTH) visit(imported, depth + 1);
-          else if (this.importTargetsOf(imported).some((next) => this.mayBeInside(next) && this.exists(next)))
+          else if (this.importTargetsOf(imported).some((next) => mayBeInside(this, next) && this.exists(next)))
             rejected.push({ path: imported.path, reason: "importDepthCapped", kind: "cap" });
         }
       }
@@ -4231,8 +4238,8 @@ async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnviron
   if (target === undefined) return `pi-lazy-agents: "${shown}" is not a usable path.`;
   const discovery = engine.discoveryFor(env.cwd);
   if (!discovery) return REPORT_NO_CWD;
-  const isDirectory = discovery.mayBeInside(target) && discovery.fs.stat(target)?.isDirectory() === true;
-  const located = discovery.locate(target, isDirectory);
+  const isDirectory = mayBeInside(discovery, target) && discovery.fs.stat(target)?.isDirectory() === true;
+  const located = locateChain(discovery, target, isDirectory);
   if (located === undefined)
     return `pi-lazy-agents: ${shown} is ${REASONS.outsideCwd}; nothing below cwd applies to it.`;
   await engine.learnGitIgnores(discovery, located.links);
