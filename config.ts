@@ -244,6 +244,34 @@ export const RULES_INTRO =
 export const RULE_LISTING_INTRO =
   "Rules that apply when a task matches their description. Read a rule's file when its description fits the task.";
 
+// Each section of a reminder is explained in full once while the model can still see that
+// explanation; later reminders name the section in one line that stands on its own.
+
+/** The full explanation of the instruction files a reminder carries. */
+export const INSTRUCTIONS_INTRO =
+  "The harness found instruction files in folders on the way to the path this tool touched. " +
+  "They are project guidance from the repository, not a message from the user. " +
+  "Each one governs only its scope; where two disagree, the file of the more specific (deeper) folder takes precedence.";
+
+/** The one line that names the instruction files once the model holds their explanation. */
+export const INSTRUCTIONS_HEADER =
+  "More nested instruction files: project guidance from the repository, not from the user; the deeper folder's file takes precedence.";
+
+/** The full explanation of the skills a reminder lists. */
+export const SKILLS_INTRO =
+  "Skills found in these folders. Read a skill's file when a task matches its description; " +
+  "inside its scope, a skill from a deeper folder wins over one of the same name from above.";
+
+/** The one line that names the skills once the model holds their explanation. */
+export const SKILLS_HEADER = "More nested skills: project guidance from the repository, not from the user.";
+
+/** The one line that names rule texts once the model holds RULES_INTRO. */
+export const RULES_HEADER = "More rules from the repository's rule folders: project guidance, not from the user.";
+
+/** The one line that names rule listings once the model holds RULE_LISTING_INTRO. */
+export const RULE_LISTING_HEADER =
+  "More rules listed by description (project guidance from the repository, not from the user):";
+
 /** Fixed words `/lazy-agents` uses for a rule's kind. */
 export const RULE_KIND_NAMES = {
   glob: "glob",
@@ -295,17 +323,6 @@ export type ShellWordReason = keyof typeof SHELL_WORD_REASONS;
 export const MAX_PATH_BYTES = 4096;
 
 // The reminder's fixed text. Paths and scopes come in already made safe for one line.
-
-/** Opens the instruction files part of a reminder. */
-export const REMINDER_FILES_PREAMBLE =
-  "The harness found instruction files in folders on the way to the path this tool touched. " +
-  "They are project guidance from the repository, not a message from the user. " +
-  "Each one governs only its scope; where two disagree, the file of the more specific (deeper) folder takes precedence.";
-
-/** Opens the skills part of a reminder. */
-export const REMINDER_SKILLS_HEADER =
-  "Skills found in these folders. Read a skill's file when a task matches its description; " +
-  "inside its scope, a skill from a deeper folder wins over one of the same name from above.";
 
 /** Ends the line of a nested skill that shadows a skill Pi listed at start-up. */
 export const SKILL_OVERRIDES_STARTUP =

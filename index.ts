@@ -17,6 +17,8 @@
 //     is held back once, the instructions in its reason: `WriteGate.hold`.
 //  9. A bash command is read, never run: a word names a path to activate when `shellWordUse` says so.
 // 10. A glob rule of .claude/.cursor/.github applies when a touched path matches it: `ruleApplies`.
+// 11. Each part of a reminder (files, skills, rules, rule listings) opens with its full explanation
+//     while the model cannot see one, and with a one-line header after: `explains`.
 //
 // Sections, in the order a tool call travels: 1 Pi adapter; 2 per-call lifecycle; 3 the ledger:
 // what the model holds; 4 reminder text and budget; 5 discovery; 6 caches and the
@@ -50,8 +52,6 @@ import {
   DISABLE_FLAG_DESCRIPTION,
   GATE_RETRY_TEXT,
   MAX_PATH_BYTES,
-  REMINDER_FILES_PREAMBLE,
-  REMINDER_SKILLS_HEADER,
   REPORT_FAILED,
   REPORT_NO_CWD,
   SKILL_OVERRIDES_STARTUP,
@@ -99,10 +99,16 @@ import {
   RULE_DIRS,
   RULE_FILE_SUFFIXES,
   RULE_KIND_NAMES,
+  RULE_LISTING_HEADER,
   RULE_LISTING_INTRO,
   RULE_SOURCES,
   RULE_WHY,
+  RULES_HEADER,
   RULES_INTRO,
+  INSTRUCTIONS_HEADER,
+  INSTRUCTIONS_INTRO,
+  SKILLS_HEADER,
+  SKILLS_INTRO,
   SKILL_FILE_NAME,
   SKILL_IGNORE_FILES,
   SETTINGS_KEY,
@@ -1307,6 +1313,17 @@ export interface LedgerRecord {
   /** Rules delivered or listed (absent in records without rules, so older records read the same). */
   rules?: RuleRecord[];
   retractedRules?: Array<{ path: string; dir: string }>;
+  /** Sections this reminder explained in full (absent when it explained none, as in older records). */
+  explained?: Section[];
+}
+
+/** The parts of a reminder that each open with an explanation. */
+const SECTIONS = ["files", "skills", "rules", "ruleListings"] as const;
+
+type Section = (typeof SECTIONS)[number];
+
+function sectionOf(entry: unknown): Section | undefined {
+  return (SECTIONS as readonly unknown[]).includes(entry) ? (entry as Section) : undefined;
 }
 
 interface Skip {
@@ -1356,6 +1373,7 @@ export function readRecord(details: unknown): LedgerRecord | undefined {
     skipped: entriesOf(record.skipped, skipOf),
     ...(Array.isArray(record.alsoGoverns) ? { alsoGoverns: entriesOf(record.alsoGoverns, scopedPathOf) } : {}),
     ...ruleFieldsOf(record),
+    ...(Array.isArray(record.explained) ? { explained: entriesOf(record.explained, sectionOf) } : {}),
   };
 }
 
@@ -1430,6 +1448,8 @@ class Ledger {
   readonly rules = new Map<string, RuleRecord>();
   readonly ruleDirs = new Map<string, Set<string>>();
   readonly retractedRules = new Set<string>();
+  /** Sections whose full explanation the model can still see. */
+  readonly explained = new Set<Section>();
   /** Bumped by every change, so that a pending call can tell that its views may be stale. */
   generation = 0;
 
@@ -1445,6 +1465,7 @@ class Ledger {
     this.rules.clear();
     this.ruleDirs.clear();
     this.retractedRules.clear();
+    this.explained.clear();
   }
 
   apply(record: LedgerRecord): void {
@@ -1483,6 +1504,7 @@ class Ledger {
       scopes.add(scope);
     }
     if (recordHasRules(record)) applyRuleRecords(this, record);
+    for (const section of record.explained ?? []) this.explained.add(section);
   }
 
   /** Replays the records of the entries still in the model's context, oldest first. */
@@ -1524,6 +1546,8 @@ interface DeliveryPlan {
   ruleListings?: RuleListing[];
   /** What the budget left out of this reminder, announced in one line. */
   leftOut?: { files: number; skills: number; notices: number };
+  /** Sections whose explanation the model can still see: this reminder names them in one line. */
+  explainedEarlier?: ReadonlySet<Section>;
 }
 
 interface PlanInput {
@@ -1540,6 +1564,8 @@ interface PlanInput {
 
 function planDelivery(ledger: Ledger, input: PlanInput): DeliveryPlan {
   const plan: DeliveryPlan = { record: emptyRecord(), files: [], skills: [] };
+  // A copy: the gate applies its record before it formats the reminder.
+  if (ledger.explained.size > 0) plan.explainedEarlier = new Set(ledger.explained);
   const planned = new Set<string>();
   const offered = offeredPaths(input.views);
   for (const view of input.views) {
@@ -1971,6 +1997,40 @@ function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
     return false;
   });
   if (leftOut.files + leftOut.skills + leftOut.notices > 0) plan.leftOut = leftOut;
+  recordExplanations(plan);
+}
+
+/** Which sections are in a plan: each opens with its explanation or its one-line header. */
+function sectionsIn(plan: DeliveryPlan): Section[] {
+  const present: Record<Section, boolean> = {
+    files: plan.files.length > 0,
+    skills: plan.skills.length > 0,
+    rules: (plan.rules?.length ?? 0) > 0,
+    ruleListings: (plan.ruleListings?.length ?? 0) > 0,
+  };
+  return SECTIONS.filter((section) => present[section]);
+}
+
+function explains(plan: DeliveryPlan, section: Section): boolean {
+  return !plan.explainedEarlier?.has(section);
+}
+
+/** Notes in the record the sections this reminder explains in full, once the budget has fixed what it holds. */
+function recordExplanations(plan: DeliveryPlan): void {
+  const explained = sectionsIn(plan).filter((section) => explains(plan, section));
+  if (explained.length > 0) plan.record.explained = explained;
+  else delete plan.record.explained;
+}
+
+/** A section's opening line: the full explanation while the model cannot see one, else the one-line header. */
+function sectionIntro(plan: DeliveryPlan, section: Section): string {
+  const intros: Record<Section, readonly [string, string]> = {
+    files: [INSTRUCTIONS_INTRO, INSTRUCTIONS_HEADER],
+    skills: [SKILLS_INTRO, SKILLS_HEADER],
+    rules: [RULES_INTRO, RULES_HEADER],
+    ruleListings: [RULE_LISTING_INTRO, RULE_LISTING_HEADER],
+  };
+  return intros[section][explains(plan, section) ? 0 : 1];
 }
 
 function byteLength(text: string): number {
@@ -2034,12 +2094,12 @@ function budgetPriority(files: PlannedFile[]): number[] {
 function formatReminder(plan: DeliveryPlan): string {
   const lines: string[] = [REMINDER_OPEN];
   if (plan.files.length > 0) {
-    lines.push(REMINDER_FILES_PREAMBLE);
+    lines.push(sectionIntro(plan, "files"));
     for (const entry of plan.files) lines.push("", ...formatFile(entry));
   }
   lines.push(...formatRules(plan));
   if (plan.skills.length > 0) {
-    lines.push("", REMINDER_SKILLS_HEADER);
+    lines.push("", sectionIntro(plan, "skills"));
     for (const skill of plan.skills) lines.push(skillLine(skill));
   }
   const notices = noticeLines(plan.record);
@@ -2112,11 +2172,11 @@ function ruleListingLine({ name, description, path, scope }: RuleListing): strin
 function formatRules(plan: DeliveryPlan): string[] {
   const lines: string[] = [];
   if (plan.rules?.length) {
-    lines.push("", RULES_INTRO);
+    lines.push("", sectionIntro(plan, "rules"));
     for (const entry of plan.rules) lines.push("", ...formatFile(entry));
   }
   if (plan.ruleListings?.length) {
-    lines.push("", RULE_LISTING_INTRO);
+    lines.push("", sectionIntro(plan, "ruleListings"));
     for (const listing of plan.ruleListings) lines.push(ruleListingLine(listing));
   }
   return lines;

@@ -25,7 +25,14 @@ import {
 import { execFileSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
-import { alsoGovernsNotice, REASONS } from "../config.ts";
+import {
+  alsoGovernsNotice,
+  INSTRUCTIONS_HEADER,
+  INSTRUCTIONS_INTRO,
+  REASONS,
+  SKILLS_HEADER,
+  SKILLS_INTRO,
+} from "../config.ts";
 import { createLazyAgents, REMINDER_OPEN, type LazyAgents } from "../index.ts";
 import { callsOutside, fsError, interceptFileSystem, recordingFileSystem } from "./fs-seam.ts";
 import { loadRunner, lockFile, type CallResult, type RunnerHarness, type Tree } from "./harness.ts";
@@ -807,6 +814,7 @@ function summarize(record: ExpectedRecord) {
     retractedSkills: sortBy(record.retractedSkills, (r) => r.path).map((r) => [r.path, r.scope]),
     skipped: sortBy(record.skipped, (r) => r.path).map((r) => [r.path, r.reason]),
     alsoGoverns: record.alsoGoverns.map((r) => [r.path, r.scope]),
+    explained: record.explained,
   };
 }
 
@@ -823,6 +831,7 @@ function summarizeActual(record: Record<string, unknown[]>) {
     ]),
     skipped: sortBy(list<{ path: string; reason: string }>("skipped"), (r) => r.path).map((r) => [r.path, r.reason]),
     alsoGoverns: list<{ path: string; scope: string }>("alsoGoverns").map((r) => [r.path, r.scope]),
+    explained: list<string>("explained"),
   };
 }
 
@@ -847,6 +856,7 @@ function checkReminder(label: string, reminder: string, expected: ExpectedRecord
     if (body !== file.text.replace(/\n+$/, ""))
       problems.push(`${label}: ${file.path} text differs: ${JSON.stringify(body)}`);
   }
+  problems.push(...checkOpenings(label, reminder, expected));
   const lines = reminder.split("\n").filter((line) => line.startsWith("- "));
   const wanted = [
     ...expected.skills.map((k) => `- ${k.name} (scope ${k.scope}/**): ${k.description} [${k.path}]`),
@@ -861,6 +871,29 @@ function checkReminder(label: string, reminder: string, expected: ExpectedRecord
     if (line.includes(tree.root) || LEAK.test(line)) problems.push(`${label}: notice leaks: ${line}`);
   }
   if (reminder.includes("OUTSIDE-SECRET")) problems.push(`${label}: text from outside cwd reached the reminder`);
+  return problems;
+}
+
+/** Each section opens with its full explanation when the record explains it, else with its one-line header. */
+function checkOpenings(label: string, reminder: string, expected: ExpectedRecord): string[] {
+  const sections = [
+    {
+      name: "files",
+      has: expected.files.some((f) => f.via === "reminder"),
+      full: INSTRUCTIONS_INTRO,
+      short: INSTRUCTIONS_HEADER,
+    },
+    { name: "skills", has: expected.skills.length > 0, full: SKILLS_INTRO, short: SKILLS_HEADER },
+  ] as const;
+  const problems: string[] = [];
+  const lines = reminder.split("\n");
+  for (const { name, has, full, short } of sections) {
+    const explains = expected.explained.includes(name);
+    const want = !has ? [] : [explains ? full : short];
+    const got = lines.filter((line) => line === full || line === short);
+    if (JSON.stringify(got) !== JSON.stringify(want))
+      problems.push(`${label}: ${name} opens with ${JSON.stringify(got)}, expected ${JSON.stringify(want)}`);
+  }
   return problems;
 }
 

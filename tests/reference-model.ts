@@ -9,7 +9,8 @@
 // rules, text normalization, ignored folders, activation (reads only on success), once per
 // version, changes (supersedes), deletions (one withdrawal), reading or writing the file itself
 // (a write that failed shows nothing of it), skills (name, description, location; withdrawal) and
-// the compaction rule (rebuild from the records still in context).
+// the compaction rule (rebuild from the records still in context), and explanations (each of the
+// two sections, files and skills, is explained in full while no explanation of it is in context).
 //
 // Bash calls: each word of a generated command is a path to read (it must exist: a folder
 // activates itself, a file its folder), a folder before a glob, or a redirect target (like
@@ -80,7 +81,11 @@ export interface ExpectedRecord {
   skipped: Array<{ path: string; reason: ModelReason }>;
   /** A held file that also governs another scope (one file linked into several folders). */
   alsoGoverns: Array<{ path: string; scope: string }>;
+  /** Sections this reminder explains in full: those it has and the LLM holds no explanation of. */
+  explained: ModelSection[];
 }
+
+export type ModelSection = "files" | "skills";
 
 export interface Shown {
   /** Real path of an instruction file the tool showed whole. */
@@ -197,6 +202,8 @@ export class ReferenceModel {
   told = new Map<string, string>();
   /** Further scopes the LLM was told a held file governs: "path\0scope". */
   toldAlso = new Set<string>();
+  /** Sections whose full explanation the LLM holds. */
+  explained = new Set<ModelSection>();
 
   readonly compat: ReadonlySet<KnownBug>;
   /** A file whose lstat fails with a passing I/O error (EIO) right now: it is unknown, not absent. */
@@ -437,6 +444,8 @@ export class ReferenceModel {
         record.skills.push({ ...skill, scope: view.scope });
       }
     }
+    const has = { files: record.files.some((f) => f.via === "reminder"), skills: record.skills.length > 0 };
+    record.explained = (["files", "skills"] as const).filter((s) => has[s] && !this.explained.has(s));
     return record;
   }
 
@@ -455,6 +464,7 @@ export class ReferenceModel {
     for (const skill of record.skills) this.heldSkills.set(skill.path, { key: skill.key, scope: skill.scope });
     for (const skip of record.skipped) this.told.set(skip.path, skip.reason);
     for (const { path, scope } of record.alsoGoverns) this.toldAlso.add(`${path}\0${scope}`);
+    for (const section of record.explained) this.explained.add(section);
   }
 
   private forgetAlso(path: string): void {
@@ -467,12 +477,13 @@ export class ReferenceModel {
     this.heldSkills.clear();
     this.told.clear();
     this.toldAlso.clear();
+    this.explained.clear();
     for (const record of records) this.apply(record);
   }
 }
 
 export function emptyExpected(): ExpectedRecord {
-  return { files: [], skills: [], retracted: [], retractedSkills: [], skipped: [], alsoGoverns: [] };
+  return { files: [], skills: [], retracted: [], retractedSkills: [], skipped: [], alsoGoverns: [], explained: [] };
 }
 
 /** One part of a generated bash command, as the fuzzer writes it. Paths are as given (may be absolute). */

@@ -1,0 +1,244 @@
+// Each section of a reminder is explained in full once while the model can still see that
+// explanation; later reminders open it with a one-line header.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import type { ExtensionFactory, ToolResultEvent } from "@earendil-works/pi-coding-agent";
+import { createLazyAgents, readRecord, REMINDER_OPEN } from "../index.ts";
+import {
+  INSTRUCTIONS_HEADER,
+  INSTRUCTIONS_INTRO,
+  RULE_LISTING_HEADER,
+  RULE_LISTING_INTRO,
+  RULES_HEADER,
+  RULES_INTRO,
+  SKILLS_HEADER,
+  SKILLS_INTRO,
+} from "../config.ts";
+import { noGit } from "./fuzz-lib.ts";
+import {
+  finalTurn,
+  loadRunner,
+  persistedToolResults,
+  reminderOf,
+  startRuntime,
+  startSession,
+  summaryTurn,
+  textOf,
+  toolTurn,
+  withTree,
+  type Tree,
+} from "./harness.ts";
+
+const files = {
+  "pkg/AGENTS.md": "PKG-RULES",
+  "pkg/a.ts": "a\n",
+  "other/AGENTS.md": "OTHER-RULES",
+  "other/b.ts": "b\n",
+  "third/AGENTS.md": "THIRD-RULES",
+  "third/c.ts": "c\n",
+};
+
+const read = (path: string) => toolTurn(["read", { path }]);
+
+/** Asserts which of a section's two openings the reminder carries: the full explanation or the one line. */
+function assertOpening(reminder: string, full: string, header: string, explains: boolean, what: string): void {
+  assert.equal(reminder.includes(full), explains, `${what}: ${explains ? "explained in full" : "no explanation"}`);
+  assert.equal(reminder.includes(header), !explains, `${what}: ${explains ? "no" : "the"} one-line header`);
+}
+
+const assertFiles = (reminder: string, explains: boolean, what: string) =>
+  assertOpening(reminder, INSTRUCTIONS_INTRO, INSTRUCTIONS_HEADER, explains, what);
+
+test("the one-line headers stay on one line and say the text is the repository's guidance, not the user's", () => {
+  for (const header of [INSTRUCTIONS_HEADER, SKILLS_HEADER, RULES_HEADER, RULE_LISTING_HEADER]) {
+    assert.doesNotMatch(header, /\n/);
+    assert.match(header, /project guidance/);
+    assert.match(header, /repository/);
+    assert.match(header, /not from the user/);
+  }
+});
+
+test("the first reminder explains the instruction files in full; a later one opens with the one-line header only", () =>
+  withTree(files, async (tree) => {
+    const h = await loadRunner(tree);
+    const first = await h.call("read", { path: "pkg/a.ts" });
+    assertFiles(reminderOf(first.content) ?? "", true, "first reminder");
+    assert.deepEqual(readRecord(first.details)?.explained, ["files"], "the record says it explained");
+    const second = await h.call("read", { path: "other/b.ts" });
+    const reminder = reminderOf(second.content) ?? "";
+    assert.match(reminder, /OTHER-RULES/);
+    assertFiles(reminder, false, "later reminder");
+    assert.ok(reminder.startsWith(`${REMINDER_OPEN}\n${INSTRUCTIONS_HEADER}\n\n<instructions `), reminder);
+    assert.equal(readRecord(second.details)?.explained, undefined, "and this record says it did not");
+  }));
+
+test("the skills list is explained in full once; a later list opens with the one-line header only", () =>
+  withTree(
+    {
+      "pkg/a.ts": "a\n",
+      "pkg/.agents/skills/deploy/SKILL.md": "---\nname: deploy\ndescription: Ship the package\n---\nbody\n",
+      "other/b.ts": "b\n",
+      "other/.agents/skills/lint/SKILL.md": "---\nname: lint\ndescription: Lint the code\n---\nbody\n",
+    },
+    async (tree) => {
+      const h = await loadRunner(tree);
+      const first = await h.call("read", { path: "pkg/a.ts" });
+      assertOpening(reminderOf(first.content) ?? "", SKILLS_INTRO, SKILLS_HEADER, true, "first skills");
+      assert.deepEqual(readRecord(first.details)?.explained, ["skills"]);
+      const later = reminderOf((await h.call("read", { path: "other/b.ts" })).content) ?? "";
+      assert.match(later, /- lint \(scope other\/\*\*\)/);
+      assertOpening(later, SKILLS_INTRO, SKILLS_HEADER, false, "later skills");
+    },
+  ));
+
+test("rule texts and rule listings are each explained in full once, then named in one line", () =>
+  withTree(
+    {
+      ".claude/rules/api.md": '---\npaths:\n  - "api/**"\n---\nAPI-RULE\n',
+      ".claude/rules/web.md": '---\npaths:\n  - "web/**"\n---\nWEB-RULE\n',
+      "api/.cursor/rules/db.mdc": "---\ndescription: Database work\nglobs:\nalwaysApply: false\n---\nDB\n",
+      "web/.cursor/rules/ui.mdc": "---\ndescription: UI work\nglobs:\nalwaysApply: false\n---\nUI\n",
+      "api/AGENTS.md": "API-AGENTS",
+      "api/x.ts": "x\n",
+      "web/y.ts": "y\n",
+    },
+    async (tree) => {
+      const h = await loadRunner(tree);
+      const first = reminderOf((await h.call("read", { path: "api/x.ts" })).content) ?? "";
+      assert.match(first, /API-RULE[^]*Database work/);
+      assertOpening(first, RULES_INTRO, RULES_HEADER, true, "first rules");
+      assertOpening(first, RULE_LISTING_INTRO, RULE_LISTING_HEADER, true, "first listing");
+      const later = reminderOf((await h.call("read", { path: "web/y.ts" })).content) ?? "";
+      assert.match(later, /WEB-RULE[^]*UI work/);
+      assertOpening(later, RULES_INTRO, RULES_HEADER, false, "later rules");
+      assertOpening(later, RULE_LISTING_INTRO, RULE_LISTING_HEADER, false, "later listing");
+      assert.ok(!later.includes(INSTRUCTIONS_INTRO) && !later.includes(INSTRUCTIONS_HEADER), "no files section");
+    },
+  ));
+
+/** Tool results the model still sees after a compaction. */
+function keptToolText(h: { session: { sessionManager: { buildContextEntries(): unknown[] } } }): string {
+  const entries = h.session.sessionManager.buildContextEntries() as Array<{
+    type: string;
+    message: { role: string; content: Array<{ type: string; text?: string }> };
+  }>;
+  return textOf(
+    entries.flatMap((e) => (e.type === "message" && e.message.role === "toolResult" ? e.message.content : [])),
+  );
+}
+
+test("after a compaction that drops the explaining reminder, the next reminder explains again", () =>
+  withTree({ ...files, "pkg/big.txt": "z".repeat(4000) }, async (tree) => {
+    const h = await startRuntime(tree, { settings: { compaction: { enabled: false, keepRecentTokens: 200 } } });
+    try {
+      h.script([read("pkg/a.ts"), finalTurn(), read("pkg/big.txt"), finalTurn(), read("other/b.ts"), finalTurn()]);
+      await h.session.prompt("first");
+      await h.session.prompt("filler");
+      await h.session.prompt("third");
+      const before = persistedToolResults(h.session.sessionManager).map((r) => reminderOf(r.content) ?? "");
+      assertFiles(before.find((r) => r.includes("OTHER-RULES")) ?? "", false, "before the compaction");
+      h.script([summaryTurn(), summaryTurn()]);
+      await h.session.compact();
+      const kept = keptToolText(h);
+      assert.doesNotMatch(kept, /PKG-RULES/, "the compaction dropped the explaining reminder");
+      assert.match(kept, /OTHER-RULES/, "and kept the later one, with its header only");
+      h.script([read("third/c.ts"), finalTurn()]);
+      await h.session.prompt("third folder");
+      const after = persistedToolResults(h.session.sessionManager).map((r) => reminderOf(r.content) ?? "");
+      const third = after.find((r) => r.includes("THIRD-RULES")) ?? "";
+      assertFiles(third, true, "after the compaction");
+    } finally {
+      await h.dispose();
+    }
+  }));
+
+async function sessionThatRead(tree: Tree, path: string, settings?: Record<string, unknown>): Promise<string> {
+  const h = await startSession(tree, [read(path), finalTurn()], settings ? { settings } : {});
+  await h.session.prompt("first");
+  const file = h.sessionManager.getSessionFile()!;
+  h.dispose();
+  return file;
+}
+
+test("after --continue with the explaining reminder still in context, the next reminder does not explain again", () =>
+  withTree(files, async (tree) => {
+    const file = await sessionThatRead(tree, "pkg/a.ts");
+    const h = await startSession(tree, [read("other/b.ts"), finalTurn()], { sessionFile: file });
+    try {
+      await h.session.prompt("second");
+      const reminders = persistedToolResults(h.sessionManager).map((r) => reminderOf(r.content) ?? "");
+      assertFiles(reminders[0]!, true, "the first session's reminder");
+      assert.match(reminders[1]!, /OTHER-RULES/);
+      assertFiles(reminders[1]!, false, "the continued session's reminder");
+    } finally {
+      h.dispose();
+    }
+  }));
+
+test("the write gate's held-back result explains in full and counts as seen, also after --continue", () =>
+  withTree(files, async (tree) => {
+    const settings = { lazyAgents: { gateWrites: true } };
+    const write = toolTurn(["write", { path: "pkg/n.ts", content: "n\n" }]);
+    const h = await startSession(tree, [write, write, read("other/b.ts"), finalTurn()], { settings });
+    let file: string;
+    try {
+      await h.session.prompt("write n");
+      const [held, , later] = persistedToolResults(h.sessionManager);
+      assert.equal(held!.isError, true, "the first write was held back");
+      assertFiles(textOf(held!.content), true, "the gate's reason");
+      assertFiles(reminderOf(later!.content) ?? "", false, "the next reminder");
+      file = h.sessionManager.getSessionFile()!;
+    } finally {
+      h.dispose();
+    }
+    const again = await startSession(tree, [read("third/c.ts"), finalTurn()], { sessionFile: file, settings });
+    try {
+      await again.session.prompt("continued");
+      const third = persistedToolResults(again.sessionManager).at(-1)!;
+      assert.match(reminderOf(third.content) ?? "", /THIRD-RULES/);
+      assertFiles(reminderOf(third.content) ?? "", false, "the rebuilt ledger still sees the gate's explanation");
+    } finally {
+      again.dispose();
+    }
+  }));
+
+/** A later extension that drops the reminder from reads of `pkg/a.ts`. */
+const dropFirstReminder: ExtensionFactory = (pi) => {
+  pi.on("tool_result", (event: ToolResultEvent) =>
+    (event.input as { path?: string }).path === "pkg/a.ts"
+      ? { content: event.content.filter((block) => block.type !== "text" || !block.text.startsWith(REMINDER_OPEN)) }
+      : undefined,
+  );
+};
+
+test("an explanation that a later extension dropped is given again with the next reminder", () =>
+  withTree(files, async (tree) => {
+    const h = await startSession(tree, [read("pkg/a.ts"), read("other/b.ts"), finalTurn()], {
+      factories: [createLazyAgents({ spawnGit: noGit }), dropFirstReminder],
+    });
+    try {
+      await h.session.prompt("read both");
+      const [first, second] = persistedToolResults(h.sessionManager);
+      assert.equal(reminderOf(first!.content), undefined, "the later extension removed it");
+      assert.match(reminderOf(second!.content) ?? "", /OTHER-RULES/);
+      assertFiles(reminderOf(second!.content) ?? "", true, "the next reminder");
+    } finally {
+      h.dispose();
+    }
+  }));
+
+test("a record's explained sections are read back; unknown names are dropped alone and a record without them reads as before", () => {
+  const table: Array<[unknown, string[] | undefined]> = [
+    [
+      ["files", "skills"],
+      ["files", "skills"],
+    ],
+    [["files", "later-section", 3], ["files"]],
+    [undefined, undefined],
+    ["files", undefined],
+  ];
+  for (const [explained, expected] of table) {
+    const record = { v: 1, files: [], skills: [], retracted: [], retractedSkills: [], skipped: [], explained };
+    assert.deepEqual(readRecord({ lazyAgents: record })?.explained, expected, JSON.stringify(explained));
+  }
+});
