@@ -1778,7 +1778,7 @@ function planRuleText(ledger: Ledger, plan: DeliveryPlan, input: RulePlanInput, 
   const entries: Array<{ file: InstructionFile; importedBy?: string }> = [{ file: rule.body }];
   if (rule.source === "claude" && input.options.imports) {
     const rejected: Rejection[] = [];
-    entries.push(...input.book.discovery.importsOf(rule.loaded, rejected));
+    entries.push(...importsOf(input.book.discovery, rule.loaded, rejected));
     if (rejected.length > 0) planSkips(ledger, { ...emptyView(rule.dir), rejected }, plan);
   }
   for (const { file, importedBy } of entries) {
@@ -2408,9 +2408,9 @@ class Discovery {
   readonly cwdReal: string;
   options: Options;
   // The bench's warm numbers rest on these three: a warm call stats a folder or file and builds nothing.
-  private readonly directories = new SignatureCache<DirectoryEntry>();
-  private readonly files = new SignatureCache<FileEntry>();
-  private readonly listings = new SignatureCache<ListingEntry>();
+  readonly directories = new SignatureCache<DirectoryEntry>();
+  readonly files = new SignatureCache<FileEntry>();
+  readonly listings = new SignatureCache<ListingEntry>();
   // Cut by folder so the warm fast path joins no paths (bench: warm call ~23 stats of time, floor 10.5 fs calls).
   readonly chains = new Map<string, ChainLink[]>();
   /** cwd as Pi gives it, which may lead to cwdReal through a link. */
@@ -2424,7 +2424,7 @@ class Discovery {
   /** Whether git may still answer; while it may, an import it has not answered for is held back. */
   gitMayAnswer: () => boolean = () => false;
   /** Questions for git that imports raised while views were built: `scope/` for a folder, a file's path. */
-  private readonly gitWanted = new Set<string>();
+  readonly gitWanted = new Set<string>();
   /** Folders whose subtree was skipped, for the inspection command. */
   readonly ignoredSeen = new Map<string, Reason>();
 
@@ -2448,7 +2448,7 @@ class Discovery {
   }
 
   /** Cache size at which the next sweep runs. */
-  private sweepAt = 256;
+  sweepAt = 256;
 
   /**
    * Drops cache entries of paths that are gone, once the caches have doubled since the last sweep:
@@ -2510,7 +2510,7 @@ class Discovery {
   }
 
   /** Real path, or undefined when nothing resolves there; a passing I/O error is thrown. */
-  private realpathIfThere(path: string): string | undefined {
+  realpathIfThere(path: string): string | undefined {
     try {
       return this.fs.realpath(path);
     } catch (error) {
@@ -2569,7 +2569,7 @@ class Discovery {
     return views.slice(0, cut);
   }
 
-  private ignoredReason(link: ChainLink): Reason | undefined {
+  ignoredReason(link: ChainLink): Reason | undefined {
     if (this.options.ignoredDirs.has(link.name)) return "ignoredDir";
     return this.gitIgnored.get(link.scope) === true ? "gitIgnored" : undefined;
   }
@@ -2604,14 +2604,14 @@ class Discovery {
       }
       break;
     }
-    if (view.file && this.options.imports) view.imports = this.importsOf(view.file, view.rejected);
-    if (skillsToo) view.skills = this.skillsOf(link.dir, entry, view.rejected);
+    if (view.file && this.options.imports) view.imports = importsOf(this, view.file, view.rejected);
+    if (skillsToo) view.skills = skillsOf(this, link.dir, entry, view.rejected);
     // A view that depends on nothing but its folder and its first file can be reused while both stand.
     // A file with `@path` tokens depends on their targets too, which may appear or change at any time.
     const reusable =
       !skillsToo &&
       view.file === first &&
-      (view.file === undefined || !this.options.imports || this.importTargetsOf(view.file).length === 0) &&
+      (view.file === undefined || !this.options.imports || importTargetsOf(this, view.file).length === 0) &&
       view.rejected.every((rejection) => rejection.kind === "overridden");
     entry.plainView = reusable ? view : undefined;
     return view;
@@ -2622,7 +2622,7 @@ class Discovery {
     return this.directories.peek(join(this.cwdReal, scope))?.ruleParent ?? "none";
   }
 
-  private directoryEntry(dir: string, known?: nodeFs.Stats): DirectoryEntry | undefined {
+  directoryEntry(dir: string, known?: nodeFs.Stats): DirectoryEntry | undefined {
     const stats = known ?? this.fs.lstat(dir);
     if (!stats?.isDirectory()) {
       this.directories.delete(dir);
@@ -2643,7 +2643,7 @@ class Discovery {
   // Instruction files.
 
   /** Resolves one candidate path to its real, contained, regular file. */
-  private resolveContained(candidate: string): { real: string; stats: nodeFs.Stats } | { reason: Reason | "skip" } {
+  resolveContained(candidate: string): { real: string; stats: nodeFs.Stats } | { reason: Reason | "skip" } {
     const link = this.fs.lstat(candidate);
     if (!link) return { reason: "skip" };
     if (!link.isSymbolicLink()) {
@@ -2658,7 +2658,7 @@ class Discovery {
     return stats.isFile() ? { real, stats } : { reason: "notRegular" };
   }
 
-  private fileEntry(real: string, stats: nodeFs.Stats): FileEntry {
+  fileEntry(real: string, stats: nodeFs.Stats): FileEntry {
     const load = (): FileEntry => ({
       loaded:
         stats.size > this.options.maxFileBytes
@@ -2676,7 +2676,7 @@ class Discovery {
   }
 
   /** As instructionFile, with a passing I/O error reported as "unreadable": the file is unknown. */
-  private instructionFileOrUnknown(candidate: string): InstructionFile | { reason: Reason | "skip" } {
+  instructionFileOrUnknown(candidate: string): InstructionFile | { reason: Reason | "skip" } {
     try {
       return this.instructionFile(candidate);
     } catch {
@@ -2684,144 +2684,11 @@ class Discovery {
     }
   }
 
-  private loadedFile(real: string, stats: nodeFs.Stats): InstructionFile | { reason: Reason } {
+  loadedFile(real: string, stats: nodeFs.Stats): InstructionFile | { reason: Reason } {
     const entry = this.fileEntry(real, stats);
     if (!entry.loaded.ok) return { reason: entry.loaded.reason };
     const { text, version, bytes } = entry.loaded;
     return (entry.file ??= { path: toDisplayPath(this.cwdReal, real), realPath: real, text, version, bytes });
-  }
-
-  // Imports: `@relative/path` tokens in an instruction file, resolved against its folder, under the
-  // same rules as instruction files. Depth first, at most MAX_IMPORT_DEPTH hops, cycles cut.
-
-  importsOf(root: InstructionFile, rejected: Rejection[]): ImportedFile[] {
-    if (this.importTargetsOf(root).length === 0) return NO_IMPORTS;
-    const imports: ImportedFile[] = [];
-    const seen = new Set([root.realPath]);
-    const visit = (file: InstructionFile, depth: number): void => {
-      for (const target of this.importTargetsOf(file)) {
-        for (const imported of this.resolveImportOrUnknown(file, target, rejected)) {
-          if (seen.has(imported.realPath)) continue;
-          seen.add(imported.realPath);
-          imports.push({ file: imported, importedBy: file.path });
-          if (depth < MAX_IMPORT_DEPTH) visit(imported, depth + 1);
-          else if (this.importTargetsOf(imported).some((next) => mayBeInside(this, next) && this.exists(next)))
-            rejected.push({ path: imported.path, reason: "importDepthCapped", kind: "cap" });
-        }
-      }
-    };
-    visit(root, 1);
-    return imports;
-  }
-
-  private importTargetsOf(file: InstructionFile): string[] {
-    const parse = () => importTokens(file.text).map((token) => resolve(dirname(file.realPath), token));
-    const entry = this.files.peek(file.realPath);
-    return entry ? (entry.importTargets ??= parse()) : parse();
-  }
-
-  private resolveImportOrUnknown(from: InstructionFile, target: string, rejected: Rejection[]): InstructionFile[] {
-    try {
-      return this.resolveImport(from, target, rejected);
-    } catch {
-      rejected.push({ path: from.path, reason: "unreadable", kind: "import" });
-      return [];
-    }
-  }
-
-  /**
-   * The files one target names; nothing for a token that names nothing (an npm scope, an email),
-   * nor for a target git has yet to answer for. `inDirectory` marks an entry of an imported folder.
-   */
-  private resolveImport(
-    from: InstructionFile,
-    target: string,
-    rejected: Rejection[],
-    inDirectory = false,
-  ): InstructionFile[] {
-    // The token itself is file content: a rejection names only the importing file.
-    const reject = (reason: Reason): InstructionFile[] => {
-      rejected.push({ path: from.path, reason, kind: "import" });
-      return [];
-    };
-    if (!isPathInside(this.cwdReal, target)) return reject("outsideCwd");
-    const real = this.realpathIfThere(target);
-    if (real === undefined) return [];
-    if (!isPathInside(this.cwdReal, real)) return reject("symlinkEscape");
-    const stats = this.fs.lstat(real);
-    if (!stats || (inDirectory && stats.isDirectory())) return [];
-    const refusal = this.importRefusal(target, real, stats.isDirectory());
-    if (refusal === "held") return [];
-    if (refusal !== undefined) return reject(refusal);
-    if (stats.isDirectory()) return this.importDirectory(real, from, rejected);
-    if (!stats.isFile()) return reject("notRegular");
-    const file = this.loadedFile(real, stats);
-    return "reason" in file ? reject(file.reason) : [file];
-  }
-
-  /**
-   * The source rules an import target must pass besides containment: no dotfile (credentials live
-   * there whether or not git ignores them), no ignored folder on its path as written or as it
-   * resolves, and nothing git ignores. "held" while git has yet to answer.
-   */
-  private importRefusal(target: string, real: string, isDirectory: boolean): Reason | "held" | undefined {
-    if (basename(target).startsWith(".") || basename(real).startsWith(".")) return "dotfile";
-    const written = relative(this.cwdReal, target).split(sep);
-    const resolved = relative(this.cwdReal, real).split(sep);
-    const ignored = (name: string) => this.options.ignoredDirs.has(name) || NEVER_IMPORTED_DIR_NAMES.includes(name);
-    if ([...written, ...resolved].some(ignored)) return "ignoredDir";
-    return this.gitRefusal(resolved, isDirectory);
-  }
-
-  /** Whether git ignores a target (cwd-relative segments) or a folder above it; "held" when unknown. */
-  private gitRefusal(segments: string[], isDirectory: boolean): Reason | "held" | undefined {
-    const questions: string[] = [];
-    let scope = "";
-    for (const [index, name] of segments.entries()) {
-      scope = scope === "" ? name : `${scope}/${name}`;
-      const folder = isDirectory || index < segments.length - 1;
-      const answer = folder ? this.gitIgnored.get(scope) : this.gitIgnoredFiles.get(scope);
-      if (answer === true) return "gitIgnored";
-      if (answer === undefined) questions.push(folder ? `${scope}/` : scope);
-    }
-    if (questions.length === 0 || !this.gitMayAnswer()) return undefined;
-    for (const question of questions) this.gitWanted.add(question);
-    return "held";
-  }
-
-  private importDirectory(dir: string, from: InstructionFile, rejected: Rejection[]): InstructionFile[] {
-    const listing = this.listing(dir);
-    if (!listing) return [];
-    const files: InstructionFile[] = [];
-    for (const entry of sortedNames(listing)) {
-      if (entry.name.startsWith(".") || (entry.kind !== "file" && entry.kind !== "link")) continue;
-      if (files.length >= MAX_IMPORT_DIR_FILES) {
-        const counts = { taken: files.length, total: listing.total };
-        rejected.push({ path: from.path, reason: "importDirCapped", kind: "cap", counts });
-        break;
-      }
-      files.push(...this.resolveImport(from, join(dir, entry.name), rejected, true));
-    }
-    return files;
-  }
-
-  // Skills, by Pi's rules for `.agents/skills`: a directory holding SKILL.md is one skill and is not
-  // searched further; other `.md` files count only below the root; dot names and node_modules are
-  // skipped; `.gitignore`, `.ignore` and `.fdignore` files inside the tree hide what they match;
-  // of two skills with one name, the first found (in directory order, as Pi walks) is kept. A
-  // known skill folder costs one lstat of its SKILL.md; other folders one of themselves.
-
-  private skillsOf(dir: string, entry: DirectoryEntry, rejected: Rejection[]): Skill[] {
-    const root = join(dir, ...SKILLS_DIR_SEGMENTS);
-    const scan: SkillScan = { skills: [], rejected, names: new Map() };
-    try {
-      const resolved = entry.agents === "link" ? this.containedPath(root) : root;
-      if (resolved !== undefined) this.scanSkillDirectory(resolved, "", 0, scan, []);
-    } catch {
-      // The skills found so far stand; the rest are unknown until the next access.
-      rejected.push({ path: toDisplayPath(this.cwdReal, root), reason: "unreadable", kind: "skill" });
-    }
-    return scan.skills;
   }
 
   /** Real path of `path` when it exists and stays inside cwd. */
@@ -2847,104 +2714,261 @@ class Discovery {
     // A folder that cannot be listed now is unknown, not empty: the error reaches the caller.
     return this.listings.get(dir, stats, () => listingOf(this.fs.readdir(dir)));
   }
+}
 
-  /** Scans one folder of a skills tree; `rel` is its path below the tree's root, as Pi matches ignore rules. */
-  private scanSkillDirectory(dir: string, rel: string, depth: number, scan: SkillScan, inherited: IgnoreRule[]): void {
-    const below = (name: string) => (rel === "" ? name : `${rel}/${name}`);
-    // A folder known to hold SKILL.md stays a skill while that file exists: nothing else there matters.
-    const known = this.listings.peek(dir);
-    if (known?.hasSkillFile) {
-      const rules = this.ignoreRules(dir, rel, known, inherited);
-      if (!isIgnored(rules, below(SKILL_FILE_NAME), false) && this.addSkill(join(dir, SKILL_FILE_NAME), true, scan))
-        return;
+// Imports: `@relative/path` tokens in an instruction file, resolved against its folder, under the
+// same rules as instruction files. Depth first, at most MAX_IMPORT_DEPTH hops, cycles cut.
+
+function importsOf(ctx: Discovery, root: InstructionFile, rejected: Rejection[]): ImportedFile[] {
+  if (importTargetsOf(ctx, root).length === 0) return NO_IMPORTS;
+  const imports: ImportedFile[] = [];
+  const seen = new Set([root.realPath]);
+  const visit = (file: InstructionFile, depth: number): void => {
+    for (const target of importTargetsOf(ctx, file)) {
+      for (const imported of resolveImportOrUnknown(ctx, file, target, rejected)) {
+        if (seen.has(imported.realPath)) continue;
+        seen.add(imported.realPath);
+        imports.push({ file: imported, importedBy: file.path });
+        if (depth < MAX_IMPORT_DEPTH) visit(imported, depth + 1);
+        else if (importTargetsOf(ctx, imported).some((next) => mayBeInside(ctx, next) && ctx.exists(next)))
+          rejected.push({ path: imported.path, reason: "importDepthCapped", kind: "cap" });
+      }
     }
-    const listing = this.listing(dir);
-    if (!listing) return;
-    const rules = this.ignoreRules(dir, rel, listing, inherited);
-    if (listing.capped) {
-      const counts = { taken: listing.names.length, total: listing.total };
-      scan.rejected.push({ path: toDisplayPath(this.cwdReal, dir), reason: "scanCapped", kind: "cap", counts });
+  };
+  visit(root, 1);
+  return imports;
+}
+
+function importTargetsOf(ctx: Discovery, file: InstructionFile): string[] {
+  const parse = () => importTokens(file.text).map((token) => resolve(dirname(file.realPath), token));
+  const entry = ctx.files.peek(file.realPath);
+  return entry ? (entry.importTargets ??= parse()) : parse();
+}
+
+function resolveImportOrUnknown(
+  ctx: Discovery,
+  from: InstructionFile,
+  target: string,
+  rejected: Rejection[],
+): InstructionFile[] {
+  try {
+    return resolveImport(ctx, from, target, rejected);
+  } catch {
+    rejected.push({ path: from.path, reason: "unreadable", kind: "import" });
+    return [];
+  }
+}
+
+/**
+ * The files one target names; nothing for a token that names nothing (an npm scope, an email),
+ * nor for a target git has yet to answer for. `inDirectory` marks an entry of an imported folder.
+ */
+function resolveImport(
+  ctx: Discovery,
+  from: InstructionFile,
+  target: string,
+  rejected: Rejection[],
+  inDirectory = false,
+): InstructionFile[] {
+  // The token itself is file content: a rejection names only the importing file.
+  const reject = (reason: Reason): InstructionFile[] => {
+    rejected.push({ path: from.path, reason, kind: "import" });
+    return [];
+  };
+  if (!isPathInside(ctx.cwdReal, target)) return reject("outsideCwd");
+  const real = ctx.realpathIfThere(target);
+  if (real === undefined) return [];
+  if (!isPathInside(ctx.cwdReal, real)) return reject("symlinkEscape");
+  const stats = ctx.fs.lstat(real);
+  if (!stats || (inDirectory && stats.isDirectory())) return [];
+  const refusal = importRefusal(ctx, target, real, stats.isDirectory());
+  if (refusal === "held") return [];
+  if (refusal !== undefined) return reject(refusal);
+  if (stats.isDirectory()) return importDirectory(ctx, real, from, rejected);
+  if (!stats.isFile()) return reject("notRegular");
+  const file = ctx.loadedFile(real, stats);
+  return "reason" in file ? reject(file.reason) : [file];
+}
+
+/**
+ * The source rules an import target must pass besides containment: no dotfile (credentials live
+ * there whether or not git ignores them), no ignored folder on its path as written or as it
+ * resolves, and nothing git ignores. "held" while git has yet to answer.
+ */
+function importRefusal(
+  ctx: Discovery,
+  target: string,
+  real: string,
+  isDirectory: boolean,
+): Reason | "held" | undefined {
+  if (basename(target).startsWith(".") || basename(real).startsWith(".")) return "dotfile";
+  const written = relative(ctx.cwdReal, target).split(sep);
+  const resolved = relative(ctx.cwdReal, real).split(sep);
+  const ignored = (name: string) => ctx.options.ignoredDirs.has(name) || NEVER_IMPORTED_DIR_NAMES.includes(name);
+  if ([...written, ...resolved].some(ignored)) return "ignoredDir";
+  return gitRefusal(ctx, resolved, isDirectory);
+}
+
+/** Whether git ignores a target (cwd-relative segments) or a folder above it; "held" when unknown. */
+function gitRefusal(ctx: Discovery, segments: string[], isDirectory: boolean): Reason | "held" | undefined {
+  const questions: string[] = [];
+  let scope = "";
+  for (const [index, name] of segments.entries()) {
+    scope = scope === "" ? name : `${scope}/${name}`;
+    const folder = isDirectory || index < segments.length - 1;
+    const answer = folder ? ctx.gitIgnored.get(scope) : ctx.gitIgnoredFiles.get(scope);
+    if (answer === true) return "gitIgnored";
+    if (answer === undefined) questions.push(folder ? `${scope}/` : scope);
+  }
+  if (questions.length === 0 || !ctx.gitMayAnswer()) return undefined;
+  for (const question of questions) ctx.gitWanted.add(question);
+  return "held";
+}
+
+function importDirectory(ctx: Discovery, dir: string, from: InstructionFile, rejected: Rejection[]): InstructionFile[] {
+  const listing = ctx.listing(dir);
+  if (!listing) return [];
+  const files: InstructionFile[] = [];
+  for (const entry of sortedNames(listing)) {
+    if (entry.name.startsWith(".") || (entry.kind !== "file" && entry.kind !== "link")) continue;
+    if (files.length >= MAX_IMPORT_DIR_FILES) {
+      const counts = { taken: files.length, total: listing.total };
+      rejected.push({ path: from.path, reason: "importDirCapped", kind: "cap", counts });
+      break;
     }
-    if (
-      listing.hasSkillFile &&
-      !isIgnored(rules, below(SKILL_FILE_NAME), false) &&
-      this.addSkill(join(dir, SKILL_FILE_NAME), true, scan)
-    )
+    files.push(...resolveImport(ctx, from, join(dir, entry.name), rejected, true));
+  }
+  return files;
+}
+
+// Skills, by Pi's rules for `.agents/skills`: a directory holding SKILL.md is one skill and is not
+// searched further; other `.md` files count only below the root; dot names and node_modules are
+// skipped; `.gitignore`, `.ignore` and `.fdignore` files inside the tree hide what they match;
+// of two skills with one name, the first found (in directory order, as Pi walks) is kept. A
+// known skill folder costs one lstat of its SKILL.md; other folders one of themselves.
+
+function skillsOf(ctx: Discovery, dir: string, entry: DirectoryEntry, rejected: Rejection[]): Skill[] {
+  const root = join(dir, ...SKILLS_DIR_SEGMENTS);
+  const scan: SkillScan = { skills: [], rejected, names: new Map() };
+  try {
+    const resolved = entry.agents === "link" ? ctx.containedPath(root) : root;
+    if (resolved !== undefined) scanSkillDirectory(ctx, resolved, "", 0, scan, []);
+  } catch {
+    // The skills found so far stand; the rest are unknown until the next access.
+    rejected.push({ path: toDisplayPath(ctx.cwdReal, root), reason: "unreadable", kind: "skill" });
+  }
+  return scan.skills;
+}
+
+/** Scans one folder of a skills tree; `rel` is its path below the tree's root, as Pi matches ignore rules. */
+function scanSkillDirectory(
+  ctx: Discovery,
+  dir: string,
+  rel: string,
+  depth: number,
+  scan: SkillScan,
+  inherited: IgnoreRule[],
+): void {
+  const below = (name: string) => (rel === "" ? name : `${rel}/${name}`);
+  // A folder known to hold SKILL.md stays a skill while that file exists: nothing else there matters.
+  const known = ctx.listings.peek(dir);
+  if (known?.hasSkillFile) {
+    const rules = ignoreRules(ctx, dir, rel, known, inherited);
+    if (!isIgnored(rules, below(SKILL_FILE_NAME), false) && addSkill(ctx, join(dir, SKILL_FILE_NAME), true, scan))
       return;
-    for (const entry of listing.names) {
-      if (entry.name.startsWith(".") || entry.name === "node_modules" || entry.kind === "other") continue;
-      const path = join(dir, entry.name);
-      let subdirectory = entry.kind === "dir" ? path : undefined;
-      if (entry.kind === "link") {
-        const real = this.containedPath(path);
-        if (real === undefined) continue;
-        if (this.fs.stat(real)?.isDirectory()) subdirectory = real;
-      }
-      if (isIgnored(rules, below(entry.name), subdirectory !== undefined)) continue;
-      if (subdirectory !== undefined) {
-        if (depth < MAX_SKILL_DEPTH) this.scanSkillDirectory(subdirectory, below(entry.name), depth + 1, scan, rules);
-        else
-          scan.rejected.push({
-            path: toDisplayPath(this.cwdReal, subdirectory),
-            reason: "skillDepthCapped",
-            kind: "cap",
-          });
-        continue;
-      }
-      if (depth > 0 && entry.name.endsWith(".md")) this.addSkill(path, false, scan);
-    }
   }
-
-  /** The ignore rules in force in a skills folder: its parents' and those of its own ignore files. */
-  private ignoreRules(dir: string, rel: string, listing: ListingEntry, inherited: IgnoreRule[]): IgnoreRule[] {
-    let rules = inherited;
-    for (const name of listing.ignoreFiles) {
-      const resolved = this.resolveContained(join(dir, name));
-      if ("reason" in resolved) continue;
-      const entry = this.fileEntry(resolved.real, resolved.stats);
-      if (!entry.loaded.ok) continue;
-      const prefix = rel === "" ? "" : `${rel}/`;
-      if (entry.ignore?.prefix !== prefix) entry.ignore = { prefix, rules: ignoreRulesOf(entry.loaded.text, prefix) };
-      if (entry.ignore.rules.length > 0) rules = [...rules, ...entry.ignore.rules];
-    }
-    return rules;
+  const listing = ctx.listing(dir);
+  if (!listing) return;
+  const rules = ignoreRules(ctx, dir, rel, listing, inherited);
+  if (listing.capped) {
+    const counts = { taken: listing.names.length, total: listing.total };
+    scan.rejected.push({ path: toDisplayPath(ctx.cwdReal, dir), reason: "scanCapped", kind: "cap", counts });
   }
+  if (
+    listing.hasSkillFile &&
+    !isIgnored(rules, below(SKILL_FILE_NAME), false) &&
+    addSkill(ctx, join(dir, SKILL_FILE_NAME), true, scan)
+  )
+    return;
+  for (const entry of listing.names) {
+    if (entry.name.startsWith(".") || entry.name === "node_modules" || entry.kind === "other") continue;
+    const path = join(dir, entry.name);
+    let subdirectory = entry.kind === "dir" ? path : undefined;
+    if (entry.kind === "link") {
+      const real = ctx.containedPath(path);
+      if (real === undefined) continue;
+      if (ctx.fs.stat(real)?.isDirectory()) subdirectory = real;
+    }
+    if (isIgnored(rules, below(entry.name), subdirectory !== undefined)) continue;
+    if (subdirectory !== undefined) {
+      if (depth < MAX_SKILL_DEPTH) scanSkillDirectory(ctx, subdirectory, below(entry.name), depth + 1, scan, rules);
+      else
+        scan.rejected.push({
+          path: toDisplayPath(ctx.cwdReal, subdirectory),
+          reason: "skillDepthCapped",
+          kind: "cap",
+        });
+      continue;
+    }
+    if (depth > 0 && entry.name.endsWith(".md")) addSkill(ctx, path, false, scan);
+  }
+}
 
-  /** Adds the skill a file defines; false when the file is not there. */
-  private addSkill(candidate: string, declared: boolean, scan: SkillScan): boolean {
-    const { skills, rejected } = scan;
-    const resolved = this.resolveContained(candidate);
-    if ("reason" in resolved) {
-      if (resolved.reason === "skip") return false;
-      rejected.push({ path: toDisplayPath(this.cwdReal, candidate), reason: resolved.reason, kind: "skill" });
-      return true;
-    }
-    const entry = this.fileEntry(resolved.real, resolved.stats);
-    const path = toDisplayPath(this.cwdReal, resolved.real);
-    if (!entry.loaded.ok) {
-      rejected.push({ path, reason: entry.loaded.reason, kind: "skill" });
-      return true;
-    }
-    entry.skill ??= skillOf(entry.loaded.text, basename(dirname(resolved.real)), path);
-    const parsed = entry.skill;
-    if (!parsed.ok) {
-      if (declared) rejected.push({ path, reason: parsed.reason, kind: "skill" });
-      return true;
-    }
-    // As Pi: the same file twice is one skill; another file of a name already found loses.
-    const first = scan.names.get(parsed.skill.name);
-    if (first !== undefined) {
-      if (first !== path) rejected.push({ path, reason: "skillCollision", kind: "skill" });
-      return true;
-    }
-    scan.names.set(parsed.skill.name, path);
-    if (parsed.hidden) {
-      rejected.push({ path, reason: "skillHidden", kind: "skill" });
-    } else {
-      skills.push(parsed.skill);
-    }
+/** The ignore rules in force in a skills folder: its parents' and those of its own ignore files. */
+function ignoreRules(
+  ctx: Discovery,
+  dir: string,
+  rel: string,
+  listing: ListingEntry,
+  inherited: IgnoreRule[],
+): IgnoreRule[] {
+  let rules = inherited;
+  for (const name of listing.ignoreFiles) {
+    const resolved = ctx.resolveContained(join(dir, name));
+    if ("reason" in resolved) continue;
+    const entry = ctx.fileEntry(resolved.real, resolved.stats);
+    if (!entry.loaded.ok) continue;
+    const prefix = rel === "" ? "" : `${rel}/`;
+    if (entry.ignore?.prefix !== prefix) entry.ignore = { prefix, rules: ignoreRulesOf(entry.loaded.text, prefix) };
+    if (entry.ignore.rules.length > 0) rules = [...rules, ...entry.ignore.rules];
+  }
+  return rules;
+}
+
+/** Adds the skill a file defines; false when the file is not there. */
+function addSkill(ctx: Discovery, candidate: string, declared: boolean, scan: SkillScan): boolean {
+  const { skills, rejected } = scan;
+  const resolved = ctx.resolveContained(candidate);
+  if ("reason" in resolved) {
+    if (resolved.reason === "skip") return false;
+    rejected.push({ path: toDisplayPath(ctx.cwdReal, candidate), reason: resolved.reason, kind: "skill" });
     return true;
   }
+  const entry = ctx.fileEntry(resolved.real, resolved.stats);
+  const path = toDisplayPath(ctx.cwdReal, resolved.real);
+  if (!entry.loaded.ok) {
+    rejected.push({ path, reason: entry.loaded.reason, kind: "skill" });
+    return true;
+  }
+  entry.skill ??= skillOf(entry.loaded.text, basename(dirname(resolved.real)), path);
+  const parsed = entry.skill;
+  if (!parsed.ok) {
+    if (declared) rejected.push({ path, reason: parsed.reason, kind: "skill" });
+    return true;
+  }
+  // As Pi: the same file twice is one skill; another file of a name already found loses.
+  const first = scan.names.get(parsed.skill.name);
+  if (first !== undefined) {
+    if (first !== path) rejected.push({ path, reason: "skillCollision", kind: "skill" });
+    return true;
+  }
+  scan.names.set(parsed.skill.name, path);
+  if (parsed.hidden) {
+    rejected.push({ path, reason: "skillHidden", kind: "skill" });
+  } else {
+    skills.push(parsed.skill);
+  }
+  return true;
 }
 
 interface SkillScan {
