@@ -715,7 +715,7 @@ export class LazyAgents {
     }
     this.discovery = new Discovery(this.fs, cwdReal, this.options);
     this.discovery.logicalCwd = resolve(cwd);
-    this.discovery.gitMayAnswer = () => this.git?.available === true;
+    this.discovery.gitAnswers.mayAnswer = () => this.git?.available === true;
     return this.discovery;
   }
 
@@ -731,17 +731,17 @@ export class LazyAgents {
     const git = this.git;
     if (unknown.length === 0 || !git) return undefined;
     return git.ignored(unknown).then((answers) => {
-      unknown.forEach((scope, index) => discovery.gitIgnored.set(scope, answers[index]!));
+      unknown.forEach((scope, index) => discovery.gitAnswers.folders.set(scope, answers[index]!));
     });
   }
 
   /** Asks git what the imports of the views just built need to know; undefined when nothing. */
   learnImportGitIgnores(discovery: Discovery): Promise<void> | undefined {
-    const questions = discovery.takeGitWanted();
+    const questions = discovery.gitAnswers.takeWanted();
     const git = this.git;
     if (questions.length === 0 || !git) return undefined;
     return git.ask(questions).then((answers) => {
-      questions.forEach((question, index) => discovery.setGitAnswer(question, answers[index]!));
+      questions.forEach((question, index) => discovery.gitAnswers.setAnswer(question, answers[index]!));
     });
   }
 
@@ -2417,14 +2417,8 @@ class Discovery {
   logicalCwd?: string;
   /** Whether cwd's filesystem folds case (and, on macOS, Unicode normalization); asked once. */
   folds?: boolean;
-  /** Scopes that git ignores (filled by the engine from its git helper); their subtrees too. */
-  readonly gitIgnored = new Map<string, boolean>();
-  /** Import targets that git ignores, by cwd-relative path (filled like `gitIgnored`). */
-  readonly gitIgnoredFiles = new Map<string, boolean>();
-  /** Whether git may still answer; while it may, an import it has not answered for is held back. */
-  gitMayAnswer: () => boolean = () => false;
-  /** Questions for git that imports raised while views were built: `scope/` for a folder, a file's path. */
-  readonly gitWanted = new Set<string>();
+  /** What git said about this discovery's folders and imports (see the Git section). */
+  readonly gitAnswers = new GitAnswers();
   /** Folders whose subtree was skipped, for the inspection command. */
   readonly ignoredSeen = new Map<string, Reason>();
 
@@ -2441,8 +2435,8 @@ class Discovery {
       files: this.files.size,
       listings: this.listings.size,
       chains: this.chains.size,
-      gitAnswers: this.gitIgnored.size,
-      gitFileAnswers: this.gitIgnoredFiles.size,
+      gitAnswers: this.gitAnswers.folders.size,
+      gitFileAnswers: this.gitAnswers.files.size,
       ignoredSeen: this.ignoredSeen.size,
     };
   }
@@ -2458,7 +2452,7 @@ class Discovery {
   sweep(): boolean {
     if (!this.wantsSweep()) return false;
     const byPath = [this.directories, this.files, this.listings];
-    const byScope = [this.chains, this.gitIgnored, this.gitIgnoredFiles, this.ignoredSeen] as Array<
+    const byScope = [this.chains, this.gitAnswers.folders, this.gitAnswers.files, this.ignoredSeen] as Array<
       Map<string, unknown>
     >;
     const total = () => [...byPath, ...byScope].reduce((sum, map) => sum + map.size, 0);
@@ -2477,8 +2471,8 @@ class Discovery {
       this.files.size +
       this.listings.size +
       this.chains.size +
-      this.gitIgnored.size +
-      this.gitIgnoredFiles.size +
+      this.gitAnswers.folders.size +
+      this.gitAnswers.files.size +
       this.ignoredSeen.size;
     return total >= this.sweepAt;
   }
@@ -2524,22 +2518,9 @@ class Discovery {
     const unknown: string[] = [];
     for (const link of links) {
       if (this.ignoredReason(link) !== undefined) break;
-      if (!this.gitIgnored.has(link.scope)) unknown.push(link.scope);
+      if (!this.gitAnswers.folders.has(link.scope)) unknown.push(link.scope);
     }
     return unknown;
-  }
-
-  /** The questions for git that the views built since the last call raised. */
-  takeGitWanted(): string[] {
-    const wanted = [...this.gitWanted];
-    this.gitWanted.clear();
-    return wanted;
-  }
-
-  /** Records git's answer to a question of `takeGitWanted`. */
-  setGitAnswer(question: string, ignored: boolean): void {
-    if (question.endsWith("/")) this.gitIgnored.set(question.slice(0, -1), ignored);
-    else this.gitIgnoredFiles.set(question, ignored);
   }
 
   /** Views of the chain's folders, parent first, up to the first ignored one. */
@@ -2563,7 +2544,7 @@ class Discovery {
 
   /** The views above the first folder git turned out to ignore (answers that came after the views). */
   dropGitIgnored(views: DirectoryView[]): DirectoryView[] {
-    const cut = views.findIndex((view) => this.gitIgnored.get(view.scope) === true);
+    const cut = views.findIndex((view) => this.gitAnswers.folders.get(view.scope) === true);
     if (cut === -1) return views;
     this.ignoredSeen.set(views[cut]!.scope, "gitIgnored");
     return views.slice(0, cut);
@@ -2571,7 +2552,7 @@ class Discovery {
 
   ignoredReason(link: ChainLink): Reason | undefined {
     if (this.options.ignoredDirs.has(link.name)) return "ignoredDir";
-    return this.gitIgnored.get(link.scope) === true ? "gitIgnored" : undefined;
+    return this.gitAnswers.folders.get(link.scope) === true ? "gitIgnored" : undefined;
   }
 
   viewDirectory(link: ChainLink, withSkills: boolean, stats?: nodeFs.Stats): DirectoryView {
@@ -2816,12 +2797,12 @@ function gitRefusal(ctx: Discovery, segments: string[], isDirectory: boolean): R
   for (const [index, name] of segments.entries()) {
     scope = scope === "" ? name : `${scope}/${name}`;
     const folder = isDirectory || index < segments.length - 1;
-    const answer = folder ? ctx.gitIgnored.get(scope) : ctx.gitIgnoredFiles.get(scope);
+    const answer = folder ? ctx.gitAnswers.folders.get(scope) : ctx.gitAnswers.files.get(scope);
     if (answer === true) return "gitIgnored";
     if (answer === undefined) questions.push(folder ? `${scope}/` : scope);
   }
-  if (questions.length === 0 || !ctx.gitMayAnswer()) return undefined;
-  for (const question of questions) ctx.gitWanted.add(question);
+  if (questions.length === 0 || !ctx.gitAnswers.mayAnswer()) return undefined;
+  for (const question of questions) ctx.gitAnswers.wanted.add(question);
   return "held";
 }
 
@@ -3421,7 +3402,7 @@ class RuleBook {
     }
     return git.ignored(scopes).then((answers) => {
       scopes.forEach((scope, index) => {
-        this.discovery.gitIgnored.set(scope, answers[index]!);
+        this.discovery.gitAnswers.folders.set(scope, answers[index]!);
         this.unanswered.delete(scope);
       });
     });
@@ -3448,7 +3429,7 @@ class RuleBook {
     const [parent, child] = RULE_DIRS[place.source];
     if (this.discovery.options.ignoredDirs.has(parent) || this.discovery.options.ignoredDirs.has(child))
       return "ignoredDir";
-    if (this.discovery.gitIgnored.get(place.parentScope) === true) return "gitIgnored";
+    if (this.discovery.gitAnswers.folders.get(place.parentScope) === true) return "gitIgnored";
     return this.unanswered.has(place.parentScope) ? "pending" : undefined;
   }
 
@@ -3700,6 +3681,34 @@ function readBounded(fs: FileSystem, realPath: string, maxBytes: number): Loaded
 // per folder, so a warm call never waits on it at all. Its first question is cwd itself: until
 // that is answered git may be absent or cwd outside a work tree; once it is, a helper that dies
 // died on the path it was asked (a submodule's inside), which alone stays unknown.
+
+/**
+ * Git's answers for one discovery: which folders and import targets git ignores, and the questions
+ * its views raised that git has not been asked yet. They start over with the discovery.
+ */
+class GitAnswers {
+  /** Scopes that git ignores (filled by the engine from its git helper); their subtrees too. */
+  readonly folders = new Map<string, boolean>();
+  /** Import targets that git ignores, by cwd-relative path (filled like `folders`). */
+  readonly files = new Map<string, boolean>();
+  /** Whether git may still answer; while it may, an import it has not answered for is held back. */
+  mayAnswer: () => boolean = () => false;
+  /** Questions for git that imports raised while views were built: `scope/` for a folder, a file's path. */
+  readonly wanted = new Set<string>();
+
+  /** The questions for git that the views built since the last call raised. */
+  takeWanted(): string[] {
+    const wanted = [...this.wanted];
+    this.wanted.clear();
+    return wanted;
+  }
+
+  /** Records git's answer to a question of `takeWanted`. */
+  setAnswer(question: string, ignored: boolean): void {
+    if (question.endsWith("/")) this.folders.set(question.slice(0, -1), ignored);
+    else this.files.set(question, ignored);
+  }
+}
 
 type SpawnGit = (cwd: string) => ChildProcessWithoutNullStreams;
 
