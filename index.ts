@@ -2140,9 +2140,13 @@ const spawnGit: SpawnGit = (cwd) =>
  * One question for git. The `./` prefix keeps a name that starts with `:` from being read as
  * pathspec magic; check-ignore refuses both `:(literal)` and GIT_LITERAL_PATHSPECS.
  */
-/** A cwd-relative question for git ("" is cwd; a folder's ends in `/`): `./` keeps a leading `:` literal. */
+/**
+ * A cwd-relative question for git ("" is cwd; a folder's ends in `/`): `./` keeps a leading `:` literal.
+ * The slash is dropped so that git stats the folder itself: `generated/*` then does not match
+ * `generated`, and a `!generated/keep/` re-include is reported as the negation it is.
+ */
 function gitQuestion(path: string): string {
-  return `./${path}\0`;
+  return `./${withoutSlash(path)}\0`;
 }
 
 function withoutSlash(path: string): string {
