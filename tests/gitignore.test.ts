@@ -1,4 +1,5 @@
-// Vendored and ignored code: folders that git ignores, on every path that reaches a folder's view.
+// Vendored and ignored code: folders that git ignores, on every path that reaches a folder's view, and
+// in whichever cwd the extension is bound to.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -63,4 +64,28 @@ test("a folder that a negated .gitignore pattern re-includes is not ignored", ()
       const dropped = await h.call("read", { path: "generated/drop/a.ts" });
       assert.deepEqual(dropped.content, dropped.original);
     },
+  ));
+
+test("one loaded extension hosted on a second cwd rebinds to it: its files, its paths, its git", () =>
+  withTree({ "a/AGENTS.md": "FIRST-RULES", "a/x.ts": "x", "gen/AGENTS.md": "FIRST-GEN", "gen/x.ts": "x" }, (first) =>
+    withTree(
+      {
+        ".gitignore": "gen/\n",
+        "b/AGENTS.md": "SECOND-RULES",
+        "b/x.ts": "x",
+        "gen/AGENTS.md": "SECOND-GEN",
+        "gen/x.ts": "x",
+      },
+      async (second) => {
+        execFileSync("git", ["init", "-q"], { cwd: second.cwd });
+        const one = await loadRunner(first);
+        assert.match(reminderOf((await one.call("read", { path: "a/x.ts" })).content) ?? "", /FIRST-RULES/);
+        assert.match(reminderOf((await one.call("read", { path: "gen/x.ts" })).content) ?? "", /FIRST-GEN/);
+        const two = await loadRunner(second, { loaded: one.loaded });
+        const reminder = reminderOf((await two.call("read", { path: "b/x.ts" })).content) ?? "";
+        assert.match(reminder, /<instructions path="b\/AGENTS.md" scope="b\/\*\*">\nSECOND-RULES/);
+        const ignored = await two.call("read", { path: "gen/x.ts" });
+        assert.deepEqual(ignored.content, ignored.original, "the second cwd's .gitignore applies");
+      },
+    ),
   ));
