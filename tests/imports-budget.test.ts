@@ -1,0 +1,67 @@
+// Imports and the budget: what an imported folder contributes, which tokens count, and how texts are cut.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { cutUtf8, fitToBudget, importTokens } from "../index.ts";
+import { loadRunner, reminderOf, withTree } from "./harness.ts";
+
+test("an imported folder takes a symlinked file that stays inside cwd, and refuses one that leads out", () =>
+  withTree(
+    {
+      "pkg/AGENTS.md": "Rules: @rules",
+      "pkg/rules/a.md": "RULE-A",
+      "shared/b.md": "RULE-B-SHARED",
+      "pkg/x.ts": "x",
+    },
+    async (tree) => {
+      tree.link("pkg/rules/b.md", tree.abs("shared/b.md"));
+      writeFileSync(join(tree.root, "secret.md"), "OUTSIDE-SECRET");
+      tree.link("pkg/rules/c.md", join(tree.root, "secret.md"));
+      const h = await loadRunner(tree);
+      const reminder = reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "";
+      assert.match(reminder, /RULE-A/);
+      assert.match(
+        reminder,
+        /<instructions path="shared\/b.md" scope="pkg\/\*\*" imported-by="pkg\/AGENTS.md">\nRULE-B-SHARED/,
+      );
+      assert.doesNotMatch(reminder, /OUTSIDE-SECRET/);
+      assert.match(reminder, /an import in pkg\/AGENTS.md was not loaded: a link that leads outside/);
+    },
+  ));
+
+test("import tokens: relative paths and names only, never absolute paths or bare slashes", () => {
+  const table: Array<[string, string[]]> = [
+    ["@/etc/passwd", []],
+    ["see @/abs/path.md here", []],
+    ["@./a.md", ["./a.md"]],
+    ["@../b.md", ["../b.md"]],
+    ["@.../c.md", []],
+    ["@docs/d.md.", ["docs/d.md"]],
+    ["(@e.md)", ["e.md"]],
+  ];
+  for (const [text, expected] of table) assert.deepEqual(importTokens(text), expected, text);
+});
+
+test("a UTF-8 cut to nothing or less keeps nothing", () => {
+  const table: Array<[string, number, string]> = [
+    ["abc", 0, ""],
+    ["abc", -1, ""],
+    ["abc", -5, ""],
+    ["é", 1, ""],
+    ["abc", 3, "abc"],
+  ];
+  for (const [text, max, expected] of table) assert.equal(cutUtf8(text, max), expected, `${text} to ${max}`);
+});
+
+test("fitting to a budget: texts take their whole size in priority order, the first that does not fit is cut", () => {
+  const table: Array<[string[], number, number[], string[]]> = [
+    [["aaaa", "bb"], 6, [1, 0], ["aaaa", "bb"]],
+    [["aaaa", "bb"], 5, [1, 0], ["aaa", "bb"]],
+    [["aaaa", "bb"], 5, [0, 1], ["aaaa", "b"]],
+    [["aaaa", "bb"], 2, [1, 0], ["", "bb"]],
+    [["aaaa", "bb"], 0, [1, 0], ["", ""]],
+  ];
+  for (const [texts, budget, priority, expected] of table)
+    assert.deepEqual(fitToBudget(texts, budget, priority), expected, `${texts} in ${budget}`);
+});
