@@ -65,3 +65,19 @@ test("fitting to a budget: texts take their whole size in priority order, the fi
   for (const [texts, budget, priority, expected] of table)
     assert.deepEqual(fitToBudget(texts, budget, priority), expected, `${texts} in ${budget}`);
 });
+
+test("within one folder the budget keeps the instruction file whole before its imports", () =>
+  withTree(
+    {
+      "pkg/AGENTS.md": `RULES @extra.md ${"r".repeat(600)} RULES-END`,
+      "pkg/extra.md": `EXTRA ${"e".repeat(600)} EXTRA-END`,
+      "pkg/x.ts": "x",
+    },
+    async (tree) => {
+      const h = await loadRunner(tree, { settings: { lazyAgents: { reminderBudgetBytes: 1024 } } });
+      const reminder = reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "";
+      assert.match(reminder, /RULES-END/);
+      assert.doesNotMatch(reminder, /EXTRA-END/);
+      assert.match(reminder, /\[pkg\/extra.md was cut here to fit the size budget/);
+    },
+  ));
