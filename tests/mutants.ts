@@ -4,7 +4,7 @@
 //   bun run mutants                          # 100 mutants spread over index.ts, seed from the clock
 //   bun run mutants -- --sample 120 --seed 7 --lines 400-900
 //   bun run mutants -- --list --lines 80-95  # the candidates only, nothing is run
-//   bun run mutants -- --rerun .mutants/last.json   # the survivors of an earlier run, again
+//   bun run mutants -- --rerun .mutants/last.json   # the survivors of an earlier run not judged equivalent, again
 //   bun run mutants -- --report a.json,b.json       # score of saved runs, later verdicts winning
 //
 // Not part of `bun run test`: one mutant costs up to a whole suite run. See README, Mutation testing.
@@ -361,7 +361,7 @@ async function main(): Promise<void> {
   }
   const planned: Mutant[][] = values.rerun
     ? mergedResults(values.rerun.split(","))
-        .filter((r) => r.verdict === "survived")
+        .filter((r) => r.verdict === "survived" && !loadEquivalents().some((e) => sameMutant(e, r)))
         .flatMap((r) => relocate(r, source))
     : buckets(all, Number(values.sample), seed).slice(...bucketRange(values.buckets));
   console.log(`mutants: seed ${seed}, ${planned.length} mutants from ${all.length} candidates`);
