@@ -2,7 +2,8 @@
 // in whichever cwd the extension is bound to.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
+import { createLazyAgents, type SpawnGit } from "../index.ts";
 import { loadRunner, reminderOf, withTree } from "./harness.ts";
 
 function gitInit(cwd: string): void {
@@ -89,3 +90,20 @@ test("one loaded extension hosted on a second cwd rebinds to it: its files, its 
       },
     ),
   ));
+
+/** Git's own check-ignore helper, answering only after a pause: slower than the tool it races. */
+const slowGit: SpawnGit = (cwd) =>
+  spawn("sh", ["-c", "sleep 0.5; exec git check-ignore --stdin -z --verbose --non-matching"], {
+    cwd,
+    env: { ...process.env, GIT_FLUSH: "1" },
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+
+test("the first call into a new folder waits for git's answer before its result is built", () =>
+  withTree(ignoredTree, async (tree) => {
+    gitInit(tree.cwd);
+    const h = await loadRunner(tree, { factories: [createLazyAgents({ spawnGit: slowGit })] });
+    const ignored = await h.call("read", { path: "generated/out.ts" });
+    assert.deepEqual(ignored.content, ignored.original);
+    assert.match(reminderOf((await h.call("read", { path: "src/a.ts" })).content) ?? "", /SRC-RULES/);
+  }));

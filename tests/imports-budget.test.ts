@@ -81,3 +81,23 @@ test("within one folder the budget keeps the instruction file whole before its i
       assert.match(reminder, /\[pkg\/extra.md was cut here to fit the size budget/);
     },
   ));
+
+test("an import reached twice, through a cycle or two importers, is listed once by /lazy-agents", () =>
+  withTree(
+    {
+      "pkg/AGENTS.md": "Rules: @a.md @b.md",
+      "pkg/a.md": "A imports @c.md and @b.md",
+      "pkg/b.md": "B imports @c.md and @a.md",
+      "pkg/c.md": "C-RULES",
+      "pkg/x.ts": "x",
+    },
+    async (tree) => {
+      const h = await loadRunner(tree, { hasUI: true });
+      await h.call("read", { path: "pkg/x.ts" });
+      h.notifications.length = 0;
+      await h.command("lazy-agents", "");
+      const report = h.notifications.join("\n");
+      assert.match(report, /Instruction files and imports \(4\):/);
+      for (const name of ["a", "b", "c"]) assert.equal(report.split(`pkg/${name}.md  scope`).length, 2, name);
+    },
+  ));
