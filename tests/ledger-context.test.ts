@@ -84,3 +84,15 @@ test("a held-back write's delivery goes on its error result once, and no per-cal
     assert.equal(engine!.stateSizes().gateRecords, 0, "the gate's state ends with the result it was recorded on");
     assert.equal((await errorResult())?.details?.lazyAgents, undefined, "recorded once");
   }));
+
+test("the ledger record joins the tool's own details instead of replacing them", () =>
+  withTree({ "pkg/AGENTS.md": "PKG-RULES", "pkg/a.ts": "one\n" }, async (tree) => {
+    const h = await loadRunner(tree);
+    const edit = await h.call("edit", { path: "pkg/a.ts", edits: [{ oldText: "one", newText: "two" }] });
+    const details = edit.details as { diff?: unknown; lazyAgents?: { files: Array<{ path: string }> } };
+    assert.match(String(details.diff), /two/);
+    assert.deepEqual(
+      details.lazyAgents?.files.map((file) => file.path),
+      ["pkg/AGENTS.md"],
+    );
+  }));
