@@ -312,18 +312,22 @@ function bucketRange(spec: string | undefined): [number, number?] {
   return [from ?? 0, to === undefined ? undefined : to + 1];
 }
 
-/** A mutant of an earlier run at its line in the current source (which may have moved), if still there. */
+/**
+ * A mutant of an earlier run at its line in the current source, which may have moved: the line
+ * with the same text nearest to where it was (a note says when several match), if still there.
+ */
 function relocate(mutant: Mutant, source: string[]): Mutant[][] {
-  let best: number | undefined;
-  source.forEach((text, index) => {
-    if (
-      text === mutant.original &&
-      (best === undefined || Math.abs(index + 1 - mutant.line) < Math.abs(best - mutant.line))
-    )
-      best = index + 1;
-  });
-  if (best === undefined) console.log(`gone from index.ts, not rerun:\n  ${describe(mutant)}`);
-  return best === undefined ? [] : [[{ ...mutant, line: best }]];
+  const want = mutant.original.trim();
+  const matches = source.flatMap((text, index) => (text.trim() === want ? [index + 1] : []));
+  if (matches.length === 0) {
+    console.log(`gone from index.ts, not rerun:\n  ${describe(mutant)}`);
+    return [];
+  }
+  const line = matches.reduce((a, b) => (Math.abs(b - mutant.line) < Math.abs(a - mutant.line) ? b : a));
+  if (matches.length > 1) console.log(`${matches.length} lines match, the nearest taken:\n  ${describe(mutant)}`);
+  const original = source[line - 1]!;
+  const indent = original.slice(0, original.length - original.trimStart().length);
+  return [[{ ...mutant, line, original, mutated: indent + mutant.mutated.trim() }]];
 }
 
 function describe(m: Mutant): string {
