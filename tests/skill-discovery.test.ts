@@ -81,3 +81,19 @@ test("a warm call lists no unchanged folder again; only a changed one and its ne
       );
     },
   ));
+
+test("the skill scan skips node_modules and dot folders inside a skills folder", () =>
+  withTree(
+    {
+      "pkg/.agents/skills/node_modules/vendored/SKILL.md": skill("vendored", "From a package"),
+      "pkg/.agents/skills/.cache/hidden/SKILL.md": skill("hidden", "From a dot folder"),
+      "pkg/.agents/skills/own/SKILL.md": skill("own", "The project's own"),
+      "pkg/a.ts": "a",
+    },
+    async (tree) => {
+      const h = await loadRunner(tree);
+      const reminder = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
+      assert.match(reminder, /- own \(scope pkg\/\*\*\)/);
+      assert.doesNotMatch(reminder, /vendored|hidden/);
+    },
+  ));
