@@ -4,6 +4,8 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { createLazyAgents } from "../index.ts";
+import { callsOutside, recordingFileSystem } from "./fs-seam.ts";
 import { loadRunner, reminderOf, withTree, type RunnerOptions, type Tree } from "./harness.ts";
 
 const skill = (name: string, description: string) => `---\nname: ${name}\ndescription: ${description}\n---\nBODY\n`;
@@ -73,3 +75,16 @@ test("when the budget cuts one file of a chain, /lazy-agents marks that file alo
       assert.match(report, /a\/b\/c\/AGENTS.md {2}scope a\/b\/c\/\*\* .* {2}delivered( {2}|$)/m);
     },
   ));
+
+test("why <path outside cwd> answers without looking at that path", () =>
+  withTree({ "src/AGENTS.md": "S", "src/x.ts": "x" }, async (tree) => {
+    writeFileSync(join(tree.root, "elsewhere.txt"), "E");
+    const recorder = recordingFileSystem();
+    const text = await report(tree, "why ../elsewhere.txt", { factories: [createLazyAgents({ fs: recorder.fs })] });
+    assert.match(text, /outside the working directory/);
+    const outside = join(tree.root, "elsewhere.txt");
+    assert.deepEqual(
+      callsOutside(recorder.calls, tree.cwd).filter((call) => call.path === outside),
+      [],
+    );
+  }));

@@ -97,3 +97,21 @@ test("the skill scan skips node_modules and dot folders inside a skills folder",
       assert.doesNotMatch(reminder, /vendored|hidden/);
     },
   ));
+
+test("a skill folder linked from inside cwd is scanned; one linked from outside is not", () =>
+  withTree(
+    {
+      "shared/deploy/SKILL.md": skill("deploy", "Shared deploy"),
+      "pkg/a.ts": "a",
+    },
+    async (tree) => {
+      tree.link("pkg/.agents/skills/deploy", tree.abs("shared/deploy"));
+      tree.write("../outside/evil/SKILL.md", skill("evil", "From outside"));
+      tree.link("pkg/.agents/skills/evil", tree.abs("../outside/evil"));
+      const h = await loadRunner(tree, { hasUI: true });
+      const reminder = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
+      assert.match(reminder, /- deploy \(scope pkg\/\*\*\): Shared deploy \[shared\/deploy\/SKILL.md\]/);
+      assert.doesNotMatch(reminder, /evil|From outside/);
+      assert.equal(h.statuses.get("lazy-agents"), "nested: 0 files, 1 skill", "a skill alone shows in the status");
+    },
+  ));
