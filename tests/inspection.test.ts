@@ -88,3 +88,11 @@ test("why <path outside cwd> answers without looking at that path", () =>
       [],
     );
   }));
+
+test("the status line is empty until something is delivered, then counts even a single file", () =>
+  withTree({ "src/AGENTS.md": "S", "src/x.ts": "x" }, async (tree) => {
+    const h = await loadRunner(tree, { hasUI: true });
+    assert.equal(h.statuses.get("lazy-agents"), undefined);
+    await h.call("read", { path: "src/x.ts" });
+    assert.equal(h.statuses.get("lazy-agents"), "nested: 1 file, 0 skills");
+  }));
