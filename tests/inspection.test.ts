@@ -57,13 +57,13 @@ test("why lists a folder's skills only in a trusted project with skills on", () 
 test("when the budget cuts one file of a chain, /lazy-agents marks that file alone as truncated", () =>
   withTree(
     {
-      "a/AGENTS.md": `OUTER ${"o".repeat(2000)}`,
+      "a/AGENTS.md": `OUTER ${"o".repeat(5000)}`,
       "a/b/AGENTS.md": `MIDDLE ${"m".repeat(200)}`,
       "a/b/c/AGENTS.md": "INNER",
       "a/b/c/x.ts": "x",
     },
     async (tree) => {
-      const h = await loadRunner(tree, { hasUI: true, settings: { lazyAgents: { reminderBudgetBytes: 1024 } } });
+      const h = await loadRunner(tree, { hasUI: true, settings: { lazyAgents: { reminderBudgetBytes: 4096 } } });
       const reminder = reminderOf((await h.call("read", { path: "a/b/c/x.ts" })).content) ?? "";
       assert.match(reminder, /\[a\/AGENTS.md was cut here to fit the size budget/);
       assert.doesNotMatch(reminder, /\[a\/b\/(c\/)?AGENTS.md was (cut|left out)/);
