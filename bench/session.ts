@@ -406,8 +406,12 @@ function deliveredBytes(entries: unknown[]): { reminderBytes: number; contentByt
   return { reminderBytes, contentBytes };
 }
 
-/** An instruction file's lines as the tree writes them (see instructionText): its header, its rules. */
-const INSTRUCTION_LINE = /^(?:# Rules for .*\(.+, v\d+\)|- Rule \d+ for .*)$/;
+/**
+ * Lines of content as the tree writes them: an instruction file's header and rules (see
+ * instructionText), and a glob rule's two lines (see writeRules).
+ */
+const INSTRUCTION_LINE =
+  /^(?:# Rules for .*\(.+, v\d+\)|- Rule \d+ for .*|# Rule \d+ \(.+\)|Keep .* consistent with its neighbours\.)$/;
 /** A skill's name and description as the tree writes them, wherever a reminder puts them. */
 const SKILL_FIELDS = /([\w.-]+-skill-\d+)\b[^\n]*?(How to work on [^\n]*? \(\d+\)\.)/g;
 
