@@ -61,6 +61,15 @@ export const SKILL_IGNORE_FILES: readonly string[] = [".gitignore", ".ignore", "
 /** Entries read from one directory of a skills tree before the scan stops there. */
 export const MAX_SKILL_DIR_ENTRIES = 256;
 
+/**
+ * A folder whose size (as its stat reports it) is at most this is listed once instead of probed
+ * name by name: one block on ext4, about 200 entries on tmpfs. Larger folders keep the probes.
+ */
+export const LISTED_DIR_MAX_BYTES = 4096;
+
+/** A folder listed with more entries than this is probed name by name when it changes. */
+export const LISTED_DIR_MAX_ENTRIES = 48;
+
 /** How deep below `.agents/skills` a skill folder may sit; deeper folders are announced, not searched. */
 export const MAX_SKILL_DEPTH = 8;
 

@@ -19,6 +19,7 @@ import {
   type Lane,
   type Sample,
 } from "./replay.ts";
+import { CHAIN_DEPTHS, measureChains, type ChainMeasured } from "./chain.ts";
 import { runEconomy, type EconomyResult } from "./session.ts";
 import { fmt, mean, percentile, ratio, table } from "./stats.ts";
 import {
@@ -49,6 +50,8 @@ interface Config {
   soakCalls: number;
   sessionCalls: number;
   sessionFiles: number;
+  /** Every-folder chains per depth, JIT warm-up chains, and chains the peer replays with git. */
+  chains: { chains: number; warmupChains: number; peerGitChains: number };
 }
 
 const GOAL_DEPTH = 8;
@@ -67,6 +70,9 @@ function configOf(argv: string[]): Config {
     soakCalls: quick ? 50_000 : 100_000,
     sessionCalls: 300,
     sessionFiles: 600,
+    chains: quick
+      ? { chains: 30, warmupChains: 6, peerGitChains: 1 }
+      : { chains: 80, warmupChains: 10, peerGitChains: 3 },
   };
 }
 
@@ -384,14 +390,18 @@ function fsFigures(samples: CountSample[], tree: SyntheticTree, cold: boolean): 
 }
 
 function fsBreakdown(samples: CountSample[]): string {
-  const warm = atGoalDepth(samples, false);
+  return fsBreakdownOf(atGoalDepth(samples, false));
+}
+
+/** Mean calls per function over the samples, most called first. */
+function fsBreakdownOf(samples: CountSample[]): string {
   const totals = new Map<string, number>();
-  for (const sample of warm) {
+  for (const sample of samples) {
     for (const [name, count] of sample.byName) totals.set(name, (totals.get(name) ?? 0) + count);
   }
   return [...totals.entries()]
     .sort((a, b) => b[1] - a[1])
-    .map(([name, count]) => `${name} ${fmt(count / Math.max(1, warm.length), 1)}`)
+    .map(([name, count]) => `${name} ${fmt(count / Math.max(1, samples.length), 1)}`)
     .join(", ");
 }
 
@@ -402,12 +412,23 @@ function economyTable(results: EconomyResult[], scopes: number, mutations: numbe
     String(r.toolCalls),
     String(r.deliveries),
     String(r.reminderBytes),
+    String(r.contentBytes),
     String(r.duplicates),
     String(r.prefixBreaks),
     fmt(r.seconds, 1),
   ]);
   return `${table(
-    ["extension", "requests", "tool calls", "file deliveries", "bytes", "duplicates", "prefix breaks", "s"],
+    [
+      "extension",
+      "requests",
+      "tool calls",
+      "file deliveries",
+      "bytes",
+      "content bytes",
+      "duplicates",
+      "prefix breaks",
+      "s",
+    ],
     rows,
   )}\n(${scopes} scopes, ${mutations} external changes, one compaction; duplicates: a version delivered while the model still had it)`;
 }
@@ -446,6 +467,7 @@ interface Measured {
   counted: Counted[];
   statUs: number;
   soaked: Soak;
+  chains: ChainMeasured;
   economy: { ours: EconomyResult; peer: EconomyResult; scopes: number; mutations: number };
   bash: BashReplay;
 }
@@ -491,6 +513,11 @@ async function measure(config: Config, runs: Map<number, TreeRun>, gc: () => voi
     parked.restore();
   }
 
+  log("every-folder chains: ours with and without git and the peer without, in lockstep; then the peer with git");
+  const chains = await measureChains({ ...config.chains, seed: config.seed }, stat.sample);
+  removeTree(chains.trees.git);
+  removeTree(chains.trees.noGit);
+
   log(`counting fs calls and spawns; the peer in the git tree (${config.peerGitCalls} calls)`);
   const { counted, peerGit } = await countPasses(main, config);
   peerGit.label = `peer, ${mainLabel} git (first ${config.peerGitCalls} calls)`;
@@ -514,6 +541,7 @@ async function measure(config: Config, runs: Map<number, TreeRun>, gc: () => voi
     counted,
     statUs: stat.us(),
     soaked,
+    chains,
     economy: { ours: ours.result, peer: peer.result, scopes: ours.plan.scopes, mutations: ours.plan.mutations },
     bash,
   };
@@ -546,6 +574,13 @@ function figuresOf(m: Measured, config: Config): Figures {
   const spawnsWarm = mean(oursCounted.samples.filter((s) => !s.call.cold).map((s) => s.spawns));
   const { ours, peer } = m.economy;
   const bytesRatio = ratio(peer.reminderBytes, ours.reminderBytes);
+  const wrapperBytes = ours.reminderBytes - ours.contentBytes;
+  const chainP50 = (label: string, depth: number, cold: boolean) => p50(chainSamples(m.chains, label, depth, cold));
+  const coldNoGitPeerOverOurs = ratio(
+    chainP50("peer, no git", GOAL_DEPTH, true),
+    chainP50("ours, no git", GOAL_DEPTH, true),
+  );
+  const warmGitOverNoGit = ratio(chainP50("ours, git", GOAL_DEPTH, false), chainP50("ours, no git", GOAL_DEPTH, false));
 
   const summary: Array<[string, string]> = [
     ["warm_p50_us", fmt(warmP50, 1)],
@@ -566,6 +601,10 @@ function figuresOf(m: Measured, config: Config): Figures {
     ["prefix_breaks", String(ours.prefixBreaks)],
     ["heap_growth_mb", fmt(m.soaked.growthMb, 2)],
     ...bashFigures(m, warmP50),
+    ["wrapper_bytes", String(wrapperBytes)],
+    ["content_bytes", String(ours.contentBytes)],
+    ["cold_nogit_peer_over_ours", fmt(coldNoGitPeerOverOurs, 2)],
+    ["warm_git_over_nogit", fmt(warmGitOverNoGit, 2)],
   ];
   const goals = [
     atMost("warm_over_stat", warmOverStat, 12),
@@ -579,6 +618,9 @@ function figuresOf(m: Measured, config: Config): Figures {
     atMost("spawns_warm", spawnsWarm, 0),
     atMost("duplicate_deliveries", ours.duplicates, 0),
     atMost("prefix_breaks", ours.prefixBreaks, 0),
+    atMost("wrapper_bytes / content_bytes", ratio(wrapperBytes, ours.contentBytes), 0.15),
+    atLeast("cold_nogit_peer_over_ours (every folder)", coldNoGitPeerOverOurs, 1.5),
+    atMost("warm_git_over_nogit (every folder)", warmGitOverNoGit, 1.2),
   ];
   return { summary, goals };
 }
@@ -687,6 +729,10 @@ function report(m: Measured, figures: Figures, config: Config, seconds: number):
       m.soaked.checkpoints.map((c) => [String(c.calls), fmt(c.heapMb, 2)]),
     ),
     "",
+    `Every folder holds an AGENTS.md: ${config.chains.chains} chains per depth below cwd, each read first cold, then warm`,
+    "(µs added per call, p50 / p99 (n), against bare runners in lockstep; fs calls and spawns per call, counted apart)",
+    chainTable(m.chains),
+    "",
     "Prompt economy: one real Pi session per extension (createAgentSession, faux model, real tools)",
     economyTable([m.economy.ours, m.economy.peer], m.economy.scopes, m.economy.mutations),
     "",
@@ -697,6 +743,45 @@ function report(m: Measured, figures: Figures, config: Config, seconds: number):
     `bench: ${figures.summary.map(([key, value]) => `${key}=${value}`).join(" ")}`,
   ];
   return `${out.join("\n")}\n`;
+}
+
+function chainSamples(measured: ChainMeasured, label: string, depth: number, cold: boolean): Sample[] {
+  const run = measured.timed.find((r) => r.label === label);
+  return (run?.samples ?? []).filter((s) => s.call.cold === cold && s.call.dir.depth === depth);
+}
+
+function chainTable(measured: ChainMeasured): string {
+  const rows: string[][] = [];
+  for (const run of measured.timed) {
+    const counted = measured.counted.find((c) => c.label === run.label)?.samples ?? [];
+    for (const depth of CHAIN_DEPTHS) {
+      const at = (cold: boolean) => chainSamples(measured, run.label, depth, cold);
+      const count = (cold: boolean) => counted.filter((s) => s.call.cold === cold && s.call.dir.depth === depth);
+      rows.push([
+        run.label,
+        String(depth),
+        `${fmt(p50(at(true)))} / ${fmt(p99(at(true)))} (${at(true).length})`,
+        `${fmt(p50(at(false)))} / ${fmt(p99(at(false)))} (${at(false).length})`,
+        fmt(mean(count(true).map((s) => s.fs)), 1),
+        fmt(mean(count(false).map((s) => s.fs)), 1),
+        fmt(mean(count(true).map((s) => s.spawns)), 1),
+        fsBreakdownOf(count(true)),
+      ]);
+    }
+  }
+  return table(
+    [
+      "run",
+      "depth",
+      "cold p50 / p99 (n)",
+      "warm p50 / p99 (n)",
+      "cold fs",
+      "warm fs",
+      "cold spawns",
+      "cold calls by function",
+    ],
+    rows,
+  );
 }
 
 function fsRow(counted: Counted, tree: SyntheticTree): string[] {

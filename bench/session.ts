@@ -63,6 +63,8 @@ export interface EconomyResult {
   toolCalls: number;
   /** Bytes of text the extension added to the conversation (reminders or custom messages). */
   reminderBytes: number;
+  /** Of those, bytes of instruction text and skill names and descriptions; the rest is wrapper. */
+  contentBytes: number;
   deliveries: number;
   /** Deliveries of a file version that the model still had in its context. */
   duplicates: number;
@@ -377,7 +379,7 @@ function measure(name: string, requests: RecordedRequest[], entries: unknown[], 
     name,
     requests: requests.length,
     toolCalls,
-    reminderBytes: deliveredBytes(entries),
+    ...deliveredBytes(entries),
     deliveries,
     duplicates,
     prefixBreaks,
@@ -385,14 +387,48 @@ function measure(name: string, requests: RecordedRequest[], entries: unknown[], 
   };
 }
 
-/** Bytes the extension added to the persisted conversation: our reminder blocks, the peer's messages. */
-function deliveredBytes(entries: unknown[]): number {
-  let bytes = 0;
+/**
+ * Bytes the extension added to the persisted conversation (our reminder blocks, the peer's
+ * messages), and how many of them are content.
+ */
+function deliveredBytes(entries: unknown[]): { reminderBytes: number; contentBytes: number } {
+  let reminderBytes = 0;
+  let contentBytes = 0;
   for (const entry of entries) {
     const e = entry as { type?: string; message?: unknown; customType?: string; content?: unknown };
     const texts = e.type === "message" ? textsOf(e.message) : e.type === "custom_message" ? textsOf(e) : [];
-    for (const text of texts) if (isExtensionText(text)) bytes += Buffer.byteLength(text);
+    for (const text of texts) {
+      if (!isExtensionText(text)) continue;
+      reminderBytes += Buffer.byteLength(text);
+      contentBytes += contentBytesOf(text);
+    }
   }
+  return { reminderBytes, contentBytes };
+}
+
+/**
+ * Lines of content as the tree writes them: an instruction file's header and rules (see
+ * instructionText), and a glob rule's two lines (see writeRules).
+ */
+const INSTRUCTION_LINE =
+  /^(?:# Rules for .*\(.+, v\d+\)|- Rule \d+ for .*|# Rule \d+ \(.+\)|Keep .* consistent with its neighbours\.)$/;
+/** A skill's name and description as the tree writes them, wherever a reminder puts them. */
+const SKILL_FIELDS = /([\w.-]+-skill-\d+)\b[^\n]*?(How to work on [^\n]*? \(\d+\)\.)/g;
+
+/**
+ * The content in one delivered text, whatever wrapper surrounds it: the lines of instruction text
+ * (with the blank line under each header) and each skill's name and description. The trees hold
+ * no imports, so these are all the content there is.
+ */
+function contentBytesOf(text: string): number {
+  let bytes = 0;
+  const lines = text.split("\n");
+  lines.forEach((line, index) => {
+    if (!INSTRUCTION_LINE.test(line)) return;
+    bytes += Buffer.byteLength(line) + 1;
+    if (line.startsWith("# Rules for ") && lines[index + 1] === "") bytes += 1;
+  });
+  for (const match of text.matchAll(SKILL_FIELDS)) bytes += Buffer.byteLength(match[1]!) + Buffer.byteLength(match[2]!);
   return bytes;
 }
 

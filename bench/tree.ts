@@ -98,6 +98,17 @@ export function treeBase(): string {
   return tmpdir();
 }
 
+/** A fresh temporary root, removed at exit: cwd `root/repo` and an empty agent directory `root/agent`. */
+export function newTreeRoot(prefix: string): { root: string; cwd: string; agentDir: string } {
+  const root = realpathSync(mkdtempSync(join(treeBase(), prefix)));
+  liveRoots.add(root);
+  const cwd = join(root, "repo");
+  const agentDir = join(root, "agent");
+  mkdirSync(cwd, { recursive: true });
+  mkdirSync(agentDir, { recursive: true });
+  return { root, cwd, agentDir };
+}
+
 /** Average files per directory; sets the number of directories for a given file count. */
 const FILES_PER_DIR = 9;
 
@@ -107,12 +118,7 @@ const FILES_PER_DIR = 9;
  */
 export function generateTree(options: TreeOptions): SyntheticTree {
   const random = rng(options.seed);
-  const root = realpathSync(mkdtempSync(join(treeBase(), "lazy-agents-bench-")));
-  liveRoots.add(root);
-  const cwd = join(root, "repo");
-  const agentDir = join(root, "agent");
-  mkdirSync(cwd, { recursive: true });
-  mkdirSync(agentDir, { recursive: true });
+  const { root, cwd, agentDir } = newTreeRoot("lazy-agents-bench-");
 
   const byRel = new Map<string, DirNode>();
   const dirs: DirNode[] = [];

@@ -107,6 +107,10 @@ export async function withTree<T>(spec: TreeSpec, fn: (tree: Tree) => Promise<T>
 export interface RunnerHarness {
   runner: ExtensionRunner;
   sessionManager: SessionManager;
+  /** The settings Pi gives the extension; `reload()` it after rewriting the settings files. */
+  settingsManager: SettingsManager;
+  /** The loaded extension instances, to host them in a second runner. */
+  loaded: LoadExtensionsResult;
   notifications: string[];
   statuses: Map<string, string | undefined>;
   /** Runs one tool call through tool_call, the real tool, tool_result and tool_execution_end. */
@@ -142,12 +146,14 @@ export interface RunnerOptions {
   /** Load these factories (the extension built with a test seam) instead of index.ts from disk. */
   factories?: ExtensionFactory[];
   flags?: Record<string, boolean | string>;
+  /** Host these already loaded extension instances (another runner's) instead of loading new ones. */
+  loaded?: LoadExtensionsResult;
 }
 
 let callCounter = 0;
 
 export async function loadRunner(tree: Tree, options: RunnerOptions = {}): Promise<RunnerHarness> {
-  const loaded = await loadExtensions(tree, options.factories);
+  const loaded = options.loaded ?? (await loadExtensions(tree, options.factories));
   if (loaded.errors.length > 0) throw new Error(`extension errors: ${JSON.stringify(loaded.errors)}`);
   if (options.settings) writeFileSync(join(tree.agentDir, "settings.json"), JSON.stringify(options.settings));
   if (options.projectSettings) tree.write(".pi/settings.json", JSON.stringify(options.projectSettings));
@@ -257,7 +263,18 @@ export async function loadRunner(tree: Tree, options: RunnerOptions = {}): Promi
     await registered.handler(args, runner.createCommandContext());
   };
   await emitSessionStart();
-  return { runner, sessionManager, notifications, statuses, call, callWithOutput, command, emitSessionStart };
+  return {
+    runner,
+    sessionManager,
+    settingsManager,
+    loaded,
+    notifications,
+    statuses,
+    call,
+    callWithOutput,
+    command,
+    emitSessionStart,
+  };
 }
 
 /**

@@ -1,11 +1,13 @@
-// Settings: warnings that name the key and its file, and the JSON Schema that ships with the package.
+// Settings: warnings that name the key and its file, the JSON Schema that ships with the package, exact
+// bounds, where warnings go, and a change of settings at a later session start.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
-import { resolve } from "node:path";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { Value } from "typebox/value";
-import { SETTING_KEYS, defaultOptions, optionsFromSettings } from "../index.ts";
-import { loadRunner, withTree } from "./harness.ts";
+import { MAX_SETTING_BYTES } from "../config.ts";
+import { SETTING_KEYS, defaultOptions, optionsFromSettings, type Options } from "../index.ts";
+import { loadRunner, reminderOf, withTree } from "./harness.ts";
 
 const files = { "src/AGENTS.md": "RULES", "src/x.ts": "x" };
 
@@ -119,5 +121,115 @@ test("schema.json and the settings validator agree on good and bad values", () =
     const label = JSON.stringify(settings).slice(0, 80);
     assert.equal(Value.Check(schema, settings), good, `schema: ${label}`);
     assert.equal(optionsFromSettings(settings).warnings.length, good ? 0 : 1, `validator: ${label}`);
+  }
+});
+
+test("settings bounds: names up to 255 characters, lists up to 64, sizes and budgets at their exact limits", () => {
+  const name255 = "a".repeat(255);
+  const names = (count: number) => Array.from({ length: count }, (_, i) => `N${i}.md`);
+  const cases: Array<[string, Record<string, unknown>, (options: Options) => unknown, unknown]> = [
+    ["a 255-character name", { fileNames: [name255] }, (o) => o.fileNames, [name255]],
+    ["a 256-character name", { fileNames: ["a".repeat(256)] }, (o) => o.fileNames.length, 5],
+    ["64 file names", { fileNames: names(64) }, (o) => o.fileNames.length, 64],
+    ["65 file names", { fileNames: names(65) }, (o) => o.fileNames.length, 5],
+    ["64 ignored folders", { ignoreDirs: names(64) }, (o) => o.ignoredDirs.size, 64],
+    ["65 ignored folders", { ignoreDirs: names(65) }, (o) => o.ignoredDirs.size, 8],
+    ["no ignored folders", { ignoreDirs: [] }, (o) => o.ignoredDirs.size, 0],
+    ["a budget of 1023", { reminderBudgetBytes: 1023 }, (o) => o.budgetBytes, 48 * 1024],
+    ["a budget of 1024", { reminderBudgetBytes: 1024 }, (o) => o.budgetBytes, 1024],
+    ["the largest budget", { reminderBudgetBytes: MAX_SETTING_BYTES }, (o) => o.budgetBytes, MAX_SETTING_BYTES],
+    ["a budget over the bound", { reminderBudgetBytes: MAX_SETTING_BYTES + 1 }, (o) => o.budgetBytes, 48 * 1024],
+    ["a file size of 1", { maxFileBytes: 1 }, (o) => o.maxFileBytes, 1],
+    ["the largest file size", { maxFileBytes: MAX_SETTING_BYTES }, (o) => o.maxFileBytes, MAX_SETTING_BYTES],
+    ["a file size over the bound", { maxFileBytes: MAX_SETTING_BYTES + 1 }, (o) => o.maxFileBytes, 64 * 1024],
+  ];
+  for (const [name, raw, pick, expected] of cases) {
+    const { options, warnings } = optionsFromSettings(raw);
+    assert.deepEqual(pick(options), expected, name);
+    const accepted = JSON.stringify(pick(options)) !== JSON.stringify(pick(optionsFromSettings(undefined).options));
+    assert.equal(warnings.length, accepted || name === "no ignored folders" ? 0 : 1, `${name}: warnings`);
+  }
+});
+
+/** What the extension writes to stderr while `run` runs. */
+async function stderrOf(run: () => Promise<unknown>): Promise<string> {
+  const chunks: string[] = [];
+  const write = process.stderr.write;
+  process.stderr.write = ((chunk: string | Uint8Array) => {
+    chunks.push(String(chunk));
+    return true;
+  }) as typeof process.stderr.write;
+  try {
+    await run();
+  } finally {
+    process.stderr.write = write;
+  }
+  return chunks.join("");
+}
+
+test("without a UI a settings warning goes to stderr; with one, to a notification and not to stderr", () =>
+  withTree({}, async (tree) => {
+    const settings = { lazyAgents: { maxFileBytes: 0 } };
+    const headless = await stderrOf(() => loadRunner(tree, { settings }));
+    assert.match(headless, /pi-lazy-agents: .*maxFileBytes/);
+    let notifications: string[] = [];
+    const withUI = await stderrOf(async () => {
+      notifications = (await loadRunner(tree, { settings, hasUI: true })).notifications;
+    });
+    assert.doesNotMatch(withUI, /maxFileBytes/);
+    assert.ok(notifications.some((n) => /pi-lazy-agents: .*maxFileBytes/.test(n)));
+  }));
+
+test("a settings change at a later session start applies to folders and files already seen", async () => {
+  const cases: Array<[string, Record<string, unknown>, Record<string, unknown>, RegExp, RegExp]> = [
+    ["fileNames", {}, { fileNames: ["RULES.md"] }, /AGENTS-RULES/, /RULES-FILE/],
+    ["maxFileBytes", { maxFileBytes: 100 }, {}, /larger than the size limit/, /BIG-RULES/],
+    ["imports", { imports: false }, {}, /AGENTS-RULES/, /IMPORTED-RULES/],
+  ];
+  for (const [name, before, after, first, second] of cases) {
+    await withTree(
+      {
+        "a/AGENTS.md": `AGENTS-RULES @extra.md\n${"BIG-RULES ".repeat(20)}`,
+        "a/RULES.md": "RULES-FILE",
+        "a/extra.md": "IMPORTED-RULES",
+        "a/x.ts": "x",
+        "a/y.ts": "y",
+      },
+      async (tree) => {
+        const h = await loadRunner(tree, { settings: { lazyAgents: before } });
+        const earlier = reminderOf((await h.call("read", { path: "a/x.ts" })).content) ?? "";
+        assert.match(earlier, first, `${name}: before`);
+        assert.doesNotMatch(earlier, second, `${name}: before`);
+        writeFileSync(join(tree.agentDir, "settings.json"), JSON.stringify({ lazyAgents: after }));
+        await h.settingsManager.reload();
+        await h.emitSessionStart("reload");
+        assert.match(reminderOf((await h.call("read", { path: "a/y.ts" })).content) ?? "", second, `${name}: after`);
+      },
+    );
+  }
+});
+
+test("a reload keeps what /lazy-agents has seen unless a setting changed how folders are read", async () => {
+  const cases: Array<[string, Record<string, unknown>, boolean]> = [
+    ["unchanged settings", {}, true],
+    ["the same ignored folders in another order", { ignoreDirs: ["dist", ".git"] }, true],
+    ["other file names", { fileNames: ["RULES.md"] }, false],
+    ["other ignored folders", { ignoreDirs: ["node_modules"] }, false],
+  ];
+  for (const [name, after, kept] of cases) {
+    await withTree({ "src/AGENTS.md": "S", "src/x.ts": "x" }, async (tree) => {
+      const h = await loadRunner(tree, { hasUI: true, settings: { lazyAgents: { ignoreDirs: [".git", "dist"] } } });
+      await h.call("read", { path: "src/x.ts" });
+      writeFileSync(
+        join(tree.agentDir, "settings.json"),
+        JSON.stringify({ lazyAgents: { ignoreDirs: [".git", "dist"], ...after } }),
+      );
+      await h.settingsManager.reload();
+      await h.emitSessionStart("reload");
+      h.notifications.length = 0;
+      await h.command("lazy-agents", "");
+      const listed = /src\/AGENTS.md {2}scope src\/\*\*/.test(h.notifications.join("\n"));
+      assert.equal(listed, kept, name);
+    });
   }
 });
