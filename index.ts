@@ -433,10 +433,6 @@ function readPathFallback(resolved: string, exists: (path: string) => boolean): 
   return variants.find(exists) ?? resolved;
 }
 
-function swapCase(name: string): string {
-  return [...name].map((c) => (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase())).join("");
-}
-
 // Bash activation: the paths a command's words name, located like the targets of read and write.
 
 /** One word's outcome: the chain it activates, or why it activates nothing. */
@@ -1219,11 +1215,6 @@ class WriteGate {
   }
 }
 
-function isSettledError(error: unknown): boolean {
-  const code = (error as { code?: unknown } | undefined)?.code;
-  return typeof code === "string" && SETTLED_ERROR_CODES.has(code);
-}
-
 /** The paths a call touched, for rule globs: a bash call's are the paths its command names. */
 function touchedBy(call: PendingCall): string[] {
   if (call.bash) return call.bash.touched;
@@ -1246,10 +1237,6 @@ function mergeViews(views: DirectoryView[]): DirectoryView[] {
   const byScope = new Map<string, DirectoryView>();
   for (const view of views) byScope.set(view.scope, view);
   return [...byScope.values()].sort((a, b) => depthOf(a.scope) - depthOf(b.scope) || a.scope.localeCompare(b.scope));
-}
-
-function depthOf(scope: string): number {
-  return scope.split("/").length;
 }
 
 function withRecord(details: unknown, record: LedgerRecord): Record<string, unknown> {
@@ -1897,16 +1884,6 @@ function skipText(skip: Skip, field: (text: string) => string = reminderField): 
     : `${field(skip.path)} was not loaded: ${REASONS[skip.reason]}`;
 }
 
-const CONTROL_NAMES: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
-
-/** A path, name or description kept on one line: control characters are shown, not obeyed. */
-function oneLine(text: string): string {
-  return text.replace(
-    /[\p{Cc}\u2028\u2029]/gu,
-    (char) => CONTROL_NAMES[char] ?? `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`,
-  );
-}
-
 /** Escapes text as Pi escapes its own skill listing. */
 function escapeXml(text: string): string {
   return text
@@ -2033,10 +2010,6 @@ function sectionIntro(plan: DeliveryPlan, section: Section): string {
     ruleListings: [RULE_LISTING_INTRO, RULE_LISTING_HEADER],
   };
   return intros[section][explains(plan, section) ? 0 : 1];
-}
-
-function byteLength(text: string): number {
-  return Buffer.byteLength(text);
 }
 
 function fileBytes(entry: PlannedFile): number {
@@ -3237,6 +3210,12 @@ export function readRuleMeta(source: RuleSource, text: string, fileName: string)
   return RULE_ADAPTERS[source].read(ruleFrontmatter(text).frontmatter, fileName);
 }
 
+// Exported for tests: a table test of each source's glob semantics.
+/** Whether a source's glob matches a path relative to the folder holding the rule folder. */
+export function globMatches(source: RuleSource, glob: string, path: string): boolean {
+  return compileGlobs([glob], RULE_ADAPTERS[source].floating)?.test(path) === true;
+}
+
 type ParentKind = "none" | "dir" | "link";
 
 function kindOfEntry(stats: nodeFs.Stats | undefined): ParentKind {
@@ -3748,6 +3727,11 @@ function readBounded(fs: FileSystem, realPath: string, maxBytes: number): Loaded
       // A failed close loses nothing we read.
     }
   }
+}
+
+function isSettledError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return typeof code === "string" && SETTLED_ERROR_CODES.has(code);
 }
 
 // =============================================================================================
@@ -4610,6 +4594,28 @@ function versionOf(text: string): string {
   return hash("sha256", text, "hex").slice(0, VERSION_ID_LENGTH);
 }
 
+function swapCase(name: string): string {
+  return [...name].map((c) => (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase())).join("");
+}
+
+function depthOf(scope: string): number {
+  return scope.split("/").length;
+}
+
+function byteLength(text: string): number {
+  return Buffer.byteLength(text);
+}
+
+const CONTROL_NAMES: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
+
+/** A path, name or description kept on one line: control characters are shown, not obeyed. */
+function oneLine(text: string): string {
+  return text.replace(
+    /[\p{Cc}\u2028\u2029]/gu,
+    (char) => CONTROL_NAMES[char] ?? `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
+}
+
 // =============================================================================================
 // 10b. Shell words. A `bash` call is read, never run: this reader splits its command line into simple
 // commands and says which words name paths, and relative to which directory. A path built when the
@@ -5172,12 +5178,6 @@ function changeDirectory(frame: ShellFrame, tool: string, args: ShellWord[], bas
 
 // =============================================================================================
 // 10c. The glob matcher of rule files: brace expansion and one RegExp per rule's globs.
-
-// Exported for tests: a table test of each source's glob semantics.
-/** Whether a source's glob matches a path relative to the folder holding the rule folder. */
-export function globMatches(source: RuleSource, glob: string, path: string): boolean {
-  return compileGlobs([glob], RULE_ADAPTERS[source].floating)?.test(path) === true;
-}
 
 // Globs. Node's `path.matchesGlob` parses its pattern on every call and has no any-depth form, so
 // globs are compiled here, once per rule version, into one anchored RegExp per rule: `*` and `?`
