@@ -216,6 +216,37 @@ export const SHOWN_KEY_PATTERN = /^[A-Za-z_$][\w$.-]{0,63}$/;
 export const REPORT_NOTHING_SEEN =
   "pi-lazy-agents: nothing seen yet in this session; `/lazy-agents why <path>` shows what applies to a path.";
 
+/** What `/lazy-agents` says of a file: its state against the ledger. */
+export const REPORT_STATES = {
+  pending: "pending",
+  retracted: "retracted",
+  changed: "changed since delivery",
+  truncated: "delivered, truncated by the budget",
+  readByModel: "delivered (read by the model)",
+  delivered: "delivered",
+} as const;
+
+/** The fixed lines and headings of `/lazy-agents` and `/lazy-agents why`. */
+export const REPORT_TEXT = {
+  off: "  off for this run (setting or --no-lazy-agents flag)",
+  filesHeading: (count: number) => `Instruction files and imports (${count}):`,
+  skillsHeading: (count: number) => `Nested skills (${count}):`,
+  notUsedHeading: (count: number) => `Seen and not used (${count}):`,
+  failuresHeading: "Failures caught (Pi went on without this extension's part):",
+  deliveredCount: (files: number, skills: number) => `Delivered in this context: ${files} file(s), ${skills} skill(s).`,
+  unusablePath: (shown: string) => `pi-lazy-agents: "${shown}" is not a usable path.`,
+  outsideCwd: (shown: string) => `pi-lazy-agents: ${shown} is ${REASONS.outsideCwd}; nothing below cwd applies to it.`,
+  directlyInCwd: "  It lies directly in cwd: only Pi's own AGENTS.md applies there.",
+  notReached: "not reached",
+  noInstructionFile: "no instruction file",
+  skillsUntrusted: "  Skills are not listed: the project is not trusted.",
+  noCommandWords: "  No command words were found.",
+  runtimeDirectory: "a directory known only when it runs",
+  bashNotTrigger: "  bash is not among the triggers: its calls activate nothing.",
+  writtenActivates: "written to, activates",
+  activates: "activates",
+} as const;
+
 /** Characters of a version id the report shows. */
 export const REPORT_VERSION_LENGTH = 8;
 

@@ -23,7 +23,9 @@
 // Sections, in the order a tool call travels: 1 Pi adapter; 2 per-call lifecycle; 3 the ledger:
 // what the model holds; 4 reminder text and budget; 5 discovery; 6 caches and the
 // filesystem seam; 7 git; 8 settings; 9 the /lazy-agents report; 10 pure helpers (paths and text,
-// the shell-word reader, the glob matcher). A section uses only what later sections define.
+// the shell-word reader, the glob matcher). A section uses only what later sections define, except
+// for types: reminder text formats the ledger's plan, settings read through the filesystem seam,
+// and the report describes everything above it.
 
 import * as nodeFs from "node:fs";
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
@@ -97,6 +99,8 @@ import {
   REASONS,
   REMINDER_BUDGET_BYTES,
   REPORT_NOTHING_SEEN,
+  REPORT_STATES,
+  REPORT_TEXT,
   REPORT_VERSION_LENGTH,
   RULE_DIRS,
   RULE_FILE_SUFFIXES,
@@ -4223,17 +4227,17 @@ async function explainCommand(engine: LazyAgents, command: string, env: CallEnvi
     viewed.set(located.links.at(-1)!.scope, views);
   }
   const lines = [`pi-lazy-agents: why ${JSON.stringify(command)}`];
-  if (commands.length === 0) lines.push("  No command words were found.");
+  if (commands.length === 0) lines.push(REPORT_TEXT.noCommandWords);
   let index = 0;
   for (const { cwd, uses } of commands) {
-    const where = cwd === "." ? "" : `  (in ${cwd ?? "a directory known only when it runs"})`;
+    const where = cwd === "." ? "" : `  (in ${cwd ?? REPORT_TEXT.runtimeDirectory})`;
     lines.push(`  ${commands[index++]!.words.join(" ")}${where}`);
     for (const use of uses) {
       const outcome = outcomes.shift()!;
       lines.push(`    ${use.word}: ${explainOutcome(engine, outcome, viewed)}`);
     }
   }
-  if (!engine.options.triggers.has("bash")) lines.push("  bash is not among the triggers: its calls activate nothing.");
+  if (!engine.options.triggers.has("bash")) lines.push(REPORT_TEXT.bashNotTrigger);
   return lines.join("\n");
 }
 
@@ -4245,10 +4249,10 @@ function explainOutcome(engine: LazyAgents, outcome: ShellWordOutcome, viewed: M
     const view = views.find((candidate) => candidate.scope === link.scope);
     const file = view?.file
       ? `${view.file.path}, ${fileState(engine.ledger, seenFile(view.file, link.scope))}`
-      : "no instruction file";
+      : REPORT_TEXT.noInstructionFile;
     return `${scopeGlob(link.scope)} (${file})`;
   });
-  const role = outcome.use.role === "write" ? "written to, activates" : "activates";
+  const role = outcome.use.role === "write" ? REPORT_TEXT.writtenActivates : REPORT_TEXT.activates;
   const cut = views.length < links.length ? `; ${links[views.length]!.scope}/ is ${SHELL_WORD_REASONS.ignored}` : "";
   return scopes.length === 0 ? `${SHELL_WORD_REASONS.ignored}` : `${role} ${scopes.join(", ")}${cut}`;
 }
@@ -4314,10 +4318,10 @@ function seenFile(file: InstructionFile, scope: string): SeenFile {
 
 function fileState(ledger: Ledger, file: SeenFile): string {
   const held = ledger.files.get(file.path);
-  if (!held) return ledger.retracted.has(file.path) ? "retracted" : "pending";
-  if (held.version !== file.version) return "changed since delivery";
-  if (held.truncated) return "delivered, truncated by the budget";
-  return held.via === "read" ? "delivered (read by the model)" : "delivered";
+  if (!held) return ledger.retracted.has(file.path) ? REPORT_STATES.retracted : REPORT_STATES.pending;
+  if (held.version !== file.version) return REPORT_STATES.changed;
+  if (held.truncated) return REPORT_STATES.truncated;
+  return held.via === "read" ? REPORT_STATES.readByModel : REPORT_STATES.delivered;
 }
 
 function formatBytes(bytes: number): string {
@@ -4357,14 +4361,14 @@ function formatInspection(engine: LazyAgents): string {
     ...inspection.notUsed(),
   ];
   const lines = ["pi-lazy-agents"];
-  if (!engine.options.enabled) lines.push("  off for this run (setting or --no-lazy-agents flag)");
+  if (!engine.options.enabled) lines.push(REPORT_TEXT.off);
   if (
     files.length + retractedOnly.length + skills.length + notUsed.length + engine.failures.size + ruleLines.length ===
     0
   ) {
     return engine.options.enabled ? REPORT_NOTHING_SEEN : [...lines, REPORT_NOTHING_SEEN].join("\n");
   }
-  lines.push("", `Instruction files and imports (${files.length}):`);
+  lines.push("", REPORT_TEXT.filesHeading(files.length));
   for (const file of files) {
     const imported = file.importedBy ? `, imported by ${file.importedBy}` : "";
     const version = file.version.slice(0, REPORT_VERSION_LENGTH);
@@ -4373,19 +4377,19 @@ function formatInspection(engine: LazyAgents): string {
     );
   }
   for (const path of retractedOnly) lines.push(`  ${path}  retracted`);
-  lines.push("", `Nested skills (${skills.length}):`);
+  lines.push("", REPORT_TEXT.skillsHeading(skills.length));
   for (const skill of skills) {
     const state = ledger.skills.get(skill.path)?.version === skill.version ? "listed" : "pending";
     lines.push(`  ${skill.name}  scope ${scopeGlob(skill.scope)}  ${skill.path}  ${state}`);
   }
   lines.push(...ruleLines);
-  lines.push("", `Seen and not used (${notUsed.length}):`);
+  lines.push("", REPORT_TEXT.notUsedHeading(notUsed.length));
   for (const { path, reason, counts } of notUsed) lines.push(`  ${path}  ${reasonText(reason, counts)}`);
   if (engine.failures.size > 0) {
-    lines.push("", "Failures caught (Pi went on without this extension's part):");
+    lines.push("", REPORT_TEXT.failuresHeading);
     for (const [label, count] of engine.failures) lines.push(`  ${FAILURE_LABELS[label]}: ${count}`);
   }
-  lines.push("", `Delivered in this context: ${ledger.files.size} file(s), ${ledger.skills.size} skill(s).`);
+  lines.push("", REPORT_TEXT.deliveredCount(ledger.files.size, ledger.skills.size));
   return lines.map(oneLine).join("\n");
 }
 
@@ -4393,13 +4397,12 @@ function formatInspection(engine: LazyAgents): string {
 async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnvironment): Promise<string> {
   const shown = rawPath.trim();
   const target = resolveToolPath(shown, env.cwd);
-  if (target === undefined) return `pi-lazy-agents: "${shown}" is not a usable path.`;
+  if (target === undefined) return REPORT_TEXT.unusablePath(shown);
   const discovery = engine.discoveryFor(env.cwd);
   if (!discovery) return REPORT_NO_CWD;
   const isDirectory = mayBeInside(discovery, target) && discovery.fs.stat(target)?.isDirectory() === true;
   const located = locateChain(discovery, target, isDirectory);
-  if (located === undefined)
-    return `pi-lazy-agents: ${shown} is ${REASONS.outsideCwd}; nothing below cwd applies to it.`;
+  if (located === undefined) return REPORT_TEXT.outsideCwd(shown);
   await engine.learnGitIgnores(discovery, located.links);
   discovery.viewChain(located, env.trusted && engine.options.skills);
   await engine.learnImportGitIgnores(discovery);
@@ -4407,18 +4410,18 @@ async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnviron
   if (engine.options.rules) await engine.rulesOf(discovery).learnGitIgnores(views, engine.git);
   engine.inspection.record(views);
   const lines = [`pi-lazy-agents: why ${shown}`];
-  if (located.links.length === 0) lines.push("  It lies directly in cwd: only Pi's own AGENTS.md applies there.");
+  if (located.links.length === 0) lines.push(REPORT_TEXT.directlyInCwd);
   for (const { scope } of located.links) {
     const view = views.find((candidate) => candidate.scope === scope);
     if (!view) {
       const reason = discovery.ignoredSeen.get(scope);
-      lines.push(`  ${scope}/  ${reason ? REASONS[reason] : "not reached"}: nothing below it is used`);
+      lines.push(`  ${scope}/  ${reason ? REASONS[reason] : REPORT_TEXT.notReached}: nothing below it is used`);
       if (reason) break;
       continue;
     }
     const file = view.file
       ? `${view.file.path} (${fileState(engine.ledger, seenFile(view.file, scope))})`
-      : "no instruction file";
+      : REPORT_TEXT.noInstructionFile;
     lines.push(`  ${scope}/  scope ${scopeGlob(scope)}: ${file}`);
     for (const { file: imported } of view.imports) {
       lines.push(`    imports ${imported.path} (${fileState(engine.ledger, seenFile(imported, scope))})`);
@@ -4428,7 +4431,7 @@ async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnviron
       lines.push(`    not used: ${rejection.path}: ${reasonText(rejection.reason, rejection.counts)}`);
   }
   lines.push(...explainRules(engine, views, touchedPath(discovery, target, env.cwd)));
-  if (!env.trusted) lines.push("  Skills are not listed: the project is not trusted.");
+  if (!env.trusted) lines.push(REPORT_TEXT.skillsUntrusted);
   return lines.map(oneLine).join("\n");
 }
 
