@@ -209,6 +209,19 @@ export const SETTINGS_WARNINGS = {
     `pi-lazy-agents: ${SETTINGS_KEY}.${key} in ${where} must be ${expected}; its default applies`,
 } as const;
 
+/** What a setting's value must be, as its warning says it. */
+export const SETTING_EXPECTED = {
+  boolean: "true or false",
+  fileNames: "a non-empty list of distinct file names",
+  ignoreDirs: "a list of distinct folder names",
+  bytes: (min: number, max: number) => `a whole number of bytes from ${min} to ${max}`,
+  triggers: (tools: readonly string[]) => `a list of tool names from: ${tools.join(", ")}`,
+  ruleSources: (sources: readonly string[]) => `a list of distinct rule sources from: ${sources.join(", ")}`,
+} as const;
+
+/** Smallest reminder budget a setting may give, in bytes. */
+export const MIN_SETTING_BUDGET_BYTES = 1024;
+
 /** A key name the user typed is shown only in this shape (no control characters, bounded). */
 export const SHOWN_KEY_PATTERN = /^[A-Za-z_$][\w$.-]{0,63}$/;
 

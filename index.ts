@@ -23,9 +23,9 @@
 // Sections, in the order a tool call travels: 1 Pi adapter; 2 per-call lifecycle; 3 the ledger:
 // what the model holds; 4 reminder text and budget; 5 discovery; 6 caches and the
 // filesystem seam; 7 git; 8 settings; 9 the /lazy-agents report; 10 pure helpers (paths and text,
-// the shell-word reader, the glob matcher). A section uses only what later sections define, except
-// for types: reminder text formats the ledger's plan, settings read through the filesystem seam,
-// and the report describes everything above it.
+// the shell-word reader, the glob matcher). A section uses only what later sections define, but
+// for three knowing exceptions: reminder text formats the ledger's plan, settings read through the
+// filesystem seam, and the report describes everything above it.
 
 import * as nodeFs from "node:fs";
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
@@ -90,6 +90,7 @@ import {
   MAX_REMINDER_FILES,
   MAX_UNCONFIRMED_RESULTS,
   MIN_CUT_BYTES,
+  MIN_SETTING_BUDGET_BYTES,
   leftOutText,
   loadedNotice,
   CAP_REASONS,
@@ -119,6 +120,7 @@ import {
   SKILL_IGNORE_FILES,
   SETTINGS_KEY,
   SETTINGS_WARNINGS,
+  SETTING_EXPECTED,
   SHELL_WORD_REASONS,
   SHOWN_KEY_PATTERN,
   SETTLED_ERROR_CODES,
@@ -4080,37 +4082,37 @@ export function optionsFromSettings(
   for (const key of ["enabled", "skills", "imports", "gateWrites", "rules"] as const) {
     if (settings[key] === undefined) continue;
     if (typeof settings[key] === "boolean") options[key] = settings[key];
-    else bad(key, "true or false");
+    else bad(key, SETTING_EXPECTED.boolean);
   }
   if (settings.fileNames !== undefined) {
     if (isNameList(settings.fileNames, false)) options.fileNames = settings.fileNames;
-    else bad("fileNames", "a non-empty list of distinct file names");
+    else bad("fileNames", SETTING_EXPECTED.fileNames);
   }
   if (settings.ignoreDirs !== undefined) {
     if (isNameList(settings.ignoreDirs, true)) options.ignoredDirs = new Set(settings.ignoreDirs);
-    else bad("ignoreDirs", "a list of distinct folder names");
+    else bad("ignoreDirs", SETTING_EXPECTED.ignoreDirs);
   }
   if (settings.maxFileBytes !== undefined) {
     if (isByteCount(settings.maxFileBytes, 1, MAX_SETTING_BYTES)) options.maxFileBytes = settings.maxFileBytes;
-    else bad("maxFileBytes", `a whole number of bytes from 1 to ${MAX_SETTING_BYTES}`);
+    else bad("maxFileBytes", SETTING_EXPECTED.bytes(1, MAX_SETTING_BYTES));
   }
   if (settings.reminderBudgetBytes !== undefined) {
-    if (isByteCount(settings.reminderBudgetBytes, 1024, MAX_SETTING_BYTES))
+    if (isByteCount(settings.reminderBudgetBytes, MIN_SETTING_BUDGET_BYTES, MAX_SETTING_BYTES))
       options.budgetBytes = settings.reminderBudgetBytes;
-    else bad("reminderBudgetBytes", `a whole number of bytes from 1024 to ${MAX_SETTING_BYTES}`);
+    else bad("reminderBudgetBytes", SETTING_EXPECTED.bytes(MIN_SETTING_BUDGET_BYTES, MAX_SETTING_BYTES));
   }
   if (settings.triggers !== undefined) {
     const triggers = settings.triggers;
     if (Array.isArray(triggers) && triggers.every((t) => typeof t === "string" && ALL_TRIGGERS.has(t))) {
       options.triggers = new Set(triggers as string[]);
     } else {
-      bad("triggers", `a list of tool names from: ${[...ALL_TRIGGERS].join(", ")}`);
+      bad("triggers", SETTING_EXPECTED.triggers([...ALL_TRIGGERS]));
     }
   }
   if (settings.ruleSources !== undefined) {
     const sources = ruleSourcesOf(settings.ruleSources);
     if (sources) options.ruleSources = sources;
-    else bad("ruleSources", `a list of distinct rule sources from: ${RULE_SOURCES.join(", ")}`);
+    else bad("ruleSources", SETTING_EXPECTED.ruleSources(RULE_SOURCES));
   }
   return { options, warnings };
 }
