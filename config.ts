@@ -237,6 +237,8 @@ export const REPORT_STATES = {
   truncated: "delivered, truncated by the budget",
   readByModel: "delivered (read by the model)",
   delivered: "delivered",
+  listed: "listed",
+  manual: "manual",
 } as const;
 
 /** The fixed lines and headings of `/lazy-agents` and `/lazy-agents why`. */
@@ -394,6 +396,21 @@ export function skillGoneNotice(path: string): string {
 /** The line before a new version of a file the model holds. */
 export function supersedesNotice(path: string): string {
   return `(This version of ${path} replaces the one sent earlier.)`;
+}
+
+/** The notice of a file loaded only in part: a cap (imports, skills, entries) stopped it. */
+export function cutShortNotice(path: string, reason: string): string {
+  return `${path} was not loaded whole: ${reason}`;
+}
+
+/** The notice of a refused file. */
+export function notLoadedNotice(path: string, reason: string): string {
+  return `${path} was not loaded: ${reason}`;
+}
+
+/** The notice of a refused import of a file. */
+export function importNotLoadedNotice(path: string, reason: string): string {
+  return `an import in ${path} was not loaded: ${reason}`;
 }
 
 /** The line after a file's text that the budget cut. */

@@ -51,6 +51,9 @@ import {
   COMMAND_DESCRIPTION,
   COMMAND_NAME,
   cutNotice,
+  cutShortNotice,
+  importNotLoadedNotice,
+  notLoadedNotice,
   DISABLE_FLAG_DESCRIPTION,
   GATE_RETRY_TEXT,
   MAX_PATH_BYTES,
@@ -1883,11 +1886,10 @@ function projectionShows(messages: unknown[], record: LedgerRecord): boolean {
 // budget, and what does not fit is announced as left out.
 
 function skipText(skip: Skip, field: (text: string) => string = reminderField): string {
-  if (CAP_REASONS.has(skip.reason))
-    return `${field(skip.path)} was not loaded whole: ${reasonText(skip.reason, skip.counts)}`;
+  if (CAP_REASONS.has(skip.reason)) return cutShortNotice(field(skip.path), reasonText(skip.reason, skip.counts));
   return skip.inImport
-    ? `an import in ${field(skip.path)} was not loaded: ${REASONS[skip.reason]}`
-    : `${field(skip.path)} was not loaded: ${REASONS[skip.reason]}`;
+    ? importNotLoadedNotice(field(skip.path), REASONS[skip.reason])
+    : notLoadedNotice(field(skip.path), REASONS[skip.reason]);
 }
 
 /** Escapes text as Pi escapes its own skill listing. */
@@ -4381,7 +4383,8 @@ function formatInspection(engine: LazyAgents): string {
   for (const path of retractedOnly) lines.push(`  ${path}  retracted`);
   lines.push("", REPORT_TEXT.skillsHeading(skills.length));
   for (const skill of skills) {
-    const state = ledger.skills.get(skill.path)?.version === skill.version ? "listed" : "pending";
+    const state =
+      ledger.skills.get(skill.path)?.version === skill.version ? REPORT_STATES.listed : REPORT_STATES.pending;
     lines.push(`  ${skill.name}  scope ${scopeGlob(skill.scope)}  ${skill.path}  ${state}`);
   }
   lines.push(...ruleLines);
@@ -4463,12 +4466,13 @@ function ruleSourcesOf(value: unknown): Set<RuleSource> | undefined {
 }
 
 function ruleState(ledger: Ledger, rule: Rule): string {
-  if (rule.meta.kind === "manual") return "manual";
+  if (rule.meta.kind === "manual") return REPORT_STATES.manual;
   const held = ledger.rules.get(rule.path);
-  if (rule.meta.kind === "described") return held?.version === rule.listingVersion ? "listed" : "pending";
-  if (!held) return ledger.retractedRules.has(rule.path) ? "retracted" : "pending";
-  if (held.version !== rule.loaded.version) return "changed since delivery";
-  return held.truncated ? "delivered, truncated by the budget" : "delivered";
+  if (rule.meta.kind === "described")
+    return held?.version === rule.listingVersion ? REPORT_STATES.listed : REPORT_STATES.pending;
+  if (!held) return ledger.retractedRules.has(rule.path) ? REPORT_STATES.retracted : REPORT_STATES.pending;
+  if (held.version !== rule.loaded.version) return REPORT_STATES.changed;
+  return held.truncated ? REPORT_STATES.truncated : REPORT_STATES.delivered;
 }
 
 function ruleLine(ledger: Ledger, rule: Rule): string {
