@@ -1,4 +1,4 @@
-// README "Behaviour", Ledger, and "Limits": a context edit that takes a reminder out of the model's context makes its files due again.
+// README "Behaviour", Ledger, and "Limits": a context edit that drops a reminder makes its files due again.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";

@@ -1,4 +1,4 @@
-// README "What it does": each part of a reminder is explained in full once while the model can see it, then named in one line.
+// README "What it does": each part of a reminder is explained in full once, while the model sees it, then named.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";

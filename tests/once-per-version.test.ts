@@ -1,4 +1,4 @@
-// README "Behaviour", Once per version: an unchanged file is never sent twice, a changed one supersedes, a deleted one is withdrawn once.
+// README "Behaviour", Once per version: never sent twice, a changed file supersedes, a deleted one is withdrawn.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
