@@ -1,4 +1,4 @@
-// The benchmark of issue 6: `bun run bench` (full) or `bun run bench -- --quick` (under a minute on
+// The benchmark: `bun run bench` (full) or `bun run bench -- --quick` (under a minute on
 // two cores). It prints readable tables, then, as its very last line, one machine-readable summary:
 //   bench: warm_p50_us=… warm_p99_us=… … heap_growth_mb=…
 // Timing is a benchmark's, never a test's: nothing here asserts a figure.

@@ -1,14 +1,19 @@
-// Smoke test of the real `pi` binary from node_modules, with the scripted provider of tests/.
+// README "Install" and "Development": the real pi binary loads the package, and ./dev on a fresh machine.
+
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { execFileSync, spawnSync } from "node:child_process";
+import { readFileSync, copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { join, resolve, delimiter } from "node:path";
+import { tmpdir } from "node:os";
 import { withTree, type Tree } from "./harness.ts";
 
 const ROOT = resolve(import.meta.dirname, "..");
+
 const PI_CLI = join(ROOT, "node_modules", "@earendil-works", "pi-coding-agent", "dist", "bundle", "cli.js");
+
 const PROVIDER = join(ROOT, "tests", "scripted-provider.ts");
+
 const SCRIPT = JSON.stringify([[["read", { path: "src/a.ts" }]]]);
 
 function pi(tree: Tree, args: string[]): string {
@@ -24,6 +29,8 @@ const run = (tree: Tree, extensionArgs: string[]) =>
   pi(tree, ["-p", ...extensionArgs, "-e", PROVIDER, "--provider", "scripted", "--model", "scripted-model", "go"]);
 
 const files = { "src/AGENTS.md": "CLI-SRC-RULES", "src/a.ts": "a\n" };
+
+const DEV = resolve(import.meta.dirname, "..", "dev");
 
 test("pi -e ./index.ts delivers the nested file to the model", () =>
   withTree(files, (tree) => {
@@ -43,3 +50,36 @@ test("pi install <local path> makes it load without -e", () =>
     assert.match(readFileSync(join(tree.agentDir, "settings.json"), "utf8"), /"packages"/);
     assert.match(run(tree, []), /CLI-SRC-RULES/);
   }));
+
+test("./dev says in one line which registry it could not reach, without npm's output", () => {
+  const dir = mkdtempSync(join(tmpdir(), "lazy-agents-dev-"));
+  try {
+    copyFileSync(DEV, join(dir, "dev"));
+    writeFileSync(join(dir, "package.json"), "{}");
+    // Only the machine's own node and npm, as on a fresh clone: no .tools of this checkout.
+    const path = (process.env.PATH ?? "")
+      .split(delimiter)
+      .filter((entry) => !entry.includes(".tools"))
+      .join(delimiter);
+    const run = spawnSync("bash", ["./dev", "true"], {
+      cwd: dir,
+      env: { ...process.env, PATH: path, npm_config_registry: "http://127.0.0.1:9/", npm_config_fetch_retries: "0" },
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+    assert.equal(run.status, 1);
+    const lines = run.stderr.trim().split("\n");
+    assert.equal(lines.length, 2, run.stderr);
+    assert.match(lines[0] ?? "", /^dev: installing bun@[\d.]+ and node@\d+ from npm into \.tools\/$/);
+    assert.match(
+      lines[1] ?? "",
+      /^dev: npm install bun@[\d.]+ node@\d+ could not reach http:\/\/127\.0\.0\.1:9\/; check the network or proxy .* and run \.\/dev again \(details: \S+\)$/,
+    );
+    const log = /\(details: (\S+)\)$/.exec(lines[1] ?? "")?.[1] ?? "";
+    assert.ok(existsSync(log), "the log keeps npm's own output");
+    rmSync(log, { force: true });
+    assert.equal(run.stdout, "");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

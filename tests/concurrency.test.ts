@@ -1,33 +1,34 @@
-// Issue 7, part 4: concurrency in real sessions (the faux model issues parallel tool calls), other
-// extensions that block calls or rewrite results, image-only results, and the races between
-// parallel calls that change instruction files.
+// README "Behaviour", Parallel calls and Nested calls: each version goes out once, beside other extensions too.
+
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { execFileSync } from "node:child_process";
-import { readdirSync, rmSync } from "node:fs";
-import { join } from "node:path";
 import type { ExtensionFactory } from "@earendil-works/pi-coding-agent";
 import type { JsonObject } from "@earendil-works/pi-ai";
-import { createLazyAgents, REMINDER_OPEN, type LazyAgents } from "../index.ts";
-import { noGit } from "./fuzz-lib.ts";
+import { REMINDER_OPEN, type LazyAgents } from "../index.ts";
 import {
   countOccurrences,
-  finalTurn,
   loadRunner,
-  persistedToolResults,
   reminderOf,
-  startSession,
   textOf,
-  toolTurn,
   withTree,
+  finalTurn,
+  persistedToolResults,
+  startSession,
+  toolTurn,
   type CallResult,
   type RunnerHarness,
   type TreeSpec,
 } from "./harness.ts";
+import { PNG, lazyAgents, tree } from "./fixtures.ts";
 
 const SCOPES = 20;
+
 const FILES = 10;
+
 const scopeName = (i: number) => `s${String(i).padStart(2, "0")}`;
+
 const rules = (i: number) => `RULES-${scopeName(i)}-V1`;
 
 function twentyScopes(): TreeSpec {
@@ -37,16 +38,6 @@ function twentyScopes(): TreeSpec {
     for (let j = 0; j < FILES; j++) spec[`pkg/${scopeName(i)}/f${j}.ts`] = `export const v${j} = ${j};\n`;
   }
   return spec;
-}
-
-/** The extension built with a test seam, handing its engine out; without git unless asked. */
-function lazyAgents(options: { git?: boolean } = {}): { factory: ExtensionFactory; engine: () => LazyAgents } {
-  let engine: LazyAgents | undefined;
-  const factory = createLazyAgents({
-    ...(options.git ? {} : { spawnGit: noGit }),
-    onEngine: (e) => (engine = e),
-  });
-  return { factory, engine: () => engine! };
 }
 
 /** Emits the result of a call whose tool_call was emitted earlier; returns the content the model gets. */
@@ -91,6 +82,73 @@ async function noUnhandledRejections(fn: () => Promise<void>): Promise<void> {
   }
   assert.deepEqual(rejections, [], "no unhandled rejections");
 }
+
+function blocker(blocked: (path: string) => boolean): ExtensionFactory {
+  return (pi) => {
+    pi.on("tool_call", (event) => {
+      const path = (event.input as { path?: unknown }).path;
+      return typeof path === "string" && blocked(path) ? { block: true, reason: "not allowed here" } : undefined;
+    });
+  };
+}
+
+test("three parallel reads in one scope deliver exactly once", () =>
+  withTree({ "src/AGENTS.md": "ONCE", "src/a.ts": "a", "src/b.ts": "b", "src/c.ts": "c" }, async (tree) => {
+    const h = await loadRunner(tree);
+    const results = await Promise.all(["a", "b", "c"].map((name) => h.call("read", { path: `src/${name}.ts` })));
+    const total = results.reduce((sum, r) => sum + countOccurrences(textOf(r.content), "ONCE"), 0);
+    assert.equal(total, 1);
+  }));
+
+test("parallel reads in one assistant turn deliver exactly one reminder", () =>
+  withTree(tree, async (t) => {
+    const h = await startSession(t, [
+      toolTurn(
+        ["read", { path: "packages/api/server.ts" }],
+        ["read", { path: "packages/api/routes.ts" }],
+        ["read", { path: "packages/api/data.json" }],
+      ),
+      finalTurn(),
+    ]);
+    try {
+      await h.session.prompt("read three files");
+      const reminders = persistedToolResults(h.sessionManager).filter((r) => reminderOf(r.content));
+      assert.equal(reminders.length, 1);
+      assert.equal(countOccurrences(readFileSync(h.sessionManager.getSessionFile()!, "utf8"), "API-RULES"), 1);
+    } finally {
+      h.dispose();
+    }
+  }));
+
+test("a codemode script gets the plain file text and the codemode result carries the reminder", () =>
+  withTree(tree, async (t) => {
+    const h = await startSession(
+      t,
+      [
+        toolTurn([
+          "codemode",
+          {
+            code: "const a = await tools.read({ path: 'packages/api/data.json' });\nconst b = await tools.read({ path: 'packages/api/server.ts' });\nreturn JSON.stringify({ a, exact: a === '{\"answer\":42}\\n' });",
+          },
+        ]),
+        finalTurn(),
+      ],
+      { codemode: true },
+    );
+    try {
+      await h.session.prompt("use a script");
+      const [result] = persistedToolResults(h.sessionManager);
+      assert.equal(result!.toolName, "codemode");
+      const text = textOf(result!.content);
+      assert.match(text, /\\"exact\\":true|"exact":true/);
+      const reminder = reminderOf(result!.content) ?? "";
+      assert.match(reminder, /PACKAGES-RULES[^]*API-RULES/);
+      assert.equal(countOccurrences(text, "API-RULES"), 1);
+      assert.ok((result!.details as { lazyAgents?: unknown }).lazyAgents, "ledger record on the outer result");
+    } finally {
+      h.dispose();
+    }
+  }));
 
 test("200 parallel tool calls over 20 scopes in one turn deliver every version exactly once", () =>
   withTree(twentyScopes(), (tree) =>
@@ -138,15 +196,6 @@ test("200 parallel tool calls over 20 scopes in one turn deliver every version e
       }
     }),
   ));
-
-function blocker(blocked: (path: string) => boolean): ExtensionFactory {
-  return (pi) => {
-    pi.on("tool_call", (event) => {
-      const path = (event.input as { path?: unknown }).path;
-      return typeof path === "string" && blocked(path) ? { block: true, reason: "not allowed here" } : undefined;
-    });
-  };
-}
 
 for (const order of ["before", "after"] as const) {
   test(`a second extension (loaded ${order} this one) that blocks calls activates nothing for them and leaks no state`, () =>
@@ -242,11 +291,6 @@ test("a second extension's tool_result that rewrites the content: the reminder i
     }
   }));
 
-const PNG = Buffer.from(
-  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==",
-  "base64",
-);
-
 test("a read that returns image content only gets the reminder as a text block after the untouched image", () =>
   withTree({ "img/AGENTS.md": "IMG-RULES\n", "img/dot.png": PNG, "img/two.png": PNG }, async (tree) => {
     const { factory } = lazyAgents();
@@ -277,7 +321,7 @@ test("a read that returns image content only gets the reminder as a text block a
     }
   }));
 
-test("regression: a read discovered before a parallel edit of its instruction file does not send the older version after the newer one", () =>
+test("a read discovered before a parallel edit of its instruction file does not send the older version after the newer one", () =>
   withTree({ "pkg/AGENTS.md": "RULE-V1\n", "pkg/x.ts": "x\n" }, async (tree) => {
     const { factory } = lazyAgents();
     const h = await loadRunner(tree, { factories: [factory] });
@@ -294,36 +338,6 @@ test("regression: a read discovered before a parallel edit of its instruction fi
     assert.doesNotMatch(reminder, /RULE-V1/, "the older version must not replace the newer one");
     const next = await h.call("read", input);
     assert.equal(reminderOf(next.content), undefined, "the model holds V2: nothing to send");
-  }));
-
-test("regression: caches keep the entries of deleted folders and files, growing with churn instead of with the tree", () =>
-  withTree({ "pkg/AGENTS.md": "PKG\n" }, async (tree) => {
-    const { factory, engine } = lazyAgents();
-    const h = await loadRunner(tree, { factories: [factory] });
-    // 300 short-lived scopes, one at a time: each is created, read and deleted.
-    for (let i = 0; i < 300; i++) {
-      if (i % 10 === 0) tree.write(`pkg/tmp${i}/.agents/skills/s/SKILL.md`, "---\nname: s\ndescription: brief\n---\n");
-      tree.write(`pkg/tmp${i}/AGENTS.md`, `TMP-${i}\n`);
-      await h.call("read", { path: `pkg/tmp${i}/AGENTS.md` });
-      rmSync(tree.abs(`pkg/tmp${i}`), { recursive: true });
-    }
-    let folders = 0;
-    let files = 0;
-    const walk = (dir: string): void => {
-      for (const entry of readdirSync(dir, { withFileTypes: true })) {
-        if (entry.isDirectory()) {
-          folders++;
-          walk(join(dir, entry.name));
-        } else files++;
-      }
-    };
-    walk(tree.cwd);
-    const sizes = engine().stateSizes();
-    // Between two sweeps a cache may run to twice the tree plus a constant; never to every path seen.
-    for (const key of ["directories", "listings", "gitAnswers", "inspectedScopes"]) {
-      assert.ok(sizes[key]! <= 2 * folders + 256, `${key} = ${sizes[key]} for ${folders} folders on disk`);
-    }
-    assert.ok(sizes.files! <= 2 * files + 256, `files = ${sizes.files} for ${files} files on disk`);
   }));
 
 test("a codemode script's read taken before a sibling edit does not send the older version as the newer one", () =>

@@ -1,20 +1,48 @@
-// Context edits that Pi 1.6 appends mid-session (here from another extension's turn_end, the way
-// Pi's docs show) take tool results out of the model's context: the ledger follows before the
-// next delivery.
+// README "Behaviour", Ledger, and "Limits": a context edit that drops a reminder makes its files due again.
+
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { ExtensionFactory } from "@earendil-works/pi-coding-agent";
 import { REMINDER_OPEN } from "../index.ts";
 import {
-  EXTENSION_PATH,
-  countOccurrences,
   finalTurn,
+  loadRunner,
   persistedToolResults,
   reminderOf,
   startSession,
   toolTurn,
   withTree,
+  type Tree,
+  EXTENSION_PATH,
+  countOccurrences,
 } from "./harness.ts";
+
+const files = { "pkg/AGENTS.md": "PKG-RULES", "pkg/a.ts": "a\n", "pkg/b.ts": "b\n" };
+
+/** Reads pkg/a.ts in one session, edits that result's context, then reads pkg/b.ts after `--continue`. */
+async function afterContextEdit(tree: Tree, keep: (content: Array<{ type: string; text?: string }>) => unknown[]) {
+  const first = await startSession(tree, [toolTurn(["read", { path: "pkg/a.ts" }]), finalTurn()]);
+  await first.session.prompt("first");
+  const entry = first.sessionManager
+    .getEntries()
+    .find((e) => e.type === "message" && e.message.role === "toolResult") as {
+    id: string;
+    message: { content: Array<{ type: string; text?: string }> };
+  };
+  assert.match(reminderOf(entry.message.content) ?? "", /PKG-RULES/);
+  first.sessionManager.appendContextEdit(entry.id, { content: keep(entry.message.content) } as never);
+  const file = first.sessionManager.getSessionFile()!;
+  first.dispose();
+  const second = await startSession(tree, [toolTurn(["read", { path: "pkg/b.ts" }]), finalTurn()], {
+    sessionFile: file,
+  });
+  try {
+    await second.session.prompt("second");
+    return reminderOf(persistedToolResults(second.sessionManager).at(-1)!.content);
+  } finally {
+    second.dispose();
+  }
+}
 
 /** Another extension that prunes every tool result carrying a reminder, at the end of its turn. */
 function pruner(replacement: { content: string } | null): ExtensionFactory {
@@ -36,6 +64,32 @@ const cases: Array<[string, { content: string } | null]> = [
   ["replaced", { content: "[pruned]" }],
   ["omitted", null],
 ];
+
+test("a context edit that removes only the reminder makes its file due again", () =>
+  withTree(files, async (tree) => {
+    const reminder = await afterContextEdit(tree, (content) =>
+      content.filter((block) => !block.text?.startsWith(REMINDER_OPEN)),
+    );
+    assert.match(reminder ?? "", /PKG-RULES/);
+  }));
+
+test("a context edit that keeps the reminder leaves its file delivered", () =>
+  withTree(files, async (tree) => {
+    const reminder = await afterContextEdit(tree, (content) => content);
+    assert.equal(reminder, undefined);
+  }));
+
+test("the ledger record joins the tool's own details instead of replacing them", () =>
+  withTree({ "pkg/AGENTS.md": "PKG-RULES", "pkg/a.ts": "one\n" }, async (tree) => {
+    const h = await loadRunner(tree);
+    const edit = await h.call("edit", { path: "pkg/a.ts", edits: [{ oldText: "one", newText: "two" }] });
+    const details = edit.details as { diff?: unknown; lazyAgents?: { files: Array<{ path: string }> } };
+    assert.match(String(details.diff), /two/);
+    assert.deepEqual(
+      details.lazyAgents?.files.map((file) => file.path),
+      ["pkg/AGENTS.md"],
+    );
+  }));
 
 for (const [how, replacement] of cases) {
   test(`a tool result ${how} by a context edit mid-session has its instructions sent again at the next access`, () =>

@@ -1,5 +1,5 @@
-// Each section of a reminder is explained in full once while the model can still see that
-// explanation; later reminders open it with a one-line header.
+// README "What it does": each part of a reminder is explained in full once, while the model sees it, then named.
+
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { ExtensionFactory, ToolResultEvent } from "@earendil-works/pi-coding-agent";
@@ -48,6 +48,34 @@ function assertOpening(reminder: string, full: string, header: string, explains:
 
 const assertFiles = (reminder: string, explains: boolean, what: string) =>
   assertOpening(reminder, INSTRUCTIONS_INTRO, INSTRUCTIONS_HEADER, explains, what);
+
+/** Tool results the model still sees after a compaction. */
+function keptToolText(h: { session: { sessionManager: { buildContextEntries(): unknown[] } } }): string {
+  const entries = h.session.sessionManager.buildContextEntries() as Array<{
+    type: string;
+    message: { role: string; content: Array<{ type: string; text?: string }> };
+  }>;
+  return textOf(
+    entries.flatMap((e) => (e.type === "message" && e.message.role === "toolResult" ? e.message.content : [])),
+  );
+}
+
+async function sessionThatRead(tree: Tree, path: string, settings?: Record<string, unknown>): Promise<string> {
+  const h = await startSession(tree, [read(path), finalTurn()], settings ? { settings } : {});
+  await h.session.prompt("first");
+  const file = h.sessionManager.getSessionFile()!;
+  h.dispose();
+  return file;
+}
+
+/** A later extension that drops the reminder from reads of `pkg/a.ts`. */
+const dropFirstReminder: ExtensionFactory = (pi) => {
+  pi.on("tool_result", (event: ToolResultEvent) =>
+    (event.input as { path?: string }).path === "pkg/a.ts"
+      ? { content: event.content.filter((block) => block.type !== "text" || !block.text.startsWith(REMINDER_OPEN)) }
+      : undefined,
+  );
+};
 
 test("the one-line headers stay on one line and say the text is the repository's guidance, not the user's", () => {
   for (const header of [INSTRUCTIONS_HEADER, SKILLS_HEADER, RULES_HEADER, RULE_LISTING_HEADER]) {
@@ -116,17 +144,6 @@ test("rule texts and rule listings are each explained in full once, then named i
     },
   ));
 
-/** Tool results the model still sees after a compaction. */
-function keptToolText(h: { session: { sessionManager: { buildContextEntries(): unknown[] } } }): string {
-  const entries = h.session.sessionManager.buildContextEntries() as Array<{
-    type: string;
-    message: { role: string; content: Array<{ type: string; text?: string }> };
-  }>;
-  return textOf(
-    entries.flatMap((e) => (e.type === "message" && e.message.role === "toolResult" ? e.message.content : [])),
-  );
-}
-
 test("after a compaction that drops the explaining reminder, the next reminder explains again", () =>
   withTree({ ...files, "pkg/big.txt": "z".repeat(4000) }, async (tree) => {
     const h = await startRuntime(tree, { settings: { compaction: { enabled: false, keepRecentTokens: 200 } } });
@@ -151,14 +168,6 @@ test("after a compaction that drops the explaining reminder, the next reminder e
       await h.dispose();
     }
   }));
-
-async function sessionThatRead(tree: Tree, path: string, settings?: Record<string, unknown>): Promise<string> {
-  const h = await startSession(tree, [read(path), finalTurn()], settings ? { settings } : {});
-  await h.session.prompt("first");
-  const file = h.sessionManager.getSessionFile()!;
-  h.dispose();
-  return file;
-}
 
 test("after --continue with the explaining reminder still in context, the next reminder does not explain again", () =>
   withTree(files, async (tree) => {
@@ -201,15 +210,6 @@ test("the write gate's held-back result explains in full and counts as seen, als
       again.dispose();
     }
   }));
-
-/** A later extension that drops the reminder from reads of `pkg/a.ts`. */
-const dropFirstReminder: ExtensionFactory = (pi) => {
-  pi.on("tool_result", (event: ToolResultEvent) =>
-    (event.input as { path?: string }).path === "pkg/a.ts"
-      ? { content: event.content.filter((block) => block.type !== "text" || !block.text.startsWith(REMINDER_OPEN)) }
-      : undefined,
-  );
-};
 
 test("an explanation that a later extension dropped is given again with the next reminder", () =>
   withTree(files, async (tree) => {

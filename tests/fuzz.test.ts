@@ -1,5 +1,5 @@
-// Issue 7, part 1 and 3: differential fuzzing against the reference model, with every filesystem
-// call recorded and checked against the cwd boundary. More cases: `bun run fuzz -- --cases N`.
+// README "Development": differential fuzzing against the reference model, never outside cwd.
+
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createLazyAgents } from "../index.ts";
@@ -18,10 +18,12 @@ import { canLockFiles, loadRunner, reminderOf, withTree } from "./harness.ts";
 
 /** Bugs index.ts still has: the model mirrors them, and their regression tests are todo. */
 const KNOWN_BUGS = await presentKnownBugs();
+
 const todo = (bug: "double-bom" | "write-new-top-level", patch: number) =>
   KNOWN_BUGS.has(bug) ? `fixed by proposed patch ${patch}` : false;
 
 const CASES = 200;
+
 const SEED = 1;
 
 test(`differential fuzz: ${CASES} seeded cases agree with the reference model, and nothing outside cwd is touched`, async () => {
@@ -106,19 +108,16 @@ test("the generator is deterministic: one seed, one case", () => {
 // Bugs the fuzzer found. Each is todo while its probe (KNOWN_BUG_PROBES) still finds it in
 // index.ts, and an ordinary test once the proposed patch has landed.
 
-test(
-  "regression: a second BOM at the start of an instruction file is kept as text",
-  { todo: todo("double-bom", 1) },
-  () =>
-    withTree({ "src/AGENTS.md": "\uFEFF\uFEFFTWO-BOMS\n", "src/a.ts": "a" }, async (tree) => {
-      const h = await loadRunner(tree, { factories: [createLazyAgents({ spawnGit: noGit })] });
-      const reminder = reminderOf((await h.call("read", { path: "src/a.ts" })).content) ?? "";
-      assert.match(reminder, />\n\uFEFFTWO-BOMS\n<\/instructions>/, "one BOM dropped, the second one is content");
-    }),
+test("a second BOM at the start of an instruction file is kept as text", { todo: todo("double-bom", 1) }, () =>
+  withTree({ "src/AGENTS.md": "\uFEFF\uFEFFTWO-BOMS\n", "src/a.ts": "a" }, async (tree) => {
+    const h = await loadRunner(tree, { factories: [createLazyAgents({ spawnGit: noGit })] });
+    const reminder = reminderOf((await h.call("read", { path: "src/a.ts" })).content) ?? "";
+    assert.match(reminder, />\n\uFEFFTWO-BOMS\n<\/instructions>/, "one BOM dropped, the second one is content");
+  }),
 );
 
 test(
-  "regression: writing an instruction file into a new folder directly below cwd counts as its delivery",
+  "writing an instruction file into a new folder directly below cwd counts as its delivery",
   { todo: todo("write-new-top-level", 2) },
   () =>
     withTree({ "f.ts": "root" }, async (tree) => {

@@ -1,5 +1,5 @@
-// Git-ignored folders in real repositories: submodules, names that look like pathspec magic, and a
-// working directory that git itself ignores.
+// README "Limits", git: submodules, names that look like pathspec magic, and a cwd that git itself ignores.
+
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";

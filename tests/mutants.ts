@@ -29,7 +29,18 @@ import { rng } from "./rng.ts";
 
 const ROOT = resolve(import.meta.dirname, "..");
 /** Fast, broad files first: most mutants die there. A file that kills moves to the front. */
-const FIRST_FILES = ["core", "paths", "sources", "skills", "control", "ledger", "boundary", "faults"];
+const FIRST_FILES = [
+  "delivery",
+  "once-per-version",
+  "safety",
+  "paths",
+  "imports",
+  "skills",
+  "inspection",
+  "settings",
+  "compaction-and-resume",
+  "fault-tolerance",
+];
 const EQUIVALENTS_FILE = join(ROOT, "tests", "mutants-equivalent.json");
 
 export interface Mutant {

@@ -1,42 +1,49 @@
-// The pure path helpers: containment as a table, and tool paths resolved the way Pi's tools do.
+// README "Limits": paths resolve as Pi's tools resolve them, case-folding filesystems, caches follow the tree.
+
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readdirSync, symlinkSync } from "node:fs";
+import { readdirSync, symlinkSync, rmSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, relative, sep } from "node:path";
-import {
-  createLazyAgents,
-  cutUtf8,
-  decodeInstructionText,
-  isPathInside,
-  nodeFileSystem,
-  resolveToolPath,
-  type FileSystem,
-} from "../index.ts";
+import { createLazyAgents, isPathInside, nodeFileSystem, resolveToolPath, type FileSystem } from "../index.ts";
 import { noGit } from "./fuzz-lib.ts";
 import { loadRunner, reminderOf, withTree } from "./harness.ts";
+import { lazyAgents } from "./fixtures.ts";
 
-test("containment: path.relative with an exact .. test", () => {
-  const table: Array<[string, string, boolean]> = [
-    ["/work/repo", "/work/repo/src", true],
-    ["/work/repo", "/work/repo/src/deep/x.ts", true],
-    ["/work/repo", "/work/repo/..cache", true],
-    ["/work/repo", "/work/repo/..cache/x", true],
-    ["/work/repo", "/work/repo/.../x", true],
-    ["/work/repo", "/work/repo", false],
-    ["/work/repo", "/work/repo/", false],
-    ["/work/repo", "/work/repo-evil", false],
-    ["/work/repo", "/work/repo-evil/src", false],
-    ["/work/repo", "/work/rep", false],
-    ["/work/repo", "/work", false],
-    ["/work/repo", "/work/repo/../repo-evil", false],
-    ["/work/repo", "/work/repo/src/../../etc", false],
-    ["/work/repo", "/etc/passwd", false],
-    ["/", "/etc", true],
-  ];
-  for (const [parent, child, inside] of table)
-    assert.equal(isPathInside(parent, child), inside, `${parent} ⊃ ${child}`);
-});
+const NNBSP = "\u202F";
+
+const CURLY = "\u2019";
+
+const NFD_E = "e\u0301";
+
+/** The on-disk spelling of `path`, matching each name below `root` without regard to case. */
+function foldedSpelling(root: string, path: string): string {
+  if (!isPathInside(root, path)) return path;
+  let current = root;
+  for (const name of relative(root, path).split(sep)) {
+    let names: string[] = [];
+    try {
+      names = readdirSync(current);
+    } catch {
+      // Not a folder: keep the name as typed.
+    }
+    current = join(current, names.find((n) => n.toLowerCase() === name.toLowerCase()) ?? name);
+  }
+  return current;
+}
+
+/** The real filesystem as a case-insensitive one (macOS, Windows) would answer, below `root`. */
+function caseInsensitive(root: string): FileSystem {
+  const fold = (path: string) => foldedSpelling(root, path);
+  return {
+    ...nodeFileSystem,
+    stat: (path) => nodeFileSystem.stat(fold(path)),
+    lstat: (path) => nodeFileSystem.lstat(fold(path)),
+    realpath: (path) => nodeFileSystem.realpath(fold(path)),
+    open: (path) => nodeFileSystem.open(fold(path)),
+    readdir: (path) => nodeFileSystem.readdir(fold(path)),
+  };
+}
 
 test("tool paths resolve like Pi's tools: relative, absolute, @, ~, file:// and unicode spaces", () => {
   const cwd = "/work/repo";
@@ -59,10 +66,6 @@ test("tool paths resolve like Pi's tools: relative, absolute, @, ~, file:// and 
   ];
   for (const [raw, expected] of table) assert.equal(resolveToolPath(raw, cwd), expected, String(raw).slice(0, 30));
 });
-
-const NNBSP = "\u202F";
-const CURLY = "\u2019";
-const NFD_E = "e\u0301";
 
 test("read paths fall back like Pi's read tool: screenshot AM/PM, NFD, curly apostrophes, NFD with curly", () => {
   const cwd = "/work/repo";
@@ -114,35 +117,6 @@ test("an absolute path through a link to cwd finds the folder Pi's read tool ope
     assert.equal(reminderOf(again.content), undefined, "one folder, one identity");
   }));
 
-/** The on-disk spelling of `path`, matching each name below `root` without regard to case. */
-function foldedSpelling(root: string, path: string): string {
-  if (!isPathInside(root, path)) return path;
-  let current = root;
-  for (const name of relative(root, path).split(sep)) {
-    let names: string[] = [];
-    try {
-      names = readdirSync(current);
-    } catch {
-      // Not a folder: keep the name as typed.
-    }
-    current = join(current, names.find((n) => n.toLowerCase() === name.toLowerCase()) ?? name);
-  }
-  return current;
-}
-
-/** The real filesystem as a case-insensitive one (macOS, Windows) would answer, below `root`. */
-function caseInsensitive(root: string): FileSystem {
-  const fold = (path: string) => foldedSpelling(root, path);
-  return {
-    ...nodeFileSystem,
-    stat: (path) => nodeFileSystem.stat(fold(path)),
-    lstat: (path) => nodeFileSystem.lstat(fold(path)),
-    realpath: (path) => nodeFileSystem.realpath(fold(path)),
-    open: (path) => nodeFileSystem.open(fold(path)),
-    readdir: (path) => nodeFileSystem.readdir(fold(path)),
-  };
-}
-
 test("on a filesystem that folds case, one folder has one identity: the real path's spelling", () =>
   withTree({ "pkg/AGENTS.md": "PKG-RULES\n", "pkg/x.ts": "x\n" }, async (tree) => {
     const fs = caseInsensitive(tree.cwd);
@@ -157,18 +131,32 @@ test("on a filesystem that folds case, one folder has one identity: the real pat
     assert.equal(reminderOf(mixed.content), undefined, "and by a third spelling");
   }));
 
-test("UTF-8 cuts never split a character", () => {
-  assert.equal(cutUtf8("aé", 2), "a");
-  assert.equal(cutUtf8("aé", 3), "aé");
-  assert.equal(cutUtf8("😀x", 3), "");
-  assert.equal(cutUtf8("😀x", 4), "😀");
-  assert.equal(cutUtf8("abc", 0), "");
-});
-
-test("decoding: strict UTF-8, one BOM stripped, CRLF and lone CR become LF", () => {
-  const bytes = (text: string) => new TextEncoder().encode(text);
-  assert.equal(decodeInstructionText(bytes("\uFEFFa\r\nb\rc")), "a\nb\nc");
-  assert.equal(decodeInstructionText(bytes("\uFEFF\uFEFFx")), "\uFEFFx");
-  assert.equal(decodeInstructionText(new Uint8Array([0x61, 0xc3])), undefined);
-  assert.equal(decodeInstructionText(new Uint8Array([0xed, 0xa0, 0x80])), undefined, "no lone surrogates");
-});
+test("caches drop the entries of deleted folders and files: they grow with the tree, not with churn", () =>
+  withTree({ "pkg/AGENTS.md": "PKG\n" }, async (tree) => {
+    const { factory, engine } = lazyAgents();
+    const h = await loadRunner(tree, { factories: [factory] });
+    // 300 short-lived scopes, one at a time: each is created, read and deleted.
+    for (let i = 0; i < 300; i++) {
+      if (i % 10 === 0) tree.write(`pkg/tmp${i}/.agents/skills/s/SKILL.md`, "---\nname: s\ndescription: brief\n---\n");
+      tree.write(`pkg/tmp${i}/AGENTS.md`, `TMP-${i}\n`);
+      await h.call("read", { path: `pkg/tmp${i}/AGENTS.md` });
+      rmSync(tree.abs(`pkg/tmp${i}`), { recursive: true });
+    }
+    let folders = 0;
+    let files = 0;
+    const walk = (dir: string): void => {
+      for (const entry of readdirSync(dir, { withFileTypes: true })) {
+        if (entry.isDirectory()) {
+          folders++;
+          walk(join(dir, entry.name));
+        } else files++;
+      }
+    };
+    walk(tree.cwd);
+    const sizes = engine().stateSizes();
+    // Between two sweeps a cache may run to twice the tree plus a constant; never to every path seen.
+    for (const key of ["directories", "listings", "gitAnswers", "inspectedScopes"]) {
+      assert.ok(sizes[key]! <= 2 * folders + 256, `${key} = ${sizes[key]} for ${folders} folders on disk`);
+    }
+    assert.ok(sizes.files! <= 2 * files + 256, `files = ${sizes.files} for ${files} files on disk`);
+  }));

@@ -1,6 +1,5 @@
-// How a folder on the chain is examined: a small folder is listed once instead of probed name by
-// name, a large or unlistable one keeps the name probes, and an instruction file is read whole in
-// one read. Every call goes through the FileSystem seam and is recorded.
+// README "Behaviour", Which files: a folder is listed once or probed name by name; a file is read in one read.
+
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createLazyAgents, type FileSystem } from "../index.ts";

@@ -1,4 +1,5 @@
-// Path-scoped rules of other agents: `.claude/rules`, `.cursor/rules`, `.github/instructions`.
+// README "Rules from other agents": .claude/rules, .cursor/rules and .github/instructions.
+
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -83,6 +84,28 @@ const globTable: Array<[RuleSource, string, string, boolean]> = [
   ["claude", "!src/**", "src/a.ts", false],
 ];
 
+const rule = (frontmatter: string, body: string) => `---\n${frontmatter}\n---\n${body}\n`;
+
+const ruleTree = {
+  ".claude/rules/api.md": rule('paths:\n  - "src/api/**/*.ts"', "CLAUDE-API-V1"),
+  ".claude/rules/always.md": "CLAUDE-ALWAYS-RULE\n",
+  ".claude/rules/style/typescript.md": rule("paths: src/**/*.{ts,tsx}", "CLAUDE-TS-RULE"),
+  ".cursor/rules/react.mdc": rule("description: React components\nglobs: *.tsx\nalwaysApply: false", "CURSOR-TSX-RULE"),
+  ".cursor/rules/db.mdc": rule("description: Database migrations\nglobs:\nalwaysApply: false", "CURSOR-DB-BODY"),
+  ".cursor/rules/manual.mdc": rule("description:\nglobs:\nalwaysApply: false", "CURSOR-MANUAL-BODY"),
+  "packages/web/.cursor/rules/css.mdc": rule('globs: ["src/**/*.css"]', "WEB-CSS-RULE"),
+  ".github/instructions/docs.instructions.md": rule("applyTo: '**/*.md,docs/**'", "COPILOT-DOCS-RULE"),
+  "node_modules/lib/.cursor/rules/evil.mdc": rule("alwaysApply: true", "EVIL-RULE"),
+  "node_modules/lib/index.js": "module.exports = 1;\n",
+  "notes.txt": "notes\n",
+  "src/api/server.ts": "export const server = 1;\n",
+  "src/ui/button.tsx": "export const Button = 1;\n",
+  "packages/web/src/site.css": "body {}\n",
+  "README.md": "# readme\n",
+};
+
+const read = (path: string) => toolTurn(["read", { path }]);
+
 test("globs match as each tool documents: its examples, braces, classes and depth", () => {
   for (const [source, glob, path, expected] of globTable) {
     assert.equal(globMatches(source, glob, path), expected, `${source} ${glob} ${path}`);
@@ -145,28 +168,6 @@ test("each source reads its frontmatter into a kind, including frontmatter that 
     assert.deepEqual([meta.kind, meta.globs, meta.description], [kind, globs, description], `${source}: ${text}`);
   }
 });
-
-const rule = (frontmatter: string, body: string) => `---\n${frontmatter}\n---\n${body}\n`;
-
-const ruleTree = {
-  ".claude/rules/api.md": rule('paths:\n  - "src/api/**/*.ts"', "CLAUDE-API-V1"),
-  ".claude/rules/always.md": "CLAUDE-ALWAYS-RULE\n",
-  ".claude/rules/style/typescript.md": rule("paths: src/**/*.{ts,tsx}", "CLAUDE-TS-RULE"),
-  ".cursor/rules/react.mdc": rule("description: React components\nglobs: *.tsx\nalwaysApply: false", "CURSOR-TSX-RULE"),
-  ".cursor/rules/db.mdc": rule("description: Database migrations\nglobs:\nalwaysApply: false", "CURSOR-DB-BODY"),
-  ".cursor/rules/manual.mdc": rule("description:\nglobs:\nalwaysApply: false", "CURSOR-MANUAL-BODY"),
-  "packages/web/.cursor/rules/css.mdc": rule('globs: ["src/**/*.css"]', "WEB-CSS-RULE"),
-  ".github/instructions/docs.instructions.md": rule("applyTo: '**/*.md,docs/**'", "COPILOT-DOCS-RULE"),
-  "node_modules/lib/.cursor/rules/evil.mdc": rule("alwaysApply: true", "EVIL-RULE"),
-  "node_modules/lib/index.js": "module.exports = 1;\n",
-  "notes.txt": "notes\n",
-  "src/api/server.ts": "export const server = 1;\n",
-  "src/ui/button.tsx": "export const Button = 1;\n",
-  "packages/web/src/site.css": "body {}\n",
-  "README.md": "# readme\n",
-};
-
-const read = (path: string) => toolTurn(["read", { path }]);
 
 test("a real session delivers each rule of all three sources once, with the first matching touch; a changed rule supersedes, a deleted one is withdrawn", () =>
   withTree(ruleTree, async (tree) => {

@@ -1,15 +1,147 @@
-// Settings: warnings that name the key and its file, the JSON Schema that ships with the package, exact
-// bounds, where warnings go, and a change of settings at a later session start.
+// README "Settings": merging, warnings, the JSON Schema, bounds, triggers and turning the extension off.
+
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { Value } from "typebox/value";
+import { optionsFromSettings, SETTING_KEYS, defaultOptions, type Options } from "../index.ts";
 import { MAX_SETTING_BYTES } from "../config.ts";
-import { SETTING_KEYS, defaultOptions, optionsFromSettings, type Options } from "../index.ts";
 import { loadRunner, reminderOf, withTree } from "./harness.ts";
 
 const files = { "src/AGENTS.md": "RULES", "src/x.ts": "x" };
+
+const schema = JSON.parse(readFileSync(resolve(import.meta.dirname, "..", "schema.json"), "utf8")) as {
+  properties: Record<string, { default: unknown }>;
+};
+
+/** What the extension writes to stderr while `run` runs. */
+async function stderrOf(run: () => Promise<unknown>): Promise<string> {
+  const chunks: string[] = [];
+  const write = process.stderr.write;
+  process.stderr.write = ((chunk: string | Uint8Array) => {
+    chunks.push(String(chunk));
+    return true;
+  }) as typeof process.stderr.write;
+  try {
+    await run();
+  } finally {
+    process.stderr.write = write;
+  }
+  return chunks.join("");
+}
+
+test("settings: project values win over global ones, key by key", () =>
+  withTree({ "src/RULES.md": "CUSTOM-NAME", "src/AGENTS.md": "DEFAULT-NAME", "src/x.ts": "x" }, async (tree) => {
+    const h = await loadRunner(tree, {
+      settings: { lazyAgents: { fileNames: ["AGENTS.md"], reminderBudgetBytes: 4096 } },
+      projectSettings: { lazyAgents: { fileNames: ["RULES.md", "AGENTS.md"] } },
+      trusted: true,
+    });
+    const reminder = reminderOf((await h.call("read", { path: "src/x.ts" })).content) ?? "";
+    assert.match(reminder, /CUSTOM-NAME/);
+    assert.doesNotMatch(reminder, /DEFAULT-NAME/);
+  }));
+
+test("an untrusted project's settings are not applied", () =>
+  withTree({ "src/RULES.md": "CUSTOM-NAME", "src/AGENTS.md": "DEFAULT-NAME", "src/x.ts": "x" }, async (tree) => {
+    const h = await loadRunner(tree, { projectSettings: { lazyAgents: { fileNames: ["RULES.md"] } }, trusted: false });
+    const reminder = reminderOf((await h.call("read", { path: "src/x.ts" })).content) ?? "";
+    assert.match(reminder, /DEFAULT-NAME/);
+  }));
+
+test("a bad settings value gives one fixed warning and keeps the default", () =>
+  withTree({ "src/AGENTS.md": "RULES", "src/x.ts": "x" }, async (tree) => {
+    const h = await loadRunner(tree, {
+      hasUI: true,
+      settings: { lazyAgents: { maxFileBytes: "huge", triggers: ["read", "rm -rf /"], secretKey: "SECRET-VALUE" } },
+    });
+    assert.deepEqual(h.notifications, [
+      "pi-lazy-agents: lazyAgents.secretKey in ~/.pi/agent/settings.json is not a setting",
+      "pi-lazy-agents: lazyAgents.maxFileBytes in ~/.pi/agent/settings.json must be a whole number of bytes from 1 to 1048576; its default applies",
+      "pi-lazy-agents: lazyAgents.triggers in ~/.pi/agent/settings.json must be a list of tool names from: read, edit, write, bash, ls, grep, find; its default applies",
+    ]);
+    assert.match(reminderOf((await h.call("read", { path: "src/x.ts" })).content) ?? "", /RULES/);
+  }));
+
+test("settings validation: every key and its bounds", () => {
+  const ok = optionsFromSettings({
+    enabled: false,
+    fileNames: ["A.md"],
+    ignoreDirs: [],
+    maxFileBytes: 10,
+    reminderBudgetBytes: 2048,
+    triggers: ["read", "ls"],
+    skills: false,
+    imports: false,
+    gateWrites: true,
+  });
+  assert.deepEqual(ok.warnings, []);
+  assert.equal(ok.options.enabled, false);
+  assert.deepEqual([...ok.options.triggers], ["read", "ls"]);
+  assert.equal(ok.options.gateWrites, true);
+  const cases: Array<[unknown, number]> = [
+    [{ fileNames: [] }, 1],
+    [{ fileNames: ["a/b.md"] }, 1],
+    [{ fileNames: ["A.md", "A.md"] }, 1],
+    [{ ignoreDirs: [".."] }, 1],
+    [{ maxFileBytes: 0 }, 1],
+    [{ maxFileBytes: 1.5 }, 1],
+    [{ reminderBudgetBytes: 10 }, 1],
+    [{ skills: "yes" }, 1],
+    ["not an object", 1],
+    [null, 1],
+  ];
+  for (const [raw, warnings] of cases)
+    assert.equal(optionsFromSettings(raw).warnings.length, warnings, JSON.stringify(raw));
+});
+
+test("a broken settings file never stops Pi", () =>
+  withTree({ "src/AGENTS.md": "RULES", "src/x.ts": "x" }, async (tree) => {
+    tree.write(".pi/settings.json", "{ this is not json");
+    const h = await loadRunner(tree);
+    assert.match(reminderOf((await h.call("read", { path: "src/x.ts" })).content) ?? "", /RULES/);
+  }));
+
+test("ls triggers only when added to triggers", () =>
+  withTree({ "pkg/AGENTS.md": "PKG-RULES", "pkg/sub/a.ts": "needle\n" }, async (tree) => {
+    const off = await loadRunner(tree);
+    const ls = await off.call("ls", { path: "pkg/sub" });
+    assert.equal(ls.isError, false);
+    assert.deepEqual(ls.content, ls.original);
+    const on = await loadRunner(tree, { settings: { lazyAgents: { triggers: ["read", "ls"] } } });
+    assert.match(reminderOf((await on.call("ls", { path: "pkg/sub" })).content) ?? "", /PKG-RULES/);
+  }));
+
+// ripgrep is not installed on these machines (and Pi cannot download it here), so grep's own
+// output is given; the hooks, the runner and the path argument are the real ones.
+test("grep triggers only when added to triggers, and its path may name a file", () =>
+  withTree({ "pkg/AGENTS.md": "PKG-RULES", "pkg/sub/a.ts": "needle\n" }, async (tree) => {
+    const output = [{ type: "text", text: "pkg/sub/a.ts:1: needle" }];
+    const off = await loadRunner(tree);
+    const quiet = await off.callWithOutput("grep", { pattern: "needle", path: "pkg/sub/a.ts" }, output);
+    assert.deepEqual(quiet.content, quiet.original);
+    const on = await loadRunner(tree, { settings: { lazyAgents: { triggers: ["grep"] } } });
+    const loud = await on.callWithOutput("grep", { pattern: "needle", path: "pkg/sub/a.ts" }, output);
+    assert.match(reminderOf(loud.content) ?? "", /PKG-RULES/);
+    const read = await on.call("read", { path: "pkg/sub/a.ts" });
+    assert.deepEqual(read.content, read.original, "read is no longer a trigger");
+  }));
+
+test("a failed grep activates nothing", () =>
+  withTree({ "pkg/AGENTS.md": "PKG-RULES", "pkg/a.ts": "a" }, async (tree) => {
+    const h = await loadRunner(tree, { settings: { lazyAgents: { triggers: ["grep"] } } });
+    const failed = await h.call("grep", { pattern: "x", path: "pkg" });
+    assert.equal(failed.isError, true, "ripgrep is missing, so the real grep fails");
+    assert.deepEqual(failed.content, failed.original);
+  }));
+
+test("enabled: false in settings turns it off", () =>
+  withTree({ "src/AGENTS.md": "RULES", "src/x.ts": "x" }, async (tree) => {
+    const h = await loadRunner(tree, { settings: { lazyAgents: { enabled: false } } });
+    const result = await h.call("read", { path: "src/x.ts" });
+    assert.deepEqual(result.content, result.original);
+  }));
 
 test("a settings typo is named with its file and the setting it most likely meant", () =>
   withTree(files, async (tree) => {
@@ -63,10 +195,6 @@ test("an untrusted project's settings file is not read to name a key's origin", 
       "pi-lazy-agents: lazyAgents in ~/.pi/agent/settings.json must be an object; defaults apply",
     ]);
   }));
-
-const schema = JSON.parse(readFileSync(resolve(import.meta.dirname, "..", "schema.json"), "utf8")) as {
-  properties: Record<string, { default: unknown }>;
-};
 
 test("schema.json lists exactly the settings the extension accepts, with the same defaults", () => {
   assert.deepEqual(Object.keys(schema.properties).toSorted(), [...SETTING_KEYS].toSorted());
@@ -150,22 +278,6 @@ test("settings bounds: names up to 255 characters, lists up to 64, sizes and bud
     assert.equal(warnings.length, accepted || name === "no ignored folders" ? 0 : 1, `${name}: warnings`);
   }
 });
-
-/** What the extension writes to stderr while `run` runs. */
-async function stderrOf(run: () => Promise<unknown>): Promise<string> {
-  const chunks: string[] = [];
-  const write = process.stderr.write;
-  process.stderr.write = ((chunk: string | Uint8Array) => {
-    chunks.push(String(chunk));
-    return true;
-  }) as typeof process.stderr.write;
-  try {
-    await run();
-  } finally {
-    process.stderr.write = write;
-  }
-  return chunks.join("");
-}
 
 test("without a UI a settings warning goes to stderr; with one, to a notification and not to stderr", () =>
   withTree({}, async (tree) => {

@@ -1,7 +1,26 @@
-// Skills in `.agents/skills` of directories below cwd.
+// README "Behaviour", Skills and Skills that collide: nested skills listed by Pi's own rules.
+
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { loadRunner, reminderOf, withTree } from "./harness.ts";
+import { utimesSync } from "node:fs";
+import { relative } from "node:path";
+import { DefaultResourceLoader, SettingsManager } from "@earendil-works/pi-coding-agent";
+import { createLazyAgents } from "../index.ts";
+import { MAX_SKILL_DEPTH } from "../config.ts";
+import {
+  loadRunner,
+  reminderOf,
+  withTree,
+  finalTurn,
+  persistedToolResults,
+  startSession,
+  toolTurn,
+  type TreeSpec,
+} from "./harness.ts";
+import { noGit } from "./fuzz-lib.ts";
+import { rng } from "./rng.ts";
+import { recordingFileSystem } from "./fs-seam.ts";
+import { tree } from "./fixtures.ts";
 
 const skill = (name: string, description: string, extra = "") =>
   `---\nname: ${name}\ndescription: ${description}\n${extra}---\nSKILL-BODY-${name}\n`;
@@ -18,6 +37,107 @@ const skillTree = {
   "pkg/.agents/skills/group/loose.md": skill("loose", "Loose md below the root"),
 };
 
+const ours = createLazyAgents({ spawnGit: noGit });
+
+// Skills by Pi's rules: Pi's own discovery of `.agents/skills` at cwd and ours, on the same trees.
+
+const DIR_NAMES = ["a", "b", "tools", "lint-fix", "x"];
+
+const SKILL_NAMES = ["review", "deploy", "lint-fix"];
+
+const PATTERNS = [
+  "a",
+  "b/",
+  "tools",
+  "*.md",
+  "SKILL.md",
+  "!SKILL.md",
+  "/x",
+  "x/",
+  "**/b",
+  "a/*",
+  "t*s",
+  "?",
+  "!a",
+  "l[i]nt-fix",
+  "!b/",
+  "**/tools/",
+  "*-fix",
+  "x/**",
+  "[!a]",
+  "notes-*",
+];
+
+/** A seeded skills tree under pkg/.agents/skills: skills, plain .md files, ignore files, dot and node_modules folders. */
+function skillsTree(seed: number): TreeSpec {
+  const random = rng(seed);
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+  const chance = (p: number) => random() < p;
+  const root = "pkg/.agents/skills";
+  const spec: TreeSpec = { "pkg/a.ts": "a\n" };
+  let count = 0;
+  const frontmatter = (name: string | undefined) => {
+    const lines = ["---"];
+    if (name !== undefined) lines.push(`name: ${name}`);
+    if (chance(0.9)) lines.push(`description: Does thing ${++count} of seed ${seed}`);
+    if (chance(0.1)) lines.push("disable-model-invocation: true");
+    return `${lines.join("\n")}\n---\nbody\n`;
+  };
+  const fill = (dir: string, depth: number): void => {
+    if (depth > 0 && chance(0.45)) spec[`${dir}/SKILL.md`] = frontmatter(chance(0.5) ? pick(SKILL_NAMES) : undefined);
+    if (chance(0.3)) spec[`${dir}/notes-${depth}.md`] = frontmatter(chance(0.5) ? pick(SKILL_NAMES) : undefined);
+    if (chance(0.25)) {
+      const lines = Array.from({ length: 1 + Math.floor(random() * 3) }, () => pick(PATTERNS));
+      spec[`${dir}/${pick([".gitignore", ".ignore", ".fdignore"])}`] = `# rules\n${lines.join("\n")}\n`;
+    }
+    if (chance(0.1)) spec[`${dir}/${pick([".hidden", "node_modules"])}/s/SKILL.md`] = frontmatter("hidden-away");
+    if (depth >= 6) return;
+    const children = Math.floor(random() * (depth === 0 ? 4 : 3));
+    for (let i = 0; i < children; i++) fill(`${dir}/${pick(DIR_NAMES)}`, depth + 1);
+  };
+  fill(root, 0);
+  spec[`${root}/1/2/3/4/5/deep/SKILL.md`] = frontmatter("five-deep");
+  return spec;
+}
+
+interface Listed {
+  name: string;
+  description: string;
+  path: string;
+}
+
+const byPath = (a: Listed, b: Listed) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
+
+/** What Pi itself lists for a session started in `pkg`, and the collisions it reports. */
+async function piSkills(tree: { cwd: string; agentDir: string; abs(path: string): string }) {
+  const loader = new DefaultResourceLoader({
+    cwd: tree.abs("pkg"),
+    agentDir: tree.agentDir,
+    settingsManager: SettingsManager.inMemory({}, { projectTrusted: true }),
+    noExtensions: true,
+    noPromptTemplates: true,
+    noThemes: true,
+    noContextFiles: true,
+  });
+  await loader.reload();
+  const { skills, diagnostics } = loader.getSkills();
+  const listed = skills
+    .filter((skill) => !skill.disableModelInvocation)
+    .map((skill) => ({
+      name: skill.name,
+      description: skill.description.trim(),
+      path: relative(tree.cwd, skill.filePath),
+    }));
+  const collisions = diagnostics
+    .filter((d) => d.type === "collision" && d.collision?.loserPath !== undefined)
+    .map((d) => relative(tree.cwd, d.collision!.loserPath));
+  return { listed: listed.sort(byPath), collisions };
+}
+
+const SKILL_LINE = /^- (\S+) \(scope pkg\/\*\*\): (.*) \[(.*)\]$/;
+
+const nested = (depth: number) => Array.from({ length: depth }, (_, i) => `d${i + 1}`).join("/");
+
 test("trusted project: nested skills are listed by name, description and location, never body", () =>
   withTree(skillTree, async (tree) => {
     const h = await loadRunner(tree, { trusted: true });
@@ -32,7 +152,7 @@ test("trusted project: nested skills are listed by name, description and locatio
     assert.doesNotMatch(reminder, /hidden|nodesc|empty|rootlevel/);
   }));
 
-test("regression: an untrusted project lists no skills", () =>
+test("an untrusted project lists no skills", () =>
   withTree(skillTree, async (tree) => {
     const h = await loadRunner(tree, { trusted: false });
     const reminder = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
@@ -54,7 +174,7 @@ test("skills are listed once, and a removed skill is withdrawn once", () =>
     assert.deepEqual(after.content, after.original);
   }));
 
-test("regression: a skills directory that links outside cwd is not scanned", () =>
+test("a skills directory that links outside cwd is not scanned", () =>
   withTree({ "pkg/a.ts": "a" }, async (tree) => {
     const { mkdirSync, writeFileSync } = await import("node:fs");
     const { join } = await import("node:path");
@@ -81,3 +201,171 @@ test("a skills folder with more entries than the scan limit is scanned up to the
     await h.command("lazy-agents", "");
     assert.match(h.notifications.join("\n"), /pkg\/\.agents\/skills {2}directory has more entries than the scan limit/);
   }));
+
+test("an untrusted session lists no skills but still delivers instructions", () =>
+  withTree(tree, async (t) => {
+    const h = await startSession(t, [toolTurn(["read", { path: "packages/web/page.ts" }]), finalTurn()], {
+      trusted: false,
+    });
+    try {
+      await h.session.prompt("look");
+      const [result] = persistedToolResults(h.sessionManager);
+      const reminder = reminderOf(result!.content) ?? "";
+      assert.match(reminder, /WEB-RULES/);
+      assert.doesNotMatch(reminder, /ui-review/);
+    } finally {
+      h.dispose();
+    }
+  }));
+
+test("nested skills follow Pi's own discovery: ignore files, one skill per name, any depth (differential)", async () => {
+  for (let seed = 1; seed <= 40; seed++) {
+    await withTree(skillsTree(seed), async (tree) => {
+      const pi = await piSkills(tree);
+      const h = await loadRunner(tree, { factories: [ours], hasUI: true });
+      const reminder = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
+      const listed = reminder
+        .split("\n")
+        .map((line) => SKILL_LINE.exec(line))
+        .filter((match) => match !== null)
+        .map(([, name, description, path]) => ({ name: name!, description: description!, path: path! }));
+      assert.deepEqual(listed.sort(byPath), pi.listed, `seed ${seed}: the same skills as Pi`);
+      await h.command("lazy-agents", "");
+      const report = h.notifications.at(-1) ?? "";
+      for (const loser of pi.collisions)
+        assert.ok(report.includes(`${loser}  skill name collision`), `seed ${seed}: ${loser}`);
+    });
+  }
+});
+
+test("a nested skill whose name Pi lists at start-up is listed once, with its precedence", () =>
+  withTree(
+    {
+      ".agents/skills/deploy/SKILL.md": skill("deploy", "Root deploy"),
+      "pkg/.agents/skills/deploy/SKILL.md": skill("deploy", "Package deploy"),
+      "pkg/.agents/skills/lint/SKILL.md": skill("lint", "Package lint"),
+      "pkg/x.ts": "x",
+    },
+    async (tree) => {
+      const h = await startSession(tree, [toolTurn(["read", { path: "pkg/x.ts" }]), finalTurn()]);
+      try {
+        assert.match(h.session.systemPrompt, /<name>deploy<\/name>/, "Pi lists the root skill");
+        await h.session.prompt("go");
+        const reminder = reminderOf(persistedToolResults(h.sessionManager)[0]!.content) ?? "";
+        assert.match(
+          reminder,
+          /- deploy \(scope pkg\/\*\*\): Package deploy \[pkg\/.agents\/skills\/deploy\/SKILL.md\] Inside this scope it takes precedence/,
+        );
+        assert.match(reminder, /- lint \(scope pkg\/\*\*\): Package lint/);
+        assert.equal(reminder.split("- deploy").length - 1, 1);
+      } finally {
+        h.dispose();
+      }
+    },
+  ));
+
+test("the skill scan lists a skill at its depth limit and none below it", () =>
+  withTree(
+    {
+      [`pkg/.agents/skills/${nested(MAX_SKILL_DEPTH)}/SKILL.md`]: skill("at-limit", "At the limit"),
+      [`pkg/.agents/skills/${nested(MAX_SKILL_DEPTH)}/e/SKILL.md`]: skill("too-deep", "Below the limit"),
+      [`pkg/.agents/skills/x/${nested(MAX_SKILL_DEPTH)}/SKILL.md`]: skill("also-too-deep", "Below the limit"),
+      "pkg/a.ts": "a",
+    },
+    async (tree) => {
+      const h = await loadRunner(tree);
+      const reminder = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
+      assert.match(reminder, /- at-limit \(scope pkg\/\*\*\): At the limit/);
+      assert.doesNotMatch(reminder, /too-deep/);
+    },
+  ));
+
+test("a reminder without skills has no skills header", () =>
+  withTree(
+    {
+      "pkg/AGENTS.md": "PKG-RULES",
+      "pkg/a.ts": "a",
+      "tools/.agents/skills/s/SKILL.md": skill("s", "S"),
+      "tools/a.ts": "a",
+    },
+    async (tree) => {
+      const h = await loadRunner(tree);
+      const plain = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
+      assert.match(plain, /PKG-RULES/);
+      assert.doesNotMatch(plain, /Skills found/);
+      assert.match(reminderOf((await h.call("read", { path: "tools/a.ts" })).content) ?? "", /Skills found/);
+    },
+  ));
+
+test("a warm call lists no unchanged folder again; only a changed one and its new folder are listed", () =>
+  withTree(
+    {
+      "pkg/AGENTS.md": "Rules: @rules",
+      "pkg/rules/a.md": "RULE-A",
+      "pkg/.agents/skills/group/deploy/SKILL.md": skill("deploy", "Deploy it"),
+      "pkg/.agents/skills/lint/SKILL.md": skill("lint", "Lint it"),
+      "pkg/a.ts": "a",
+      "pkg/b.ts": "b",
+    },
+    async (tree) => {
+      const recorder = recordingFileSystem();
+      const h = await loadRunner(tree, { factories: [createLazyAgents({ fs: recorder.fs })] });
+      const cold = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
+      assert.match(cold, /RULE-A[^]*- deploy [^]*- lint /);
+      assert.ok(
+        recorder.calls.some((call) => call.method === "readdir"),
+        "the cold call lists the folders",
+      );
+      recorder.calls.length = 0;
+      await h.call("read", { path: "pkg/b.ts" });
+      assert.deepEqual(
+        recorder.calls.filter((call) => call.method === "readdir"),
+        [],
+        "a warm call lists nothing",
+      );
+      tree.write("pkg/.agents/skills/group/review/SKILL.md", skill("review", "Review it"));
+      const later = new Date(Date.now() + 5000);
+      utimesSync(tree.abs("pkg/.agents/skills/group"), later, later);
+      recorder.calls.length = 0;
+      const changed = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
+      assert.match(changed, /- review /);
+      assert.deepEqual(
+        recorder.calls.filter((call) => call.method === "readdir").map((call) => call.path),
+        [tree.abs("pkg/.agents/skills/group"), tree.abs("pkg/.agents/skills/group/review")],
+      );
+    },
+  ));
+
+test("the skill scan skips node_modules and dot folders inside a skills folder", () =>
+  withTree(
+    {
+      "pkg/.agents/skills/node_modules/vendored/SKILL.md": skill("vendored", "From a package"),
+      "pkg/.agents/skills/.cache/hidden/SKILL.md": skill("hidden", "From a dot folder"),
+      "pkg/.agents/skills/own/SKILL.md": skill("own", "The project's own"),
+      "pkg/a.ts": "a",
+    },
+    async (tree) => {
+      const h = await loadRunner(tree);
+      const reminder = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
+      assert.match(reminder, /- own \(scope pkg\/\*\*\)/);
+      assert.doesNotMatch(reminder, /vendored|hidden/);
+    },
+  ));
+
+test("a skill folder linked from inside cwd is scanned; one linked from outside is not", () =>
+  withTree(
+    {
+      "shared/deploy/SKILL.md": skill("deploy", "Shared deploy"),
+      "pkg/a.ts": "a",
+    },
+    async (tree) => {
+      tree.link("pkg/.agents/skills/deploy", tree.abs("shared/deploy"));
+      tree.write("../outside/evil/SKILL.md", skill("evil", "From outside"));
+      tree.link("pkg/.agents/skills/evil", tree.abs("../outside/evil"));
+      const h = await loadRunner(tree, { hasUI: true });
+      const reminder = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
+      assert.match(reminder, /- deploy \(scope pkg\/\*\*\): Shared deploy \[shared\/deploy\/SKILL.md\]/);
+      assert.doesNotMatch(reminder, /evil|From outside/);
+      assert.equal(h.statuses.get("lazy-agents"), "nested: 0 files, 1 skill", "a skill alone shows in the status");
+    },
+  ));

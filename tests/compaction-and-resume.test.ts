@@ -1,9 +1,10 @@
-// Issue 3: exactly-once delivery across resume, fork, tree navigation and compaction, in real
-// sessions on session files on disk.
+// README "Behaviour", Ledger and Delivered means persisted: resume, fork, tree navigation and compaction.
+
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync, statSync, unlinkSync, utimesSync, writeFileSync } from "node:fs";
-import { SessionManager } from "@earendil-works/pi-coding-agent";
+import { readFileSync, unlinkSync, writeFileSync } from "node:fs";
+import { SessionManager, type ExtensionFactory, type ToolResultEvent } from "@earendil-works/pi-coding-agent";
+import { createLazyAgents, REMINDER_OPEN, readRecord } from "../index.ts";
 import {
   countOccurrences,
   finalTurn,
@@ -18,28 +19,10 @@ import {
   withTree,
   type Tree,
 } from "./harness.ts";
+import { noGit } from "./fuzz-lib.ts";
+import { PNG, files, readA, remindersIn } from "./fixtures.ts";
 
-const files = {
-  "pkg/AGENTS.md": "PKG-RULES",
-  "pkg/a.ts": "a\n",
-  "other/AGENTS.md": "OTHER-RULES",
-  "other/b.ts": "b\n",
-};
-
-const readA = toolTurn(["read", { path: "pkg/a.ts" }]);
 const readB = toolTurn(["read", { path: "other/b.ts" }]);
-
-/** Every reminder text in the current session file, oldest first. */
-function remindersIn(sessionFile: string): string[] {
-  const reminders: string[] = [];
-  for (const line of readFileSync(sessionFile, "utf8").trim().split("\n")) {
-    const entry = JSON.parse(line);
-    if (entry.type !== "message" || entry.message.role !== "toolResult") continue;
-    const reminder = reminderOf(entry.message.content);
-    if (reminder) reminders.push(reminder);
-  }
-  return reminders;
-}
 
 /** Reminder texts the model saw in the last provider request. */
 function remindersInLastRequest(requestMessages: unknown[][]): string[] {
@@ -58,7 +41,43 @@ async function firstSession(tree: Tree) {
   return file;
 }
 
-test("regression: a second runtime on the same session file (pi --continue) does not re-send what the model holds", () =>
+const ours = createLazyAgents({ spawnGit: noGit });
+
+/** A later extension that rewrites the result of reads of `first.png` only. */
+function laterRewriter(rewrite: (content: ToolResultEvent["content"]) => ToolResultEvent["content"]): ExtensionFactory {
+  return (pi) => {
+    pi.on("tool_result", (event) =>
+      (event.input as { path?: string }).path?.endsWith("first.png") ? { content: rewrite(event.content) } : undefined,
+    );
+  };
+}
+
+const rewrites = [
+  {
+    what: "replaces the result with the image alone",
+    rewrite: (content: ToolResultEvent["content"]) => content.filter((block) => block.type === "image"),
+  },
+  {
+    what: "drops the reminder block",
+    rewrite: (content: ToolResultEvent["content"]) =>
+      content.filter((block) => block.type !== "text" || !block.text.startsWith(REMINDER_OPEN)),
+  },
+];
+
+/** Rewrites the session file's tool results that carry a record for `path`. */
+function editRecords(sessionFile: string, path: string, edit: (record: Record<string, unknown>) => void): void {
+  const lines = readFileSync(sessionFile, "utf8").trim().split("\n");
+  const edited = lines.map((line) => {
+    const entry = JSON.parse(line);
+    const record = entry.message?.details?.lazyAgents;
+    if (!record?.files?.some((file: { path: string }) => file.path === path)) return line;
+    edit(record);
+    return JSON.stringify(entry);
+  });
+  writeFileSync(sessionFile, `${edited.join("\n")}\n`);
+}
+
+test("a second runtime on the same session file (pi --continue) does not re-send what the model holds", () =>
   withTree(files, async (tree) => {
     const file = await firstSession(tree);
     const h = await startSession(tree, [readA, readB, finalTurn()], { sessionFile: file });
@@ -73,7 +92,7 @@ test("regression: a second runtime on the same session file (pi --continue) does
     }
   }));
 
-test("regression: /resume (switchSession) rebuilds the ledger from the resumed session", () =>
+test("/resume (switchSession) rebuilds the ledger from the resumed session", () =>
   withTree(files, async (tree) => {
     const h = await startRuntime(tree);
     try {
@@ -95,7 +114,7 @@ test("regression: /resume (switchSession) rebuilds the ledger from the resumed s
     }
   }));
 
-test("regression: a fork keeps what its copied branch delivered and re-sends nothing", () =>
+test("a fork keeps what its copied branch delivered and re-sends nothing", () =>
   withTree(files, async (tree) => {
     const h = await startRuntime(tree);
     try {
@@ -118,7 +137,7 @@ test("regression: a fork keeps what its copied branch delivered and re-sends not
     }
   }));
 
-test("regression: /tree navigation to a branch that never saw the reminder sends it there", () =>
+test("/tree navigation to a branch that never saw the reminder sends it there", () =>
   withTree(files, async (tree) => {
     const h = await startRuntime(tree);
     try {
@@ -143,7 +162,7 @@ test("regression: /tree navigation to a branch that never saw the reminder sends
     }
   }));
 
-test("regression: a compaction that drops the carrying result re-sends that file, and only at its next access", () =>
+test("a compaction that drops the carrying result re-sends that file, and only at its next access", () =>
   withTree({ ...files, "pkg/big.txt": "z".repeat(4000) }, async (tree) => {
     const h = await startRuntime(tree, { settings: { compaction: { enabled: false, keepRecentTokens: 200 } } });
     try {
@@ -177,7 +196,7 @@ test("regression: a compaction that drops the carrying result re-sends that file
     }
   }));
 
-test("regression: a compaction that keeps the carrying result re-sends nothing", () =>
+test("a compaction that keeps the carrying result re-sends nothing", () =>
   withTree({ ...files, "filler.txt": "z".repeat(8000) }, async (tree) => {
     const h = await startRuntime(tree, { settings: { compaction: { enabled: false, keepRecentTokens: 400 } } });
     try {
@@ -198,33 +217,7 @@ test("regression: a compaction that keeps the carrying result re-sends nothing",
     }
   }));
 
-test("regression: touch and a same-size edit with restored mtime in a real session", () =>
-  withTree(files, async (tree) => {
-    const fixed = 1_700_000_000;
-    utimesSync(tree.abs("pkg/AGENTS.md"), fixed, fixed);
-    const h = await startRuntime(tree);
-    try {
-      h.script([readA, finalTurn()]);
-      await h.session.prompt("first");
-      utimesSync(tree.abs("pkg/AGENTS.md"), fixed + 60, fixed + 60);
-      h.script([readA, finalTurn()]);
-      await h.session.prompt("after touch");
-      assert.equal(remindersIn(h.session.sessionFile!).length, 1, "touch re-sends nothing");
-      writeFileSync(tree.abs("pkg/AGENTS.md"), "PKG-RULEZ");
-      utimesSync(tree.abs("pkg/AGENTS.md"), fixed + 60, fixed + 60);
-      assert.equal(statSync(tree.abs("pkg/AGENTS.md")).size, "PKG-RULES".length);
-      h.script([readA, finalTurn()]);
-      await h.session.prompt("after same-size edit");
-      const reminders = remindersIn(h.session.sessionFile!);
-      assert.equal(reminders.length, 2);
-      assert.match(reminders[1]!, /PKG-RULEZ/);
-      assert.match(reminders[1]!, /replaces the one sent earlier/);
-    } finally {
-      await h.dispose();
-    }
-  }));
-
-test("regression: a deletion followed by two accesses retracts exactly once, and survives --continue", () =>
+test("a deletion followed by two accesses retracts exactly once, and survives --continue", () =>
   withTree(files, async (tree) => {
     const h = await startRuntime(tree);
     let file: string;
@@ -267,7 +260,7 @@ test("the persisted record names path, scope and version of every delivery", () 
     }
   }));
 
-test("regression: a whole read of a held instruction file is recorded, so a compaction that drops the first delivery sends nothing again", () =>
+test("a whole read of a held instruction file is recorded, so a compaction that drops the first delivery sends nothing again", () =>
   withTree({ ...files, "filler.txt": "z".repeat(8000) }, async (tree) => {
     const h = await startRuntime(tree, { settings: { compaction: { enabled: false, keepRecentTokens: 300 } } });
     try {
@@ -294,3 +287,71 @@ test("regression: a whole read of a held instruction file is recorded, so a comp
       await h.dispose();
     }
   }));
+
+for (const { what, rewrite } of rewrites) {
+  test(`a reminder that a later extension ${what} is sent again with the next access`, () =>
+    withTree({ "img/AGENTS.md": "IMG-RULES\n", "img/first.png": PNG, "img/second.png": PNG }, async (tree) => {
+      const h = await startSession(
+        tree,
+        [toolTurn(["read", { path: "img/first.png" }]), toolTurn(["read", { path: "img/second.png" }]), finalTurn()],
+        { factories: [ours, laterRewriter(rewrite)] },
+      );
+      try {
+        await h.session.prompt("look at the pictures");
+        const [first, second] = persistedToolResults(h.sessionManager);
+        assert.equal(reminderOf(first!.content), undefined, "the later extension removed it");
+        assert.match(reminderOf(second!.content) ?? "", /IMG-RULES/, "the next access carries the rules");
+        assert.match(h.requests.at(-1) ?? "", /IMG-RULES/, "the model received them");
+      } finally {
+        h.dispose();
+      }
+    }));
+}
+
+test("a ledger entry that does not fit is dropped alone: a resumed session still holds every other delivery", () =>
+  withTree(files, async (tree) => {
+    const first = await startSession(tree, [readA, readB, finalTurn()]);
+    await first.session.prompt("first");
+    const sessionFile = first.sessionManager.getSessionFile()!;
+    first.dispose();
+    editRecords(sessionFile, "other/AGENTS.md", (record) => {
+      record.retracted = [null, { path: 7 }];
+      record.skipped = [{ path: "other/CLAUDE.md", reason: "a reason from a later version" }];
+      (record.files as unknown[]).push({ path: "other/x.md", scope: "other" });
+    });
+    const resumed = await startSession(tree, [readA, readB, finalTurn()], { sessionFile });
+    try {
+      await resumed.session.prompt("second");
+      const results = persistedToolResults(resumed.sessionManager);
+      assert.equal(results.length, 4);
+      for (const result of results.slice(2)) assert.equal(reminderOf(result.content), undefined, "nothing re-sent");
+    } finally {
+      resumed.dispose();
+    }
+  }));
+
+test("ledger records are read entry by entry", () => {
+  const file = { path: "a/AGENTS.md", scope: "a", version: "0123456789abcdef", bytes: 3, via: "reminder" };
+  const cases: Array<[string, unknown, number]> = [
+    ["a valid record", { v: 1, files: [file] }, 1],
+    ["a record of another version", { v: 2, files: [file] }, -1],
+    ["a file entry without bytes", { v: 1, files: [file, { ...file, bytes: "3" }] }, 1],
+    ["a file entry read some other way", { v: 1, files: [file, { ...file, via: "telepathy" }] }, 1],
+    ["null entries", { v: 1, files: [null, file], retracted: [null], skills: [null], skipped: [null] }, 1],
+    ["files that are not a list", { v: 1, files: { 0: file } }, 0],
+  ];
+  for (const [name, record, count] of cases) {
+    const read = readRecord({ lazyAgents: record });
+    assert.equal(read === undefined ? -1 : read.files.length, count, name);
+  }
+  const skips = readRecord({
+    lazyAgents: {
+      v: 1,
+      skipped: [
+        { path: "x", reason: "tooLarge" },
+        { path: "y", reason: "toString" },
+      ],
+    },
+  });
+  assert.deepEqual(skips?.skipped, [{ path: "x", reason: "tooLarge" }], "only reasons this version knows");
+});

@@ -1,17 +1,18 @@
-// Issue 7, part 2: fault injection through the FileSystem seam. In every case the tool's own result
-// stays intact byte for byte, at most one fixed warning is given, nothing throws into Pi, and the
-// file is picked up again once the fault clears.
+// README "Safety" (never throws into Pi) and "Limits" (I/O errors): faults leave the tool's result intact.
+
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { appendFileSync, mkdirSync, rmSync, unlinkSync, utimesSync, writeFileSync } from "node:fs";
+import { utimesSync, unlinkSync, writeFileSync, appendFileSync, mkdirSync, rmSync } from "node:fs";
 import type { ExtensionFactory } from "@earendil-works/pi-coding-agent";
-import { REASONS } from "../config.ts";
 import { createLazyAgents, nodeFileSystem, type FileSystem } from "../index.ts";
+import { FAILURE_LABELS, FAILURE_WARNING, REASONS } from "../config.ts";
+import { loadRunner, reminderOf, withTree, type CallResult, type RunnerHarness, type Tree } from "./harness.ts";
 import { fsError, interceptFileSystem, type FsCall, type FsMethod } from "./fs-seam.ts";
 import { noGit } from "./fuzz-lib.ts";
-import { loadRunner, reminderOf, withTree, type CallResult, type RunnerHarness, type Tree } from "./harness.ts";
+import { chain } from "./fixtures.ts";
 
 const skill = "---\nname: sk\ndescription: SKILL-DESCRIPTION\n---\nbody\n";
+
 const files = {
   "a/AGENTS.md": "A-RULES\n",
   "a/b/AGENTS.md": "B-RULES\n",
@@ -97,10 +98,57 @@ const SITES: Array<{ name: string; method: FsMethod; path: string }> = [
 /** Failures that a retry may not see: a transient read error must not stick in a cache. */
 const STICKY = new Set(["open", "fstat", "read"]);
 
+/** A runner whose filesystem throws `code` on `method` of the given cwd-relative paths while `on`. */
+async function passingFault(tree: Tree, code: string, sites: Array<{ method: FsMethod; path: string }>) {
+  return faultyRunner(
+    tree,
+    (call) => {
+      throw fsError(code, call.method, call.path);
+    },
+    (call) => sites.some((site) => call.method === site.method && call.path === tree.abs(site.path)),
+  );
+}
+
+test("unusable path arguments leave the result untouched and never throw", () =>
+  withTree(chain, async (tree) => {
+    const h = await loadRunner(tree);
+    for (const path of [42, "", "\0", "src/\0x", "x".repeat(5000), "~", null]) {
+      const result = await h.call("read", { path });
+      assert.deepEqual(result.content, result.original, String(path).slice(0, 20));
+    }
+  }));
+
+test("a hook that fails leaves the tool alone, is counted in /lazy-agents under a fixed label, and warns once", () =>
+  withTree({ "pkg/AGENTS.md": "PKG-RULES", "pkg/a.ts": "a\n", "pkg/b.ts": "b\n" }, async (tree) => {
+    const broken = createLazyAgents({
+      onEngine: (engine) => {
+        engine.onToolCall = () => {
+          throw new Error(`${tree.cwd}/pkg/AGENTS.md: BOOM`);
+        };
+        engine.onToolResult = () => {
+          throw new Error("BOOM");
+        };
+      },
+    });
+    const h = await loadRunner(tree, { hasUI: true, factories: [broken] });
+    for (const path of ["pkg/a.ts", "pkg/b.ts"]) {
+      const result = await h.call("read", { path });
+      assert.equal(result.blocked, false);
+      assert.equal(result.isError, false);
+      assert.deepEqual(result.content, result.original, "the tool's own result is intact");
+    }
+    assert.deepEqual(h.notifications, [FAILURE_WARNING], "one fixed warning, no exception text");
+    await h.command("lazy-agents", "");
+    const report = h.notifications.at(-1)!;
+    assert.match(report, new RegExp(`${FAILURE_LABELS.toolCall}: 2`));
+    assert.match(report, new RegExp(`${FAILURE_LABELS.toolResult}: 2`));
+    assert.doesNotMatch(report, /BOOM/);
+  }));
+
 for (const site of SITES) {
   for (const code of CODES) {
     const sticky = STICKY.has(site.method);
-    test(`${sticky ? "regression: " : ""}${code} on the ${site.name}: result intact, one fixed warning at most, picked up once it clears`, () =>
+    test(`${code} on the ${site.name}: result intact, one fixed warning at most, picked up once it clears${sticky ? " (the error is not cached)" : ""}`, () =>
       withTree(files, async (tree) => {
         const f = await faultyRunner(
           tree,
@@ -128,7 +176,7 @@ for (const site of [
   { method: "lstat", path: "a/b/AGENTS.md" },
   { method: "lstat", path: "a/b" },
 ] as const) {
-  test(`regression: an EIO on the ${site.method} of ${site.path} does not cost the folders above it their delivery`, () =>
+  test(`an EIO on the ${site.method} of ${site.path} does not cost the folders above it their delivery`, () =>
     withTree(files, async (tree) => {
       const f = await faultyRunner(
         tree,
@@ -304,17 +352,6 @@ test("every fault at once, on every call, never throws into Pi and never touches
     assertIntact(written);
     assertOneFixedWarning(tree, f, written);
   }));
-
-/** A runner whose filesystem throws `code` on `method` of the given cwd-relative paths while `on`. */
-async function passingFault(tree: Tree, code: string, sites: Array<{ method: FsMethod; path: string }>) {
-  return faultyRunner(
-    tree,
-    (call) => {
-      throw fsError(code, call.method, call.path);
-    },
-    (call) => sites.some((site) => call.method === site.method && call.path === tree.abs(site.path)),
-  );
-}
 
 for (const code of ["EIO", "EACCES", "EMFILE"]) {
   test(`${code} on opening a delivered instruction file keeps it: no withdrawal, and no second copy once it clears`, () =>

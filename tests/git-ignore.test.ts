@@ -1,10 +1,13 @@
-// Vendored and ignored code: folders that git ignores, on every path that reaches a folder's view, and
-// in whichever cwd the extension is bound to.
+// README "Behaviour", Vendored and ignored code: ignored folder names and what git ignores never contribute.
+
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
+import { createRequire, syncBuiltinESMExports } from "node:module";
 import { createLazyAgents, type SpawnGit } from "../index.ts";
 import { loadRunner, reminderOf, withTree } from "./harness.ts";
+
+const skill = (name: string, description: string) => `---\nname: ${name}\ndescription: ${description}\n---\nBODY\n`;
 
 function gitInit(cwd: string): void {
   execFileSync("git", ["init", "-q"], { cwd });
@@ -17,6 +20,104 @@ const ignoredTree = {
   "src/AGENTS.md": "SRC-RULES",
   "src/a.ts": "a",
 };
+
+/** Git's own check-ignore helper, answering only after a pause: slower than the tool it races. */
+const slowGit: SpawnGit = (cwd) =>
+  spawn("sh", ["-c", "sleep 0.5; exec git check-ignore --stdin -z --verbose --non-matching"], {
+    cwd,
+    env: { ...process.env, GIT_FLUSH: "1" },
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+
+test("vendored node_modules instructions never reach the model", () =>
+  withTree(
+    {
+      "node_modules/dep/AGENTS.md": "VENDOR",
+      "node_modules/dep/index.js": "x",
+      "node_modules/dep/.agents/skills/v/SKILL.md": "---\nname: v\ndescription: vendor skill\n---\n",
+    },
+    async (tree) => {
+      const h = await loadRunner(tree);
+      const result = await h.call("read", { path: "node_modules/dep/index.js" });
+      assert.deepEqual(result.content, result.original);
+    },
+  ));
+
+test("a node_modules package's AGENTS.md and skills never reach the model", () =>
+  withTree(
+    {
+      "node_modules/some-dep/AGENTS.md": "VENDOR-RULES",
+      "node_modules/some-dep/.agents/skills/evil/SKILL.md": skill("evil", "vendor skill"),
+      "node_modules/some-dep/index.js": "module.exports = 1;\n",
+      "packages/app/node_modules/x/AGENTS.md": "NESTED-VENDOR",
+      "packages/app/node_modules/x/y.js": "y",
+    },
+    async (tree) => {
+      const h = await loadRunner(tree);
+      for (const path of ["node_modules/some-dep/index.js", "packages/app/node_modules/x/y.js"]) {
+        const result = await h.call("read", { path });
+        assert.deepEqual(result.content, result.original, path);
+      }
+    },
+  ));
+
+test("a .gitignored generated/AGENTS.md inside a real git repository is skipped", () =>
+  withTree(
+    {
+      ".gitignore": "generated/\n",
+      "generated/AGENTS.md": "GENERATED-RULES",
+      "generated/deep/AGENTS.md": "GENERATED-DEEP",
+      "generated/deep/out.ts": "x",
+      "src/AGENTS.md": "SRC-RULES",
+      "src/a.ts": "a",
+    },
+    async (tree) => {
+      gitInit(tree.cwd);
+      const h = await loadRunner(tree);
+      const ignored = await h.call("read", { path: "generated/deep/out.ts" });
+      assert.deepEqual(ignored.content, ignored.original);
+      assert.match(reminderOf((await h.call("read", { path: "src/a.ts" })).content) ?? "", /SRC-RULES/);
+    },
+  ));
+
+test("without git, only the constant name list applies", () =>
+  withTree(
+    { ".gitignore": "generated/\n", "generated/AGENTS.md": "GENERATED-RULES", "generated/out.ts": "x" },
+    async (tree) => {
+      const h = await loadRunner(tree);
+      assert.match(reminderOf((await h.call("read", { path: "generated/out.ts" })).content) ?? "", /GENERATED-RULES/);
+    },
+  ));
+
+test("one git helper starts with the session and warm calls spawn no child process", () =>
+  withTree(
+    { ".gitignore": "generated/\n", "src/deep/AGENTS.md": "DEEP", "src/deep/a.ts": "a", "src/deep/b.ts": "b" },
+    async (tree) => {
+      gitInit(tree.cwd);
+      const childProcess = createRequire(import.meta.url)("node:child_process") as Record<string, unknown>;
+      const names = ["spawn", "spawnSync", "exec", "execSync", "execFile", "execFileSync", "fork"];
+      const originals = Object.fromEntries(names.map((name) => [name, childProcess[name]]));
+      let spawns = 0;
+      for (const name of names) {
+        childProcess[name] = (...args: unknown[]) => {
+          spawns++;
+          return (originals[name] as (...a: unknown[]) => unknown)(...args);
+        };
+      }
+      syncBuiltinESMExports();
+      try {
+        const h = await loadRunner(tree);
+        await h.call("read", { path: "src/deep/a.ts" });
+        const afterCold = spawns;
+        assert.equal(afterCold, 1, "exactly one git helper per session, started with the session");
+        for (let i = 0; i < 20; i++) await h.call("read", { path: i % 2 ? "src/deep/a.ts" : "src/deep/b.ts" });
+        assert.equal(spawns, afterCold, "warm calls spawn nothing");
+      } finally {
+        for (const name of names) childProcess[name] = originals[name];
+        syncBuiltinESMExports();
+      }
+    },
+  ));
 
 test("with the write gate on, a write into a git-ignored folder is neither held back nor given its rules", () =>
   withTree(ignoredTree, async (tree) => {
@@ -90,14 +191,6 @@ test("one loaded extension hosted on a second cwd rebinds to it: its files, its 
       },
     ),
   ));
-
-/** Git's own check-ignore helper, answering only after a pause: slower than the tool it races. */
-const slowGit: SpawnGit = (cwd) =>
-  spawn("sh", ["-c", "sleep 0.5; exec git check-ignore --stdin -z --verbose --non-matching"], {
-    cwd,
-    env: { ...process.env, GIT_FLUSH: "1" },
-    stdio: ["pipe", "pipe", "pipe"],
-  });
 
 test("the first call into a new folder waits for git's answer before its result is built", () =>
   withTree(ignoredTree, async (tree) => {

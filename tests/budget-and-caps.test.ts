@@ -1,0 +1,172 @@
+// README "Behaviour", Budget and Caps are announced: what fits in one reminder and how cuts and caps are told.
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { createLazyAgents, cutUtf8 } from "../index.ts";
+import { MAX_REMINDER_FILES, REMINDER_BUDGET_BYTES } from "../config.ts";
+import { noGit } from "./fuzz-lib.ts";
+import { countOccurrences, loadRunner, reminderOf, withTree, type TreeSpec } from "./harness.ts";
+
+const ours = createLazyAgents({ spawnGit: noGit });
+
+/** An instruction file of about 24 KiB that imports `count` small files, one token each, and a deeper scope. */
+function manyImports(count: number): TreeSpec {
+  const spec: TreeSpec = { "pkg/deep/AGENTS.md": "DEEP-RULES\n", "pkg/deep/x.ts": "x\n", "pkg/y.ts": "y\n" };
+  const names = Array.from({ length: count }, (_, i) => `imp/f${String(i).padStart(4, "0")}.md`);
+  for (const name of names) spec[`pkg/${name}`] = `RULE ${name}\n`;
+  spec["pkg/AGENTS.md"] = `PKG-RULES\n${"p".repeat(12 * 1024)}\n${names.map((name) => `@${name}`).join("\n")}\n`;
+  return spec;
+}
+
+interface Recorded {
+  lazyAgents: { files: Array<{ path: string }> };
+}
+
+const skillText = (name: string) => `---\nname: ${name}\ndescription: Skill ${name}\n---\nbody\n`;
+
+/** Trees that reach one cap each, and the line that must announce it. */
+const caps: Array<{ cap: string; spec: () => TreeSpec; line: RegExp }> = [
+  {
+    cap: "a folder import",
+    spec: () => {
+      const spec: TreeSpec = { "pkg/AGENTS.md": "PKG @docs\n", "pkg/a.ts": "a\n" };
+      for (let i = 0; i < 40; i++) spec[`pkg/docs/d${String(i).padStart(2, "0")}.md`] = `DOC ${i}\n`;
+      return spec;
+    },
+    line: /^- pkg\/AGENTS\.md was not loaded whole: .*import limit \(32\).* 32 of 40 /m,
+  },
+  {
+    cap: "the entries of a skills folder",
+    spec: () => {
+      const spec: TreeSpec = { "pkg/a.ts": "a\n" };
+      for (let i = 0; i < 300; i++)
+        spec[`pkg/.agents/skills/s${String(i).padStart(3, "0")}/SKILL.md`] = skillText(`s${i}`);
+      return spec;
+    },
+    line: /^- pkg\/\.agents\/skills was not loaded whole: .*scan limit.* 256 of 300 /m,
+  },
+  {
+    cap: "the depth of a skills tree",
+    spec: () => ({ "pkg/a.ts": "a\n", "pkg/.agents/skills/1/2/3/4/5/6/7/8/9/deep/SKILL.md": skillText("deep") }),
+    line: /^- pkg\/\.agents\/skills\/1\/2\/3\/4\/5\/6\/7\/8\/9 was not loaded whole: .*depth limit \(8\)/m,
+  },
+  {
+    cap: "the hops of an import chain",
+    spec: () => {
+      const spec: TreeSpec = { "pkg/AGENTS.md": "PKG @i1.md\n", "pkg/a.ts": "a\n" };
+      for (let i = 1; i <= 7; i++) spec[`pkg/i${i}.md`] = `HOP ${i} @i${i + 1}.md\n`;
+      spec["pkg/i8.md"] = "LAST\n";
+      return spec;
+    },
+    line: /^- pkg\/i5\.md was not loaded whole: .*import depth limit \(5\)/m,
+  },
+];
+
+test("the whole reminder stays within the budget and the file cap; what is left out is announced once and stays pending", () =>
+  withTree(manyImports(400), async (tree) => {
+    const h = await loadRunner(tree, { factories: [ours], hasUI: true });
+    const first = await h.call("read", { path: "pkg/deep/x.ts" });
+    const reminder = reminderOf(first.content) ?? "";
+    assert.ok(Buffer.byteLength(reminder) <= REMINDER_BUDGET_BYTES, `${Buffer.byteLength(reminder)} bytes`);
+    const blocks = countOccurrences(reminder, "<instructions ");
+    assert.ok(blocks <= MAX_REMINDER_FILES && blocks > 2, `${blocks} instruction blocks`);
+    assert.match(reminder, /DEEP-RULES/, "the deepest file keeps its priority");
+    const delivered = (first.details as Recorded).lazyAgents.files.map((file) => file.path);
+    assert.equal(delivered.length, blocks, "only what the reminder carries is recorded");
+    const leftOut = 402 - blocks;
+    const notices = reminder.split("\n").filter((line) => line.includes("this reminder left out"));
+    assert.equal(notices.length, 1, "one line for everything left out");
+    assert.match(notices[0]!, new RegExp(`\\b${leftOut} instruction files\\b`));
+    assert.match(notices[0]!, /\/lazy-agents/);
+    await h.command("lazy-agents", "");
+    const report = h.notifications.at(-1) ?? "";
+    assert.equal(countOccurrences(report, "  pending"), leftOut, "/lazy-agents lists them as pending");
+    const next = await h.call("read", { path: "pkg/y.ts" });
+    const more = (next.details as Recorded).lazyAgents.files.map((file) => file.path);
+    assert.ok(more.length > 0 && more.every((path) => !delivered.includes(path)), "a later access sends more of them");
+    assert.ok(Buffer.byteLength(reminderOf(next.content) ?? "") <= REMINDER_BUDGET_BYTES);
+  }));
+
+for (const { cap, spec, line } of caps) {
+  test(`a cap on ${cap} is announced to the model in one line and shown by /lazy-agents`, () =>
+    withTree(spec(), async (tree) => {
+      const h = await loadRunner(tree, { factories: [ours], hasUI: true });
+      const reminder = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
+      const lines = reminder.split("\n").filter((text) => line.test(text));
+      assert.equal(lines.length, 1, reminder.split("\n").slice(-6).join("\n"));
+      await h.command("lazy-agents", "");
+      const cut = lines[0]!.slice(2).split(" was not loaded whole: ");
+      assert.ok(h.notifications.at(-1)?.includes(`${cut[0]}  ${cut[1]!.replace(/\.$/, "")}`), h.notifications.at(-1));
+      const again = await h.call("read", { path: "pkg/a.ts" });
+      assert.doesNotMatch(reminderOf(again.content) ?? "", line, "announced once");
+    }));
+}
+
+test("a three-file chain of about 30 KiB each keeps the deepest file whole", () =>
+  withTree(
+    {
+      "a/AGENTS.md": `A-START${"a".repeat(30 * 1024)}A-END`,
+      "a/b/AGENTS.md": `B-START${"b".repeat(30 * 1024)}B-END`,
+      "a/b/c/AGENTS.md": `C-START${"é".repeat(15 * 1024)}C-END`,
+      "a/b/c/x.ts": "x",
+    },
+    async (tree) => {
+      const h = await loadRunner(tree);
+      const result = await h.call("read", { path: "a/b/c/x.ts" });
+      const reminder = reminderOf(result.content) ?? "";
+      assert.ok(/C-START(é)+C-END/.test(reminder), "the deepest file arrives whole");
+      assert.ok(reminder.includes("B-START"), "the middle file keeps what fits");
+      assert.ok(reminder.includes("[a/b/AGENTS.md was cut here to fit the size budget; read the file for the rest.]"));
+      assert.match(reminder, /this reminder left out 1 instruction file; .* \/lazy-agents lists them as pending\./);
+      assert.ok(!reminder.includes("A-START"), "nothing of the broadest file is left");
+      assert.ok(!reminder.includes("\uFFFD"), "never cut inside a character");
+      assert.ok(Buffer.byteLength(reminder) <= 48 * 1024, "the whole reminder fits the budget");
+      const record = (result.details as { lazyAgents: { files: Array<{ path: string; truncated?: boolean }> } })
+        .lazyAgents;
+      assert.deepEqual(
+        record.files.map((f) => [f.path, f.truncated ?? false]),
+        [
+          ["a/b/AGENTS.md", true],
+          ["a/b/c/AGENTS.md", false],
+        ],
+        "the file left out stays pending",
+      );
+      const next = await h.call("read", { path: "a/b/c/x.ts" });
+      assert.match(reminderOf(next.content) ?? "", /A-START/, "and comes with the next access");
+    },
+  ));
+
+test("a UTF-8 cut to nothing or less keeps nothing", () => {
+  const table: Array<[string, number, string]> = [
+    ["abc", 0, ""],
+    ["abc", -1, ""],
+    ["abc", -5, ""],
+    ["é", 1, ""],
+    ["abc", 3, "abc"],
+  ];
+  for (const [text, max, expected] of table) assert.equal(cutUtf8(text, max), expected, `${text} to ${max}`);
+});
+
+test("within one folder the budget keeps the instruction file whole before its imports", () =>
+  withTree(
+    {
+      "pkg/AGENTS.md": `RULES @extra.md ${"r".repeat(2000)} RULES-END`,
+      "pkg/extra.md": `EXTRA ${"e".repeat(3000)} EXTRA-END`,
+      "pkg/x.ts": "x",
+    },
+    async (tree) => {
+      const h = await loadRunner(tree, { settings: { lazyAgents: { reminderBudgetBytes: 4096 } } });
+      const reminder = reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "";
+      assert.match(reminder, /RULES-END/);
+      assert.doesNotMatch(reminder, /EXTRA-END/);
+      assert.match(reminder, /\[pkg\/extra.md was cut here to fit the size budget/);
+    },
+  ));
+
+test("UTF-8 cuts never split a character", () => {
+  assert.equal(cutUtf8("aé", 2), "a");
+  assert.equal(cutUtf8("aé", 3), "aé");
+  assert.equal(cutUtf8("😀x", 3), "");
+  assert.equal(cutUtf8("😀x", 4), "😀");
+  assert.equal(cutUtf8("abc", 0), "");
+});

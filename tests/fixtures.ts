@@ -1,0 +1,64 @@
+// Fixtures that several test files share: small trees, the session reads they script, and the extension
+// built with a test seam.
+
+import { readFileSync } from "node:fs";
+import type { ExtensionFactory } from "@earendil-works/pi-coding-agent";
+import { createLazyAgents, type LazyAgents } from "../index.ts";
+import { noGit } from "./fuzz-lib.ts";
+import { reminderOf, toolTurn } from "./harness.ts";
+
+export const chain = {
+  "AGENTS.md": "ROOT-RULES",
+  "src/AGENTS.md": "SRC-RULES",
+  "src/components/AGENTS.md": "COMPONENT-RULES",
+  "src/components/button.ts": "export const button = 1;\n",
+};
+
+export const tree = {
+  "AGENTS.md": "ROOT-RULES",
+  "packages/AGENTS.md": "PACKAGES-RULES",
+  "packages/api/AGENTS.md": "API-RULES",
+  "packages/api/server.ts": "export const server = 1;\n",
+  "packages/api/routes.ts": "export const routes = 2;\n",
+  "packages/api/data.json": '{"answer":42}\n',
+  "packages/web/AGENTS.md": "WEB-RULES",
+  "packages/web/page.ts": "export const page = 3;\n",
+  "packages/web/.agents/skills/ui/SKILL.md":
+    "---\nname: ui-review\ndescription: Review UI changes\n---\nUI-SKILL-BODY\n",
+};
+
+export const files = {
+  "pkg/AGENTS.md": "PKG-RULES",
+  "pkg/a.ts": "a\n",
+  "other/AGENTS.md": "OTHER-RULES",
+  "other/b.ts": "b\n",
+};
+
+export const readA = toolTurn(["read", { path: "pkg/a.ts" }]);
+
+/** Every reminder text in the current session file, oldest first. */
+export function remindersIn(sessionFile: string): string[] {
+  const reminders: string[] = [];
+  for (const line of readFileSync(sessionFile, "utf8").trim().split("\n")) {
+    const entry = JSON.parse(line);
+    if (entry.type !== "message" || entry.message.role !== "toolResult") continue;
+    const reminder = reminderOf(entry.message.content);
+    if (reminder) reminders.push(reminder);
+  }
+  return reminders;
+}
+
+/** The extension built with a test seam, handing its engine out; without git unless asked. */
+export function lazyAgents(options: { git?: boolean } = {}): { factory: ExtensionFactory; engine: () => LazyAgents } {
+  let engine: LazyAgents | undefined;
+  const factory = createLazyAgents({
+    ...(options.git ? {} : { spawnGit: noGit }),
+    onEngine: (e) => (engine = e),
+  });
+  return { factory, engine: () => engine! };
+}
+
+export const PNG = Buffer.from(
+  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==",
+  "base64",
+);

@@ -1,0 +1,113 @@
+// README "Settings", The write gate: the first write into a scope is held back once with its instructions.
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { createLazyAgents, type LazyAgents, type LedgerRecord } from "../index.ts";
+import {
+  finalTurn,
+  loadRunner,
+  persistedToolResults,
+  startSession,
+  toolTurn,
+  withTree,
+  countOccurrences,
+} from "./harness.ts";
+
+const recordOf = (details: unknown) => (details as { lazyAgents?: LedgerRecord } | undefined)?.lazyAgents;
+
+test("a held-back write's delivery goes on its error result once, and no per-call gate state is left", () =>
+  withTree({ "pkg/AGENTS.md": "PKG-RULES", "pkg/a.ts": "a" }, async (tree) => {
+    let engine: LazyAgents | undefined;
+    const h = await loadRunner(tree, {
+      settings: { lazyAgents: { gateWrites: true } },
+      factories: [createLazyAgents({ onEngine: (e) => (engine = e) })],
+    });
+    const held = await h.call("write", { path: "pkg/b.ts", content: "b" }, { id: "held-write" });
+    assert.equal(held.blocked, true);
+    const errorResult = () =>
+      h.runner.emitMessageEnd({
+        type: "message_end",
+        message: {
+          role: "toolResult",
+          toolCallId: "held-write",
+          toolName: "write",
+          content: [{ type: "text", text: held.reason ?? "" }],
+          isError: true,
+          timestamp: Date.now(),
+        },
+      } as never) as Promise<{ details?: { lazyAgents?: { files: Array<{ path: string }> } } } | undefined>;
+    const recorded = await errorResult();
+    assert.deepEqual(
+      recorded?.details?.lazyAgents?.files.map((file) => file.path),
+      ["pkg/AGENTS.md"],
+    );
+    assert.equal(engine!.stateSizes().gateRecords, 0, "the gate's state ends with the result it was recorded on");
+    assert.equal((await errorResult())?.details?.lazyAgents, undefined, "recorded once");
+  }));
+
+test("the gate holds the first write into an undelivered scope once, then lets the retry through, in a real session", () =>
+  withTree({ "pkg/AGENTS.md": "PKG-RULES: use tabs", "pkg/a.ts": "a\n" }, async (tree) => {
+    const write = toolTurn(["write", { path: "pkg/b.ts", content: "b\n" }]);
+    const h = await startSession(tree, [write, write, finalTurn()], { settings: { lazyAgents: { gateWrites: true } } });
+    try {
+      await h.session.prompt("write b");
+      const results = persistedToolResults(h.sessionManager);
+      assert.equal(results.length, 2);
+      assert.equal(results[0]!.isError, true, "the first write was held back");
+      assert.match(results[0]!.content[0]!.text!, /PKG-RULES: use tabs[^]*retry the same call/);
+      assert.ok((results[0]!.details as { lazyAgents?: unknown }).lazyAgents, "the gate's delivery is in the ledger");
+      assert.equal(results[1]!.isError, false, "the retry went through");
+      assert.equal(readFileSync(tree.abs("pkg/b.ts"), "utf8"), "b\n");
+      const file = readFileSync(h.sessionManager.getSessionFile()!, "utf8");
+      assert.equal(countOccurrences(file, "PKG-RULES: use tabs"), 1, "exactly one delivery");
+    } finally {
+      h.dispose();
+    }
+  }));
+
+test("the gate is off by default and never holds a scope the model already has", () =>
+  withTree({ "pkg/AGENTS.md": "PKG-RULES", "pkg/a.ts": "a\n" }, async (tree) => {
+    const plain = await loadRunner(tree);
+    assert.equal((await plain.call("write", { path: "pkg/b.ts", content: "b" })).blocked, false);
+    const gated = await loadRunner(tree, { settings: { lazyAgents: { gateWrites: true } } });
+    await gated.call("read", { path: "pkg/a.ts" });
+    assert.equal((await gated.call("write", { path: "pkg/c.ts", content: "c" })).blocked, false);
+  }));
+
+test("the gate holds every write and edit into a gated scope that one assistant message issues, and lets the retries through", () =>
+  withTree({ "pkg/AGENTS.md": "PKG-RULES: use tabs", "pkg/a.ts": "a\n" }, async (tree) => {
+    const both = toolTurn(
+      ["write", { path: "pkg/b.ts", content: "b\n" }],
+      ["edit", { path: "pkg/a.ts", edits: [{ oldText: "a", newText: "A" }] }],
+      ["write", { path: "pkg/sub/c.ts", content: "c\n" }],
+    );
+    const h = await startSession(tree, [both, both, finalTurn()], { settings: { lazyAgents: { gateWrites: true } } });
+    try {
+      await h.session.prompt("change pkg");
+      const results = persistedToolResults(h.sessionManager);
+      assert.equal(results.length, 6);
+      assert.deepEqual(
+        results.slice(0, 3).map((result) => result.isError),
+        [true, true, true],
+        "every sibling into the gated scope was held back",
+      );
+      assert.match(results[0]!.content[0]!.text!, /PKG-RULES: use tabs/);
+      for (const sibling of results.slice(1, 3)) {
+        assert.doesNotMatch(sibling.content[0]!.text!, /PKG-RULES/, "the instructions are sent once");
+        assert.match(sibling.content[0]!.text!, /retry the same call/);
+        assert.equal(recordOf(sibling.details), undefined, "a held sibling delivers nothing");
+      }
+      assert.deepEqual(
+        results.slice(3).map((result) => result.isError),
+        [false, false, false],
+        "the retries went through",
+      );
+      assert.equal(readFileSync(tree.abs("pkg/b.ts"), "utf8"), "b\n");
+      assert.equal(readFileSync(tree.abs("pkg/a.ts"), "utf8"), "A\n");
+      const file = readFileSync(h.sessionManager.getSessionFile()!, "utf8");
+      assert.equal(countOccurrences(file, "PKG-RULES: use tabs"), 1, "exactly one delivery");
+    } finally {
+      h.dispose();
+    }
+  }));
