@@ -4,8 +4,9 @@
 // The delivery rules, each decided in one place:
 //  1. A scope activates when a trigger tool's call touches a path inside it and the call succeeds
 //     (edit, write and bash activate even when they fail): `activates`.
-//  2. A folder offers the first of INSTRUCTION_FILE_NAMES it holds that can be read; the names
-//     after it are overridden: `Discovery.viewDirectory`.
+//  2. A folder offers the first name of the fileNames setting (INSTRUCTION_FILE_NAMES) it holds
+//     that is accepted; the names after it are overridden. A file refused for what it is lets the
+//     next name apply; an I/O error lets none: `Discovery.viewDirectory`.
 //  3. A file is sent once per content version: the same version the model holds is not sent again: `planFile`.
 //  4. A new version supersedes the one the model holds, under the same scope: `planFile`.
 //  5. What the model holds and its folder no longer offers is withdrawn: `planRetraction`.
