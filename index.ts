@@ -6,7 +6,7 @@
 //     (edit, write and bash activate even when they fail): `activates`.
 //  2. A folder offers the first name of the fileNames setting (INSTRUCTION_FILE_NAMES) it holds
 //     that is accepted; the names after it are overridden. A file refused for what it is lets the
-//     next name apply; an I/O error lets none: `Discovery.viewDirectory`.
+//     next name apply; an I/O error lets none: `viewDirectory`.
 //  3. A file is sent once per content version: the same version the model holds is not sent again: `planFile`.
 //  4. A new version supersedes the one the model holds, under the same scope: `planFile`.
 //  5. What the model holds and its folder no longer offers is withdrawn: `planRetraction`.
@@ -735,7 +735,7 @@ export class LazyAgents {
 
   /** Asks git about the chain's folders it has not answered for yet; a warm chain asks nothing. */
   learnGitIgnores(discovery: Discovery, links: ChainLink[]): Promise<void> | undefined {
-    const unknown = discovery.scopesWithoutGitAnswer(links);
+    const unknown = scopesWithoutGitAnswer(discovery, links);
     const git = this.git;
     if (unknown.length === 0 || !git) return undefined;
     return git.ignored(unknown).then((answers) => {
@@ -815,7 +815,7 @@ export class LazyAgents {
   ): CallStep {
     const { event, env, discovery, located, target, gitAnswer } = call;
     const withSkills = env.trusted && this.options.skills;
-    const views = discovery.viewChain(located, withSkills);
+    const views = viewChain(discovery, located, withSkills);
     const importAnswer = this.learnImportGitIgnores(discovery);
     // A held-back call carries the imports too, or the retry would be held again for them.
     if (gate && importAnswer && hops < MAX_IMPORT_DEPTH)
@@ -912,7 +912,7 @@ export class LazyAgents {
     this.calls.parentOf.delete(event.toolCallId);
     const own = call !== undefined && activates(call.toolName, event.isError) ? call : undefined;
     const ownViews = own ? this.viewsAfterTool(own) : [];
-    if (call) this.inspection.record(own ? ownViews : (this.discovery?.dropGitIgnored(call.views) ?? []));
+    if (call) this.inspection.record(own ? ownViews : this.discovery ? dropGitIgnored(this.discovery, call.views) : []);
     if (own?.nested) {
       const taken = { call: own, views: ownViews, generation: this.ledger.generation };
       this.calls.nestedViews.set(own.rootId, [...(this.calls.nestedViews.get(own.rootId) ?? []), taken]);
@@ -942,11 +942,11 @@ export class LazyAgents {
     // Unless a delivery since this call looked may hold a newer version than its views, or git has
     // since answered for a held import, they stand.
     const stale = changesInstruction || call.heldImports || call.generation !== this.ledger.generation;
-    if (!stale) return discovery.dropGitIgnored(call.views);
+    if (!stale) return dropGitIgnored(discovery, call.views);
     const located = locateChain(discovery, call.target, !FILE_TOOLS.has(call.toolName));
-    if (located === undefined) return discovery.dropGitIgnored(call.views);
+    if (located === undefined) return dropGitIgnored(discovery, call.views);
     if (changesInstruction) call.instructionTarget = discovery.realpathOrUndefined(call.target);
-    const views = discovery.viewChain(located, call.withSkills);
+    const views = viewChain(discovery, located, call.withSkills);
     // An import that still waits for git comes with the next access; the question goes out now.
     void this.learnImportGitIgnores(discovery);
     return views;
@@ -962,7 +962,7 @@ export class LazyAgents {
       : undefined;
     // Views that cannot be taken again wait for the next access rather than risk an older version.
     if (!discovery || located === undefined) return [];
-    return discovery.viewChain(located, nested.call.withSkills);
+    return viewChain(discovery, located, nested.call.withSkills);
   }
 
   /** What of an instruction file or an import the tool's own output already shows the model. */
@@ -1039,7 +1039,7 @@ export class LazyAgents {
     if (locatedChains.length === 0 && touched.length === 0) return;
     const answers = locatedChains.map((located) => this.learnGitIgnores(discovery, located.links));
     const withSkills = env.trusted && this.options.skills;
-    const chains = locatedChains.map((located) => discovery.viewChain(located, withSkills));
+    const chains = locatedChains.map((located) => viewChain(discovery, located, withSkills));
     const importAnswer = this.learnImportGitIgnores(discovery);
     const views = mergeViews(chains.flat());
     if (views.length === 0 && touched.length === 0) return;
@@ -1071,12 +1071,12 @@ export class LazyAgents {
     if (names || call.heldImports || call.generation !== this.ledger.generation) {
       const cwd = this.boundCwd ?? discovery.cwdReal;
       const located = shellChains(locateShellWords(discovery, bash.commands, cwd));
-      chains = located.map((chain) => discovery.viewChain(chain, call.withSkills));
+      chains = located.map((chain) => viewChain(discovery, chain, call.withSkills));
       // An import that still waits for git comes with the next access; the question goes out now.
       void this.learnImportGitIgnores(discovery);
     }
     // Each chain is cut at its own git-ignored folder; the others stand.
-    return mergeViews(chains.flatMap((views) => discovery.dropGitIgnored(views)));
+    return mergeViews(chains.flatMap((views) => dropGitIgnored(discovery, views)));
   }
 
   /** Sizes of every map, for tests and the soak run. */
@@ -2391,6 +2391,93 @@ function targetDirectory(ctx: LocateContext, target: string, targetIsDirectory: 
   return undefined;
 }
 
+// The folder view: what each folder on a chain offers, parent first, up to the first ignored one.
+
+/** Scopes on the chain whose git status is not known yet. */
+function scopesWithoutGitAnswer(ctx: Discovery, links: ChainLink[]): string[] {
+  const unknown: string[] = [];
+  for (const link of links) {
+    if (ignoredReasonOf(ctx, link) !== undefined) break;
+    if (!ctx.gitAnswers.folders.has(link.scope)) unknown.push(link.scope);
+  }
+  return unknown;
+}
+
+/** Views of the chain's folders, parent first, up to the first ignored one. */
+function viewChain(ctx: Discovery, located: Located, withSkills: boolean): DirectoryView[] {
+  const views: DirectoryView[] = [];
+  for (let index = 0; index < located.links.length; index++) {
+    const link = located.links[index]!;
+    const ignored = ignoredReasonOf(ctx, link);
+    if (ignored) {
+      ctx.ignoredSeen.set(link.scope, ignored);
+      break;
+    }
+    try {
+      views.push(viewDirectory(ctx, link, withSkills, located.stats?.[index]));
+    } catch {
+      // A folder that cannot be examined now (EIO, EACCES) is left out; the others still count.
+    }
+  }
+  return views;
+}
+
+/** The views above the first folder git turned out to ignore (answers that came after the views). */
+function dropGitIgnored(ctx: Discovery, views: DirectoryView[]): DirectoryView[] {
+  const cut = views.findIndex((view) => ctx.gitAnswers.folders.get(view.scope) === true);
+  if (cut === -1) return views;
+  ctx.ignoredSeen.set(views[cut]!.scope, "gitIgnored");
+  return views.slice(0, cut);
+}
+
+function ignoredReasonOf(ctx: Discovery, link: ChainLink): Reason | undefined {
+  if (ctx.options.ignoredDirs.has(link.name)) return "ignoredDir";
+  return ctx.gitAnswers.folders.get(link.scope) === true ? "gitIgnored" : undefined;
+}
+
+function viewDirectory(ctx: Discovery, link: ChainLink, withSkills: boolean, stats?: nodeFs.Stats): DirectoryView {
+  const entry = ctx.directoryEntry(link.dir, stats);
+  if (!entry) return emptyView(link.scope);
+  const skillsToo = withSkills && entry.agents !== "none";
+  // Most folders look the same call after call: reuse their view instead of building it again.
+  if (entry.candidates.length === 0 && !skillsToo) return (entry.plainView ??= emptyView(link.scope));
+  const first = entry.candidates.length > 0 ? ctx.instructionFileOrUnknown(entry.candidates[0]!) : undefined;
+  if (!skillsToo && first !== undefined && entry.plainView?.file === first) return entry.plainView;
+  const view: DirectoryView = { scope: link.scope, imports: [], rejected: [], skills: [] };
+  for (let index = 0; index < entry.candidates.length; index++) {
+    const candidate = entry.candidates[index]!;
+    const result = index === 0 && first !== undefined ? first : ctx.instructionFileOrUnknown(candidate);
+    if ("reason" in result) {
+      if (result.reason !== "skip") {
+        view.rejected.push({
+          path: toDisplayPath(ctx.cwdReal, candidate),
+          reason: result.reason,
+          kind: "instruction",
+        });
+      }
+      // An unreadable file may be the one that applies: the names after it must wait.
+      if (result.reason === "unreadable") break;
+      continue;
+    }
+    view.file = result;
+    for (const later of entry.present.slice(index + 1)) {
+      view.rejected.push({ path: `${link.scope}/${later}`, reason: "overridden", kind: "overridden" });
+    }
+    break;
+  }
+  if (view.file && ctx.options.imports) view.imports = importsOf(ctx, view.file, view.rejected);
+  if (skillsToo) view.skills = skillsOf(ctx, link.dir, entry, view.rejected);
+  // A view that depends on nothing but its folder and its first file can be reused while both stand.
+  // A file with `@path` tokens depends on their targets too, which may appear or change at any time.
+  const reusable =
+    !skillsToo &&
+    view.file === first &&
+    (view.file === undefined || !ctx.options.imports || importTargetsOf(ctx, view.file).length === 0) &&
+    view.rejected.every((rejection) => rejection.kind === "overridden");
+  entry.plainView = reusable ? view : undefined;
+  return view;
+}
+
 class Discovery {
   readonly fs: FileSystem;
   readonly cwdReal: string;
@@ -2499,91 +2586,6 @@ class Discovery {
       if (isSettledError(error)) return undefined;
       throw error;
     }
-  }
-
-  /** Scopes on the chain whose git status is not known yet. */
-  scopesWithoutGitAnswer(links: ChainLink[]): string[] {
-    const unknown: string[] = [];
-    for (const link of links) {
-      if (this.ignoredReason(link) !== undefined) break;
-      if (!this.gitAnswers.folders.has(link.scope)) unknown.push(link.scope);
-    }
-    return unknown;
-  }
-
-  /** Views of the chain's folders, parent first, up to the first ignored one. */
-  viewChain(located: Located, withSkills: boolean): DirectoryView[] {
-    const views: DirectoryView[] = [];
-    for (let index = 0; index < located.links.length; index++) {
-      const link = located.links[index]!;
-      const ignored = this.ignoredReason(link);
-      if (ignored) {
-        this.ignoredSeen.set(link.scope, ignored);
-        break;
-      }
-      try {
-        views.push(this.viewDirectory(link, withSkills, located.stats?.[index]));
-      } catch {
-        // A folder that cannot be examined now (EIO, EACCES) is left out; the others still count.
-      }
-    }
-    return views;
-  }
-
-  /** The views above the first folder git turned out to ignore (answers that came after the views). */
-  dropGitIgnored(views: DirectoryView[]): DirectoryView[] {
-    const cut = views.findIndex((view) => this.gitAnswers.folders.get(view.scope) === true);
-    if (cut === -1) return views;
-    this.ignoredSeen.set(views[cut]!.scope, "gitIgnored");
-    return views.slice(0, cut);
-  }
-
-  ignoredReason(link: ChainLink): Reason | undefined {
-    if (this.options.ignoredDirs.has(link.name)) return "ignoredDir";
-    return this.gitAnswers.folders.get(link.scope) === true ? "gitIgnored" : undefined;
-  }
-
-  viewDirectory(link: ChainLink, withSkills: boolean, stats?: nodeFs.Stats): DirectoryView {
-    const entry = this.directoryEntry(link.dir, stats);
-    if (!entry) return emptyView(link.scope);
-    const skillsToo = withSkills && entry.agents !== "none";
-    // Most folders look the same call after call: reuse their view instead of building it again.
-    if (entry.candidates.length === 0 && !skillsToo) return (entry.plainView ??= emptyView(link.scope));
-    const first = entry.candidates.length > 0 ? this.instructionFileOrUnknown(entry.candidates[0]!) : undefined;
-    if (!skillsToo && first !== undefined && entry.plainView?.file === first) return entry.plainView;
-    const view: DirectoryView = { scope: link.scope, imports: [], rejected: [], skills: [] };
-    for (let index = 0; index < entry.candidates.length; index++) {
-      const candidate = entry.candidates[index]!;
-      const result = index === 0 && first !== undefined ? first : this.instructionFileOrUnknown(candidate);
-      if ("reason" in result) {
-        if (result.reason !== "skip") {
-          view.rejected.push({
-            path: toDisplayPath(this.cwdReal, candidate),
-            reason: result.reason,
-            kind: "instruction",
-          });
-        }
-        // An unreadable file may be the one that applies: the names after it must wait.
-        if (result.reason === "unreadable") break;
-        continue;
-      }
-      view.file = result;
-      for (const later of entry.present.slice(index + 1)) {
-        view.rejected.push({ path: `${link.scope}/${later}`, reason: "overridden", kind: "overridden" });
-      }
-      break;
-    }
-    if (view.file && this.options.imports) view.imports = importsOf(this, view.file, view.rejected);
-    if (skillsToo) view.skills = skillsOf(this, link.dir, entry, view.rejected);
-    // A view that depends on nothing but its folder and its first file can be reused while both stand.
-    // A file with `@path` tokens depends on their targets too, which may appear or change at any time.
-    const reusable =
-      !skillsToo &&
-      view.file === first &&
-      (view.file === undefined || !this.options.imports || importTargetsOf(this, view.file).length === 0) &&
-      view.rejected.every((rejection) => rejection.kind === "overridden");
-    entry.plainView = reusable ? view : undefined;
-    return view;
   }
 
   /** What a viewed folder's `.cursor` is (rules touch point): from its cached entry, no fs call. */
@@ -4223,11 +4225,11 @@ async function explainCommand(engine: LazyAgents, command: string, env: CallEnvi
   const chains = shellChains(outcomes);
   await Promise.all(chains.map((located) => engine.learnGitIgnores(discovery, located.links)));
   const withSkills = env.trusted && engine.options.skills;
-  for (const located of chains) discovery.viewChain(located, withSkills);
+  for (const located of chains) viewChain(discovery, located, withSkills);
   await engine.learnImportGitIgnores(discovery);
   const viewed = new Map<string, DirectoryView[]>();
   for (const located of chains) {
-    const views = discovery.dropGitIgnored(discovery.viewChain(located, withSkills));
+    const views = dropGitIgnored(discovery, viewChain(discovery, located, withSkills));
     engine.inspection.record(views);
     viewed.set(located.links.at(-1)!.scope, views);
   }
@@ -4410,9 +4412,9 @@ async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnviron
   const located = locateChain(discovery, target, isDirectory);
   if (located === undefined) return REPORT_TEXT.outsideCwd(shown);
   await engine.learnGitIgnores(discovery, located.links);
-  discovery.viewChain(located, env.trusted && engine.options.skills);
+  viewChain(discovery, located, env.trusted && engine.options.skills);
   await engine.learnImportGitIgnores(discovery);
-  const views = discovery.viewChain(located, env.trusted && engine.options.skills);
+  const views = viewChain(discovery, located, env.trusted && engine.options.skills);
   if (engine.options.rules) await engine.rulesOf(discovery).learnGitIgnores(views, engine.git);
   engine.inspection.record(views);
   const lines = [`pi-lazy-agents: why ${shown}`];
