@@ -557,18 +557,16 @@ function shellFolder(discovery: Discovery, folder: string): Located | "missing" 
   const rel = relative(discovery.cwdReal, folder);
   if (rel === "") return { links: [], stats: [] };
   if (rel === ".." || rel.startsWith(`..${sep}`) || isAbsolute(rel)) return "resolve";
+  const fresh = !discovery.chains.has(rel);
   const links = chainFor(discovery, rel);
-  const stats: nodeFs.Stats[] = [];
-  for (const link of links) {
-    let stat: nodeFs.Stats | undefined;
-    try {
-      stat = discovery.fs.lstat(link.dir);
-    } catch {
-      return "resolve";
-    }
-    if (!stat) return "missing";
-    if (!stat.isDirectory()) return stat.isSymbolicLink() ? "resolve" : "missing";
-    stats.push(stat);
+  const { stats, stop } = lstatChain(discovery.fs, links);
+  if (stop === "error") return "resolve";
+  if (stop === "missing") return "missing";
+  if (stop !== undefined) return stop.isSymbolicLink() ? "resolve" : "missing";
+  if (fresh && !spelledAsOnDisk(discovery, links, stats)) {
+    // One folder, one identity: another spelling is looked at through its real path, every time.
+    discovery.chains.delete(rel);
+    return "resolve";
   }
   return { links, stats };
 }
@@ -2322,18 +2320,10 @@ function locateChain(ctx: LocateContext, target: string, targetIsDirectory: bool
   if (rel !== ".." && !rel.startsWith(`..${sep}`) && !isAbsolute(rel)) {
     const fresh = !ctx.chains.has(rel);
     const links = chainFor(ctx, rel);
-    const stats: nodeFs.Stats[] = [];
-    for (const link of links) {
-      let stat: nodeFs.Stats | undefined;
-      try {
-        stat = ctx.fs.lstat(link.dir);
-      } catch {
-        break; // ENAMETOOLONG, EACCES …: the slow path walks up to a folder that can be resolved.
-      }
-      if (!stat?.isDirectory()) break;
-      stats.push(stat);
-    }
-    if (stats.length === links.length) {
+    // A step that is missing, not a real folder or fails (ENAMETOOLONG, EACCES …) leaves the chain
+    // to the slow path, which walks up to a folder that can be resolved.
+    const { stats, stop } = lstatChain(ctx.fs, links);
+    if (stop === undefined) {
       if (!fresh || spelledAsOnDisk(ctx, links, stats)) return { links, stats };
       // One folder, one identity: the chain as typed now leads to the folder's own spelling.
       const real = ctx.realpathOrUndefined(dir);
@@ -2346,6 +2336,26 @@ function locateChain(ctx: LocateContext, target: string, targetIsDirectory: bool
   }
   const real = targetDirectory(ctx, target, targetIsDirectory);
   return real === undefined ? undefined : { links: chainFor(ctx, relative(ctx.cwdReal, real)) };
+}
+
+/** lstat of each folder on a chain, parent first, up to the first step that is not a real folder. */
+function lstatChain(
+  fs: FileSystem,
+  links: ChainLink[],
+): { stats: nodeFs.Stats[]; stop?: nodeFs.Stats | "missing" | "error" } {
+  const stats: nodeFs.Stats[] = [];
+  for (const link of links) {
+    let stat: nodeFs.Stats | undefined;
+    try {
+      stat = fs.lstat(link.dir);
+    } catch {
+      return { stats, stop: "error" };
+    }
+    if (!stat) return { stats, stop: "missing" };
+    if (!stat.isDirectory()) return { stats, stop: stat };
+    stats.push(stat);
+  }
+  return { stats };
 }
 
 /**

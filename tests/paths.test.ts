@@ -131,6 +131,20 @@ test("on a filesystem that folds case, one folder has one identity: the real pat
     assert.equal(reminderOf(mixed.content), undefined, "and by a third spelling");
   }));
 
+test("on a filesystem that folds case, a bash word names the folder by its real path's spelling", () =>
+  withTree({ "pkg/AGENTS.md": "PKG-RULES\n", "pkg/x.ts": "x\n" }, async (tree) => {
+    const fs = caseInsensitive(tree.cwd);
+    const h = await loadRunner(tree, { factories: [createLazyAgents({ fs, spawnGit: noGit })] });
+    // Pi's bash tool would run `cat PKG/x.ts` on such a filesystem; here it is given the output it would give.
+    for (const command of ["cat PKG/x.ts", "cat PKG/x.ts"]) {
+      const typed = await h.callWithOutput("bash", { command }, [{ type: "text", text: "x\n" }]);
+      const reminder = reminderOf(typed.content) ?? "";
+      assert.doesNotMatch(reminder, /scope="PKG/, `${command}: never the typed spelling`);
+    }
+    const own = await h.call("read", { path: "pkg/x.ts" });
+    assert.equal(reminderOf(own.content), undefined, "the folder by its own spelling: already delivered");
+  }));
+
 test("caches drop the entries of deleted folders and files: they grow with the tree, not with churn", () =>
   withTree({ "pkg/AGENTS.md": "PKG\n" }, async (tree) => {
     const { factory, engine } = lazyAgents();
