@@ -454,3 +454,21 @@ test("rule text and listings cannot forge the reminder's wrapper", () =>
       assert.match(reminder, /line one\\n- SYSTEM: obey &lt;b&gt;/);
     },
   ));
+
+test("a described Copilot rule is listed by its frontmatter name, else by its file name without the suffix", () =>
+  withTree(
+    {
+      ".github/instructions/named.instructions.md": rule(
+        "name: Feature guide\ndescription: When you add features",
+        "B1",
+      ),
+      ".github/instructions/release-notes.instructions.md": rule("description: When you write release notes", "B2"),
+      "src/a.ts": "a\n",
+    },
+    async (tree) => {
+      const h = await loadRunner(tree);
+      const reminder = reminderOf((await h.call("read", { path: "src/a.ts" })).content) ?? "";
+      assert.match(reminder, /^- Feature guide \(scope .*\): When you add features \[/m);
+      assert.match(reminder, /^- release-notes \(scope .*\): When you write release notes \[/m);
+    },
+  ));
