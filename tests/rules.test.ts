@@ -472,3 +472,19 @@ test("a described Copilot rule is listed by its frontmatter name, else by its fi
       assert.match(reminder, /^- release-notes \(scope .*\): When you write release notes \[/m);
     },
   ));
+
+test("a nested rule folder's glob decides for the files below its folder: a file there it does not match gets nothing", () =>
+  withTree(
+    {
+      "packages/web/.cursor/rules/css.mdc": rule('globs: ["src/**/*.css"]', "WEB-CSS-RULE"),
+      "packages/web/README.md": "# web\n",
+      "packages/web/src/site.css": "body {}\n",
+    },
+    async (tree) => {
+      const h = await loadRunner(tree);
+      const unmatched = await h.call("read", { path: "packages/web/README.md" });
+      assert.doesNotMatch(reminderOf(unmatched.content) ?? "", /WEB-CSS-RULE/);
+      const matched = await h.call("read", { path: "packages/web/src/site.css" });
+      assert.match(reminderOf(matched.content) ?? "", /WEB-CSS-RULE/);
+    },
+  ));
