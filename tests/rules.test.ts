@@ -488,3 +488,18 @@ test("a nested rule folder's glob decides for the files below its folder: a file
       assert.match(reminderOf(matched.content) ?? "", /WEB-CSS-RULE/);
     },
   ));
+
+test("rule folders are searched four levels deep: a rule at the fourth level applies, one at the fifth does not", () =>
+  withTree(
+    {
+      ".claude/rules/a/b/c/d/fourth.md": "FOURTH-LEVEL-RULE\n",
+      ".claude/rules/a/b/c/d/e/fifth.md": "FIFTH-LEVEL-RULE\n",
+      "src/a.ts": "a\n",
+    },
+    async (tree) => {
+      const h = await loadRunner(tree);
+      const reminder = reminderOf((await h.call("read", { path: "src/a.ts" })).content) ?? "";
+      assert.match(reminder, /FOURTH-LEVEL-RULE/);
+      assert.doesNotMatch(reminder, /FIFTH-LEVEL-RULE/);
+    },
+  ));
