@@ -345,3 +345,12 @@ test("a reload keeps what /lazy-agents has seen unless a setting changed how fol
     });
   }
 });
+
+test("a settings typo with two wrong letters, or a name cut short, is matched to the setting it meant", () =>
+  withTree(files, async (tree) => {
+    const h = await loadRunner(tree, { hasUI: true, settings: { lazyAgents: { maxFyleBites: 1, ruleSou: [] } } });
+    assert.deepEqual(h.notifications.toSorted(), [
+      'pi-lazy-agents: lazyAgents.maxFyleBites in ~/.pi/agent/settings.json is not a setting (did you mean "maxFileBytes"?)',
+      'pi-lazy-agents: lazyAgents.ruleSou in ~/.pi/agent/settings.json is not a setting (did you mean "ruleSources"?)',
+    ]);
+  }));
