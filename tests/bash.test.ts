@@ -418,3 +418,13 @@ test("a huge command costs a bounded amount: words and length are capped, a cut 
   assert.deepEqual(named(long), []);
   assert.deepEqual(readShellCommand("$(".repeat(10_000)), []);
 });
+
+test('/lazy-agents why "<command>" on a command without words says that no command words were found', () =>
+  withTree(tree, async (t) => {
+    const h = await loadRunner(t, { hasUI: true });
+    await h.command("lazy-agents", 'why "# only a comment"');
+    assert.deepEqual(h.notifications.at(-1)!.split("\n"), [
+      'pi-lazy-agents: why "# only a comment"',
+      "  No command words were found.",
+    ]);
+  }));
