@@ -332,3 +332,13 @@ test("the status line is empty until something is delivered, then counts even a 
     await h.call("read", { path: "src/x.ts" });
     assert.equal(h.statuses.get("lazy-agents"), "nested: 1 file, 0 skills");
   }));
+
+test("the report has no failures section while no hook has failed", () =>
+  withTree({ "src/AGENTS.md": "SRC-RULES", "src/x.ts": "x" }, async (tree) => {
+    const h = await loadRunner(tree, { hasUI: true });
+    assert.match(reminderOf((await h.call("read", { path: "src/x.ts" })).content) ?? "", /SRC-RULES/);
+    await h.command("lazy-agents", "");
+    const report = h.notifications.at(-1)!;
+    assert.match(report, /src\/AGENTS.md/);
+    assert.doesNotMatch(report, /Failures caught/);
+  }));
