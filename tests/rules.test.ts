@@ -503,3 +503,12 @@ test("rule folders are searched four levels deep: a rule at the fourth level app
       assert.doesNotMatch(reminder, /FIFTH-LEVEL-RULE/);
     },
   ));
+
+test("/lazy-agents why <path> in a project without rules shows no rules part", () =>
+  withTree({ "src/AGENTS.md": "SRC-RULES", "src/x.ts": "x" }, async (tree) => {
+    const h = await loadRunner(tree, { hasUI: true });
+    await h.command("lazy-agents", "why src/x.ts");
+    const report = h.notifications.at(-1)!;
+    assert.match(report, /src\/AGENTS.md/);
+    assert.doesNotMatch(report, /Rules:/);
+  }));
