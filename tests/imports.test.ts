@@ -323,3 +323,19 @@ test("an import reached twice, through a cycle or two importers, is listed once 
       for (const name of ["a", "b", "c"]) assert.equal(report.split(`pkg/${name}.md  scope`).length, 2, name);
     },
   ));
+
+test("an import after a closed fenced block is followed; one inside the block is not", () =>
+  withTree(
+    {
+      "pkg/AGENTS.md": ["PKG-RULES", "```sh", "@fenced.md", "```", "Also read @after.md."].join("\n"),
+      "pkg/fenced.md": "FENCED-IMPORT",
+      "pkg/after.md": "AFTER-FENCE-IMPORT",
+      "pkg/x.ts": "x",
+    },
+    async (tree) => {
+      const h = await loadRunner(tree);
+      const reminder = reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "";
+      assert.match(reminder, /AFTER-FENCE-IMPORT/);
+      assert.doesNotMatch(reminder, /FENCED-IMPORT/);
+    },
+  ));
