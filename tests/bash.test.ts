@@ -104,6 +104,7 @@ const cases: Array<[string, string[]]> = [
   ],
   ["cat <<-EOF > out.txt\n\tcat lib/a\n\tEOF\ncat b", ["write:out.txt", "read:b"]],
   ["python3 - <<EOF\nopen('lib/x')\nEOF", []],
+  ["cat > out.txt <<EOF\ncat lib/a", ["write:out.txt"]],
   ['grep x <<< "lib/a.ts"', ["read:x"]],
   // sed -i, tee, xargs, find, for.
   ["sed -i 's/a/b/' src/x.ts", ["read:s/a/b/", "read:src/x.ts"]],
