@@ -447,3 +447,18 @@ test("an I/O error on an imported file keeps the import the model holds", () =>
       assert.doesNotMatch(reminderOf(after.content) ?? "", /IMPORTED-RULES/, "nor sent again once it clears");
     },
   ));
+
+test("the first failure of a session warns, even when it is the only one", () =>
+  withTree({ "pkg/AGENTS.md": "PKG-RULES", "pkg/a.ts": "a\n" }, async (tree) => {
+    const broken = createLazyAgents({
+      onEngine: (engine) => {
+        engine.onToolResult = () => {
+          throw new Error("BOOM");
+        };
+      },
+    });
+    const h = await loadRunner(tree, { hasUI: true, factories: [broken] });
+    const result = await h.call("read", { path: "pkg/a.ts" });
+    assert.deepEqual(result.content, result.original);
+    assert.deepEqual(h.notifications, [FAILURE_WARNING]);
+  }));
