@@ -79,6 +79,7 @@ const globTable: Array<[RuleSource, string, string, boolean]> = [
   ["cursor", "v[!0-9].md", "docs/vx.md", true],
   ["cursor", "\\{literal\\}.md", "{literal}.md", true],
   ["claude", "docs/", "docs/a/b.md", true],
+  ["claude", "{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}", "ababab", true],
   ["claude", "./src/*.ts", "src/a.ts", true],
   ["claude", "*", "a/b", false],
   ["claude", "!src/**", "src/a.ts", false],
