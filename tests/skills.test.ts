@@ -369,3 +369,19 @@ test("a skill folder linked from inside cwd is scanned; one linked from outside 
       assert.equal(h.statuses.get("lazy-agents"), "nested: 0 files, 1 skill", "a skill alone shows in the status");
     },
   ));
+
+test("a skills folder's ignore file hides a skill named by a one-character class", () =>
+  withTree(
+    {
+      "pkg/a.ts": "a",
+      "pkg/.agents/skills/.ignore": "[x]\n",
+      "pkg/.agents/skills/x/SKILL.md": skill("x", "Hidden by the class"),
+      "pkg/.agents/skills/y/SKILL.md": skill("y", "Listed"),
+    },
+    async (tree) => {
+      const h = await loadRunner(tree, { factories: [ours] });
+      const reminder = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
+      assert.match(reminder, /Listed/);
+      assert.doesNotMatch(reminder, /Hidden by the class/);
+    },
+  ));
