@@ -170,3 +170,14 @@ test("UTF-8 cuts never split a character", () => {
   assert.equal(cutUtf8("😀x", 4), "😀");
   assert.equal(cutUtf8("abc", 0), "");
 });
+
+test("a skills folder of exactly 256 entries is read whole: all its skills listed, no cap announced", () => {
+  const spec: TreeSpec = { "pkg/a.ts": "a\n" };
+  for (let i = 0; i < 256; i++) spec[`pkg/.agents/skills/s${String(i).padStart(3, "0")}/SKILL.md`] = skillText(`s${i}`);
+  return withTree(spec, async (tree) => {
+    const h = await loadRunner(tree, { factories: [ours] });
+    const reminder = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
+    assert.match(reminder, /Skill s255/);
+    assert.doesNotMatch(reminder, /scan limit/);
+  });
+});
