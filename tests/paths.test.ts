@@ -174,3 +174,17 @@ test("caches drop the entries of deleted folders and files: they grow with the t
     }
     assert.ok(sizes.files! <= 2 * files + 256, `files = ${sizes.files} for ${files} files on disk`);
   }));
+
+test("on a filesystem that folds case, a skills folder spelled .Agents/skills is found as .agents/skills", () =>
+  withTree(
+    {
+      "pkg/x.ts": "x\n",
+      "pkg/.Agents/skills/deploy/SKILL.md": "---\nname: deploy\ndescription: Ship the package\n---\nbody\n",
+    },
+    async (tree) => {
+      const fs = caseInsensitive(tree.cwd);
+      const h = await loadRunner(tree, { factories: [createLazyAgents({ fs, spawnGit: noGit })] });
+      const result = await h.call("read", { path: "pkg/x.ts" });
+      assert.match(reminderOf(result.content) ?? "", /deploy[^\n]*Ship the package/);
+    },
+  ));
