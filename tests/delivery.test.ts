@@ -211,3 +211,24 @@ test("a write that succeeds on an instruction file counts as its delivery", () =
     const read = await h.call("read", { path: "pkg/a.ts" });
     assert.deepEqual(read.content, read.original);
   }));
+
+test("a tool result's structured content stays as the tool gave it when the reminder is appended", () =>
+  withTree(chain, async (tree) => {
+    const h = await loadRunner(tree);
+    const input = { path: "src/components/button.ts" };
+    const structuredContent = { kind: "file", lines: 1 };
+    await h.runner.emitToolCall({ type: "tool_call", toolName: "read", toolCallId: "sc-1", input } as never);
+    const patched = await h.runner.emitToolResult({
+      type: "tool_result",
+      toolName: "read",
+      toolCallId: "sc-1",
+      input,
+      content: [{ type: "text", text: "export const button = 1;\n" }],
+      details: undefined,
+      structuredContent,
+      isError: false,
+    } as never);
+    const result = patched as { content?: Array<{ type: string; text?: string }>; structuredContent?: unknown };
+    assert.match(reminderOf(result.content ?? []) ?? "", /COMPONENT-RULES/);
+    assert.deepEqual(result.structuredContent, structuredContent);
+  }));
