@@ -355,3 +355,11 @@ test("ledger records are read entry by entry", () => {
   });
   assert.deepEqual(skips?.skipped, [{ path: "x", reason: "tooLarge" }], "only reasons this version knows");
 });
+
+test("a stored refusal of an import reads back as an import's, apart from a refusal of the same path itself", () => {
+  const skipped = [
+    { path: "pkg/AGENTS.md", reason: "tooLarge" },
+    { path: "pkg/AGENTS.md", reason: "symlinkEscape", inImport: true },
+  ];
+  assert.deepEqual(readRecord({ lazyAgents: { v: 1, skipped } })?.skipped, skipped);
+});
