@@ -513,3 +513,21 @@ test("/lazy-agents why <path> in a project without rules shows no rules part", (
     assert.match(report, /src\/AGENTS.md/);
     assert.doesNotMatch(report, /Rules:/);
   }));
+
+test("a rule withdrawn, then delivered again, is not reported as retracted while the model holds it", () =>
+  withTree({ ".claude/rules/always.md": "ALWAYS-RULE\n", "src/a.ts": "a\n", "src/b.ts": "b\n" }, async (tree) => {
+    const h = await loadRunner(tree, { hasUI: true });
+    const readAndReport = async (path: string) => {
+      const reminder = reminderOf((await h.call("read", { path })).content) ?? "";
+      await h.command("lazy-agents", "");
+      return { reminder, report: h.notifications.at(-1)! };
+    };
+    assert.match((await readAndReport("src/a.ts")).reminder, /ALWAYS-RULE/);
+    rmSync(tree.abs(".claude/rules/always.md"));
+    assert.match((await readAndReport("src/b.ts")).report, /\.claude\/rules\/always\.md {2}retracted/);
+    writeFileSync(tree.abs(".claude/rules/always.md"), "ALWAYS-RULE-AGAIN\n");
+    assert.match((await readAndReport("src/a.ts")).reminder, /ALWAYS-RULE-AGAIN/);
+    rmSync(tree.abs(".claude/rules/always.md"));
+    await h.command("lazy-agents", "");
+    assert.doesNotMatch(h.notifications.at(-1)!, /\.claude\/rules\/always\.md {2}retracted/);
+  }));
