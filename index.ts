@@ -2540,26 +2540,30 @@ class Discovery {
     const byScope = [this.chains, this.gitAnswers.folders, this.gitAnswers.files, this.ignoredSeen] as Array<
       Map<string, unknown>
     >;
-    const total = () => [...byPath, ...byScope].reduce((sum, map) => sum + map.size, 0);
     for (const cache of byPath) cache.sweep((path) => this.exists(path));
     for (const map of byScope) {
       for (const scope of map.keys()) if (!this.exists(join(this.cwdReal, scope))) map.delete(scope);
     }
-    this.sweepAt = Math.max(256, 2 * total());
+    this.sweepAt = Math.max(256, 2 * this.cachedEntries());
     return true;
   }
 
   /** Whether the caches have doubled since the last sweep. */
   wantsSweep(): boolean {
-    const total =
+    return this.cachedEntries() >= this.sweepAt;
+  }
+
+  /** Entries held by every cache that `sweep` prunes. */
+  private cachedEntries(): number {
+    return (
       this.directories.size +
       this.files.size +
       this.listings.size +
       this.chains.size +
       this.gitAnswers.folders.size +
       this.gitAnswers.files.size +
-      this.ignoredSeen.size;
-    return total >= this.sweepAt;
+      this.ignoredSeen.size
+    );
   }
 
   exists(path: string): boolean {
