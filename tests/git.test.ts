@@ -10,6 +10,12 @@ const git = (cwd: string, ...args: string[]) =>
   execFileSync("git", ["-c", "user.email=t@example.com", "-c", "user.name=t", ...args], { cwd, stdio: "pipe" });
 
 /** A repository outside cwd, with one commit, to add as a submodule. */
+/** The same tree, with cwd moved to one of its folders. */
+function withCwdAt(tree: Tree, folder: string): Tree {
+  const cwd = tree.abs(folder);
+  return { ...tree, cwd, abs: (path) => resolve(cwd, path) };
+}
+
 function makeLibrary(tree: Tree): string {
   const lib = join(tree.root, "lib");
   tree.write("../lib/src/AGENTS.md", "LIB-RULES");
@@ -67,9 +73,7 @@ test("with cwd inside a folder git ignores, nested files are delivered and only 
     },
     async (tree) => {
       git(tree.cwd, "init", "-q");
-      const cwd = tree.abs("scratch/proj");
-      const inner: Tree = { ...tree, cwd, abs: (path) => resolve(cwd, path) };
-      const h = await loadRunner(inner);
+      const h = await loadRunner(withCwdAt(tree, "scratch/proj"));
       assert.match(await reminder(h, "pkg/a.ts"), /PKG-RULES/);
       assert.equal(await reminder(h, "node_modules/dep/x.js"), "");
     },
@@ -86,8 +90,7 @@ test("with cwd in a subfolder of the repository, folders git ignores below cwd a
     },
     async (tree) => {
       git(tree.cwd, "init", "-q");
-      const cwd = tree.abs("app");
-      const h = await loadRunner({ ...tree, cwd, abs: (path) => resolve(cwd, path) });
+      const h = await loadRunner(withCwdAt(tree, "app"));
       assert.equal(await reminder(h, "gen/x.ts"), "");
       assert.match(await reminder(h, "src/a.ts"), /SRC-RULES/);
     },
