@@ -47,96 +47,7 @@ import {
   type ToolResultEvent,
   type ToolResultEventResult,
 } from "@earendil-works/pi-coding-agent";
-import {
-  alsoGovernsNotice,
-  COMMAND_DESCRIPTION,
-  COMMAND_NAME,
-  cutNotice,
-  cutShortNotice,
-  importNotLoadedNotice,
-  notLoadedNotice,
-  DISABLE_FLAG_DESCRIPTION,
-  GATE_RETRY_TEXT,
-  MAX_PATH_BYTES,
-  REPORT_FAILED,
-  REPORT_NO_CWD,
-  SKILL_OVERRIDES_STARTUP,
-  skillGoneNotice,
-  supersedesNotice,
-  USER_PREFIX,
-  withdrawnNotice,
-  CUSTOM_GLOBAL_SETTINGS_LABEL,
-  DETAILS_KEY,
-  DISABLE_FLAG,
-  FAILURE_LABELS,
-  FAILURE_WARNING,
-  GATE_SIBLING_TEXT,
-  GIT_ANSWER_TIMEOUT_MS,
-  GLOBAL_SETTINGS_LABEL,
-  IGNORED_DIR_NAMES,
-  INSTRUCTION_FILE_NAMES,
-  LEDGER_VERSION,
-  MAX_FILE_BYTES,
-  MAX_GLOB_EXPANSIONS,
-  MAX_IMPORT_DEPTH,
-  MAX_IMPORT_DIR_FILES,
-  MAX_SKILL_DEPTH,
-  MAX_SETTING_BYTES,
-  MAX_SHELL_COMMAND_CHARS,
-  MAX_SHELL_NESTING,
-  MAX_SHELL_WORD_CACHE,
-  MAX_SHELL_WORDS,
-  LISTED_DIR_MAX_BYTES,
-  LISTED_DIR_MAX_ENTRIES,
-  MAX_SKILL_DIR_ENTRIES,
-  NEVER_IMPORTED_DIR_NAMES,
-  MAX_RULE_DEPTH,
-  MAX_REMINDER_FILES,
-  MAX_UNCONFIRMED_RESULTS,
-  MIN_CUT_BYTES,
-  MIN_SETTING_BUDGET_BYTES,
-  leftOutText,
-  loadedNotice,
-  CAP_REASONS,
-  reasonText,
-  OPTIONAL_TRIGGER_TOOLS,
-  PROJECT_SETTINGS_LABEL,
-  REASONS,
-  REMINDER_BUDGET_BYTES,
-  REPORT_NOTHING_SEEN,
-  REPORT_STATES,
-  REPORT_TEXT,
-  REPORT_VERSION_LENGTH,
-  RULE_DIRS,
-  RULE_FILE_SUFFIXES,
-  RULE_KIND_NAMES,
-  RULE_LISTING_HEADER,
-  RULE_LISTING_INTRO,
-  RULE_SOURCES,
-  RULE_WHY,
-  RULES_HEADER,
-  RULES_INTRO,
-  INSTRUCTIONS_HEADER,
-  INSTRUCTIONS_INTRO,
-  SKILLS_HEADER,
-  SKILLS_INTRO,
-  SKILL_FILE_NAME,
-  SKILL_IGNORE_FILES,
-  SETTINGS_KEY,
-  SETTINGS_WARNINGS,
-  SETTING_EXPECTED,
-  SHELL_WORD_REASONS,
-  SHOWN_KEY_PATTERN,
-  SETTLED_ERROR_CODES,
-  SKILLS_DIR_SEGMENTS,
-  STATUS_KEY,
-  TRIGGER_TOOLS,
-  VERSION_ID_LENGTH,
-  type FailureLabel,
-  type Reason,
-  type RuleSource,
-  type ShellWordReason,
-} from "./config.ts";
+import * as C from "./config.ts";
 
 // =============================================================================================
 // 1. Pi adapter. The only code that knows Pi's events: it turns them into engine calls and decides
@@ -144,7 +55,7 @@ import {
 
 /** One fixed line per refused file, for the user; never contents, absolute paths or exceptions. */
 function warningText(skip: Skip): string {
-  return `${USER_PREFIX}${skipText(skip, oneLine)}`;
+  return `${C.USER_PREFIX}${skipText(skip, oneLine)}`;
 }
 
 interface CreateOptions {
@@ -159,8 +70,8 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
     const engine = new LazyAgents(create.fs ?? nodeFileSystem, create.spawnGit ?? spawnGit);
     create.onEngine?.(engine);
 
-    pi.registerFlag(DISABLE_FLAG, {
-      description: DISABLE_FLAG_DESCRIPTION,
+    pi.registerFlag(C.DISABLE_FLAG, {
+      description: C.DISABLE_FLAG_DESCRIPTION,
       type: "boolean",
       default: false,
     });
@@ -176,7 +87,7 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
 
     const showStatus = (ctx: ExtensionContext): void => {
       try {
-        if (ctx.hasUI) ctx.ui.setStatus(STATUS_KEY, engine.options.enabled ? statusText(engine.ledger) : undefined);
+        if (ctx.hasUI) ctx.ui.setStatus(C.STATUS_KEY, engine.options.enabled ? statusText(engine.ledger) : undefined);
       } catch {
         // The status line is decoration.
       }
@@ -186,13 +97,13 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
     // The hook runs for every message, so it is registered only while the gate is on.
     // Every hook runs fail-open: a failure costs only what the extension would have added. It is
     // counted under a fixed label for `/lazy-agents`, and the user is warned once per session.
-    const failed = <T>(ctx: ExtensionContext, label: FailureLabel, fallback: () => T): T => {
-      if (engine.noteFailure(label)) tell(ctx, FAILURE_WARNING, "warning");
+    const failed = <T>(ctx: ExtensionContext, label: C.FailureLabel, fallback: () => T): T => {
+      if (engine.noteFailure(label)) tell(ctx, C.FAILURE_WARNING, "warning");
       return fallback();
     };
     const guarded = <T>(
       ctx: ExtensionContext,
-      label: FailureLabel,
+      label: C.FailureLabel,
       run: () => T | Promise<T>,
       fallback: () => T,
     ): T | Promise<T> => {
@@ -232,7 +143,7 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
     const loadSettings = (ctx: ExtensionContext): void => {
       let raw: unknown;
       try {
-        raw = (pi.getSettings() as Record<string, unknown>)[SETTINGS_KEY];
+        raw = (pi.getSettings() as Record<string, unknown>)[C.SETTINGS_KEY];
       } catch {
         raw = undefined;
       }
@@ -243,7 +154,7 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
         origin = undefined;
       }
       const { options, warnings } = optionsFromSettings(raw, origin);
-      if (pi.getFlag(DISABLE_FLAG) === true) options.enabled = false;
+      if (pi.getFlag(C.DISABLE_FLAG) === true) options.enabled = false;
       engine.configure(options);
       syncGateHook();
       for (const warning of warnings) tell(ctx, warning, "warning");
@@ -271,7 +182,7 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
         ...plan.record.files.filter((file) => file.via === "reminder").map((file) => oneLine(file.path)),
         ...(plan.record.rules ?? []).filter((rule) => rule.as === "text").map((rule) => oneLine(rule.path)),
       ];
-      if (loaded.length > 0) tell(ctx, loadedNotice(loaded), "info");
+      if (loaded.length > 0) tell(ctx, C.loadedNotice(loaded), "info");
       for (const skip of plan.record.skipped) tell(ctx, warningText(skip), "warning");
       showStatus(ctx);
     };
@@ -361,8 +272,8 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
       engine.shutdown();
     });
 
-    pi.registerCommand(COMMAND_NAME, {
-      description: COMMAND_DESCRIPTION,
+    pi.registerCommand(C.COMMAND_NAME, {
+      description: C.COMMAND_DESCRIPTION,
       getArgumentCompletions: (prefix) => commandCompletions(engine, prefix),
       handler: async (args, ctx) => {
         const report = await commandReport(engine, args, { cwd: ctx.cwd, trusted: ctx.isProjectTrusted() });
@@ -386,7 +297,7 @@ async function commandReport(engine: LazyAgents, args: string, env: CallEnvironm
     engine.discoveryFor(env.cwd);
     return formatInspection(engine);
   } catch {
-    return REPORT_FAILED;
+    return C.REPORT_FAILED;
   }
 }
 
@@ -410,7 +321,7 @@ const RIGHT_SINGLE_QUOTE = "\u2019";
  */
 export function resolveToolPath(raw: unknown, cwd: string, exists?: (path: string) => boolean): string | undefined {
   if (typeof raw !== "string" || raw.trim() === "" || raw.includes("\0")) return undefined;
-  if (Buffer.byteLength(raw) > MAX_PATH_BYTES) return undefined;
+  if (Buffer.byteLength(raw) > C.MAX_PATH_BYTES) return undefined;
   let path = raw.replace(UNICODE_SPACES, " ");
   if (path.startsWith("@")) path = path.slice(1);
   if (path === "~") path = homedir();
@@ -449,14 +360,14 @@ function readPathFallback(resolved: string, exists: (path: string) => boolean): 
 interface ShellWordOutcome {
   use: ShellWordUse;
   located?: Located;
-  reason?: ShellWordReason;
+  reason?: C.ShellWordReason;
   /** Absolute path of a word that names something inside cwd (what it activates, or cwd's own entries). */
   path?: string;
 }
 
 /** Locates what the words name. Each distinct path costs one lstat, and only once its folders are known to be real. */
 function locateShellWords(discovery: Discovery, commands: ShellCommand[], cwd: string): ShellWordOutcome[] {
-  const byPath = new Map<string, Located | ShellWordReason>();
+  const byPath = new Map<string, Located | C.ShellWordReason>();
   const folders = new Map<string, Located | "missing" | "resolve">();
   const outcomes: ShellWordOutcome[] = [];
   for (const { uses } of commands) {
@@ -507,8 +418,8 @@ function locateShellPath(
   role: "read" | "write",
   path: string,
   folders: Map<string, Located | "missing" | "resolve">,
-): Located | ShellWordReason {
-  if (path.includes("\0") || Buffer.byteLength(path) > MAX_PATH_BYTES) return "missing";
+): Located | C.ShellWordReason {
+  if (path.includes("\0") || Buffer.byteLength(path) > C.MAX_PATH_BYTES) return "missing";
   if (!mayBeInside(discovery, path)) return "outside";
   const located = role === "write" ? locateChain(discovery, path, false) : locateExisting(discovery, path, folders);
   if (located === undefined) return "outside";
@@ -521,7 +432,7 @@ function locateExisting(
   discovery: Discovery,
   path: string,
   folders: Map<string, Located | "missing" | "resolve">,
-): Located | ShellWordReason | undefined {
+): Located | C.ShellWordReason | undefined {
   const folder = dirname(path);
   // Only cwd itself has its folder outside: nothing above it is ever looked at.
   if (folder === path || !mayBeInside(discovery, folder)) return "cwdItself";
@@ -590,7 +501,7 @@ function wordKind(discovery: Discovery, path: string, folder: nodeFs.Stats | und
   if (stats?.isDirectory()) return stats;
   const kind = !stats ? "missing" : stats.isSymbolicLink() ? "link" : "file";
   if (folder && kind !== "link") {
-    if (known.size >= MAX_SHELL_WORD_CACHE) known.clear();
+    if (known.size >= C.MAX_SHELL_WORD_CACHE) known.clear();
     known.set(path, { folder: signatureOf(folder), kind });
   }
   return kind;
@@ -676,7 +587,7 @@ export class LazyAgents {
   /** The session entry the ledger was last checked against, for context edits appended since. */
   contextMark?: string | null;
   /** Failures the hooks caught, by fixed label, for `/lazy-agents`. */
-  readonly failures = new Map<FailureLabel, number>();
+  readonly failures = new Map<C.FailureLabel, number>();
   /** Rule folders and compiled rules of the bound cwd (see the Rules section). */
   ruleBook?: RuleBook;
   git?: GitIgnoreOracle;
@@ -691,7 +602,7 @@ export class LazyAgents {
   }
 
   /** Counts a failure a hook caught; true for the session's first, which the user hears about. */
-  noteFailure(label: FailureLabel): boolean {
+  noteFailure(label: C.FailureLabel): boolean {
     const first = this.failures.size === 0;
     this.failures.set(label, (this.failures.get(label) ?? 0) + 1);
     return first;
@@ -816,7 +727,7 @@ export class LazyAgents {
     const views = viewChain(discovery, located, withSkills);
     const importAnswer = this.learnImportGitIgnores(discovery);
     // A held-back call carries the imports too, or the retry would be held again for them.
-    if (gate && importAnswer && hops < MAX_IMPORT_DEPTH)
+    if (gate && importAnswer && hops < C.MAX_IMPORT_DEPTH)
       return { wait: importAnswer, next: () => this.discover(call, gate, hops + 1) };
     if (views.length === 0 && !this.writesInstruction(event.toolName, target) && !this.options.rules) return PROCEED;
     if (views.some((view) => view.skills.length > 0)) this.refreshStartupSkills(env.systemPrompt);
@@ -1123,7 +1034,7 @@ class CallTracker {
   }
 
   awaitConfirmation(toolCallId: string, record: LedgerRecord): void {
-    if (this.unconfirmed.size >= MAX_UNCONFIRMED_RESULTS) {
+    if (this.unconfirmed.size >= C.MAX_UNCONFIRMED_RESULTS) {
       this.unconfirmed.delete(this.unconfirmed.keys().next().value!);
     }
     this.unconfirmed.set(toolCallId, record);
@@ -1200,14 +1111,14 @@ class WriteGate {
     ledger.apply(plan.record);
     this.records.set(toolCallId, plan.record);
     for (const entry of plan.files) this.scopes.add(entry.scope);
-    const reason = `${formatReminder(plan)}\n${GATE_RETRY_TEXT}`;
+    const reason = `${formatReminder(plan)}\n${C.GATE_RETRY_TEXT}`;
     return { block: true, reason, plan };
   }
 
   /** Holds a write into a scope gated in this turn: its instructions reach the model only after it. */
   private holdSibling(views: DirectoryView[]): GateOutcome | undefined {
     if (this.scopes.size === 0 || !views.some((view) => this.scopes.has(view.scope))) return undefined;
-    return { block: true, reason: GATE_SIBLING_TEXT, plan: { record: emptyRecord(), files: [], skills: [] } };
+    return { block: true, reason: C.GATE_SIBLING_TEXT, plan: { record: emptyRecord(), files: [], skills: [] } };
   }
 
   /** The gate's ledger record for the error result Pi persists for a held-back call. */
@@ -1252,7 +1163,7 @@ function withRecord(details: unknown, record: LedgerRecord): Record<string, unkn
     typeof details === "object" && details !== null && !Array.isArray(details)
       ? (details as Record<string, unknown>)
       : {};
-  return { ...base, [DETAILS_KEY]: record };
+  return { ...base, [C.DETAILS_KEY]: record };
 }
 
 /** cwd-relative path of a tool's target with forward slashes, for rule globs; undefined outside cwd. */
@@ -1325,19 +1236,19 @@ function sectionOf(entry: unknown): Section | undefined {
 
 interface Skip {
   path: string;
-  reason: Reason;
+  reason: C.Reason;
   inImport?: boolean;
   counts?: { taken: number; total: number };
 }
 
 function skipKey(skip: Skip): string {
-  if (CAP_REASONS.has(skip.reason)) return `${skip.reason}\0${skip.path}`;
+  if (C.CAP_REASONS.has(skip.reason)) return `${skip.reason}\0${skip.path}`;
   // One file may hold several refused imports: the model hears of each reason once.
   return skip.inImport ? `import\0${skip.path}\0${skip.reason}` : skip.path;
 }
 
 function emptyRecord(): LedgerRecord {
-  return { v: LEDGER_VERSION, files: [], skills: [], retracted: [], retractedSkills: [], skipped: [] };
+  return { v: C.LEDGER_VERSION, files: [], skills: [], retracted: [], retractedSkills: [], skipped: [] };
 }
 
 function isRecordEmpty(record: LedgerRecord): boolean {
@@ -1359,10 +1270,10 @@ function isRecordEmpty(record: LedgerRecord): boolean {
  */
 export function readRecord(details: unknown): LedgerRecord | undefined {
   if (!isObject(details)) return undefined;
-  const record = details[DETAILS_KEY];
-  if (!isObject(record) || record.v !== LEDGER_VERSION) return undefined;
+  const record = details[C.DETAILS_KEY];
+  if (!isObject(record) || record.v !== C.LEDGER_VERSION) return undefined;
   return {
-    v: LEDGER_VERSION,
+    v: C.LEDGER_VERSION,
     files: entriesOf(record.files, fileRecordOf),
     skills: entriesOf(record.skills, skillRecordOf),
     retracted: entriesOf(record.retracted, scopedPathOf),
@@ -1421,9 +1332,9 @@ function scopedPathOf(entry: unknown): { path: string; scope: string } | undefin
 
 function skipOf(entry: unknown): Skip | undefined {
   if (!isObject(entry) || typeof entry.path !== "string" || typeof entry.reason !== "string") return undefined;
-  if (!Object.hasOwn(REASONS, entry.reason) || (entry.inImport !== undefined && typeof entry.inImport !== "boolean"))
+  if (!Object.hasOwn(C.REASONS, entry.reason) || (entry.inImport !== undefined && typeof entry.inImport !== "boolean"))
     return undefined;
-  const skip: Skip = { path: entry.path, reason: entry.reason as Reason };
+  const skip: Skip = { path: entry.path, reason: entry.reason as C.Reason };
   if (entry.inImport) skip.inImport = true;
   return skip;
 }
@@ -1436,7 +1347,7 @@ class Ledger {
   readonly skills = new Map<string, SkillRecord>();
   readonly skillsByScope = new Map<string, Set<string>>();
   /** Skip notices the model holds, by skipKey → reason. */
-  readonly skipped = new Map<string, Reason>();
+  readonly skipped = new Map<string, C.Reason>();
   /** Paths whose withdrawal notice the model holds. */
   readonly retracted = new Set<string>();
   /** Further scopes the model was told a held file governs: path → scopes. */
@@ -1885,10 +1796,10 @@ function projectionShows(messages: unknown[], record: LedgerRecord): boolean {
 // budget, and what does not fit is announced as left out.
 
 function skipText(skip: Skip, field: (text: string) => string = reminderField): string {
-  if (CAP_REASONS.has(skip.reason)) return cutShortNotice(field(skip.path), reasonText(skip.reason, skip.counts));
+  if (C.CAP_REASONS.has(skip.reason)) return C.cutShortNotice(field(skip.path), C.reasonText(skip.reason, skip.counts));
   return skip.inImport
-    ? importNotLoadedNotice(field(skip.path), REASONS[skip.reason])
-    : notLoadedNotice(field(skip.path), REASONS[skip.reason]);
+    ? C.importNotLoadedNotice(field(skip.path), C.REASONS[skip.reason])
+    : C.notLoadedNotice(field(skip.path), C.REASONS[skip.reason]);
 }
 
 /** Escapes text as Pi escapes its own skill listing. */
@@ -1923,7 +1834,7 @@ const REMINDER_CLOSE = "</nested-instructions>";
 
 /**
  * Fits the whole reminder (tags, paths, texts, skills, notices and the left-out line) into the byte
- * budget and at most MAX_REMINDER_FILES files. Notices go first; then the deepest scope's files,
+ * budget and at most C.MAX_REMINDER_FILES files. Notices go first; then the deepest scope's files,
  * an instruction file before its imports, whole while they fit; the first that does not is cut on
  * a UTF-8 boundary; skills take what is left. Whatever does not fit leaves the plan and its record,
  * so it stays pending for a later access, and is counted in one line.
@@ -1931,7 +1842,7 @@ const REMINDER_CLOSE = "</nested-instructions>";
 function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
   const items = plan.files.length + plan.skills.length + noticeCount(plan.record) + ruleCount(plan);
   const frame = byteLength(formatReminder(plan)) - itemBytes(plan);
-  let remaining = budgetBytes - frame - byteLength(`\n\n${leftOutText(items, items, items)}`);
+  let remaining = budgetBytes - frame - byteLength(`\n\n${C.leftOutText(items, items, items)}`);
   const leftOut = { files: 0, skills: 0, notices: 0 };
   remaining = fitNotices(plan.record, remaining, leftOut);
   // Rules touch point: rule texts share the budget and the file count, ranked after the deepest folder's files.
@@ -1940,13 +1851,13 @@ function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
   for (const index of rankRules(budgetPriority(plan.files), plan)) {
     const entry = entries[index]!;
     const whole = fileBytes(entry);
-    if (kept < MAX_REMINDER_FILES && whole <= remaining) {
+    if (kept < C.MAX_REMINDER_FILES && whole <= remaining) {
       remaining -= whole;
       kept++;
       continue;
     }
     const room = remaining - fileBytes({ ...entry, cutText: "" });
-    if (kept < MAX_REMINDER_FILES && room > 0 && (room >= MIN_CUT_BYTES || kept === 0)) {
+    if (kept < C.MAX_REMINDER_FILES && room > 0 && (room >= C.MIN_CUT_BYTES || kept === 0)) {
       entry.cutText = cutUtf8(entry.file.text, room);
       const recorded =
         index < plan.files.length
@@ -2011,10 +1922,10 @@ function recordExplanations(plan: DeliveryPlan): void {
 /** A section's opening line: the full explanation while the model cannot see one, else the one-line header. */
 function sectionIntro(plan: DeliveryPlan, section: Section): string {
   const intros: Record<Section, readonly [string, string]> = {
-    files: [INSTRUCTIONS_INTRO, INSTRUCTIONS_HEADER],
-    skills: [SKILLS_INTRO, SKILLS_HEADER],
-    rules: [RULES_INTRO, RULES_HEADER],
-    ruleListings: [RULE_LISTING_INTRO, RULE_LISTING_HEADER],
+    files: [C.INSTRUCTIONS_INTRO, C.INSTRUCTIONS_HEADER],
+    skills: [C.SKILLS_INTRO, C.SKILLS_HEADER],
+    rules: [C.RULES_INTRO, C.RULES_HEADER],
+    ruleListings: [C.RULE_LISTING_INTRO, C.RULE_LISTING_HEADER],
   };
   return intros[section][explains(plan, section) ? 0 : 1];
 }
@@ -2087,28 +1998,28 @@ function formatReminder(plan: DeliveryPlan): string {
   const notices = noticeLines(plan.record);
   if (notices.length > 0) lines.push("", ...notices);
   const { leftOut } = plan;
-  if (leftOut) lines.push("", leftOutText(leftOut.files, leftOut.skills, leftOut.notices));
+  if (leftOut) lines.push("", C.leftOutText(leftOut.files, leftOut.skills, leftOut.notices));
   lines.push(REMINDER_CLOSE);
   return lines.join("\n");
 }
 
 function skillLine(skill: PlannedSkill): string {
-  const precedence = skill.overridesStartup ? SKILL_OVERRIDES_STARTUP : "";
+  const precedence = skill.overridesStartup ? C.SKILL_OVERRIDES_STARTUP : "";
   const name = reminderField(skill.name);
   const scope = reminderField(scopeGlob(skill.scope));
   return `- ${name} (scope ${scope}): ${reminderField(skill.description)} [${reminderField(skill.path)}]${precedence}`;
 }
 
 function retractionLine(path: string): string {
-  return `- ${withdrawnNotice(reminderField(path))}`;
+  return `- ${C.withdrawnNotice(reminderField(path))}`;
 }
 
 function skillRetractionLine(path: string): string {
-  return `- ${skillGoneNotice(reminderField(path))}`;
+  return `- ${C.skillGoneNotice(reminderField(path))}`;
 }
 
 function alsoGovernsLine(told: { path: string; scope: string }): string {
-  return `- ${alsoGovernsNotice(reminderField(told.path), reminderField(scopeGlob(told.scope)))}`;
+  return `- ${C.alsoGovernsNotice(reminderField(told.path), reminderField(scopeGlob(told.scope)))}`;
 }
 
 function noticeLines(record: LedgerRecord): string[] {
@@ -2128,9 +2039,9 @@ function formatFile(entry: PlannedFile): string[] {
   if (importedBy !== undefined) attributes.push(`imported-by="${reminderField(importedBy)}"`);
   if (supersedes) attributes.push('supersedes="earlier version"');
   const lines = [`<instructions ${attributes.join(" ")}>`];
-  if (supersedes) lines.push(supersedesNotice(path));
+  if (supersedes) lines.push(C.supersedesNotice(path));
   lines.push(neutralizeClosingTags((cutText ?? file.text).replace(/\n+$/, "")));
-  if (cutText !== undefined) lines.push(cutNotice(path));
+  if (cutText !== undefined) lines.push(C.cutNotice(path));
   lines.push("</instructions>");
   return lines;
 }
@@ -2171,7 +2082,7 @@ function formatRules(plan: DeliveryPlan): string[] {
 
 interface Rejection {
   path: string;
-  reason: Reason;
+  reason: C.Reason;
   /** Instruction-file, import and cap rejections are told to the model; the others only to the user. */
   kind: "instruction" | "import" | "skill" | "overridden" | "cap";
   /** For a capped folder: how many of its entries were taken. */
@@ -2234,7 +2145,7 @@ interface FileEntry {
   file?: InstructionFile;
   /** Absolute targets of its `@path` tokens, parsed once per content. */
   importTargets?: string[];
-  skill?: { ok: true; skill: Skill; hidden: boolean } | { ok: false; reason: Reason };
+  skill?: { ok: true; skill: Skill; hidden: boolean } | { ok: false; reason: C.Reason };
   /** Its rules when it is an ignore file in a skills tree, compiled for the folder's prefix. */
   ignore?: { prefix: string; rules: IgnoreRule[] };
 }
@@ -2440,7 +2351,7 @@ function dropGitIgnored(ctx: Discovery, views: DirectoryView[]): DirectoryView[]
   return views.slice(0, cut);
 }
 
-function ignoredReasonOf(ctx: Discovery, link: ChainLink): Reason | undefined {
+function ignoredReasonOf(ctx: Discovery, link: ChainLink): C.Reason | undefined {
   if (ctx.options.ignoredDirs.has(link.name)) return "ignoredDir";
   return ctx.gitAnswers.folders.get(link.scope) === true ? "gitIgnored" : undefined;
 }
@@ -2505,7 +2416,7 @@ class Discovery {
   /** What git said about this discovery's folders and imports (see the Git section). */
   readonly gitAnswers = new GitAnswers();
   /** Folders whose subtree was skipped, for the inspection command. */
-  readonly ignoredSeen = new Map<string, Reason>();
+  readonly ignoredSeen = new Map<string, C.Reason>();
 
   constructor(fs: FileSystem, cwdReal: string, options: Options) {
     this.fs = fs;
@@ -2619,7 +2530,7 @@ class Discovery {
     return this.directories.get(dir, stats, () => {
       // One listing costs less than seven name probes in a small folder; a large one keeps the probes,
       // whose cost does not grow with the folder (bench: cold every-folder chain, 7 probes → 1 call per folder).
-      const listable = stats.size <= LISTED_DIR_MAX_BYTES && (previous?.listed ?? 0) <= LISTED_DIR_MAX_ENTRIES;
+      const listable = stats.size <= C.LISTED_DIR_MAX_BYTES && (previous?.listed ?? 0) <= C.LISTED_DIR_MAX_ENTRIES;
       const names = (listable ? this.namesByListing(dir) : undefined) ?? this.namesByProbing(dir);
       return {
         present: names.present,
@@ -2636,8 +2547,8 @@ class Discovery {
     const present = this.options.fileNames.filter((name) => this.exists(join(dir, name)));
     return {
       present,
-      agents: kindOfEntry(this.fs.lstat(join(dir, SKILLS_DIR_SEGMENTS[0]!))),
-      ruleParent: kindOfEntry(this.fs.lstat(join(dir, RULE_DIRS.cursor[0]))),
+      agents: kindOfEntry(this.fs.lstat(join(dir, C.SKILLS_DIR_SEGMENTS[0]!))),
+      ruleParent: kindOfEntry(this.fs.lstat(join(dir, C.RULE_DIRS.cursor[0]))),
     };
   }
 
@@ -2659,8 +2570,8 @@ class Discovery {
     let ruleParent: ParentKind = "none";
     for (const dirent of dirents) {
       const name = dirent.name;
-      if (name === SKILLS_DIR_SEGMENTS[0]) agents = direntParentKind(dirent);
-      else if (name === RULE_DIRS.cursor[0]) ruleParent = direntParentKind(dirent);
+      if (name === C.SKILLS_DIR_SEGMENTS[0]) agents = direntParentKind(dirent);
+      else if (name === C.RULE_DIRS.cursor[0]) ruleParent = direntParentKind(dirent);
       else if (wanted.includes(name)) found.add(name);
       else if (this.foldedNames().has(name.toLowerCase())) return undefined;
     }
@@ -2673,7 +2584,9 @@ class Discovery {
   private foldedNames(): Set<string> {
     const names = this.options.fileNames;
     if (this.folded?.names !== names) {
-      const set = new Set([...names, SKILLS_DIR_SEGMENTS[0]!, RULE_DIRS.cursor[0]].map((name) => name.toLowerCase()));
+      const set = new Set(
+        [...names, C.SKILLS_DIR_SEGMENTS[0]!, C.RULE_DIRS.cursor[0]].map((name) => name.toLowerCase()),
+      );
       this.folded = { names, set };
     }
     return this.folded.set;
@@ -2682,7 +2595,7 @@ class Discovery {
   // Instruction files.
 
   /** Resolves one candidate path to its real, contained, regular file. */
-  resolveContained(candidate: string): { real: string; stats: nodeFs.Stats } | { reason: Reason | "skip" } {
+  resolveContained(candidate: string): { real: string; stats: nodeFs.Stats } | { reason: C.Reason | "skip" } {
     const link = this.fs.lstat(candidate);
     if (!link) return { reason: "skip" };
     if (!link.isSymbolicLink()) {
@@ -2708,14 +2621,14 @@ class Discovery {
     return this.files.get(real, stats, load, ({ loaded }) => loaded.ok || loaded.reason !== "unreadable");
   }
 
-  instructionFile(candidate: string): InstructionFile | { reason: Reason | "skip" } {
+  instructionFile(candidate: string): InstructionFile | { reason: C.Reason | "skip" } {
     const resolved = this.resolveContained(candidate);
     if ("reason" in resolved) return resolved;
     return this.loadedFile(resolved.real, resolved.stats);
   }
 
   /** As instructionFile, with a passing I/O error reported as "unreadable": the file is unknown. */
-  instructionFileOrUnknown(candidate: string): InstructionFile | { reason: Reason | "skip" } {
+  instructionFileOrUnknown(candidate: string): InstructionFile | { reason: C.Reason | "skip" } {
     try {
       return this.instructionFile(candidate);
     } catch {
@@ -2723,7 +2636,7 @@ class Discovery {
     }
   }
 
-  loadedFile(real: string, stats: nodeFs.Stats): InstructionFile | { reason: Reason } {
+  loadedFile(real: string, stats: nodeFs.Stats): InstructionFile | { reason: C.Reason } {
     const entry = this.fileEntry(real, stats);
     if (!entry.loaded.ok) return { reason: entry.loaded.reason };
     const { text, version, bytes } = entry.loaded;
@@ -2756,7 +2669,7 @@ class Discovery {
 }
 
 // Imports: `@relative/path` tokens in an instruction file, resolved against its folder, under the
-// same rules as instruction files. Depth first, at most MAX_IMPORT_DEPTH hops, cycles cut.
+// same rules as instruction files. Depth first, at most C.MAX_IMPORT_DEPTH hops, cycles cut.
 
 function importsOf(ctx: Discovery, root: InstructionFile, rejected: Rejection[]): ImportedFile[] {
   if (importTargetsOf(ctx, root).length === 0) return NO_IMPORTS;
@@ -2768,7 +2681,7 @@ function importsOf(ctx: Discovery, root: InstructionFile, rejected: Rejection[])
         if (seen.has(imported.realPath)) continue;
         seen.add(imported.realPath);
         imports.push({ file: imported, importedBy: file.path });
-        if (depth < MAX_IMPORT_DEPTH) visit(imported, depth + 1);
+        if (depth < C.MAX_IMPORT_DEPTH) visit(imported, depth + 1);
         else if (importTargetsOf(ctx, imported).some((next) => mayBeInside(ctx, next) && ctx.exists(next)))
           rejected.push({ path: imported.path, reason: "importDepthCapped", kind: "cap" });
       }
@@ -2810,7 +2723,7 @@ function resolveImport(
   inDirectory = false,
 ): InstructionFile[] {
   // The token itself is file content: a rejection names only the importing file.
-  const reject = (reason: Reason): InstructionFile[] => {
+  const reject = (reason: C.Reason): InstructionFile[] => {
     rejected.push({ path: from.path, reason, kind: "import" });
     return [];
   };
@@ -2839,17 +2752,17 @@ function importRefusal(
   target: string,
   real: string,
   isDirectory: boolean,
-): Reason | "held" | undefined {
+): C.Reason | "held" | undefined {
   if (basename(target).startsWith(".") || basename(real).startsWith(".")) return "dotfile";
   const written = relative(ctx.cwdReal, target).split(sep);
   const resolved = relative(ctx.cwdReal, real).split(sep);
-  const ignored = (name: string) => ctx.options.ignoredDirs.has(name) || NEVER_IMPORTED_DIR_NAMES.includes(name);
+  const ignored = (name: string) => ctx.options.ignoredDirs.has(name) || C.NEVER_IMPORTED_DIR_NAMES.includes(name);
   if ([...written, ...resolved].some(ignored)) return "ignoredDir";
   return gitRefusal(ctx, resolved, isDirectory);
 }
 
 /** Whether git ignores a target (cwd-relative segments) or a folder above it; "held" when unknown. */
-function gitRefusal(ctx: Discovery, segments: string[], isDirectory: boolean): Reason | "held" | undefined {
+function gitRefusal(ctx: Discovery, segments: string[], isDirectory: boolean): C.Reason | "held" | undefined {
   const questions: string[] = [];
   let scope = "";
   for (const [index, name] of segments.entries()) {
@@ -2870,7 +2783,7 @@ function importDirectory(ctx: Discovery, dir: string, from: InstructionFile, rej
   const files: InstructionFile[] = [];
   for (const entry of sortedNames(listing)) {
     if (entry.name.startsWith(".") || (entry.kind !== "file" && entry.kind !== "link")) continue;
-    if (files.length >= MAX_IMPORT_DIR_FILES) {
+    if (files.length >= C.MAX_IMPORT_DIR_FILES) {
       const counts = { taken: files.length, total: listing.total };
       rejected.push({ path: from.path, reason: "importDirCapped", kind: "cap", counts });
       break;
@@ -2887,7 +2800,7 @@ function importDirectory(ctx: Discovery, dir: string, from: InstructionFile, rej
 // known skill folder costs one lstat of its SKILL.md; other folders one of themselves.
 
 function skillsOf(ctx: Discovery, dir: string, entry: DirectoryEntry, rejected: Rejection[]): Skill[] {
-  const root = join(dir, ...SKILLS_DIR_SEGMENTS);
+  const root = join(dir, ...C.SKILLS_DIR_SEGMENTS);
   const scan: SkillScan = { skills: [], rejected, names: new Map() };
   try {
     const resolved = entry.agents === "link" ? ctx.containedPath(root) : root;
@@ -2913,7 +2826,7 @@ function scanSkillDirectory(
   const known = ctx.listings.peek(dir);
   if (known?.hasSkillFile) {
     const rules = ignoreRules(ctx, dir, rel, known, inherited);
-    if (!isIgnored(rules, below(SKILL_FILE_NAME), false) && addSkill(ctx, join(dir, SKILL_FILE_NAME), true, scan))
+    if (!isIgnored(rules, below(C.SKILL_FILE_NAME), false) && addSkill(ctx, join(dir, C.SKILL_FILE_NAME), true, scan))
       return;
   }
   const listing = ctx.listing(dir);
@@ -2925,8 +2838,8 @@ function scanSkillDirectory(
   }
   if (
     listing.hasSkillFile &&
-    !isIgnored(rules, below(SKILL_FILE_NAME), false) &&
-    addSkill(ctx, join(dir, SKILL_FILE_NAME), true, scan)
+    !isIgnored(rules, below(C.SKILL_FILE_NAME), false) &&
+    addSkill(ctx, join(dir, C.SKILL_FILE_NAME), true, scan)
   )
     return;
   for (const entry of listing.names) {
@@ -2940,7 +2853,7 @@ function scanSkillDirectory(
     }
     if (isIgnored(rules, below(entry.name), subdirectory !== undefined)) continue;
     if (subdirectory !== undefined) {
-      if (depth < MAX_SKILL_DEPTH) scanSkillDirectory(ctx, subdirectory, below(entry.name), depth + 1, scan, rules);
+      if (depth < C.MAX_SKILL_DEPTH) scanSkillDirectory(ctx, subdirectory, below(entry.name), depth + 1, scan, rules);
       else
         scan.rejected.push({
           path: toDisplayPath(ctx.cwdReal, subdirectory),
@@ -3020,14 +2933,14 @@ interface SkillScan {
 /** A folder's entries as discovery keeps them: past the cap, the first entries by name. */
 function listingOf(dirents: nodeFs.Dirent[]): ListingEntry {
   const kept =
-    dirents.length > MAX_SKILL_DIR_ENTRIES ? [...dirents].sort(byName).slice(0, MAX_SKILL_DIR_ENTRIES) : dirents;
+    dirents.length > C.MAX_SKILL_DIR_ENTRIES ? [...dirents].sort(byName).slice(0, C.MAX_SKILL_DIR_ENTRIES) : dirents;
   const names = kept.map((d) => ({ name: d.name, kind: direntKind(d) }));
   return {
     names,
-    capped: dirents.length > MAX_SKILL_DIR_ENTRIES,
+    capped: dirents.length > C.MAX_SKILL_DIR_ENTRIES,
     total: dirents.length,
-    ignoreFiles: SKILL_IGNORE_FILES.filter((name) => names.some((entry) => entry.name === name)),
-    hasSkillFile: names.some((name) => name.name === SKILL_FILE_NAME),
+    ignoreFiles: C.SKILL_IGNORE_FILES.filter((name) => names.some((entry) => entry.name === name)),
+    hasSkillFile: names.some((name) => name.name === C.SKILL_FILE_NAME),
   };
 }
 
@@ -3123,7 +3036,7 @@ function skillOf(
   text: string,
   directoryName: string,
   path: string,
-): { ok: true; skill: Skill; hidden: boolean } | { ok: false; reason: Reason } {
+): { ok: true; skill: Skill; hidden: boolean } | { ok: false; reason: C.Reason } {
   const parsed = parseSkill(text, directoryName);
   if (!parsed.ok) return parsed;
   const { name, description, hidden } = parsed;
@@ -3144,7 +3057,7 @@ function direntKind(dirent: nodeFs.Dirent): "file" | "dir" | "link" | "other" {
 function parseSkill(
   text: string,
   directoryName: string,
-): { ok: true; name: string; description: string; hidden: boolean } | { ok: false; reason: Reason } {
+): { ok: true; name: string; description: string; hidden: boolean } | { ok: false; reason: C.Reason } {
   let frontmatter: Record<string, unknown>;
   try {
     frontmatter = parseFrontmatter(text).frontmatter;
@@ -3182,7 +3095,7 @@ function unescapeXml(text: string): string {
 // rules that apply, before it delivers them.
 
 // Exported for tests: they table the kinds a rule source reads.
-export type RuleKind = keyof typeof RULE_KIND_NAMES;
+export type RuleKind = keyof typeof C.RULE_KIND_NAMES;
 
 interface RuleMeta {
   kind: RuleKind;
@@ -3197,7 +3110,7 @@ interface RuleAdapter {
   read(frontmatter: Record<string, unknown>, fileName: string): RuleMeta;
 }
 
-const RULE_ADAPTERS: Record<RuleSource, RuleAdapter> = {
+const RULE_ADAPTERS: Record<C.RuleSource, RuleAdapter> = {
   // Claude Code: `paths:`, a list or one string; a rule without it applies everywhere.
   claude: {
     floating: false,
@@ -3231,13 +3144,13 @@ const RULE_ADAPTERS: Record<RuleSource, RuleAdapter> = {
 
 // Exported for tests: a table test of rule frontmatter.
 /** Kind, globs, description and name of a rule file's text, as its source reads them. */
-export function readRuleMeta(source: RuleSource, text: string, fileName: string): RuleMeta {
+export function readRuleMeta(source: C.RuleSource, text: string, fileName: string): RuleMeta {
   return RULE_ADAPTERS[source].read(ruleFrontmatter(text).frontmatter, fileName);
 }
 
 // Exported for tests: a table test of each source's glob semantics.
 /** Whether a source's glob matches a path relative to the folder holding the rule folder. */
-export function globMatches(source: RuleSource, glob: string, path: string): boolean {
+export function globMatches(source: C.RuleSource, glob: string, path: string): boolean {
   return compileGlobs([glob], RULE_ADAPTERS[source].floating)?.test(path) === true;
 }
 
@@ -3253,13 +3166,13 @@ function direntParentKind(entry: nodeFs.Stats | nodeFs.Dirent): ParentKind {
   return entry.isSymbolicLink() ? "link" : entry.isDirectory() ? "dir" : "none";
 }
 
-function ruleName(fileName: string, source: RuleSource): string {
-  const suffix = RULE_FILE_SUFFIXES[source].find((candidate) => fileName.endsWith(candidate)) ?? "";
+function ruleName(fileName: string, source: C.RuleSource): string {
+  const suffix = C.RULE_FILE_SUFFIXES[source].find((candidate) => fileName.endsWith(candidate)) ?? "";
   return fileName.slice(0, fileName.length - suffix.length);
 }
 
-function isRuleFileName(name: string, source: RuleSource): boolean {
-  return !name.startsWith(".") && RULE_FILE_SUFFIXES[source].some((s) => name.endsWith(s) && name.length > s.length);
+function isRuleFileName(name: string, source: C.RuleSource): boolean {
+  return !name.startsWith(".") && C.RULE_FILE_SUFFIXES[source].some((s) => name.endsWith(s) && name.length > s.length);
 }
 
 function stringField(value: unknown): string {
@@ -3346,7 +3259,7 @@ function ruleScope(meta: RuleMeta, base: string, floating: boolean): string {
 }
 
 interface Rule {
-  source: RuleSource;
+  source: C.RuleSource;
   /** cwd-relative path of the file's real location: its identity in the ledger. */
   path: string;
   /** Absolute path as listed; stat-checked again before the rule is delivered. */
@@ -3367,7 +3280,7 @@ interface Rule {
 }
 
 interface RulePlace {
-  source: RuleSource;
+  source: C.RuleSource;
   base: string;
   /** Absolute paths of the rule folder's parent (`.cursor`) and of the rule folder, as written. */
   parentDir: string;
@@ -3407,7 +3320,7 @@ function joinAnswers(...answers: Array<Promise<void> | undefined>): Promise<void
   return pending.length <= 1 ? pending[0] : Promise.all(pending).then(() => undefined);
 }
 
-const ALL_RULE_SOURCES: ReadonlySet<RuleSource> = new Set(RULE_SOURCES);
+const ALL_RULE_SOURCES: ReadonlySet<C.RuleSource> = new Set(C.RULE_SOURCES);
 
 /** The rule folders of one cwd: where they are, what they hold, and git's answers about them. */
 class RuleBook {
@@ -3419,18 +3332,18 @@ class RuleBook {
   /** Rules compiled once per version: a warm call passes over them without parsing a glob again. */
   private readonly compiled = new Map<string, Rule>();
   /** What `.claude`, `.cursor` and `.github` are in cwd, by cwd's signature. */
-  private readonly rootParents = new SignatureCache<Map<RuleSource, ParentKind>>();
+  private readonly rootParents = new SignatureCache<Map<C.RuleSource, ParentKind>>();
   /** Rule-folder scopes git was asked about, and those still without an answer. */
   private readonly asked = new Set<string>();
   private readonly unanswered = new Set<string>();
 
   constructor(discovery: Discovery) {
     this.discovery = discovery;
-    this.rootPlaces = RULE_SOURCES.map((source) => this.place(source, ""));
+    this.rootPlaces = C.RULE_SOURCES.map((source) => this.place(source, ""));
   }
 
-  private place(source: RuleSource, base: string): RulePlace {
-    const [parent, child] = RULE_DIRS[source];
+  private place(source: C.RuleSource, base: string): RulePlace {
+    const [parent, child] = C.RULE_DIRS[source];
     const parentScope = base === "" ? parent : `${base}/${parent}`;
     const display = `${parentScope}/${child}`;
     const parentDir = join(this.discovery.cwdReal, parentScope);
@@ -3441,7 +3354,7 @@ class RuleBook {
   }
 
   /** cwd's places, then the `.cursor/rules` of each viewed folder that holds or held one. */
-  places(views: DirectoryView[], sources: ReadonlySet<RuleSource>): RulePlace[] {
+  places(views: DirectoryView[], sources: ReadonlySet<C.RuleSource>): RulePlace[] {
     const places = this.rootPlaces.filter((place) => sources.has(place.source));
     if (!sources.has("cursor")) return places;
     for (const view of views) {
@@ -3478,7 +3391,7 @@ class RuleBook {
   }
 
   /** The rule folders that govern these views; folders git has not answered for yet wait. */
-  foldersFor(views: DirectoryView[], sources: ReadonlySet<RuleSource>): RuleFolder[] {
+  foldersFor(views: DirectoryView[], sources: ReadonlySet<C.RuleSource>): RuleFolder[] {
     const folders: RuleFolder[] = [];
     const rootKinds = this.rootParentKinds();
     for (const place of this.places(views, sources)) {
@@ -3494,8 +3407,8 @@ class RuleBook {
     return folders;
   }
 
-  private ignoredReason(place: RulePlace): Reason | "pending" | undefined {
-    const [parent, child] = RULE_DIRS[place.source];
+  private ignoredReason(place: RulePlace): C.Reason | "pending" | undefined {
+    const [parent, child] = C.RULE_DIRS[place.source];
     if (this.discovery.options.ignoredDirs.has(parent) || this.discovery.options.ignoredDirs.has(child))
       return "ignoredDir";
     if (this.discovery.gitAnswers.folders.get(place.parentScope) === true) return "gitIgnored";
@@ -3503,12 +3416,13 @@ class RuleBook {
   }
 
   /** What `.claude`, `.cursor` and `.github` are in cwd: one lstat of cwd while it stands. */
-  private rootParentKinds(): Map<RuleSource, ParentKind> {
+  private rootParentKinds(): Map<C.RuleSource, ParentKind> {
     const { fs, cwdReal } = this.discovery;
     const stats = fs.lstat(cwdReal);
     const build = () => {
-      const kinds = new Map<RuleSource, ParentKind>();
-      for (const source of RULE_SOURCES) kinds.set(source, kindOfEntry(fs.lstat(join(cwdReal, RULE_DIRS[source][0]))));
+      const kinds = new Map<C.RuleSource, ParentKind>();
+      for (const source of C.RULE_SOURCES)
+        kinds.set(source, kindOfEntry(fs.lstat(join(cwdReal, C.RULE_DIRS[source][0]))));
       return kinds;
     };
     return stats ? this.rootParents.get(cwdReal, stats, build) : build();
@@ -3520,7 +3434,7 @@ class RuleBook {
     if (parentKind === "link") {
       const parentDir = this.discovery.containedPath(place.parentDir);
       if (parentDir === undefined) this.discovery.ignoredSeen.set(place.display, "symlinkEscape");
-      ruleDir = parentDir === undefined ? undefined : join(parentDir, RULE_DIRS[place.source][1]);
+      ruleDir = parentDir === undefined ? undefined : join(parentDir, C.RULE_DIRS[place.source][1]);
     }
     if (parentKind === "none" || ruleDir === undefined) {
       this.folders.delete(place.display);
@@ -3543,7 +3457,7 @@ class RuleBook {
     const listing = this.discovery.listing(dir);
     if (!listing) return;
     found.push({ dir, listing });
-    if (depth >= MAX_RULE_DEPTH) return;
+    if (depth >= C.MAX_RULE_DEPTH) return;
     for (const entry of sortedNames(listing)) {
       if (entry.kind !== "dir" || entry.name.startsWith(".")) continue;
       if (this.discovery.options.ignoredDirs.has(entry.name)) continue;
@@ -3656,7 +3570,7 @@ export const nodeFileSystem: FileSystem = {
 
 // Reading one file: stat first, bounded read, strict decoding.
 
-type Loaded = { ok: true; text: string; version: string; bytes: number } | { ok: false; reason: Reason };
+type Loaded = { ok: true; text: string; version: string; bytes: number } | { ok: false; reason: C.Reason };
 
 interface Signature {
   dev: number;
@@ -3756,7 +3670,7 @@ function readBounded(fs: FileSystem, realPath: string, maxBytes: number): Loaded
 
 function isSettledError(error: unknown): boolean {
   const code = (error as { code?: unknown } | undefined)?.code;
-  return typeof code === "string" && SETTLED_ERROR_CODES.has(code);
+  return typeof code === "string" && C.SETTLED_ERROR_CODES.has(code);
 }
 
 // =============================================================================================
@@ -3891,7 +3805,7 @@ class GitIgnoreOracle {
         ? false
         : new Promise<boolean>((resolve) => this.send({ path, answer: (rule) => resolve(this.ignores(rule)) })),
     );
-    const timer = setTimeout(() => this.stop(), GIT_ANSWER_TIMEOUT_MS);
+    const timer = setTimeout(() => this.stop(), C.GIT_ANSWER_TIMEOUT_MS);
     try {
       return await Promise.all(answers);
     } finally {
@@ -4001,23 +3915,23 @@ export interface Options {
   gateWrites: boolean;
   /** Rules (see the Rules section): on or off, and which sources apply. */
   rules: boolean;
-  ruleSources: ReadonlySet<RuleSource>;
+  ruleSources: ReadonlySet<C.RuleSource>;
 }
 
 // Exported for tests: they compare settings with the defaults.
 export function defaultOptions(): Options {
   return {
     enabled: true,
-    fileNames: INSTRUCTION_FILE_NAMES,
-    triggers: new Set(TRIGGER_TOOLS),
-    ignoredDirs: new Set(IGNORED_DIR_NAMES),
-    maxFileBytes: MAX_FILE_BYTES,
-    budgetBytes: REMINDER_BUDGET_BYTES,
+    fileNames: C.INSTRUCTION_FILE_NAMES,
+    triggers: new Set(C.TRIGGER_TOOLS),
+    ignoredDirs: new Set(C.IGNORED_DIR_NAMES),
+    maxFileBytes: C.MAX_FILE_BYTES,
+    budgetBytes: C.REMINDER_BUDGET_BYTES,
     skills: true,
     imports: true,
     gateWrites: false,
     rules: true,
-    ruleSources: new Set(RULE_SOURCES),
+    ruleSources: new Set(C.RULE_SOURCES),
   };
 }
 
@@ -4042,7 +3956,7 @@ export const SETTING_KEYS = [
 
 type SettingKey = (typeof SETTING_KEYS)[number];
 
-const ALL_TRIGGERS: ReadonlySet<string> = new Set([...TRIGGER_TOOLS, ...OPTIONAL_TRIGGER_TOOLS]);
+const ALL_TRIGGERS: ReadonlySet<string> = new Set([...C.TRIGGER_TOOLS, ...C.OPTIONAL_TRIGGER_TOOLS]);
 
 function isPlainName(value: unknown): value is string {
   return (
@@ -4084,16 +3998,16 @@ type SettingsOrigin = (key?: string) => string;
  */
 export function optionsFromSettings(
   raw: unknown,
-  origin: SettingsOrigin = () => GLOBAL_SETTINGS_LABEL,
+  origin: SettingsOrigin = () => C.GLOBAL_SETTINGS_LABEL,
 ): SettingsOutcome {
   const options = defaultOptions();
   const warnings: string[] = [];
   if (raw === undefined) return { options, warnings };
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
-    return { options, warnings: [SETTINGS_WARNINGS.notObject(origin())] };
+    return { options, warnings: [C.SETTINGS_WARNINGS.notObject(origin())] };
   }
   const bad = (key: SettingKey, expected: string) =>
-    warnings.push(SETTINGS_WARNINGS.badValue(key, origin(key), expected));
+    warnings.push(C.SETTINGS_WARNINGS.badValue(key, origin(key), expected));
   const settings = raw as Record<string, unknown>;
   for (const key of Object.keys(settings)) {
     if (!(SETTING_KEYS as readonly string[]).includes(key)) warnings.push(unknownKeyWarning(key, origin(key)));
@@ -4101,44 +4015,44 @@ export function optionsFromSettings(
   for (const key of ["enabled", "skills", "imports", "gateWrites", "rules"] as const) {
     if (settings[key] === undefined) continue;
     if (typeof settings[key] === "boolean") options[key] = settings[key];
-    else bad(key, SETTING_EXPECTED.boolean);
+    else bad(key, C.SETTING_EXPECTED.boolean);
   }
   if (settings.fileNames !== undefined) {
     if (isNameList(settings.fileNames, false)) options.fileNames = settings.fileNames;
-    else bad("fileNames", SETTING_EXPECTED.fileNames);
+    else bad("fileNames", C.SETTING_EXPECTED.fileNames);
   }
   if (settings.ignoreDirs !== undefined) {
     if (isNameList(settings.ignoreDirs, true)) options.ignoredDirs = new Set(settings.ignoreDirs);
-    else bad("ignoreDirs", SETTING_EXPECTED.ignoreDirs);
+    else bad("ignoreDirs", C.SETTING_EXPECTED.ignoreDirs);
   }
   if (settings.maxFileBytes !== undefined) {
-    if (isByteCount(settings.maxFileBytes, 1, MAX_SETTING_BYTES)) options.maxFileBytes = settings.maxFileBytes;
-    else bad("maxFileBytes", SETTING_EXPECTED.bytes(1, MAX_SETTING_BYTES));
+    if (isByteCount(settings.maxFileBytes, 1, C.MAX_SETTING_BYTES)) options.maxFileBytes = settings.maxFileBytes;
+    else bad("maxFileBytes", C.SETTING_EXPECTED.bytes(1, C.MAX_SETTING_BYTES));
   }
   if (settings.reminderBudgetBytes !== undefined) {
-    if (isByteCount(settings.reminderBudgetBytes, MIN_SETTING_BUDGET_BYTES, MAX_SETTING_BYTES))
+    if (isByteCount(settings.reminderBudgetBytes, C.MIN_SETTING_BUDGET_BYTES, C.MAX_SETTING_BYTES))
       options.budgetBytes = settings.reminderBudgetBytes;
-    else bad("reminderBudgetBytes", SETTING_EXPECTED.bytes(MIN_SETTING_BUDGET_BYTES, MAX_SETTING_BYTES));
+    else bad("reminderBudgetBytes", C.SETTING_EXPECTED.bytes(C.MIN_SETTING_BUDGET_BYTES, C.MAX_SETTING_BYTES));
   }
   if (settings.triggers !== undefined) {
     const triggers = settings.triggers;
     if (Array.isArray(triggers) && triggers.every((t) => typeof t === "string" && ALL_TRIGGERS.has(t))) {
       options.triggers = new Set(triggers as string[]);
     } else {
-      bad("triggers", SETTING_EXPECTED.triggers([...ALL_TRIGGERS]));
+      bad("triggers", C.SETTING_EXPECTED.triggers([...ALL_TRIGGERS]));
     }
   }
   if (settings.ruleSources !== undefined) {
     const sources = ruleSourcesOf(settings.ruleSources);
     if (sources) options.ruleSources = sources;
-    else bad("ruleSources", SETTING_EXPECTED.ruleSources(RULE_SOURCES));
+    else bad("ruleSources", C.SETTING_EXPECTED.ruleSources(C.RULE_SOURCES));
   }
   return { options, warnings };
 }
 
 function unknownKeyWarning(key: string, where: string): string {
-  if (!SHOWN_KEY_PATTERN.test(key)) return SETTINGS_WARNINGS.unnamedKey(where);
-  return SETTINGS_WARNINGS.unknownKey(key, where, nearestSettingKey(key));
+  if (!C.SHOWN_KEY_PATTERN.test(key)) return C.SETTINGS_WARNINGS.unnamedKey(where);
+  return C.SETTINGS_WARNINGS.unknownKey(key, where, nearestSettingKey(key));
 }
 
 /** The setting a typo most likely meant: same letters in another case, a close spelling, or a part of its name. */
@@ -4180,14 +4094,14 @@ function editDistance(a: string, b: string): number {
 function settingsOrigin(fs: FileSystem, cwd: string, trusted: boolean): SettingsOrigin {
   const globalLabel =
     resolve(getAgentDir()) === join(homedir(), CONFIG_DIR_NAME, "agent")
-      ? GLOBAL_SETTINGS_LABEL
-      : CUSTOM_GLOBAL_SETTINGS_LABEL;
+      ? C.GLOBAL_SETTINGS_LABEL
+      : C.CUSTOM_GLOBAL_SETTINGS_LABEL;
   const project = trusted ? projectSettingsSection(fs, cwd) : undefined;
   return (key) => {
     if (project === undefined) return globalLabel;
     const inProject =
       key === undefined ? true : typeof project === "object" && project !== null && Object.hasOwn(project, key);
-    return inProject ? PROJECT_SETTINGS_LABEL : globalLabel;
+    return inProject ? C.PROJECT_SETTINGS_LABEL : globalLabel;
   };
 }
 
@@ -4197,11 +4111,11 @@ function projectSettingsSection(fs: FileSystem, cwd: string): unknown {
     const cwdReal = fs.realpath(cwd);
     const real = fs.realpath(join(cwdReal, CONFIG_DIR_NAME, "settings.json"));
     if (!isPathInside(cwdReal, real)) return undefined;
-    const loaded = readBounded(fs, real, MAX_SETTING_BYTES);
+    const loaded = readBounded(fs, real, C.MAX_SETTING_BYTES);
     if (!loaded.ok) return undefined;
     const parsed: unknown = JSON.parse(loaded.text);
     return typeof parsed === "object" && parsed !== null
-      ? (parsed as Record<string, unknown>)[SETTINGS_KEY]
+      ? (parsed as Record<string, unknown>)[C.SETTINGS_KEY]
       : undefined;
   } catch {
     return undefined;
@@ -4233,7 +4147,7 @@ function quotedCommand(argument: string): string | undefined {
 /** `/lazy-agents why "<command>"`: which words activated which scopes, and why the others did not. */
 async function explainCommand(engine: LazyAgents, command: string, env: CallEnvironment): Promise<string> {
   const discovery = engine.discoveryFor(env.cwd);
-  if (!discovery) return REPORT_NO_CWD;
+  if (!discovery) return C.REPORT_NO_CWD;
   const commands = readShellCommand(command);
   const outcomes = locateShellWords(discovery, commands, env.cwd);
   const chains = shellChains(outcomes);
@@ -4248,34 +4162,34 @@ async function explainCommand(engine: LazyAgents, command: string, env: CallEnvi
     viewed.set(located.links.at(-1)!.scope, views);
   }
   const lines = [`pi-lazy-agents: why ${JSON.stringify(command)}`];
-  if (commands.length === 0) lines.push(REPORT_TEXT.noCommandWords);
+  if (commands.length === 0) lines.push(C.REPORT_TEXT.noCommandWords);
   let index = 0;
   for (const { cwd, uses } of commands) {
-    const where = cwd === "." ? "" : `  (in ${cwd ?? REPORT_TEXT.runtimeDirectory})`;
+    const where = cwd === "." ? "" : `  (in ${cwd ?? C.REPORT_TEXT.runtimeDirectory})`;
     lines.push(`  ${commands[index++]!.words.join(" ")}${where}`);
     for (const use of uses) {
       const outcome = outcomes.shift()!;
       lines.push(`    ${use.word}: ${explainOutcome(engine, outcome, viewed)}`);
     }
   }
-  if (!engine.options.triggers.has("bash")) lines.push(REPORT_TEXT.bashNotTrigger);
+  if (!engine.options.triggers.has("bash")) lines.push(C.REPORT_TEXT.bashNotTrigger);
   return lines.join("\n");
 }
 
 function explainOutcome(engine: LazyAgents, outcome: ShellWordOutcome, viewed: Map<string, DirectoryView[]>): string {
-  if (!outcome.located) return SHELL_WORD_REASONS[outcome.reason ?? "missing"];
+  if (!outcome.located) return C.SHELL_WORD_REASONS[outcome.reason ?? "missing"];
   const links = outcome.located.links;
   const views = viewed.get(links.at(-1)!.scope) ?? [];
   const scopes = links.slice(0, views.length).map((link) => {
     const view = views.find((candidate) => candidate.scope === link.scope);
     const file = view?.file
       ? `${view.file.path}, ${fileState(engine.ledger, seenFile(view.file, link.scope))}`
-      : REPORT_TEXT.noInstructionFile;
+      : C.REPORT_TEXT.noInstructionFile;
     return `${scopeGlob(link.scope)} (${file})`;
   });
-  const role = outcome.use.role === "write" ? REPORT_TEXT.writtenActivates : REPORT_TEXT.activates;
-  const cut = views.length < links.length ? `; ${links[views.length]!.scope}/ is ${SHELL_WORD_REASONS.ignored}` : "";
-  return scopes.length === 0 ? `${SHELL_WORD_REASONS.ignored}` : `${role} ${scopes.join(", ")}${cut}`;
+  const role = outcome.use.role === "write" ? C.REPORT_TEXT.writtenActivates : C.REPORT_TEXT.activates;
+  const cut = views.length < links.length ? `; ${links[views.length]!.scope}/ is ${C.SHELL_WORD_REASONS.ignored}` : "";
+  return scopes.length === 0 ? `${C.SHELL_WORD_REASONS.ignored}` : `${role} ${scopes.join(", ")}${cut}`;
 }
 
 // Inspection: what the session has seen. Kept per scope and replaced at each view, so it is bounded
@@ -4339,10 +4253,10 @@ function seenFile(file: InstructionFile, scope: string): SeenFile {
 
 function fileState(ledger: Ledger, file: SeenFile): string {
   const held = ledger.files.get(file.path);
-  if (!held) return ledger.retracted.has(file.path) ? REPORT_STATES.retracted : REPORT_STATES.pending;
-  if (held.version !== file.version) return REPORT_STATES.changed;
-  if (held.truncated) return REPORT_STATES.truncated;
-  return held.via === "read" ? REPORT_STATES.readByModel : REPORT_STATES.delivered;
+  if (!held) return ledger.retracted.has(file.path) ? C.REPORT_STATES.retracted : C.REPORT_STATES.pending;
+  if (held.version !== file.version) return C.REPORT_STATES.changed;
+  if (held.truncated) return C.REPORT_STATES.truncated;
+  return held.via === "read" ? C.REPORT_STATES.readByModel : C.REPORT_STATES.delivered;
 }
 
 function formatBytes(bytes: number): string {
@@ -4378,40 +4292,40 @@ function formatInspection(engine: LazyAgents): string {
   const skills = reportedSkills(engine);
   const ruleLines = formatRuleInspection(engine);
   const notUsed: Array<Pick<Rejection, "path" | "reason" | "counts">> = [
-    ...[...(engine.discovery?.ignoredSeen ?? new Map<string, Reason>())].map(([path, reason]) => ({ path, reason })),
+    ...[...(engine.discovery?.ignoredSeen ?? new Map<string, C.Reason>())].map(([path, reason]) => ({ path, reason })),
     ...inspection.notUsed(),
   ];
   const lines = ["pi-lazy-agents"];
-  if (!engine.options.enabled) lines.push(REPORT_TEXT.off);
+  if (!engine.options.enabled) lines.push(C.REPORT_TEXT.off);
   if (
     files.length + retractedOnly.length + skills.length + notUsed.length + engine.failures.size + ruleLines.length ===
     0
   ) {
-    return engine.options.enabled ? REPORT_NOTHING_SEEN : [...lines, REPORT_NOTHING_SEEN].join("\n");
+    return engine.options.enabled ? C.REPORT_NOTHING_SEEN : [...lines, C.REPORT_NOTHING_SEEN].join("\n");
   }
-  lines.push("", REPORT_TEXT.filesHeading(files.length));
+  lines.push("", C.REPORT_TEXT.filesHeading(files.length));
   for (const file of files) {
     const imported = file.importedBy ? `, imported by ${file.importedBy}` : "";
-    const version = file.version.slice(0, REPORT_VERSION_LENGTH);
+    const version = file.version.slice(0, C.REPORT_VERSION_LENGTH);
     lines.push(
       `  ${file.path}  scope ${scopeGlob(file.scope)}${imported}  ${formatBytes(file.bytes)}  ${fileState(ledger, file)}  version ${version}`,
     );
   }
   for (const path of retractedOnly) lines.push(`  ${path}  retracted`);
-  lines.push("", REPORT_TEXT.skillsHeading(skills.length));
+  lines.push("", C.REPORT_TEXT.skillsHeading(skills.length));
   for (const skill of skills) {
     const state =
-      ledger.skills.get(skill.path)?.version === skill.version ? REPORT_STATES.listed : REPORT_STATES.pending;
+      ledger.skills.get(skill.path)?.version === skill.version ? C.REPORT_STATES.listed : C.REPORT_STATES.pending;
     lines.push(`  ${skill.name}  scope ${scopeGlob(skill.scope)}  ${skill.path}  ${state}`);
   }
   lines.push(...ruleLines);
-  lines.push("", REPORT_TEXT.notUsedHeading(notUsed.length));
-  for (const { path, reason, counts } of notUsed) lines.push(`  ${path}  ${reasonText(reason, counts)}`);
+  lines.push("", C.REPORT_TEXT.notUsedHeading(notUsed.length));
+  for (const { path, reason, counts } of notUsed) lines.push(`  ${path}  ${C.reasonText(reason, counts)}`);
   if (engine.failures.size > 0) {
-    lines.push("", REPORT_TEXT.failuresHeading);
-    for (const [label, count] of engine.failures) lines.push(`  ${FAILURE_LABELS[label]}: ${count}`);
+    lines.push("", C.REPORT_TEXT.failuresHeading);
+    for (const [label, count] of engine.failures) lines.push(`  ${C.FAILURE_LABELS[label]}: ${count}`);
   }
-  lines.push("", REPORT_TEXT.deliveredCount(ledger.files.size, ledger.skills.size));
+  lines.push("", C.REPORT_TEXT.deliveredCount(ledger.files.size, ledger.skills.size));
   return lines.map(oneLine).join("\n");
 }
 
@@ -4419,12 +4333,12 @@ function formatInspection(engine: LazyAgents): string {
 async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnvironment): Promise<string> {
   const shown = rawPath.trim();
   const target = resolveToolPath(shown, env.cwd);
-  if (target === undefined) return REPORT_TEXT.unusablePath(shown);
+  if (target === undefined) return C.REPORT_TEXT.unusablePath(shown);
   const discovery = engine.discoveryFor(env.cwd);
-  if (!discovery) return REPORT_NO_CWD;
+  if (!discovery) return C.REPORT_NO_CWD;
   const isDirectory = mayBeInside(discovery, target) && discovery.fs.stat(target)?.isDirectory() === true;
   const located = locateChain(discovery, target, isDirectory);
-  if (located === undefined) return REPORT_TEXT.outsideCwd(shown);
+  if (located === undefined) return C.REPORT_TEXT.outsideCwd(shown);
   await engine.learnGitIgnores(discovery, located.links);
   viewChain(discovery, located, env.trusted && engine.options.skills);
   await engine.learnImportGitIgnores(discovery);
@@ -4432,28 +4346,28 @@ async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnviron
   if (engine.options.rules) await engine.rulesOf(discovery).learnGitIgnores(views, engine.git);
   engine.inspection.record(views);
   const lines = [`pi-lazy-agents: why ${shown}`];
-  if (located.links.length === 0) lines.push(REPORT_TEXT.directlyInCwd);
+  if (located.links.length === 0) lines.push(C.REPORT_TEXT.directlyInCwd);
   for (const { scope } of located.links) {
     const view = views.find((candidate) => candidate.scope === scope);
     if (!view) {
       const reason = discovery.ignoredSeen.get(scope);
-      lines.push(`  ${scope}/  ${reason ? REASONS[reason] : REPORT_TEXT.notReached}: nothing below it is used`);
+      lines.push(`  ${scope}/  ${reason ? C.REASONS[reason] : C.REPORT_TEXT.notReached}: nothing below it is used`);
       if (reason) break;
       continue;
     }
     const file = view.file
       ? `${view.file.path} (${fileState(engine.ledger, seenFile(view.file, scope))})`
-      : REPORT_TEXT.noInstructionFile;
+      : C.REPORT_TEXT.noInstructionFile;
     lines.push(`  ${scope}/  scope ${scopeGlob(scope)}: ${file}`);
     for (const { file: imported } of view.imports) {
       lines.push(`    imports ${imported.path} (${fileState(engine.ledger, seenFile(imported, scope))})`);
     }
     for (const skill of view.skills) lines.push(`    skill ${skill.name} at ${skill.path}`);
     for (const rejection of view.rejected)
-      lines.push(`    not used: ${rejection.path}: ${reasonText(rejection.reason, rejection.counts)}`);
+      lines.push(`    not used: ${rejection.path}: ${C.reasonText(rejection.reason, rejection.counts)}`);
   }
   lines.push(...explainRules(engine, views, touchedPath(discovery, target, env.cwd)));
-  if (!env.trusted) lines.push(REPORT_TEXT.skillsUntrusted);
+  if (!env.trusted) lines.push(C.REPORT_TEXT.skillsUntrusted);
   return lines.map(oneLine).join("\n");
 }
 
@@ -4476,25 +4390,25 @@ function statusText(ledger: Ledger): string | undefined {
   return `nested: ${ledger.files.size} file${ledger.files.size === 1 ? "" : "s"}, ${ledger.skills.size} skill${ledger.skills.size === 1 ? "" : "s"}`;
 }
 
-function ruleSourcesOf(value: unknown): Set<RuleSource> | undefined {
+function ruleSourcesOf(value: unknown): Set<C.RuleSource> | undefined {
   if (!Array.isArray(value) || new Set(value).size !== value.length) return undefined;
-  const known = value.every((source) => (RULE_SOURCES as readonly unknown[]).includes(source));
-  return known ? new Set(value as RuleSource[]) : undefined;
+  const known = value.every((source) => (C.RULE_SOURCES as readonly unknown[]).includes(source));
+  return known ? new Set(value as C.RuleSource[]) : undefined;
 }
 
 function ruleState(ledger: Ledger, rule: Rule): string {
-  if (rule.meta.kind === "manual") return REPORT_STATES.manual;
+  if (rule.meta.kind === "manual") return C.REPORT_STATES.manual;
   const held = ledger.rules.get(rule.path);
   if (rule.meta.kind === "described")
-    return held?.version === rule.listingVersion ? REPORT_STATES.listed : REPORT_STATES.pending;
-  if (!held) return ledger.retractedRules.has(rule.path) ? REPORT_STATES.retracted : REPORT_STATES.pending;
-  if (held.version !== rule.loaded.version) return REPORT_STATES.changed;
-  return held.truncated ? REPORT_STATES.truncated : REPORT_STATES.delivered;
+    return held?.version === rule.listingVersion ? C.REPORT_STATES.listed : C.REPORT_STATES.pending;
+  if (!held) return ledger.retractedRules.has(rule.path) ? C.REPORT_STATES.retracted : C.REPORT_STATES.pending;
+  if (held.version !== rule.loaded.version) return C.REPORT_STATES.changed;
+  return held.truncated ? C.REPORT_STATES.truncated : C.REPORT_STATES.delivered;
 }
 
 function ruleLine(ledger: Ledger, rule: Rule): string {
   const globs = rule.meta.kind === "glob" ? `globs ${rule.meta.globs.join(", ")}` : "no globs";
-  return `${rule.path}  ${rule.source}  ${RULE_KIND_NAMES[rule.meta.kind]}  ${globs}  ${ruleState(ledger, rule)}`;
+  return `${rule.path}  ${rule.source}  ${C.RULE_KIND_NAMES[rule.meta.kind]}  ${globs}  ${ruleState(ledger, rule)}`;
 }
 
 /** The rules part of `/lazy-agents`: cwd's rule folders and every nested one seen, with states. */
@@ -4509,7 +4423,7 @@ function formatRuleInspection(engine: LazyAgents): string[] {
   const listed = new Set(rules.map((rule) => rule.path));
   for (const path of engine.ledger.retractedRules) if (!listed.has(path)) lines.push(`  ${path}  retracted`);
   for (const rejection of folders.flatMap((folder) => folder.rejected)) {
-    lines.push(`  ${rejection.path}  not used: ${REASONS[rejection.reason]}`);
+    lines.push(`  ${rejection.path}  not used: ${C.REASONS[rejection.reason]}`);
   }
   return lines.length > 0 ? ["", `Rules (${rules.length}):`, ...lines] : [];
 }
@@ -4524,14 +4438,14 @@ function explainRules(engine: LazyAgents, views: DirectoryView[], touched: strin
   for (const folder of book.folders.values()) {
     for (const rule of folder.rules) {
       const why = !engine.options.ruleSources.has(rule.source)
-        ? RULE_WHY.sourceOff
+        ? C.RULE_WHY.sourceOff
         : !inScope.has(folder)
-          ? RULE_WHY.otherFolder
+          ? C.RULE_WHY.otherFolder
           : rule.meta.kind === "glob"
             ? ruleMatches(rule, touched)
-              ? RULE_WHY.matches
-              : RULE_WHY.noMatch
-            : RULE_WHY[rule.meta.kind];
+              ? C.RULE_WHY.matches
+              : C.RULE_WHY.noMatch
+            : C.RULE_WHY[rule.meta.kind];
       lines.push(`  rule ${rule.path} (${rule.source}, scope ${rule.scope}): ${why}`);
     }
   }
@@ -4617,7 +4531,7 @@ export function importTokens(text: string): string[] {
 
 function versionOf(text: string): string {
   // One-shot hashing: the same digest without a Hash object per file (bench: a sixth of a cold call).
-  return hash("sha256", text, "hex").slice(0, VERSION_ID_LENGTH);
+  return hash("sha256", text, "hex").slice(0, C.VERSION_ID_LENGTH);
 }
 
 function swapCase(name: string): string {
@@ -4649,7 +4563,7 @@ function oneLine(text: string): string {
 
 /** What one word of a bash command is to the extension: a path to activate, or why not. */
 type ShellWordUse =
-  { word: string; role: "read" | "write"; path: string } | { word: string; role: "skip"; reason: ShellWordReason };
+  { word: string; role: "read" | "write"; path: string } | { word: string; role: "skip"; reason: C.ShellWordReason };
 
 interface ShellCommand {
   /** The command's directory, relative to cwd or absolute; undefined after a `cd` known only at run time. */
@@ -4758,7 +4672,7 @@ const NAME_CHAR = /[A-Za-z0-9_]/;
 // Exported for tests: a table test of the shell-word reader (and the bench).
 /** The simple commands of a bash command line, each with its directory and what its words name. */
 export function readShellCommand(command: string): ShellCommand[] {
-  const reader = new ShellReader(command.slice(0, MAX_SHELL_COMMAND_CHARS), { words: 0 }, 0);
+  const reader = new ShellReader(command.slice(0, C.MAX_SHELL_COMMAND_CHARS), { words: 0 }, 0);
   reader.list(undefined, { cwd: ".", dirs: [] });
   return reader.commands;
 }
@@ -4782,7 +4696,7 @@ class ShellReader {
   }
 
   private get done(): boolean {
-    return this.pos >= this.src.length || this.budget.words >= MAX_SHELL_WORDS;
+    return this.pos >= this.src.length || this.budget.words >= C.MAX_SHELL_WORDS;
   }
 
   /** Reads commands until `close` (`)` or a backtick) or the end. */
@@ -4839,7 +4753,7 @@ class ShellReader {
 
   /** A subshell or substitution: its own directory, starting from the current one. */
   private nested(close: string, cwd: string | undefined): void {
-    if (this.depth + this.closers.length > MAX_SHELL_NESTING) {
+    if (this.depth + this.closers.length > C.MAX_SHELL_NESTING) {
       this.skipTo(close);
       return;
     }
@@ -4975,7 +4889,7 @@ class ShellReader {
         this.pos++;
       }
     }
-    if (this.pos >= this.src.length && this.src.length >= MAX_SHELL_COMMAND_CHARS) word.cut = true;
+    if (this.pos >= this.src.length && this.src.length >= C.MAX_SHELL_COMMAND_CHARS) word.cut = true;
     return word;
   }
 
@@ -5108,7 +5022,7 @@ class ShellReader {
 
   /** The script of `bash -c`: commands of their own, in a child shell starting in `cwd`. */
   private script(text: string, cwd: string | undefined): void {
-    if (this.depth + this.closers.length > MAX_SHELL_NESTING) return;
+    if (this.depth + this.closers.length > C.MAX_SHELL_NESTING) return;
     const reader = new ShellReader(text, this.budget, this.depth + this.closers.length + 1, this.commands);
     reader.list(undefined, { cwd, dirs: [] });
   }
@@ -5234,7 +5148,7 @@ function globSource(glob: string, floating: boolean): string | undefined {
   return alternatives.map((alt) => (anyDepth(alt) ? "(?:.*/)?" : "") + globBody(alt)).join("|");
 }
 
-/** Every brace alternative of a pattern; undefined past MAX_GLOB_EXPANSIONS. */
+/** Every brace alternative of a pattern; undefined past C.MAX_GLOB_EXPANSIONS. */
 function expandBraces(pattern: string): string[] | undefined {
   const group = braceGroup(pattern);
   if (group === undefined) return [pattern];
@@ -5243,7 +5157,7 @@ function expandBraces(pattern: string): string[] | undefined {
     const more = expandBraces(pattern.slice(0, group.open) + alternative + pattern.slice(group.close + 1));
     if (more === undefined) return undefined;
     expanded.push(...more);
-    if (expanded.length > MAX_GLOB_EXPANSIONS) return undefined;
+    if (expanded.length > C.MAX_GLOB_EXPANSIONS) return undefined;
   }
   return expanded;
 }
