@@ -4173,7 +4173,7 @@ async function explainCommand(engine: LazyAgents, command: string, env: CallEnvi
     }
   }
   if (!engine.options.triggers.has("bash")) lines.push(C.REPORT_TEXT.bashNotTrigger);
-  return lines.join("\n");
+  return lines.map(oneLine).join("\n");
 }
 
 function explainOutcome(engine: LazyAgents, outcome: ShellWordOutcome, viewed: Map<string, DirectoryView[]>): string {
@@ -4333,12 +4333,12 @@ function formatInspection(engine: LazyAgents): string {
 async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnvironment): Promise<string> {
   const shown = rawPath.trim();
   const target = resolveToolPath(shown, env.cwd);
-  if (target === undefined) return C.REPORT_TEXT.unusablePath(shown);
+  if (target === undefined) return oneLine(C.REPORT_TEXT.unusablePath(shown));
   const discovery = engine.discoveryFor(env.cwd);
   if (!discovery) return C.REPORT_NO_CWD;
   const isDirectory = mayBeInside(discovery, target) && discovery.fs.stat(target)?.isDirectory() === true;
   const located = locateChain(discovery, target, isDirectory);
-  if (located === undefined) return C.REPORT_TEXT.outsideCwd(shown);
+  if (located === undefined) return oneLine(C.REPORT_TEXT.outsideCwd(shown));
   await engine.learnGitIgnores(discovery, located.links);
   viewChain(discovery, located, env.trusted && engine.options.skills);
   await engine.learnImportGitIgnores(discovery);
@@ -4548,12 +4548,18 @@ function byteLength(text: string): number {
 
 const CONTROL_NAMES: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
 
-/** A path, name or description kept on one line: control characters are shown, not obeyed. */
+/**
+ * The one escaping of every name shown to the model or the user: kept on one line, and controls
+ * (C0, DEL, C1) and format characters (bidi overrides and isolates, zero widths, BOM) shown as
+ * escapes, so that a terminal obeys none of them and no name displays reversed.
+ */
 function oneLine(text: string): string {
-  return text.replace(
-    /[\p{Cc}\u2028\u2029]/gu,
-    (char) => CONTROL_NAMES[char] ?? `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`,
-  );
+  return text.replace(/[\p{Cc}\p{Cf}\u2028\u2029]/gu, (char) => {
+    const code = char.codePointAt(0)!;
+    return (
+      CONTROL_NAMES[char] ?? (code > 0xffff ? `\\u{${code.toString(16)}}` : `\\u${code.toString(16).padStart(4, "0")}`)
+    );
+  });
 }
 
 // =============================================================================================
