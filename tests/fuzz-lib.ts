@@ -988,7 +988,7 @@ async function reload(s: Session): Promise<void> {
 
 /** A spawner that fails at once: the fuzzer runs without git, as on a machine without it. */
 export const noGit = (): never => {
-  throw new Error("git is not used here");
+  throw fsError("ENOENT", "spawn", "git");
 };
 
 export interface RunOptions {
