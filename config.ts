@@ -369,7 +369,6 @@ export const SHELL_WORD_REASONS = {
   commandName: "a command name",
   unknownDirectory: "relative to a directory known only when the command runs",
   script: "a script, read as commands of its own",
-  data: "data for the command (a here-string)",
   missing: "names nothing that exists",
   outside: "outside the working directory",
   cwdItself: "the working directory itself, whose AGENTS.md Pi loads",

@@ -4094,12 +4094,9 @@ function settingsOrigin(fs: FileSystem, cwd: string, trusted: boolean): Settings
       : C.CUSTOM_GLOBAL_SETTINGS_LABEL;
   const project = trusted ? projectSettingsSection(fs, cwd) : undefined;
   if (project === UNPARSED) return () => C.eitherSettingsLabel(globalLabel);
-  return (key) => {
-    if (project === undefined) return globalLabel;
-    const inProject =
-      key === undefined ? true : typeof project === "object" && project !== null && Object.hasOwn(project, key);
-    return inProject ? C.PROJECT_SETTINGS_LABEL : globalLabel;
-  };
+  const sets = (key?: string) =>
+    key === undefined || (typeof project === "object" && project !== null && Object.hasOwn(project, key));
+  return (key) => (project !== undefined && sets(key) ? C.PROJECT_SETTINGS_LABEL : globalLabel);
 }
 
 const UNPARSED = Symbol("unparsed");
@@ -4938,9 +4935,7 @@ class ShellReader {
       }
       if (char === "\\") {
         const escaped = this.src[this.pos + 1] ?? "";
-        if (escaped === "\n") word.text += "";
-        else if ('$`"\\'.includes(escaped)) word.text += escaped;
-        else word.text += `\\${escaped}`;
+        if (escaped !== "\n") word.text += '$`"\\'.includes(escaped) ? escaped : `\\${escaped}`;
         this.pos += 2;
       } else if (char === "$" || char === "`") {
         this.expansion(word);
@@ -5119,15 +5114,10 @@ function directoryOption(
 /** How a word names a path: relative to the command's directory; a glob by the folder before it. */
 function shellWordUse(word: ShellWord, role: "read" | "write", base: string | undefined): ShellWordUse {
   if (word.dynamic) return { word: word.text, role: "skip", reason: "dynamic" };
-  if (role === "read" && word.glob !== -1) {
-    const before = word.text.slice(0, word.glob);
-    const folder = before.includes("/") ? before.slice(0, before.lastIndexOf("/")) || "/" : ".";
-    const path = joinShellPath(base, { ...word, text: folder });
-    return path === undefined
-      ? { word: word.text, role: "skip", reason: "unknownDirectory" }
-      : { word: word.text, role, path };
-  }
-  const path = joinShellPath(base, word);
+  // A glob names the folder before its first glob character.
+  const before = word.text.slice(0, word.glob);
+  const folder = before.includes("/") ? before.slice(0, before.lastIndexOf("/")) || "/" : ".";
+  const path = joinShellPath(base, role === "read" && word.glob !== -1 ? { ...word, text: folder } : word);
   return path === undefined
     ? { word: word.text, role: "skip", reason: "unknownDirectory" }
     : { word: word.text, role, path };
