@@ -184,6 +184,8 @@ export const FAILURE_LABELS = {
   toolResult: "delivery after a tool ran",
   gateRecord: "recording a held-back call",
   rebuild: "rebuilding the ledger from the session",
+  settings: "reading the settings",
+  sweep: "sweeping the caches",
 } as const;
 
 export type FailureLabel = keyof typeof FAILURE_LABELS;
@@ -198,6 +200,8 @@ export const PROJECT_SETTINGS_LABEL = ".pi/settings.json";
 export const GLOBAL_SETTINGS_LABEL = "~/.pi/agent/settings.json";
 /** The global file when PI_CODING_AGENT_DIR moves it: its folder is the user's, so it is not shown. */
 export const CUSTOM_GLOBAL_SETTINGS_LABEL = "the global settings.json";
+/** While the project file does not parse, Pi keeps what it read last: a key may come from either file. */
+export const eitherSettingsLabel = (global: string) => `${PROJECT_SETTINGS_LABEL} or ${global}`;
 
 /** Settings warnings. `key` is one of ours or a key name the user typed (never a value); `where` a label above. */
 export const SETTINGS_WARNINGS = {
@@ -365,7 +369,6 @@ export const SHELL_WORD_REASONS = {
   commandName: "a command name",
   unknownDirectory: "relative to a directory known only when the command runs",
   script: "a script, read as commands of its own",
-  data: "data for the command (a here-string)",
   missing: "names nothing that exists",
   outside: "outside the working directory",
   cwdItself: "the working directory itself, whose AGENTS.md Pi loads",

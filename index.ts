@@ -141,18 +141,8 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
     };
 
     const loadSettings = (ctx: ExtensionContext): void => {
-      let raw: unknown;
-      try {
-        raw = (pi.getSettings() as Record<string, unknown>)[C.SETTINGS_KEY];
-      } catch {
-        raw = undefined;
-      }
-      let origin: SettingsOrigin | undefined;
-      try {
-        origin = settingsOrigin(engine.fs, ctx.cwd, ctx.isProjectTrusted());
-      } catch {
-        origin = undefined;
-      }
+      const raw = (pi.getSettings() as Record<string, unknown>)[C.SETTINGS_KEY];
+      const origin = settingsOrigin(engine.fs, ctx.cwd, ctx.isProjectTrusted());
       const { options, warnings } = optionsFromSettings(raw, origin);
       if (pi.getFlag(C.DISABLE_FLAG) === true) options.enabled = false;
       engine.configure(options);
@@ -188,7 +178,7 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
     };
 
     pi.on("session_start", (_event, ctx) => {
-      loadSettings(ctx);
+      guarded(ctx, "settings", () => loadSettings(ctx), nothing);
       rebuild(ctx);
     });
     pi.on("session_tree", (_event, ctx) => rebuild(ctx));
@@ -329,7 +319,8 @@ export function resolveToolPath(raw: unknown, cwd: string, exists?: (path: strin
   else if (path.startsWith("file://")) {
     try {
       path = fileURLToPath(path);
-    } catch {
+    } catch (error) {
+      if (!errorCode(error).startsWith("ERR_INVALID")) throw error;
       return undefined;
     }
   }
@@ -453,7 +444,8 @@ function locateExisting(
   let isDirectory: boolean;
   try {
     isDirectory = discovery.fs.stat(target)?.isDirectory() === true;
-  } catch {
+  } catch (error) {
+    errorCode(error);
     return "missing";
   }
   return locateChain(discovery, target, isDirectory);
@@ -495,7 +487,8 @@ function wordKind(discovery: Discovery, path: string, folder: nodeFs.Stats | und
   let stats: nodeFs.Stats | undefined;
   try {
     stats = discovery.fs.lstat(path);
-  } catch {
+  } catch (error) {
+    errorCode(error);
     return "link"; // EIO, EACCES …: the word is looked at through its real path instead.
   }
   if (stats?.isDirectory()) return stats;
@@ -619,7 +612,8 @@ export class LazyAgents {
     let cwdReal: string;
     try {
       cwdReal = this.fs.realpath(resolve(cwd));
-    } catch {
+    } catch (error) {
+      errorCode(error);
       return undefined;
     }
     if (this.discovery?.cwdReal === cwdReal) {
@@ -663,12 +657,7 @@ export class LazyAgents {
   }
 
   private refreshStartupSkills(read: (() => string) | undefined): void {
-    let systemPrompt: string | undefined;
-    try {
-      systemPrompt = read?.();
-    } catch {
-      // A Pi without the prompt at hand: nested skills are listed as they are.
-    }
+    const systemPrompt = read?.();
     if (typeof systemPrompt !== "string" || systemPrompt === this.startupPrompt) return;
     this.startupPrompt = systemPrompt;
     this.startupSkills = startupSkillsOf(systemPrompt);
@@ -771,7 +760,8 @@ export class LazyAgents {
           this.inspection.prune((scope) => discovery.exists(join(discovery.cwdReal, scope)));
         }
       } catch {
-        // A sweep that fails leaves the caches as they were: correct, only larger.
+        // Outside any hook: counted as a hook's failure is. The caches stay as they were: correct, only larger.
+        this.noteFailure("sweep");
       }
     });
   }
@@ -2259,7 +2249,8 @@ function lstatChain(
     let stat: nodeFs.Stats | undefined;
     try {
       stat = fs.lstat(link.dir);
-    } catch {
+    } catch (error) {
+      errorCode(error);
       return { stats, stop: "error" };
     }
     if (!stat) return { stats, stop: "missing" };
@@ -2281,7 +2272,8 @@ function spelledAsOnDisk(ctx: LocateContext, links: ChainLink[], stats: nodeFs.S
     let other: nodeFs.Stats | undefined;
     try {
       other = ctx.fs.lstat(join(ctx.cwdReal, swapped));
-    } catch {
+    } catch (error) {
+      errorCode(error);
       other = undefined;
     }
     ctx.folds = other !== undefined && other.ino === stats[0]!.ino && other.dev === stats[0]!.dev;
@@ -2336,7 +2328,8 @@ function viewChain(ctx: Discovery, located: Located, withSkills: boolean): Direc
     }
     try {
       views.push(viewDirectory(ctx, link, withSkills, located.stats?.[index]));
-    } catch {
+    } catch (error) {
+      errorCode(error);
       // A folder that cannot be examined now (EIO, EACCES) is left out; the others still count.
     }
   }
@@ -2480,7 +2473,8 @@ class Discovery {
   exists(path: string): boolean {
     try {
       return this.fs.lstat(path) !== undefined;
-    } catch {
+    } catch (error) {
+      errorCode(error);
       return true;
     }
   }
@@ -2490,7 +2484,8 @@ class Discovery {
     if (!mayBeInside(this, path)) return false;
     try {
       return this.fs.stat(path) !== undefined;
-    } catch {
+    } catch (error) {
+      errorCode(error);
       return false;
     }
   };
@@ -2498,7 +2493,8 @@ class Discovery {
   realpathOrUndefined(path: string): string | undefined {
     try {
       return this.fs.realpath(path);
-    } catch {
+    } catch (error) {
+      errorCode(error);
       return undefined;
     }
   }
@@ -2508,7 +2504,7 @@ class Discovery {
     try {
       return this.fs.realpath(path);
     } catch (error) {
-      if (isSettledError(error)) return undefined;
+      if (C.SETTLED_ERROR_CODES.has(errorCode(error))) return undefined;
       throw error;
     }
   }
@@ -2561,7 +2557,8 @@ class Discovery {
     let dirents: nodeFs.Dirent[];
     try {
       dirents = this.fs.readdir(dir);
-    } catch {
+    } catch (error) {
+      errorCode(error);
       return undefined;
     }
     const wanted = this.options.fileNames;
@@ -2631,7 +2628,8 @@ class Discovery {
   instructionFileOrUnknown(candidate: string): InstructionFile | { reason: C.Reason | "skip" } {
     try {
       return this.instructionFile(candidate);
-    } catch {
+    } catch (error) {
+      errorCode(error);
       return { reason: "unreadable" };
     }
   }
@@ -2705,7 +2703,8 @@ function resolveImportOrUnknown(
 ): InstructionFile[] {
   try {
     return resolveImport(ctx, from, target, rejected);
-  } catch {
+  } catch (error) {
+    errorCode(error);
     rejected.push({ path: from.path, reason: "unreadable", kind: "import" });
     return [];
   }
@@ -2805,7 +2804,8 @@ function skillsOf(ctx: Discovery, dir: string, entry: DirectoryEntry, rejected: 
   try {
     const resolved = entry.agents === "link" ? ctx.containedPath(root) : root;
     if (resolved !== undefined) scanSkillDirectory(ctx, resolved, "", 0, scan, []);
-  } catch {
+  } catch (error) {
+    errorCode(error);
     // The skills found so far stand; the rest are unknown until the next access.
     rejected.push({ path: toDisplayPath(ctx.cwdReal, root), reason: "unreadable", kind: "skill" });
   }
@@ -2988,7 +2988,8 @@ function ignoreRule(raw: string, negate: boolean): IgnoreRule | undefined {
   const start = pattern.includes("/") ? "^" : "^(?:.*/)?";
   try {
     return { regex: new RegExp(`${start}${ignoreGlobSource(pattern)}$`), negate, dirOnly };
-  } catch {
+  } catch (error) {
+    if (!(error instanceof SyntaxError)) throw error;
     return undefined;
   }
 }
@@ -3058,12 +3059,8 @@ function parseSkill(
   text: string,
   directoryName: string,
 ): { ok: true; name: string; description: string; hidden: boolean } | { ok: false; reason: C.Reason } {
-  let frontmatter: Record<string, unknown>;
-  try {
-    frontmatter = parseFrontmatter(text).frontmatter;
-  } catch {
-    return { ok: false, reason: "skillInvalid" };
-  }
+  const frontmatter = yamlFrontmatter(text)?.frontmatter as Record<string, unknown> | undefined;
+  if (!frontmatter) return { ok: false, reason: "skillInvalid" };
   const description = frontmatter.description;
   if (typeof description !== "string" || description.trim() === "") return { ok: false, reason: "skillNoDescription" };
   const name = typeof frontmatter.name === "string" && frontmatter.name !== "" ? frontmatter.name : directoryName;
@@ -3213,13 +3210,11 @@ export function splitGlobList(value: string): string[] {
  * are read instead, as the tools themselves do.
  */
 function ruleFrontmatter(text: string): { frontmatter: Record<string, unknown>; body: string } {
-  try {
-    const { frontmatter, body } = parseFrontmatter(text);
-    const plain = typeof frontmatter === "object" && frontmatter !== null && !Array.isArray(frontmatter);
-    return { frontmatter: plain ? frontmatter : {}, body };
-  } catch {
-    return looseFrontmatter(text);
-  }
+  const parsed = yamlFrontmatter(text);
+  if (!parsed) return looseFrontmatter(text);
+  const { frontmatter, body } = parsed;
+  const plain = typeof frontmatter === "object" && frontmatter !== null && !Array.isArray(frontmatter);
+  return { frontmatter: plain ? (frontmatter as Record<string, unknown>) : {}, body };
 }
 
 function looseFrontmatter(text: string): { frontmatter: Record<string, unknown>; body: string } {
@@ -3629,7 +3624,8 @@ function readBounded(fs: FileSystem, realPath: string, maxBytes: number): Loaded
   let fd: number;
   try {
     fd = fs.open(realPath);
-  } catch {
+  } catch (error) {
+    errorCode(error);
     return { ok: false, reason: "unreadable" };
   }
   try {
@@ -3657,20 +3653,16 @@ function readBounded(fs: FileSystem, realPath: string, maxBytes: number): Loaded
     const text = decodeInstructionText(buffer.subarray(0, length));
     if (text === undefined) return { ok: false, reason: "notUtf8" };
     return { ok: true, text, version: versionOf(text), bytes: length };
-  } catch {
+  } catch (error) {
+    errorCode(error);
     return { ok: false, reason: "unreadable" };
   } finally {
     try {
       fs.close(fd);
-    } catch {
-      // A failed close loses nothing we read.
+    } catch (error) {
+      errorCode(error); // a failed close loses nothing we read
     }
   }
-}
-
-function isSettledError(error: unknown): boolean {
-  const code = (error as { code?: unknown } | undefined)?.code;
-  return typeof code === "string" && C.SETTLED_ERROR_CODES.has(code);
 }
 
 // =============================================================================================
@@ -3784,7 +3776,8 @@ class GitIgnoreOracle {
       child.on("error", () => {});
       child.on("close", () => this.onClose(child));
       child.stdin.on("error", () => {});
-    } catch {
+    } catch (error) {
+      errorCode(error); // git cannot be started: no answers, nothing ignored by git
       this.stop();
       return;
     }
@@ -3817,7 +3810,8 @@ class GitIgnoreOracle {
     this.waiters.push(waiter);
     try {
       this.child?.stdin.write(gitQuestion(waiter.path));
-    } catch {
+    } catch (error) {
+      errorCode(error);
       // A helper that cannot take the question has died: its close answers the waiters.
     }
   }
@@ -3893,7 +3887,8 @@ class GitIgnoreOracle {
     try {
       child.stdin.end();
       child.kill();
-    } catch {
+    } catch (error) {
+      errorCode(error);
       // Already gone.
     }
   }
@@ -4089,7 +4084,8 @@ function editDistance(a: string, b: string): number {
 /**
  * Which file each `lazyAgents` key came from. Pi gives an extension only the merged settings, so
  * the project's own `.pi/settings.json` (inside cwd, read like any other file) is asked which keys
- * it sets; Pi lets the project win key by key, so every other key is the global file's.
+ * it sets; Pi lets the project win key by key, so every other key is the global file's. A project
+ * file that is there but does not parse leaves it open: Pi keeps the settings it read last.
  */
 function settingsOrigin(fs: FileSystem, cwd: string, trusted: boolean): SettingsOrigin {
   const globalLabel =
@@ -4097,29 +4093,38 @@ function settingsOrigin(fs: FileSystem, cwd: string, trusted: boolean): Settings
       ? C.GLOBAL_SETTINGS_LABEL
       : C.CUSTOM_GLOBAL_SETTINGS_LABEL;
   const project = trusted ? projectSettingsSection(fs, cwd) : undefined;
-  return (key) => {
-    if (project === undefined) return globalLabel;
-    const inProject =
-      key === undefined ? true : typeof project === "object" && project !== null && Object.hasOwn(project, key);
-    return inProject ? C.PROJECT_SETTINGS_LABEL : globalLabel;
-  };
+  if (project === UNPARSED) return () => C.eitherSettingsLabel(globalLabel);
+  const sets = (key?: string) =>
+    key === undefined || (typeof project === "object" && project !== null && Object.hasOwn(project, key));
+  return (key) => (project !== undefined && sets(key) ? C.PROJECT_SETTINGS_LABEL : globalLabel);
 }
 
-/** The project's `lazyAgents` value, or undefined when the project file has none or cannot be read. */
+const UNPARSED = Symbol("unparsed");
+
+/** The project's `lazyAgents` value: undefined when the project has no such file or key, UNPARSED when it cannot tell. */
 function projectSettingsSection(fs: FileSystem, cwd: string): unknown {
+  let loaded: Loaded;
   try {
     const cwdReal = fs.realpath(cwd);
     const real = fs.realpath(join(cwdReal, CONFIG_DIR_NAME, "settings.json"));
-    if (!isPathInside(cwdReal, real)) return undefined;
-    const loaded = readBounded(fs, real, C.MAX_SETTING_BYTES);
-    if (!loaded.ok) return undefined;
-    const parsed: unknown = JSON.parse(loaded.text);
-    return typeof parsed === "object" && parsed !== null
-      ? (parsed as Record<string, unknown>)[C.SETTINGS_KEY]
-      : undefined;
-  } catch {
-    return undefined;
+    if (!isPathInside(cwdReal, real)) return UNPARSED;
+    loaded = readBounded(fs, real, C.MAX_SETTING_BYTES);
+  } catch (error) {
+    return C.SETTLED_ERROR_CODES.has(errorCode(error)) ? undefined : UNPARSED;
   }
+  if (!loaded.ok) return UNPARSED;
+  // Pi reads an empty file as no settings.
+  if (loaded.text.trim() === "") return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(loaded.text);
+  } catch (error) {
+    if (error instanceof SyntaxError) return UNPARSED;
+    throw error;
+  }
+  return typeof parsed === "object" && parsed !== null
+    ? (parsed as Record<string, unknown>)[C.SETTINGS_KEY]
+    : undefined;
 }
 
 /** True when two option sets would discover differently (the caches depend on these). */
@@ -4173,7 +4178,7 @@ async function explainCommand(engine: LazyAgents, command: string, env: CallEnvi
     }
   }
   if (!engine.options.triggers.has("bash")) lines.push(C.REPORT_TEXT.bashNotTrigger);
-  return lines.join("\n");
+  return lines.map(oneLine).join("\n");
 }
 
 function explainOutcome(engine: LazyAgents, outcome: ShellWordOutcome, viewed: Map<string, DirectoryView[]>): string {
@@ -4333,12 +4338,12 @@ function formatInspection(engine: LazyAgents): string {
 async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnvironment): Promise<string> {
   const shown = rawPath.trim();
   const target = resolveToolPath(shown, env.cwd);
-  if (target === undefined) return C.REPORT_TEXT.unusablePath(shown);
+  if (target === undefined) return oneLine(C.REPORT_TEXT.unusablePath(shown));
   const discovery = engine.discoveryFor(env.cwd);
   if (!discovery) return C.REPORT_NO_CWD;
   const isDirectory = mayBeInside(discovery, target) && discovery.fs.stat(target)?.isDirectory() === true;
   const located = locateChain(discovery, target, isDirectory);
-  if (located === undefined) return C.REPORT_TEXT.outsideCwd(shown);
+  if (located === undefined) return oneLine(C.REPORT_TEXT.outsideCwd(shown));
   await engine.learnGitIgnores(discovery, located.links);
   viewChain(discovery, located, env.trusted && engine.options.skills);
   await engine.learnImportGitIgnores(discovery);
@@ -4484,7 +4489,8 @@ export function decodeInstructionText(bytes: Uint8Array): string | undefined {
   let text: string;
   try {
     text = UTF8.decode(bytes);
-  } catch {
+  } catch (error) {
+    if (errorCode(error) !== "ERR_ENCODING_INVALID_ENCODED_DATA") throw error;
     return undefined;
   }
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
@@ -4548,12 +4554,39 @@ function byteLength(text: string): number {
 
 const CONTROL_NAMES: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
 
-/** A path, name or description kept on one line: control characters are shown, not obeyed. */
+/**
+ * The one escaping of every name shown to the model or the user: kept on one line, and controls
+ * (C0, DEL, C1) and format characters (bidi overrides and isolates, zero widths, BOM) shown as
+ * escapes, so that a terminal obeys none of them and no name displays reversed.
+ */
 function oneLine(text: string): string {
-  return text.replace(
-    /[\p{Cc}\u2028\u2029]/gu,
-    (char) => CONTROL_NAMES[char] ?? `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`,
-  );
+  return text.replace(/[\p{Cc}\p{Cf}\u2028\u2029]/gu, (char) => {
+    const code = char.codePointAt(0)!;
+    return (
+      CONTROL_NAMES[char] ?? (code > 0xffff ? `\\u{${code.toString(16)}}` : `\\u${code.toString(16).padStart(4, "0")}`)
+    );
+  });
+}
+
+/** Pi's frontmatter parser; undefined for frontmatter that is not valid YAML (a YAML error, an unresolved alias). */
+function yamlFrontmatter(text: string): { frontmatter: unknown; body: string } | undefined {
+  try {
+    return parseFrontmatter(text);
+  } catch (error) {
+    if (error instanceof ReferenceError || (error instanceof Error && error.name.startsWith("YAML"))) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * The code of an error Node raised: a filesystem errno (ENOENT, EIO …), the one kind of error
+ * discovery expects, or an ERR_ code of a parse Node refused. Anything else (a TypeError, a bug)
+ * is rethrown, so that the hook guard counts it instead of a file looking broken.
+ */
+function errorCode(error: unknown): string {
+  const code = (error as { code?: unknown } | null | undefined)?.code;
+  if (typeof code !== "string") throw error;
+  return code;
 }
 
 // =============================================================================================
@@ -4902,9 +4935,7 @@ class ShellReader {
       }
       if (char === "\\") {
         const escaped = this.src[this.pos + 1] ?? "";
-        if (escaped === "\n") word.text += "";
-        else if ('$`"\\'.includes(escaped)) word.text += escaped;
-        else word.text += `\\${escaped}`;
+        if (escaped !== "\n") word.text += '$`"\\'.includes(escaped) ? escaped : `\\${escaped}`;
         this.pos += 2;
       } else if (char === "$" || char === "`") {
         this.expansion(word);
@@ -5083,15 +5114,10 @@ function directoryOption(
 /** How a word names a path: relative to the command's directory; a glob by the folder before it. */
 function shellWordUse(word: ShellWord, role: "read" | "write", base: string | undefined): ShellWordUse {
   if (word.dynamic) return { word: word.text, role: "skip", reason: "dynamic" };
-  if (role === "read" && word.glob !== -1) {
-    const before = word.text.slice(0, word.glob);
-    const folder = before.includes("/") ? before.slice(0, before.lastIndexOf("/")) || "/" : ".";
-    const path = joinShellPath(base, { ...word, text: folder });
-    return path === undefined
-      ? { word: word.text, role: "skip", reason: "unknownDirectory" }
-      : { word: word.text, role, path };
-  }
-  const path = joinShellPath(base, word);
+  // A glob names the folder before its first glob character.
+  const before = word.text.slice(0, word.glob);
+  const folder = before.includes("/") ? before.slice(0, before.lastIndexOf("/")) || "/" : ".";
+  const path = joinShellPath(base, role === "read" && word.glob !== -1 ? { ...word, text: folder } : word);
   return path === undefined
     ? { word: word.text, role: "skip", reason: "unknownDirectory" }
     : { word: word.text, role, path };

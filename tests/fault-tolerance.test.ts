@@ -6,7 +6,7 @@ import { utimesSync, unlinkSync, writeFileSync, appendFileSync, mkdirSync, rmSyn
 import type { ExtensionFactory } from "@earendil-works/pi-coding-agent";
 import { createLazyAgents, nodeFileSystem, type FileSystem } from "../index.ts";
 import { FAILURE_LABELS, FAILURE_WARNING, REASONS } from "../config.ts";
-import { loadRunner, reminderOf, withTree, type CallResult, type RunnerHarness, type Tree } from "./harness.ts";
+import { loadRunner, reminderOf, textOf, withTree, type CallResult, type RunnerHarness, type Tree } from "./harness.ts";
 import { fsError, interceptFileSystem, type FsCall, type FsMethod } from "./fs-seam.ts";
 import { noGit } from "./fuzz-lib.ts";
 import { chain } from "./fixtures.ts";
@@ -144,6 +144,42 @@ test("a hook that fails leaves the tool alone, is counted in /lazy-agents under 
     assert.match(report, new RegExp(`${FAILURE_LABELS.toolResult}: 2`));
     assert.doesNotMatch(report, /BOOM/);
   }));
+
+test("a bug in the file layer is counted as the extension's failure, not shown as a file that could not be read", async () => {
+  const methods: FsMethod[] = ["lstat", "readdir", "open", "fstat", "read", "close"];
+  for (const method of methods) {
+    await withTree({ "pkg/AGENTS.md": "PKG-RULES\n", "pkg/a.ts": "a\n" }, async (tree) => {
+      const paths = [tree.abs("pkg"), tree.abs("pkg/AGENTS.md")];
+      const f = await faultyRunner(
+        tree,
+        () => {
+          f.active.on = false; // once: one bug, one failure
+          throw new TypeError("Cannot read properties of undefined (reading 'size')");
+        },
+        (call) => call.method === method && paths.includes(call.path),
+      );
+      const result = await f.h.call("read", { path: "pkg/a.ts" });
+      assert.equal(f.fired.count, 1, `${method}: the fault fired`);
+      assert.deepEqual(result.content.slice(0, result.original.length), result.original, `${method}: result intact`);
+      assert.doesNotMatch(textOf(result.content), /not loaded|could not be read/, `${method}: no notice for the model`);
+      const warnings = f.h.notifications.filter((n) => !n.startsWith("pi-lazy-agents: loaded "));
+      assert.deepEqual(warnings, [FAILURE_WARNING], `${method}: one fixed warning`);
+      await f.h.call("read", { path: "pkg/a.ts" });
+      await f.h.command("lazy-agents", "");
+      const report = f.h.notifications.at(-1)!;
+      const counted = [...report.matchAll(/^ {2}(.+): (\d+)$/gm)].filter(([, label]) =>
+        (Object.values(FAILURE_LABELS) as string[]).includes(label!),
+      );
+      assert.deepEqual(
+        counted.map(([, , count]) => count),
+        ["1"],
+        `${method}: one failure, under its label: ${report}`,
+      );
+      assert.doesNotMatch(report, /Cannot read|could not be read/, `${method}: no exception text`);
+      assert.deepEqual(f.errors, [], `${method}: nothing reached Pi`);
+    });
+  }
+});
 
 for (const site of SITES) {
   for (const code of CODES) {

@@ -34,7 +34,7 @@ import {
   SKILLS_INTRO,
 } from "../config.ts";
 import { createLazyAgents, REMINDER_OPEN, type LazyAgents } from "../index.ts";
-import { callsOutside, fsError, interceptFileSystem, recordingFileSystem } from "./fs-seam.ts";
+import { callsOutside, fsError, interceptFileSystem, recordingFileSystem, type FsCall } from "./fs-seam.ts";
 import { loadRunner, lockFile, type CallResult, type RunnerHarness, type Tree } from "./harness.ts";
 import {
   bashWords,
@@ -47,7 +47,6 @@ import {
   showsText,
   type BashPart,
   type ExpectedRecord,
-  type KnownBug,
   type Shown,
 } from "./reference-model.ts";
 import { rng } from "./rng.ts";
@@ -737,7 +736,6 @@ function expectFor(s: Session, played: Played): ExpectedRecord {
   if (call.tool === "read" && result.isError) return empty;
   let views = played.viewsBefore;
   let instructionTarget = played.instructionTargetBefore;
-  if (s.model.compat.has("write-new-top-level") && views.length === 0) return empty;
   if (call.tool !== "read" && NAMES.includes(basename(target))) {
     views = s.model.views(s.model.targetFolder(target), true);
     instructionTarget = s.model.instructionTarget(target);
@@ -990,14 +988,14 @@ async function reload(s: Session): Promise<void> {
 
 /** A spawner that fails at once: the fuzzer runs without git, as on a machine without it. */
 export const noGit = (): never => {
-  throw new Error("git is not used here");
+  throw fsError("ENOENT", "spawn", "git");
 };
 
 export interface RunOptions {
   /** Record filesystem calls and fail on any outside cwd (the default). */
   boundary?: boolean;
-  /** Known bugs the model mirrors (see KNOWN_BUGS); none for a strict run. */
-  compat?: ReadonlySet<KnownBug>;
+  /** A fault the model does not know of, thrown at the matching filesystem call: a bug the run must find. */
+  sabotage?: (call: FsCall) => boolean;
   /** Counts what the corpus exercised. */
   stats?: Stats;
 }
@@ -1081,6 +1079,7 @@ export async function runCase(c: Case, options: RunOptions = {}): Promise<Failur
     const recorder = recordingFileSystem(
       interceptFileSystem((call, proceed) => {
         if (call.method === "lstat" && call.path === fault.path) throw fsError("EIO", call.method, call.path);
+        if (options.sabotage?.(call)) throw fsError("EACCES", call.method, call.path);
         return proceed();
       }),
     );
@@ -1107,7 +1106,7 @@ export async function runCase(c: Case, options: RunOptions = {}): Promise<Failur
       tree,
       h,
       engine: engine!,
-      model: new ReferenceModel(tree.cwd, options.compat),
+      model: new ReferenceModel(tree.cwd),
       results: [],
       keptFrom: 0,
       stats: options.stats,
@@ -1139,39 +1138,6 @@ export async function runCase(c: Case, options: RunOptions = {}): Promise<Failur
   } finally {
     rmSync(tree.root, { recursive: true, force: true });
   }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Known bugs: a minimal case for each, played strictly. A bug is present while its case fails.
-
-export const KNOWN_BUG_PROBES: Record<KnownBug, Case> = {
-  "double-bom": {
-    seed: 0,
-    entries: [
-      { kind: "file", path: "src/AGENTS.md", content: "\uFEFF\uFEFFTWO-BOMS\n" },
-      { kind: "file", path: "src/f.ts", content: "f\n" },
-    ],
-    steps: [{ op: "call", call: { tool: "read", path: "src/f.ts" } }],
-  },
-  "write-new-top-level": {
-    seed: 0,
-    entries: [],
-    steps: [{ op: "call", call: { tool: "write", path: "pkg/AGENTS.md", content: "WRITTEN\n" } }],
-  },
-};
-
-let present: Promise<Set<KnownBug>> | undefined;
-
-/** The known bugs index.ts still has (probed once per process). */
-export function presentKnownBugs(): Promise<Set<KnownBug>> {
-  present ??= (async () => {
-    const found = new Set<KnownBug>();
-    for (const [bug, probe] of Object.entries(KNOWN_BUG_PROBES) as Array<[KnownBug, Case]>) {
-      if (await runCase(probe, {})) found.add(bug);
-    }
-    return found;
-  })();
-  return present;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -3,24 +3,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createLazyAgents } from "../index.ts";
-import {
-  describeFailure,
-  fuzz,
-  generateCase,
-  noGit,
-  presentKnownBugs,
-  runCase,
-  shrink,
-  type Case,
-  type Stats,
-} from "./fuzz-lib.ts";
+import { describeFailure, fuzz, generateCase, noGit, runCase, shrink, type Case, type Stats } from "./fuzz-lib.ts";
+import type { FsCall } from "./fs-seam.ts";
 import { canLockFiles, loadRunner, reminderOf, withTree } from "./harness.ts";
-
-/** Bugs index.ts still has: the model mirrors them, and their regression tests are todo. */
-const KNOWN_BUGS = await presentKnownBugs();
-
-const todo = (bug: "double-bom" | "write-new-top-level", patch: number) =>
-  KNOWN_BUGS.has(bug) ? `fixed by proposed patch ${patch}` : false;
 
 const CASES = 200;
 
@@ -28,7 +13,7 @@ const SEED = 1;
 
 test(`differential fuzz: ${CASES} seeded cases agree with the reference model, and nothing outside cwd is touched`, async () => {
   const stats: Stats = {};
-  const report = await fuzz(SEED, CASES, { compat: KNOWN_BUGS, stats });
+  const report = await fuzz(SEED, CASES, { stats });
   assert.equal(report, undefined, report);
   // A fuzzer that exercises nothing must not pass quietly.
   for (const key of [
@@ -53,20 +38,8 @@ test(`differential fuzz: ${CASES} seeded cases agree with the reference model, a
   }
 });
 
-if (KNOWN_BUGS.size > 0) {
-  test(
-    "differential fuzz, strict: the corpus agrees with the model without mirroring known bugs",
-    { todo: `fixed by the proposed patches for: ${[...KNOWN_BUGS].join(", ")}` },
-    async () => {
-      const report = await fuzz(SEED, 60, { shrink: false });
-      assert.equal(report, undefined, report);
-    },
-  );
-}
-
 test("a failing case is reported with its seed, a minimal reproduction and the replay command", async () => {
-  // A case that trips over the double-BOM rule: exactly one of the strict model and the model that
-  // mirrors the bug disagrees with the extension, before and after the fix alike.
+  // A case that passes, played again with a read fault the model does not know of: a bug to find.
   const c: Case = {
     seed: 4242,
     entries: [
@@ -82,11 +55,10 @@ test("a failing case is reported with its seed, a minimal reproduction and the r
       { op: "reload" },
     ],
   };
-  const strict = await runCase(c, {});
-  const mirrored = await runCase(c, { compat: new Set(["double-bom"]) });
-  const failure = strict ?? mirrored;
-  assert.ok(failure && !(strict && mirrored), "exactly one of the two models disagrees");
-  const options = strict ? {} : { compat: new Set(["double-bom"] as const) };
+  assert.equal(await runCase(c), undefined, "the case passes as it is");
+  const options = { sabotage: (call: FsCall) => call.method === "open" && call.path.endsWith("/src/AGENTS.md") };
+  const failure = await runCase(c, options);
+  assert.ok(failure, "the fault the model does not know of is found");
   const minimal = await shrink(c, failure, options);
   assert.equal(minimal.case.steps.length, 1, "only the read of src/f.ts is left");
   assert.deepEqual(
@@ -105,23 +77,20 @@ test("the generator is deterministic: one seed, one case", () => {
 });
 
 // ---------------------------------------------------------------------------------------------
-// Bugs the fuzzer found. Each is todo while its probe (KNOWN_BUG_PROBES) still finds it in
-// index.ts, and an ordinary test once the proposed patch has landed.
+// Bugs the fuzzer found.
 
-test("a second BOM at the start of an instruction file is kept as text", { todo: todo("double-bom", 1) }, () =>
+test("a second BOM at the start of an instruction file is kept as text", () =>
   withTree({ "src/AGENTS.md": "\uFEFF\uFEFFTWO-BOMS\n", "src/a.ts": "a" }, async (tree) => {
     const h = await loadRunner(tree, { factories: [createLazyAgents({ spawnGit: noGit })] });
     const reminder = reminderOf((await h.call("read", { path: "src/a.ts" })).content) ?? "";
     assert.match(reminder, />\n\uFEFFTWO-BOMS\n<\/instructions>/, "one BOM dropped, the second one is content");
-  }),
-);
+  }));
 
-test(
-  "writing an instruction file into a new folder directly below cwd counts as its delivery",
-  { todo: todo("write-new-top-level", 2) },
-  () =>
-    withTree({ "f.ts": "root" }, async (tree) => {
-      const h = await loadRunner(tree, { factories: [createLazyAgents({ spawnGit: noGit })] });
+test("writing an instruction file into a new folder directly below cwd counts as its delivery, rules on or off", async () => {
+  for (const rules of [true, false]) {
+    await withTree({ "f.ts": "root" }, async (tree) => {
+      const factories = [createLazyAgents({ spawnGit: noGit })];
+      const h = await loadRunner(tree, { factories, settings: { lazyAgents: { rules } } });
       const written = await h.call("write", { path: "pkg/AGENTS.md", content: "WRITTEN-RULES\n" });
       assert.deepEqual(written.content, written.original, "the model wrote it: no copy appended");
       const record = (written.details as { lazyAgents?: { files: Array<{ path: string; via: string }> } }).lazyAgents;
@@ -132,5 +101,6 @@ test(
       );
       const next = await h.call("write", { path: "pkg/a.ts", content: "a" });
       assert.equal(reminderOf(next.content), undefined, "not sent back to the model that wrote it");
-    }),
-);
+    });
+  }
+});

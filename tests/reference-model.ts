@@ -153,11 +153,10 @@ export function modelVersion(text: string): string {
 }
 
 /** Valid UTF-8 iff decoding and re-encoding gives the same bytes back. One BOM is dropped. */
-export function modelDecode(bytes: Buffer, compat: ReadonlySet<KnownBug> = new Set()): string | undefined {
+export function modelDecode(bytes: Buffer): string | undefined {
   const text = bytes.toString("utf8");
   if (!Buffer.from(text, "utf8").equals(bytes)) return undefined;
-  let withoutBom = text.startsWith("\uFEFF") ? text.slice(1) : text;
-  if (compat.has("double-bom") && withoutBom.startsWith("\uFEFF")) withoutBom = withoutBom.slice(1);
+  const withoutBom = text.startsWith("\uFEFF") ? text.slice(1) : text;
   return withoutBom.split("\r\n").join("\n").split("\r").join("\n");
 }
 
@@ -180,13 +179,6 @@ function frontmatterOf(text: string): Record<string, unknown> | undefined {
 // ---------------------------------------------------------------------------------------------
 // The model.
 
-/**
- * Bugs the fuzzer found in index.ts, each with a proposed patch and a regression test. While one
- * is present (tests/fuzz-lib.ts probes for it), the model can mirror it, so that the fuzzer keeps
- * looking for new ones; once its patch lands, the probe fails to find it and the mirror is off.
- */
-export type KnownBug = "double-bom" | "write-new-top-level";
-
 export type Candidate = { file: ModelFile } | { reason: ModelReason } | { skip: true } | { unknown: true };
 
 /** Thrown through a skills scan that met a file it could not read: the rest is unknown. */
@@ -205,13 +197,11 @@ export class ReferenceModel {
   /** Sections whose full explanation the LLM holds. */
   explained = new Set<ModelSection>();
 
-  readonly compat: ReadonlySet<KnownBug>;
   /** A file whose lstat fails with a passing I/O error (EIO) right now: it is unknown, not absent. */
   faulty?: string;
 
-  constructor(cwdReal: string, compat: ReadonlySet<KnownBug> = new Set()) {
+  constructor(cwdReal: string) {
     this.cwd = cwdReal;
-    this.compat = compat;
   }
 
   /** The real folder whose chain a tool touching `target` activates, or undefined. */
@@ -318,7 +308,7 @@ export class ReferenceModel {
       return { unknown: true };
     }
     if (bytes.length > CAP_BYTES) return { reason: "tooLarge" };
-    const text = modelDecode(bytes, this.compat);
+    const text = modelDecode(bytes);
     if (text === undefined) return { reason: "notUtf8" };
     return { file: { path: display(this.cwd, real), real, text, version: modelVersion(text), bytes: bytes.length } };
   }

@@ -403,6 +403,55 @@ test("folder names cannot forge attributes or notice lines, in the reminder or i
     },
   ));
 
+/** A real name that writes the clipboard (OSC 52) and turns the rest of its line around (U+202E). */
+const HOSTILE_NAME = "n\u001b]52;c;SGk=\u0007\u202Edm.\u200B\u2066\uFEFF\u0085\u007F";
+
+/** Control and format characters other than the line breaks a report is made of. */
+const RAW_CONTROL_OR_FORMAT = /[^\P{Cc}\n]|\p{Cf}/u;
+
+test("names with escape sequences and bidi overrides reach the model and the terminal escaped", async () => {
+  for (const git of [false, true]) {
+    await withTree(
+      {
+        [`docs/${HOSTILE_NAME}`]: "LINKED-RULES\n",
+        [`bad-${HOSTILE_NAME}/AGENTS.md`]: new Uint8Array([0xff, 0xfe]),
+        [`bad-${HOSTILE_NAME}/x.ts`]: "x",
+        "pkg/x.ts": "x",
+        [`.claude/rules/${HOSTILE_NAME}.md`]: '---\npaths: ["pkg/**"]\n---\nHOSTILE-RULE\n',
+      },
+      async (tree) => {
+        if (git) execFileSync("git", ["init", "-q"], { cwd: tree.cwd });
+        tree.link("pkg/AGENTS.md", `../docs/${HOSTILE_NAME}`);
+        const h = await loadRunner(tree, { hasUI: true });
+        const shown: Array<[string, string]> = [];
+        const result = await h.call("read", { path: "pkg/x.ts" });
+        const reminder = reminderOf(result.content) ?? "";
+        assert.match(reminder, /LINKED-RULES[\s\S]*HOSTILE-RULE/, `${git}: delivered`);
+        assert.match(reminder, /path="docs\/n\\u001b\]52;c;SGk=\\u0007\\u202edm\./, `${git}: the path attribute`);
+        shown.push(["reminder", reminder.replace(/LINKED-RULES|HOSTILE-RULE/g, "")]);
+        await h.call("read", { path: `bad-${HOSTILE_NAME}/x.ts` });
+        const warnings = h.notifications.splice(0);
+        assert.ok(
+          warnings.some((w) => w.includes("bad-n\\u001b]52")),
+          `${git}: the refused file is named`,
+        );
+        for (const warning of warnings) shown.push(["notification", warning]);
+        const bad = `bad-${HOSTILE_NAME}/x.ts`;
+        for (const args of [`why "cat pkg/x.ts '${bad}'"`, "why pkg/x.ts", `why ${bad}`, "", `why ${HOSTILE_NAME}`]) {
+          await h.command("lazy-agents", args);
+          const report = h.notifications.splice(0).join("\n");
+          assert.ok(args === `why ${HOSTILE_NAME}` || report.includes("\\u202e"), `${git}: ${args} names it`);
+          shown.push([args, report]);
+        }
+        for (const [where, text] of shown) {
+          const raw = RAW_CONTROL_OR_FORMAT.exec(text);
+          assert.equal(raw, null, `${git}: ${where} shows U+${raw?.[0].codePointAt(0)?.toString(16)} raw`);
+        }
+      },
+    );
+  }
+});
+
 test("a skill's name and description cannot close the skill list", () =>
   withTree(
     {

@@ -183,6 +183,22 @@ test("settings warnings show a key name only when it is plain, and never a value
     ]);
   }));
 
+test("after a reload with a broken project settings file, no warning blames the global file for the project's keys", () =>
+  withTree(files, async (tree) => {
+    const h = await loadRunner(tree, { hasUI: true, projectSettings: { lazyAgents: { maxFileBytes: 0 } } });
+    assert.deepEqual(h.notifications, [
+      "pi-lazy-agents: lazyAgents.maxFileBytes in .pi/settings.json must be a whole number of bytes from 1 to 1048576; its default applies",
+    ]);
+    h.notifications.length = 0;
+    // Pi keeps the project's last good settings when its file no longer parses.
+    tree.write(".pi/settings.json", '{ "lazyAgents": { "maxFileBytes": 0 ');
+    await h.settingsManager.reload();
+    await h.emitSessionStart("reload");
+    assert.deepEqual(h.notifications, [
+      "pi-lazy-agents: lazyAgents.maxFileBytes in .pi/settings.json or ~/.pi/agent/settings.json must be a whole number of bytes from 1 to 1048576; its default applies",
+    ]);
+  }));
+
 test("an untrusted project's settings file is not read to name a key's origin", () =>
   withTree(files, async (tree) => {
     const h = await loadRunner(tree, {
