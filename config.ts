@@ -186,6 +186,7 @@ export const FAILURE_LABELS = {
   rebuild: "rebuilding the ledger from the session",
   settings: "reading the settings",
   sweep: "sweeping the caches",
+  checks: "hookify checks",
 } as const;
 
 export type FailureLabel = keyof typeof FAILURE_LABELS;
@@ -443,3 +444,53 @@ export const REPORT_FAILED = "pi-lazy-agents: the report could not be built.";
 
 /** `/lazy-agents why` when cwd has no real path. */
 export const REPORT_NO_CWD = "pi-lazy-agents: the working directory cannot be resolved.";
+
+// Checks: Claude Code's hookify rules (`.claude/hookify.<name>.local.md`), applied as hookify applies them.
+
+/** The rule file names hookify reads (its glob `hookify.*.local.md`), in each folder's `.claude`. */
+export const CHECK_FILE_NAME = /^hookify\..*\.local\.md$/;
+export const CHECK_DIR_NAME = ".claude";
+
+/** Time bound of the regex matches of one call, in ms: a runaway pattern is cut there. */
+export const CHECK_MATCH_TIMEOUT_MS = 50;
+
+/** The custom message type of a stop that a check sent back. */
+export const CHECK_MESSAGE_TYPE = "pi-lazy-agents-check";
+
+export const CHECKS_OPEN = '<nested-checks source="pi-lazy-agents">';
+export const CHECKS_CLOSE = "</nested-checks>";
+
+/** Opens what the model is told: which rule files speak, so it can read them. */
+export const checksIntro = (files: string[]): string =>
+  `The repository's hookify rules (${files.join(", ")}) matched. They come from the repository, not from the user:`;
+
+export type CheckSkip = "invalid" | "timedOut";
+
+/** The one warning a rule that is skipped for the session earns; it names the rule, never its pattern. */
+export const checkSkippedWarning = (name: string, why: CheckSkip): string =>
+  `${USER_PREFIX}the hookify rule "${name}" is skipped for this session: ` +
+  (why === "timedOut" ? "its pattern took too long to match." : "its file or a pattern in it cannot be used.");
+
+/** What the user is told when checks speak: the action and the rules' names. */
+export const checkNotice = (action: "blocked" | "warned" | "asked", names: string[]): string =>
+  `${USER_PREFIX}hookify ${action}: ${names.join(", ")}`;
+
+export const CHECK_CONFIRM_TITLE = "A hookify rule asks before this call";
+
+export const CHECK_STATES = {
+  active: "active",
+  disabled: "disabled",
+  invalid: "invalid",
+  timedOut: "timed out",
+  untrusted: "untrusted",
+} as const;
+
+export const CHECK_REPORT = {
+  heading: (count: number) => `Checks (${count}):`,
+  off: "Checks are off (the checks setting).",
+  whyHeading: "  Checks on a write here:",
+  whyNone: "  Checks on a write here: none",
+  pathMatches: "its path conditions match",
+  pathNoMatch: "its path conditions do not match",
+  noPathCondition: "no path condition",
+} as const;

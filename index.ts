@@ -20,8 +20,11 @@
 // 10. A glob rule of .claude/.cursor/.github applies when a touched path matches it: `ruleApplies`.
 // 11. Each part of a reminder (files, skills, rules, rule listings) opens with its full explanation
 //     while the model cannot see one, and with a one-line header after: `explains`.
+// 12. A hookify rule of a `.claude` on the call's path blocks, asks or warns on a bash, edit or
+//     write call, a prompt or a stop; block wins over ask over warn: `checkVerdict`.
 //
-// Sections, in the order a tool call travels: 1 Pi adapter; 2 per-call lifecycle; 3 the ledger:
+// Sections, in the order a tool call travels: 1 Pi adapter; 2 per-call lifecycle; 2b checks
+// (hookify rules: block, ask or warn); 3 the ledger:
 // what the model holds; 4 reminder text and budget; 5 discovery; 6 caches and the
 // filesystem seam; 7 git; 8 settings; 9 the /lazy-agents report; 10 pure helpers (paths and text,
 // the shell-word reader, the glob matcher). A section uses only what later sections define, but
@@ -34,6 +37,7 @@ import { hash } from "node:crypto";
 import { homedir } from "node:os";
 import { basename, dirname, isAbsolute, join, posix, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
+import { createContext, Script, type Context } from "node:vm";
 import {
   CONFIG_DIR_NAME,
   getAgentDir,
@@ -115,6 +119,7 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
       }
     };
     const nothing = () => undefined;
+    registerChecks(pi, engine, guarded, tell);
 
     const recordGateDelivery: ExtensionHandler<MessageEndEvent, MessageEndEventResult> = (event, ctx) =>
       guarded(
@@ -282,10 +287,11 @@ async function commandReport(engine: LazyAgents, args: string, env: CallEnvironm
     if (words.startsWith("why ")) {
       const quoted = quotedCommand(words.slice(4));
       if (quoted !== undefined) return await explainCommand(engine, quoted, env);
-      return await explainPath(engine, words.slice(4), env);
+      const why = await explainPath(engine, words.slice(4), env);
+      return [why, ...checkWhy(engine, env, words.slice(4).trim())].join("\n");
     }
     engine.discoveryFor(env.cwd);
-    return formatInspection(engine);
+    return [formatInspection(engine), ...checkReport(engine, env)].join("\n");
   } catch {
     return C.REPORT_FAILED;
   }
@@ -581,6 +587,8 @@ export class LazyAgents {
   contextMark?: string | null;
   /** Failures the hooks caught, by fixed label, for `/lazy-agents`. */
   readonly failures = new Map<C.FailureLabel, number>();
+  /** hookify rules of cwd and the folders seen (see the Checks section). */
+  readonly checks: CheckState = newCheckState();
   /** Rule folders and compiled rules of the bound cwd (see the Rules section). */
   ruleBook?: RuleBook;
   git?: GitIgnoreOracle;
@@ -1164,6 +1172,649 @@ function touchedPath(discovery: Discovery, target: string, cwd: string): string 
     return sep === "/" ? rel : rel.split(sep).join("/");
   };
   return inside(discovery.cwdReal) ?? inside(resolve(cwd));
+}
+
+// =============================================================================================
+// 2b. Checks (hookify). Claude Code's hookify rules (`.claude/hookify.<name>.local.md`), read with
+// hookify's own frontmatter parser and applied with its fields, operators and precedence in Pi's
+// events: tool_call of bash, edit and write; input (prompt); agent_before_settle (stop). A folder's
+// `.claude` governs the paths inside that folder. A warm call stats each rule folder and rule file
+// on its path and reads nothing; every regex of a call runs under one time bound in `node:vm`.
+
+type CheckAction = "block" | "ask" | "warn";
+
+interface CheckCondition {
+  field: string;
+  operator: string;
+  pattern: string;
+  regex?: RegExp;
+}
+
+/** A rule as hookify's `Rule.from_dict` builds it, plus whether it can be used at all. */
+interface CheckRule {
+  name: string;
+  enabled: boolean;
+  event: string;
+  action: string;
+  toolMatcher?: string;
+  conditions: CheckCondition[];
+  message: string;
+  /** No frontmatter, a condition that is not a mapping, or a pattern that does not compile. */
+  invalid: boolean;
+}
+
+interface Check extends CheckRule {
+  /** cwd-relative path of the rule file, and the folder whose paths it governs ("" for cwd). */
+  path: string;
+  base: string;
+  loaded: InstructionFile;
+}
+
+/** What a call offers the rules: the event, the tool, and each field's values (file_path has two). */
+interface CheckInput {
+  event: "bash" | "file" | "prompt" | "stop";
+  toolName?: string;
+  input: Record<string, unknown>;
+  fields: Record<string, string[]>;
+}
+
+interface CheckVerdict {
+  action: CheckAction;
+  checks: Check[];
+  /** What the model is told, in the checks' wrapper. */
+  text: string;
+}
+
+export interface CheckState {
+  /** Rule files of each folder's `.claude`, by folder, kept while its listing stands. */
+  folders: Map<string, { listing: ListingEntry; candidates: string[] }>;
+  compiled: Map<string, Check>;
+  /** Rule versions skipped for the session, by path and version. */
+  skipped: Map<string, C.CheckSkip>;
+  fired: Map<string, number>;
+  /** Warnings waiting for their call's result. */
+  pending: Map<string, string>;
+  /** Whether a stop was sent back since the last prompt. */
+  continued: boolean;
+}
+
+function newCheckState(): CheckState {
+  return {
+    folders: new Map(),
+    compiled: new Map(),
+    skipped: new Map(),
+    fired: new Map(),
+    pending: new Map(),
+    continued: false,
+  };
+}
+
+const CHECK_TOOLS: ReadonlySet<string> = new Set(["bash", "edit", "write"]);
+
+/** Python's `str.strip(chars)` for one character. */
+function stripChar(text: string, char: string): string {
+  let start = 0;
+  let end = text.length;
+  while (start < end && text[start] === char) start++;
+  while (end > start && text[end - 1] === char) end--;
+  return text.slice(start, end);
+}
+
+/** hookify's value cleaning: whitespace, then every `"` and then every `'` at both ends; backslashes stay. */
+function hookifyValue(text: string): string {
+  return stripChar(stripChar(text.trim(), '"'), "'");
+}
+
+function splitOnce(text: string): [string, string] {
+  const at = text.indexOf(":");
+  return [text.slice(0, at).trim(), text.slice(at + 1)];
+}
+
+// Exported for tests: the table of hookify's own examples.
+/** hookify's `extract_frontmatter`, line for line: not YAML (no inline comments, no escapes). */
+export function hookifyFrontmatter(content: string): { frontmatter: Record<string, unknown>; message: string } {
+  const second = content.startsWith("---") ? content.indexOf("---", 3) : -1;
+  if (second === -1) return { frontmatter: {}, message: content };
+  const frontmatter: Record<string, unknown> = Object.create(null);
+  let key = "";
+  let list: unknown[] = [];
+  let dict: Record<string, string> = Object.create(null);
+  let inList = false;
+  let inDict = false;
+  const flushDict = () => {
+    if (inDict && Object.keys(dict).length > 0) list.push(dict);
+    dict = Object.create(null);
+  };
+  for (const line of content.slice(3, second).split("\n")) {
+    const stripped = line.trim();
+    if (stripped === "" || stripped.startsWith("#")) continue;
+    const indent = line.length - line.trimStart().length;
+    if (indent === 0 && line.includes(":") && !stripped.startsWith("-")) {
+      if (inList && key !== "") {
+        flushDict();
+        frontmatter[key] = list;
+        inList = inDict = false;
+        list = [];
+      }
+      const [name, raw] = splitOnce(line);
+      if (raw.trim() === "") {
+        key = name;
+        inList = true;
+        list = [];
+        continue;
+      }
+      const value = hookifyValue(raw);
+      const lower = value.toLowerCase();
+      frontmatter[name] = lower === "true" ? true : lower === "false" ? false : value;
+    } else if (stripped.startsWith("-") && inList) {
+      flushDict();
+      const item = stripped.slice(1).trim();
+      if (item.includes(":") && item.includes(",")) {
+        const inline: Record<string, string> = Object.create(null);
+        for (const part of item.split(",")) {
+          if (!part.includes(":")) continue;
+          const [name, raw] = splitOnce(part);
+          inline[name] = hookifyValue(raw);
+        }
+        list.push(inline);
+        inDict = false;
+      } else if (item.includes(":")) {
+        const [name, raw] = splitOnce(item);
+        inDict = true;
+        dict[name] = hookifyValue(raw);
+      } else {
+        list.push(hookifyValue(item));
+        inDict = false;
+      }
+    } else if (indent > 2 && inDict && line.includes(":")) {
+      const [name, raw] = splitOnce(stripped);
+      dict[name] = hookifyValue(raw);
+    }
+  }
+  if (inList && key !== "") {
+    flushDict();
+    frontmatter[key] = list;
+  }
+  return { frontmatter, message: content.slice(second + 3).trim() };
+}
+
+/** Python's truth of a parsed value: a non-empty string or list, or true. */
+function pythonTruth(value: unknown): boolean {
+  return value === true || (typeof value === "string" && value !== "") || (Array.isArray(value) && value.length > 0);
+}
+
+/** Python's `str()` of a parsed scalar. */
+function pythonText(value: unknown, fallback: string): string {
+  if (value === undefined) return fallback;
+  return value === true ? "True" : value === false ? "False" : typeof value === "string" ? value : fallback;
+}
+
+// Exported for tests: Python-only regex syntax, translated.
+/** A hookify (Python) pattern as a JavaScript regex, case-insensitive; undefined when it does not compile. */
+export function hookifyRegex(pattern: string): RegExp | undefined {
+  let flags = "i";
+  let rest = pattern;
+  const inline = /^\(\?([ims]+)\)/.exec(rest);
+  if (inline) {
+    for (const flag of new Set(inline[1]!)) if (flag !== "i") flags += flag;
+    rest = rest.slice(inline[0].length);
+  }
+  let source = "";
+  for (let index = 0; index < rest.length; index++) {
+    const char = rest[index]!;
+    if (char === "\\" && index + 1 < rest.length) {
+      const next = rest[++index]!;
+      source += next === "A" ? "(?<![\\s\\S])" : next === "Z" ? "(?![\\s\\S])" : `\\${next}`;
+    } else if (rest.startsWith("(?P<", index)) {
+      source += "(?<";
+      index += 3;
+    } else if (rest.startsWith("(?P=", index) && /^\(\?P=(\w+)\)/.test(rest.slice(index))) {
+      const name = /^\(\?P=(\w+)\)/.exec(rest.slice(index))![1]!;
+      source += `\\k<${name}>`;
+      index += name.length + 4;
+    } else source += char;
+  }
+  try {
+    return new RegExp(source, flags);
+  } catch {
+    return undefined;
+  }
+}
+
+// Exported for tests: the field mapping and the examples' rules.
+/** hookify's `Rule.from_dict` over its parser's output. */
+export function hookifyRule(text: string): CheckRule {
+  const { frontmatter, message } = hookifyFrontmatter(text);
+  let invalid = Object.keys(frontmatter).length === 0;
+  const event = pythonText(frontmatter.event, "all");
+  const conditions: CheckCondition[] = [];
+  if (Array.isArray(frontmatter.conditions)) {
+    for (const item of frontmatter.conditions) {
+      if (typeof item !== "object" || item === null) invalid = true;
+      else {
+        const { field, operator, pattern } = item as Record<string, string | undefined>;
+        conditions.push({ field: field ?? "", operator: operator ?? "regex_match", pattern: pattern ?? "" });
+      }
+    }
+  }
+  const simple = frontmatter.pattern;
+  if (pythonTruth(simple) && conditions.length === 0) {
+    if (typeof simple !== "string") invalid = true;
+    const field =
+      event === "bash" ? "command" : event === "file" ? "new_text" : event === "prompt" ? "prompt" : "content";
+    conditions.push({ field, operator: "regex_match", pattern: String(simple) });
+  }
+  for (const condition of conditions) {
+    if (condition.operator !== "regex_match") continue;
+    condition.regex = hookifyRegex(condition.pattern);
+    if (!condition.regex) invalid = true;
+  }
+  return {
+    name: pythonText(frontmatter.name, "unnamed"),
+    enabled: frontmatter.enabled === undefined || pythonTruth(frontmatter.enabled),
+    event,
+    action: pythonText(frontmatter.action, "warn"),
+    toolMatcher: frontmatter.tool_matcher === undefined ? undefined : pythonText(frontmatter.tool_matcher, ""),
+    conditions,
+    message,
+    invalid,
+  };
+}
+
+/** cwd and each folder on the way to a cwd-relative path: the folders whose `.claude` governs it. */
+function checkBases(discovery: Discovery, rel: string | undefined): string[] {
+  const bases = [""];
+  const segments = rel === undefined || rel === "" ? [] : rel.split("/").slice(0, -1);
+  for (let index = 0; index < segments.length; index++) {
+    if (discovery.options.ignoredDirs.has(segments[index]!)) break;
+    bases.push(segments.slice(0, index + 1).join("/"));
+  }
+  return bases;
+}
+
+/** The rule files of these folders, compiled once per version: a folder's listing, then a stat per file. */
+function checksIn(discovery: Discovery, state: CheckState, bases: string[]): Check[] {
+  const checks: Check[] = [];
+  for (const base of bases) {
+    const dir = join(discovery.cwdReal, base, C.CHECK_DIR_NAME);
+    let listing: ListingEntry | undefined;
+    try {
+      listing = discovery.listing(dir);
+    } catch (error) {
+      if (!hasCode(error)) throw error;
+    }
+    if (!listing) {
+      if (base !== "") state.folders.delete(base);
+      continue;
+    }
+    let folder = state.folders.get(base);
+    if (folder?.listing !== listing) {
+      const names = sortedNames(listing).filter(
+        (entry) => (entry.kind === "file" || entry.kind === "link") && C.CHECK_FILE_NAME.test(entry.name),
+      );
+      folder = { listing, candidates: names.map((entry) => join(dir, entry.name)) };
+      state.folders.set(base, folder);
+    }
+    for (const candidate of folder.candidates) {
+      const file = discovery.instructionFileOrUnknown(candidate);
+      if ("reason" in file) continue;
+      let check = state.compiled.get(candidate);
+      if (check?.loaded !== file || check.base !== base) {
+        check = { ...hookifyRule(file.text), path: file.path, base, loaded: file };
+        state.compiled.set(candidate, check);
+      }
+      checks.push(check);
+    }
+  }
+  return checks;
+}
+
+function hasCode(error: unknown): boolean {
+  return typeof (error as { code?: unknown } | null)?.code === "string";
+}
+
+function skipKeyOf(check: Check): string {
+  return `${check.path}\0${check.loaded.version}`;
+}
+
+function checkStateOf(state: CheckState, check: Check, trusted: boolean): string {
+  if (!trusted) return C.CHECK_STATES.untrusted;
+  const skipped = check.invalid ? "invalid" : state.skipped.get(skipKeyOf(check));
+  if (skipped) return C.CHECK_STATES[skipped];
+  return check.enabled ? C.CHECK_STATES.active : C.CHECK_STATES.disabled;
+}
+
+// One sandbox for every bounded match: its `run` reads one job and writes which test runs, so that
+// the watchdog's interrupt names the runaway regex.
+let checkSandbox: { context: Context; call: Script } | undefined;
+
+interface MatchJob {
+  tests: Array<[RegExp, string]>;
+  results: boolean[];
+  i: number;
+  until: number;
+}
+
+/**
+ * Each test's `regex.test(text)` under C.CHECK_MATCH_TIMEOUT_MS per run. A test that times out
+ * runs once more alone, so that a busy machine pausing the process does not condemn a plain
+ * pattern; timing out twice names it.
+ */
+function boundedMatches(tests: Array<[RegExp, string]>): { results: boolean[]; timedOut: Set<number> } {
+  const job: MatchJob = { tests, results: tests.map(() => false), i: 0, until: tests.length };
+  const timedOut = new Set<number>();
+  if (tests.length === 0) return { results: job.results, timedOut };
+  if (!checkSandbox) {
+    const context = createContext({});
+    new Script(
+      "globalThis.run = function (job) { for (; job.i < job.until; job.i++) job.results[job.i] = job.tests[job.i][0].test(job.tests[job.i][1]); };",
+    ).runInContext(context);
+    checkSandbox = { context, call: new Script("run(job)") };
+  }
+  const { context, call } = checkSandbox;
+  const run = (from: number, until: number): boolean => {
+    Object.assign(job, { i: from, until });
+    context.job = job;
+    try {
+      call.runInContext(context, { timeout: C.CHECK_MATCH_TIMEOUT_MS });
+      return true;
+    } catch (error) {
+      if ((error as { code?: unknown }).code !== "ERR_SCRIPT_EXECUTION_TIMEOUT") throw error;
+      return false;
+    } finally {
+      context.job = undefined;
+    }
+  };
+  for (let from = 0; from < tests.length;) {
+    if (run(from, tests.length)) break;
+    // The interrupt may land after the last test, before the run returns.
+    const at = job.i;
+    if (at >= tests.length) break;
+    if (!run(at, at + 1)) timedOut.add(at);
+    from = at + 1;
+  }
+  return { results: job.results, timedOut };
+}
+
+/** hookify's `_extract_field`: a field of the tool's input itself first, then the event's mapping. */
+function fieldValues(input: CheckInput, field: string): string[] | undefined {
+  if (Object.hasOwn(input.input, field)) {
+    const value = input.input[field];
+    return [typeof value === "string" ? value : JSON.stringify(value)];
+  }
+  return Object.hasOwn(input.fields, field) ? input.fields[field] : undefined;
+}
+
+function operatorHolds(operator: string, pattern: string, value: string): boolean {
+  if (operator === "contains") return value.includes(pattern);
+  if (operator === "equals") return value === pattern;
+  if (operator === "not_contains") return !value.includes(pattern);
+  if (operator === "starts_with") return value.startsWith(pattern);
+  if (operator === "ends_with") return value.endsWith(pattern);
+  return false;
+}
+
+function toolMatches(matcher: string | undefined, toolName: string | undefined): boolean {
+  if (matcher === undefined || matcher === "" || matcher === "*") return true;
+  const name = toolName === "edit" ? ["edit", "multiedit"] : [toolName ?? ""];
+  return matcher.split("|").some((part) => name.includes(part.trim().toLowerCase()));
+}
+
+/** The checks that match this input; a rule whose regex timed out is skipped for the session, once warned. */
+function matchingChecks(state: CheckState, checks: Check[], input: CheckInput, warn: (text: string) => void): Check[] {
+  const tests: Array<[RegExp, string]> = [];
+  const plans: Array<{ check: Check; conditions: Array<boolean | number[]> }> = [];
+  for (const check of checks) {
+    if (!check.enabled || check.invalid || state.skipped.has(skipKeyOf(check))) continue;
+    if ((check.event !== "all" && check.event !== input.event) || check.conditions.length === 0) continue;
+    if (!toolMatches(check.toolMatcher, input.toolName)) continue;
+    const conditions = check.conditions.map((condition): boolean | number[] => {
+      const values = fieldValues(input, condition.field);
+      if (values === undefined) return false;
+      if (!condition.regex) return values.some((value) => operatorHolds(condition.operator, condition.pattern, value));
+      return values.map((value) => tests.push([condition.regex!, value]) - 1);
+    });
+    plans.push({ check, conditions });
+  }
+  const { results, timedOut } = boundedMatches(tests);
+  const matched: Check[] = [];
+  for (const { check, conditions } of plans) {
+    if (conditions.some((c) => Array.isArray(c) && c.some((index) => timedOut.has(index)))) {
+      state.skipped.set(skipKeyOf(check), "timedOut");
+      warn(C.checkSkippedWarning(oneLine(check.name), "timedOut"));
+      continue;
+    }
+    if (conditions.every((c) => (Array.isArray(c) ? c.some((index) => results[index]) : c))) matched.push(check);
+  }
+  return matched;
+}
+
+/** hookify's precedence: block over ask (tool calls only) over warn; the winning rules' messages joined. */
+function checkVerdict(state: CheckState, matched: Check[], toolCall: boolean): CheckVerdict | undefined {
+  const bucket = (check: Check): CheckAction =>
+    check.action === "block" ? "block" : check.action === "ask" && toolCall ? "ask" : "warn";
+  const action = (["block", "ask", "warn"] as const).find((a) => matched.some((check) => bucket(check) === a));
+  if (!action) return undefined;
+  const checks = matched.filter((check) => bucket(check) === action);
+  for (const check of checks) state.fired.set(check.path, (state.fired.get(check.path) ?? 0) + 1);
+  const files = [...new Set(checks.map((check) => reminderField(check.path)))];
+  const body = checks.map((check) => `**[${check.name}]**\n${check.message}`).join("\n\n");
+  const inner = neutralizeClosingTags(`${C.checksIntro(files)}\n${body}`);
+  return { action, checks, text: `${C.CHECKS_OPEN}\n${inner}\n${C.CHECKS_CLOSE}` };
+}
+
+/** Skipped rules the user has not heard about: one warning per rule version. */
+function warnInvalid(state: CheckState, checks: Check[], warn: (text: string) => void): void {
+  for (const check of checks) {
+    if (!check.invalid || state.skipped.has(skipKeyOf(check))) continue;
+    state.skipped.set(skipKeyOf(check), "invalid");
+    warn(C.checkSkippedWarning(oneLine(check.name), "invalid"));
+  }
+}
+
+/** The input a bash, edit or write call offers; file_path as given and from cwd. */
+function toolCheckInput(discovery: Discovery, event: ToolCallEvent, cwd: string): { input: CheckInput; rel?: string } {
+  const input = event.input as Record<string, unknown>;
+  const target = event.toolName === "bash" ? undefined : resolveToolPath(input.path, cwd);
+  const rel = target === undefined ? undefined : touchedPath(discovery, target, cwd);
+  const kind = event.toolName === "bash" ? "bash" : "file";
+  return {
+    input: { event: kind, toolName: event.toolName, input, fields: checkFields(event.toolName, input, rel) },
+    rel,
+  };
+}
+
+// Exported for tests: the table of the field mapping.
+/** The fields hookify names, from a bash, edit or write call's input (`rel`: its path from cwd). */
+export function checkFields(toolName: string, input: Record<string, unknown>, rel?: string): Record<string, string[]> {
+  const text = (value: unknown) => (typeof value === "string" ? value : "");
+  if (toolName === "bash") return { command: [text(input.command)] };
+  const given = text(input.path);
+  const edits = Array.isArray(input.edits) ? (input.edits as unknown[]) : [input];
+  const joined = (key: string) => edits.map((edit) => text((edit as Record<string, unknown> | null)?.[key])).join(" ");
+  const content = toolName === "write" ? text(input.content) : joined("newText");
+  const oldText = toolName === "write" ? "" : joined("oldText");
+  return {
+    file_path: rel === undefined || rel === given ? [given] : [given, rel],
+    new_text: [content],
+    new_string: [content],
+    content: [content],
+    old_text: [oldText],
+    old_string: [oldText],
+  };
+}
+
+/** The session's text so far, as a stop check reads it: messages, tool calls and their results. */
+function transcriptOf(messages: readonly unknown[]): string {
+  const parts: string[] = [];
+  for (const message of messages) {
+    const content = (message as { content?: unknown }).content;
+    if (typeof content === "string") parts.push(content);
+    if (!Array.isArray(content)) continue;
+    for (const block of content as Array<{ type?: string; text?: unknown; name?: unknown; arguments?: unknown }>) {
+      if (block?.type === "text" && typeof block.text === "string") parts.push(block.text);
+      else if (block?.type === "toolCall") parts.push(`${String(block.name)} ${JSON.stringify(block.arguments)}`);
+    }
+  }
+  return parts.join("\n");
+}
+
+type Guarded = <T>(
+  ctx: ExtensionContext,
+  label: C.FailureLabel,
+  run: () => T | Promise<T>,
+  fallback: () => T,
+) => T | Promise<T>;
+type Tell = (ctx: ExtensionContext, message: string, level: "info" | "warning") => void;
+
+/** The checks' hooks. Registered before delivery's, so a warning sits right after the tool's own text. */
+function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, tell: Tell): void {
+  const state = engine.checks;
+  const verdictFor = (ctx: ExtensionContext, input: CheckInput, bases: string[], toolCall: boolean) => {
+    if (!engine.options.enabled || !engine.options.checks || !ctx.isProjectTrusted()) return undefined;
+    const discovery = engine.discoveryFor(ctx.cwd);
+    if (!discovery) return undefined;
+    const warn = (text: string) => tell(ctx, text, "warning");
+    const checks = checksIn(discovery, state, bases);
+    warnInvalid(state, checks, warn);
+    return checkVerdict(state, matchingChecks(state, checks, input, warn), toolCall);
+  };
+  const names = (verdict: CheckVerdict) => verdict.checks.map((check) => oneLine(check.name));
+
+  pi.on("tool_call", (event, ctx) =>
+    guarded(
+      ctx,
+      "checks",
+      () => {
+        if (!CHECK_TOOLS.has(event.toolName) || !engine.options.checks) return undefined;
+        const discovery = engine.discoveryFor(ctx.cwd);
+        if (!discovery) return undefined;
+        const { input, rel } = toolCheckInput(discovery, event, ctx.cwd);
+        const verdict = verdictFor(ctx, input, checkBases(discovery, rel), true);
+        if (!verdict) return undefined;
+        if (verdict.action === "warn") {
+          state.pending.set(event.toolCallId, verdict.text);
+          tell(ctx, C.checkNotice("warned", names(verdict)), "info");
+          return undefined;
+        }
+        const blocked = { block: true as const, reason: verdict.text };
+        if (verdict.action === "ask" && ctx.hasUI) {
+          const question = C.checkNotice("asked", names(verdict));
+          return ctx.ui.confirm(C.CHECK_CONFIRM_TITLE, question).then((allowed) => (allowed ? undefined : blocked));
+        }
+        tell(ctx, C.checkNotice("blocked", names(verdict)), "warning");
+        return blocked;
+      },
+      () => undefined,
+    ),
+  );
+
+  pi.on("tool_result", (event, ctx) =>
+    guarded(
+      ctx,
+      "checks",
+      () => {
+        const text = state.pending.get(event.toolCallId);
+        if (text === undefined) return undefined;
+        state.pending.delete(event.toolCallId);
+        const patch: ToolResultEventResult = { content: [...event.content, { type: "text", text }] };
+        if (event.structuredContent !== undefined) patch.structuredContent = event.structuredContent;
+        return patch;
+      },
+      () => undefined,
+    ),
+  );
+  pi.on("turn_end", () => state.pending.clear());
+
+  pi.on("input", (event, ctx) =>
+    guarded(
+      ctx,
+      "checks",
+      () => {
+        state.continued = false;
+        const fields = { prompt: [event.text], user_prompt: [event.text] };
+        const verdict = verdictFor(ctx, { event: "prompt", input: {}, fields }, [""], false);
+        if (!verdict) return undefined;
+        if (verdict.action === "block") {
+          tell(ctx, C.checkNotice("blocked", names(verdict)), "warning");
+          return { action: "handled" as const };
+        }
+        tell(ctx, C.checkNotice("warned", names(verdict)), "info");
+        return { action: "transform" as const, text: `${event.text}\n\n${verdict.text}`, images: event.images };
+      },
+      () => undefined,
+    ),
+  );
+
+  // A blocked stop sends the model back once per prompt, never in a loop.
+  pi.on("agent_before_settle", (event, ctx) =>
+    guarded(
+      ctx,
+      "checks",
+      () => {
+        if (state.continued || event.outcome !== "completed") return undefined;
+        const fields = { transcript: [transcriptOf(event.context.llmMessages)], reason: [""] };
+        const verdict = verdictFor(ctx, { event: "stop", input: {}, fields }, [""], false);
+        if (!verdict) return undefined;
+        if (verdict.action === "warn") {
+          tell(ctx, C.checkNotice("warned", names(verdict)), "info");
+          return undefined;
+        }
+        state.continued = true;
+        tell(ctx, C.checkNotice("blocked", names(verdict)), "warning");
+        const message = {
+          type: "custom_message" as const,
+          customType: C.CHECK_MESSAGE_TYPE,
+          content: verdict.text,
+          display: true,
+        };
+        return { entries: [...event.entries, message], continue: true };
+      },
+      () => undefined,
+    ),
+  );
+}
+
+/** The checks part of `/lazy-agents`: every rule of cwd's and the seen folders' `.claude`, with state and count. */
+function checkReport(engine: LazyAgents, env: CallEnvironment): string[] {
+  if (!engine.options.checks) return ["", C.CHECK_REPORT.off];
+  const discovery = engine.discoveryFor(env.cwd);
+  if (!discovery) return [];
+  const state = engine.checks;
+  const checks = checksIn(discovery, state, ["", ...[...state.folders.keys()].filter((base) => base !== "")]);
+  if (checks.length === 0) return [];
+  const lines = checks.map(
+    (check) =>
+      `  ${check.name}  ${check.path}  ${check.event}  ${check.action}  ${checkStateOf(state, check, env.trusted)}  fired ${state.fired.get(check.path) ?? 0}`,
+  );
+  return ["", C.CHECK_REPORT.heading(checks.length), ...lines].map(oneLine);
+}
+
+/** The checks part of `/lazy-agents why <path>`: the file rules a write there meets, and its path conditions. */
+function checkWhy(engine: LazyAgents, env: CallEnvironment, shown: string): string[] {
+  const discovery = engine.discoveryFor(env.cwd);
+  const target = resolveToolPath(shown, env.cwd);
+  if (!engine.options.checks || !discovery || target === undefined) return [];
+  const rel = touchedPath(discovery, target, env.cwd);
+  const state = engine.checks;
+  const checks = checksIn(discovery, state, checkBases(discovery, rel)).filter(
+    (c) => c.event === "file" || c.event === "all",
+  );
+  if (checks.length === 0) return [C.CHECK_REPORT.whyNone];
+  const values = rel === undefined || rel === shown ? [shown] : [shown, rel];
+  const lines = checks.map((check) => {
+    const paths = check.conditions.filter((condition) => condition.field === "file_path");
+    const input: CheckInput = { event: "file", toolName: "write", input: {}, fields: { file_path: values } };
+    const pathOnly = { ...check, enabled: true, event: "file", toolMatcher: undefined, conditions: paths };
+    const verdict =
+      paths.length === 0
+        ? C.CHECK_REPORT.noPathCondition
+        : matchingChecks({ ...state, skipped: new Map() }, [pathOnly], input, () => {}).length > 0
+          ? C.CHECK_REPORT.pathMatches
+          : C.CHECK_REPORT.pathNoMatch;
+    return `    check ${check.name} (${check.path}, ${check.action}, ${checkStateOf(state, check, env.trusted)}): ${verdict}`;
+  });
+  return [C.CHECK_REPORT.whyHeading, ...lines].map(oneLine);
 }
 
 // =============================================================================================
@@ -1807,7 +2458,7 @@ function reminderField(text: string): string {
   return escapeXml(oneLine(text));
 }
 
-const WRAPPER_CLOSING_TAG = /<(?=\s*\/\s*(?:nested-)?instructions\b)/gi;
+const WRAPPER_CLOSING_TAG = /<(?=\s*\/\s*(?:(?:nested-)?instructions|nested-checks)\b)/gi;
 
 /**
  * Instruction text as the reminder carries it: byte for byte, except that anything that reads as
@@ -3911,6 +4562,8 @@ export interface Options {
   /** Rules (see the Rules section): on or off, and which sources apply. */
   rules: boolean;
   ruleSources: ReadonlySet<C.RuleSource>;
+  /** hookify rules (see the Checks section). */
+  checks: boolean;
 }
 
 // Exported for tests: they compare settings with the defaults.
@@ -3927,6 +4580,7 @@ export function defaultOptions(): Options {
     gateWrites: false,
     rules: true,
     ruleSources: new Set(C.RULE_SOURCES),
+    checks: true,
   };
 }
 
@@ -3947,6 +4601,7 @@ export const SETTING_KEYS = [
   "gateWrites",
   "rules",
   "ruleSources",
+  "checks",
 ] as const;
 
 type SettingKey = (typeof SETTING_KEYS)[number];
@@ -4007,7 +4662,7 @@ export function optionsFromSettings(
   for (const key of Object.keys(settings)) {
     if (!(SETTING_KEYS as readonly string[]).includes(key)) warnings.push(unknownKeyWarning(key, origin(key)));
   }
-  for (const key of ["enabled", "skills", "imports", "gateWrites", "rules"] as const) {
+  for (const key of ["enabled", "skills", "imports", "gateWrites", "rules", "checks"] as const) {
     if (settings[key] === undefined) continue;
     if (typeof settings[key] === "boolean") options[key] = settings[key];
     else bad(key, C.SETTING_EXPECTED.boolean);

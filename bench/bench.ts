@@ -21,6 +21,7 @@ import {
 } from "./replay.ts";
 import { CHAIN_DEPTHS, measureChains, type ChainMeasured } from "./chain.ts";
 import { runEconomy, type EconomyResult } from "./session.ts";
+import { measureChecks, type ChecksMeasured } from "./checks.ts";
 import { fmt, mean, percentile, ratio, table } from "./stats.ts";
 import {
   dirsAtDepth,
@@ -470,6 +471,7 @@ interface Measured {
   chains: ChainMeasured;
   economy: { ours: EconomyResult; peer: EconomyResult; scopes: number; mutations: number };
   bash: BashReplay;
+  checks: ChecksMeasured;
 }
 
 async function measure(config: Config, runs: Map<number, TreeRun>, gc: () => void): Promise<Measured> {
@@ -528,6 +530,10 @@ async function measure(config: Config, runs: Map<number, TreeRun>, gc: () => voi
   // The other trees are done with: free their memory before the sessions.
   for (const size of config.sizes) if (size !== config.mainSize) removeTree(runs.get(size)!.tree);
 
+  log("checks: a write with 20 hookify rules against one with checks off, in lockstep");
+  gc();
+  const checks = await measureChecks(config.quick ? 500 : 2000, 100);
+
   log("prompt economy: one scripted session per extension");
   const sessionOptions = { seed: config.seed, toolCalls: config.sessionCalls, files: config.sessionFiles };
   const ours = await runEconomy("ours", OURS_PATH, sessionOptions);
@@ -544,6 +550,7 @@ async function measure(config: Config, runs: Map<number, TreeRun>, gc: () => voi
     chains,
     economy: { ours: ours.result, peer: peer.result, scopes: ours.plan.scopes, mutations: ours.plan.mutations },
     bash,
+    checks,
   };
 }
 
@@ -605,6 +612,8 @@ function figuresOf(m: Measured, config: Config): Figures {
     ["content_bytes", String(ours.contentBytes)],
     ["cold_nogit_peer_over_ours", fmt(coldNoGitPeerOverOurs, 2)],
     ["warm_git_over_nogit", fmt(warmGitOverNoGit, 2)],
+    ["checks_write_over_plain", fmt(ratio(m.checks.checksP50Us, m.checks.plainP50Us), 2)],
+    ["checks_write_added_us", fmt(m.checks.checksP50Us - m.checks.plainP50Us, 0)],
   ];
   const goals = [
     atMost("warm_over_stat", warmOverStat, 12),

@@ -313,7 +313,11 @@ test('/lazy-agents why "<command>" explains which words activated which scopes, 
 test("known words in unchanged folders cost no more filesystem calls than a warm read there; each new word one lstat", () =>
   withTree(tree, async (t) => {
     const recorder = recordingFileSystem();
-    const h = await loadRunner(t, { factories: [createLazyAgents({ fs: recorder.fs, spawnGit: noGit })] });
+    // Checks off: their one lstat of cwd's .claude per bash call is theirs, not the word reader's.
+    const h = await loadRunner(t, {
+      factories: [createLazyAgents({ fs: recorder.fs, spawnGit: noGit })],
+      settings: { lazyAgents: { checks: false } },
+    });
     const calls = async (tool: string, input: Record<string, unknown>) => {
       recorder.calls.length = 0;
       await h.call(tool, input);

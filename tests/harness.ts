@@ -346,10 +346,15 @@ async function loadExtensions(tree: Tree, factories?: ExtensionFactory[]): Promi
   return loader.getExtensions();
 }
 
-function recordingUI(notifications: string[], statuses: Map<string, string | undefined>): ExtensionUIContext {
+function recordingUI(
+  notifications: string[],
+  statuses: Map<string, string | undefined>,
+  confirm?: boolean,
+): ExtensionUIContext {
   const ui = {
     notify: (message: string) => notifications.push(message),
     setStatus: (key: string, value: string | undefined) => statuses.set(key, value),
+    confirm: async () => confirm === true,
   };
   return new Proxy(ui, {
     get: (target, property) => (property in target ? target[property as keyof typeof target] : () => undefined),
@@ -382,6 +387,8 @@ export interface SessionOptions {
   tools?: string[];
   /** Binds a UI that records each notification here (the session then has a UI, as in the TUI). */
   notifications?: string[];
+  /** With `notifications`: what the UI answers to `ctx.ui.confirm` (no answer, false, when unset). */
+  confirm?: boolean;
 }
 
 /** A model runtime with no stored credentials, no catalog files and no network. */
@@ -447,7 +454,7 @@ export async function startSession(
     settingsManager,
     tools,
   });
-  const uiContext = options.notifications ? recordingUI(options.notifications, new Map()) : undefined;
+  const uiContext = options.notifications ? recordingUI(options.notifications, new Map(), options.confirm) : undefined;
   await session.bindExtensions(uiContext ? { uiContext } : {});
   return { session, sessionManager, requests, requestMessages, faux, dispose: () => session.dispose() };
 }
