@@ -2828,7 +2828,9 @@ interface SourcePath {
 function sourceRefusal(ctx: Discovery, source: SourcePath): C.Reason | "held" | undefined {
   const { written, real } = source;
   if (ctx.startupContext.has(real)) return "startupContext";
-  const checked = source.named ? [written, real] : real === written ? [] : [real];
+  // The warm path: a file its source's layout names, and no link, is the folder view's to judge.
+  if (!source.named && real === written) return undefined;
+  const checked = source.named ? [written, real] : [real];
   for (const path of checked) {
     const rel = relativeInside(ctx.cwdReal, path);
     if (rel === undefined || rel === "") return path === written ? "outsideCwd" : "symlinkEscape";
@@ -2841,7 +2843,6 @@ function sourceRefusal(ctx: Discovery, source: SourcePath): C.Reason | "held" | 
       if (!home) return "dotfile";
     }
   }
-  if (checked.length === 0) return undefined;
   return gitRefusal(ctx, relativeInside(ctx.cwdReal, real)!.split(sep), source.isDirectory());
 }
 
