@@ -48,7 +48,7 @@ export const IGNORED_DIR_NAMES: readonly string[] = [
   "__pycache__",
 ];
 
-/** Folder names an import never reaches into, whatever `ignoreDirs` says: git's own store holds remotes and tokens. */
+/** Folder names no source is ever read from, whatever `ignoreDirs` says: git's own store holds remotes and tokens. */
 export const NEVER_IMPORTED_DIR_NAMES: readonly string[] = [".git"];
 
 /** Where skills live inside a directory, as in Pi. */
@@ -111,6 +111,7 @@ export const REASONS = {
   ignoredDir: "inside an ignored directory",
   dotfile: "a dotfile, which may hold credentials",
   gitIgnored: "ignored by git",
+  startupContext: "the file Pi loaded at start-up, already in the system prompt",
   overridden: "overridden by a preferred file in the same directory",
   skillNoDescription: "skill without a description",
   skillHidden: "skill hidden from the model (disable-model-invocation)",
@@ -187,6 +188,7 @@ export const FAILURE_LABELS = {
   settings: "reading the settings",
   sweep: "sweeping the caches",
   checks: "hookify checks",
+  startup: "reading what Pi loaded at start-up",
 } as const;
 
 export type FailureLabel = keyof typeof FAILURE_LABELS;

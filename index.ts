@@ -22,6 +22,9 @@
 //     while the model cannot see one, and with a one-line header after: `explains`.
 // 12. A hookify rule of a `.claude` on the call's path blocks, asks or warns on a bash, edit or
 //     write call, a prompt or a stop; block wins over ask over warn: `checkVerdict`.
+// 13. Every file read for the model (instruction files, imports, rules, skills) and every folder a
+//     link leads to passes one source policy, on its path as written and as it resolves:
+//     `sourceRefusal`. The folders of a `.agents/skills` tree are skill content, not scopes: `viewChain`.
 //
 // Sections, in the order a tool call travels: 1 Pi adapter; 2 per-call lifecycle; 2b checks
 // (hookify rules: block, ask or warn); 3 the ledger:
@@ -40,6 +43,7 @@ import { fileURLToPath } from "node:url";
 import { createContext, Script, type Context } from "node:vm";
 import {
   CONFIG_DIR_NAME,
+  type BuildSystemPromptOptions,
   getAgentDir,
   parseFrontmatter,
   type ExtensionAPI,
@@ -186,6 +190,9 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
       guarded(ctx, "settings", () => loadSettings(ctx), nothing);
       rebuild(ctx);
     });
+    pi.on("before_agent_start", (event, ctx) => {
+      guarded(ctx, "startup", () => engine.learnStartup(ctx.cwd, event.systemPromptOptions), nothing);
+    });
     pi.on("session_tree", (_event, ctx) => rebuild(ctx));
     pi.on("session_compact", (_event, ctx) => rebuild(ctx));
     // Context edits come between turns: the ledger follows before the turn's first call.
@@ -213,7 +220,7 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
         ctx,
         "toolCall",
         () => {
-          const env = { cwd: ctx.cwd, trusted: ctx.isProjectTrusted(), systemPrompt: () => ctx.getSystemPrompt() };
+          const env = { cwd: ctx.cwd, trusted: ctx.isProjectTrusted() };
           return decide(ctx, engine.onToolCall(event, env));
         },
         nothing,
@@ -320,8 +327,8 @@ export function resolveToolPath(raw: unknown, cwd: string, exists?: (path: strin
   if (Buffer.byteLength(raw) > C.MAX_PATH_BYTES) return undefined;
   let path = raw.replace(UNICODE_SPACES, " ");
   if (path.startsWith("@")) path = path.slice(1);
-  if (path === "~") path = homedir();
-  else if (path.startsWith("~/")) path = join(homedir(), path.slice(2));
+  const home = expandHome(path);
+  if (home !== undefined) path = home;
   else if (path.startsWith("file://")) {
     try {
       path = fileURLToPath(path);
@@ -405,9 +412,7 @@ function shellChains(outcomes: ShellWordOutcome[]): Located[] {
 }
 
 function absoluteShellPath(path: string, cwd: string): string {
-  if (path === "~") return homedir();
-  if (path.startsWith("~/")) return join(homedir(), path.slice(2));
-  return resolve(cwd, path);
+  return expandHome(path) ?? resolve(cwd, path);
 }
 
 function locateShellPath(
@@ -463,9 +468,9 @@ function locateExisting(
  * through real paths (a link on the way, an error, a path that reaches cwd through a link).
  */
 function shellFolder(discovery: Discovery, folder: string): Located | "missing" | "resolve" {
-  const rel = relative(discovery.cwdReal, folder);
+  const rel = relativeInside(discovery.cwdReal, folder);
   if (rel === "") return { links: [], stats: [] };
-  if (rel === ".." || rel.startsWith(`..${sep}`) || isAbsolute(rel)) return "resolve";
+  if (rel === undefined) return "resolve";
   const fresh = !discovery.chains.has(rel);
   const links = chainFor(discovery, rel);
   const { stats, stop } = lstatChain(discovery.fs, links);
@@ -529,8 +534,6 @@ interface GateOutcome {
 interface CallEnvironment {
   cwd: string;
   trusted: boolean;
-  /** Pi's system prompt, read only when skills are in view. */
-  systemPrompt?: () => string;
 }
 
 /** What a tool call asks of the adapter: to wait for git's answers and go on, or to block it (or neither). */
@@ -595,7 +598,8 @@ export class LazyAgents {
   private readonly spawner: SpawnGit;
   private boundCwd?: string;
   startupSkills = new Map<string, string>();
-  private startupPrompt?: string;
+  /** Paths of the context files Pi loaded at start-up, as Pi gives them. */
+  private startupFiles: readonly string[] = [];
 
   constructor(fs: FileSystem = nodeFileSystem, spawner: SpawnGit = spawnGit) {
     this.fs = fs;
@@ -634,6 +638,7 @@ export class LazyAgents {
     }
     this.discovery = new Discovery(this.fs, cwdReal, this.options);
     this.discovery.logicalCwd = resolve(cwd);
+    this.discovery.learnStartupFiles(this.startupFiles);
     this.discovery.gitAnswers.mayAnswer = () => this.git?.available === true;
     return this.discovery;
   }
@@ -664,11 +669,15 @@ export class LazyAgents {
     });
   }
 
-  private refreshStartupSkills(read: (() => string) | undefined): void {
-    const systemPrompt = read?.();
-    if (typeof systemPrompt !== "string" || systemPrompt === this.startupPrompt) return;
-    this.startupPrompt = systemPrompt;
-    this.startupSkills = startupSkillsOf(systemPrompt);
+  /**
+   * What Pi put in its system prompt at start-up, as `before_agent_start` gives it: the skills it
+   * lists (name -> location), and its context files, which the source policy never sends again.
+   */
+  learnStartup(cwd: string, options: Pick<BuildSystemPromptOptions, "contextFiles" | "skills">): void {
+    const listed = (options.skills ?? []).filter((skill) => !skill.disableModelInvocation);
+    this.startupSkills = new Map(listed.map((skill) => [skill.name, skill.filePath]));
+    this.startupFiles = (options.contextFiles ?? []).map((file) => file.path);
+    this.discoveryFor(cwd)?.learnStartupFiles(this.startupFiles);
   }
 
   /**
@@ -727,7 +736,6 @@ export class LazyAgents {
     if (gate && importAnswer && hops < C.MAX_IMPORT_DEPTH)
       return { wait: importAnswer, next: () => this.discover(call, gate, hops + 1) };
     if (views.length === 0 && !this.writesInstruction(event.toolName, target) && !this.options.rules) return PROCEED;
-    if (views.some((view) => view.skills.length > 0)) this.refreshStartupSkills(env.systemPrompt);
     // Rules touch point: the path rule globs see, and git's answers for rule folders.
     const touched = this.options.rules ? touchedPath(discovery, target, env.cwd) : undefined;
     const ruleAnswer = this.options.rules ? this.rulesOf(discovery).learnGitIgnores(views, this.git) : undefined;
@@ -950,7 +958,6 @@ export class LazyAgents {
     const importAnswer = this.learnImportGitIgnores(discovery);
     const views = mergeViews(chains.flat());
     if (views.length === 0 && touched.length === 0) return;
-    if (views.some((view) => view.skills.length > 0)) this.refreshStartupSkills(env.systemPrompt);
     const ruleAnswer = this.options.rules ? this.rulesOf(discovery).learnGitIgnores(views, this.git) : undefined;
     this.calls.pending.set(event.toolCallId, {
       gitAnswer: joinAnswers(...answers, importAnswer, ruleAnswer),
@@ -1167,9 +1174,8 @@ function withRecord(details: unknown, record: LedgerRecord): Record<string, unkn
 /** cwd-relative path of a tool's target with forward slashes, for rule globs; undefined outside cwd. */
 function touchedPath(discovery: Discovery, target: string, cwd: string): string | undefined {
   const inside = (root: string) => {
-    const rel = relative(root, target);
-    if (rel === ".." || rel.startsWith(`..${sep}`) || isAbsolute(rel)) return undefined;
-    return sep === "/" ? rel : rel.split(sep).join("/");
+    const rel = relativeInside(root, target);
+    return rel === undefined || sep === "/" ? rel : rel.split(sep).join("/");
   };
   return inside(discovery.cwdReal) ?? inside(resolve(cwd));
 }
@@ -1456,7 +1462,7 @@ function checksIn(discovery: Discovery, state: CheckState, bases: string[]): Che
       state.folders.set(base, folder);
     }
     for (const candidate of folder.candidates) {
-      const file = discovery.instructionFileOrUnknown(candidate);
+      const file = discovery.instructionFileOrUnknown(candidate, base);
       if ("reason" in file) continue;
       let check = state.compiled.get(candidate);
       if (check?.loaded !== file || check.base !== base) {
@@ -2184,7 +2190,9 @@ function offeredPaths(views: DirectoryView[]): Set<string> {
 
 /** Whether an I/O error hid part of what the folder offers: what the model holds of it then stands. */
 function isUnknown(view: DirectoryView, skills: boolean): boolean {
-  return view.rejected.some((r) => r.reason === "unreadable" && (r.kind === "skill") === skills);
+  return (
+    view.pending === true || view.rejected.some((r) => r.reason === "unreadable" && (r.kind === "skill") === skills)
+  );
 }
 
 /** What the model holds for this scope and the folder no longer offers is withdrawn. */
@@ -2327,7 +2335,7 @@ function planRuleText(ledger: Ledger, plan: DeliveryPlan, input: RulePlanInput, 
   const entries: Array<{ file: InstructionFile; importedBy?: string }> = [{ file: rule.body }];
   if (rule.source === "claude" && input.options.imports) {
     const rejected: Rejection[] = [];
-    entries.push(...importsOf(input.book.discovery, rule.loaded, rejected));
+    entries.push(...importsOf(input.book.discovery, rule.loaded, rule.base, rejected));
     if (rejected.length > 0) planSkips(ledger, { ...emptyView(rule.dir), rejected }, plan);
   }
   for (const { file, importedBy } of entries) {
@@ -2761,6 +2769,8 @@ interface DirectoryView {
   imports: ImportedFile[];
   rejected: Rejection[];
   skills: Skill[];
+  /** A source here waits for git's answer: what the model holds of this folder stands until it comes. */
+  pending?: true;
 }
 
 interface DirectoryEntry {
@@ -2867,9 +2877,9 @@ function chainFor(ctx: LocateContext, rel: string): ChainLink[] {
  */
 function locateChain(ctx: LocateContext, target: string, targetIsDirectory: boolean): Located | undefined {
   const dir = targetIsDirectory ? target : dirname(target);
-  const rel = relative(ctx.cwdReal, dir);
+  const rel = relativeInside(ctx.cwdReal, dir);
   if (rel === "") return { links: [] };
-  if (rel !== ".." && !rel.startsWith(`..${sep}`) && !isAbsolute(rel)) {
+  if (rel !== undefined) {
     const fresh = !ctx.chains.has(rel);
     const links = chainFor(ctx, rel);
     // A step that is missing, not a real folder or fails (ENAMETOOLONG, EACCES …) leaves the chain
@@ -2972,6 +2982,8 @@ function viewChain(ctx: Discovery, located: Located, withSkills: boolean): Direc
   const views: DirectoryView[] = [];
   for (let index = 0; index < located.links.length; index++) {
     const link = located.links[index]!;
+    // A skills tree holds skill content, read when a skill applies: its folders are not scopes.
+    if (link.name === C.SKILLS_DIR_SEGMENTS[1] && located.links[index - 1]?.name === C.SKILLS_DIR_SEGMENTS[0]) break;
     const ignored = ignoredReasonOf(ctx, link);
     if (ignored) {
       ctx.ignoredSeen.set(link.scope, ignored);
@@ -3006,13 +3018,17 @@ function viewDirectory(ctx: Discovery, link: ChainLink, withSkills: boolean, sta
   const skillsToo = withSkills && entry.agents !== "none";
   // Most folders look the same call after call: reuse their view instead of building it again.
   if (entry.candidates.length === 0 && !skillsToo) return (entry.plainView ??= emptyView(link.scope));
-  const first = entry.candidates.length > 0 ? ctx.instructionFileOrUnknown(entry.candidates[0]!) : undefined;
+  const held = ctx.held;
+  const first =
+    entry.candidates.length > 0 ? ctx.instructionFileOrUnknown(entry.candidates[0]!, link.scope) : undefined;
   if (!skillsToo && first !== undefined && entry.plainView?.file === first) return entry.plainView;
   const view: DirectoryView = { scope: link.scope, imports: [], rejected: [], skills: [] };
   for (let index = 0; index < entry.candidates.length; index++) {
     const candidate = entry.candidates[index]!;
-    const result = index === 0 && first !== undefined ? first : ctx.instructionFileOrUnknown(candidate);
+    const result = index === 0 && first !== undefined ? first : ctx.instructionFileOrUnknown(candidate, link.scope);
     if ("reason" in result) {
+      // A file that waits for git may be the one that applies: the names after it wait with it.
+      if (result.reason === "held") break;
       if (result.reason !== "skip") {
         view.rejected.push({
           path: toDisplayPath(ctx.cwdReal, candidate),
@@ -3030,15 +3046,17 @@ function viewDirectory(ctx: Discovery, link: ChainLink, withSkills: boolean, sta
     }
     break;
   }
-  if (view.file && ctx.options.imports) view.imports = importsOf(ctx, view.file, view.rejected);
-  if (skillsToo) view.skills = skillsOf(ctx, link.dir, entry, view.rejected);
+  if (view.file && ctx.options.imports) view.imports = importsOf(ctx, view.file, view.scope, view.rejected);
+  if (skillsToo) view.skills = skillsOf(ctx, link, entry, view.rejected);
+  if (ctx.held !== held) view.pending = true;
   // A view that depends on nothing but its folder and its first file can be reused while both stand.
   // A file with `@path` tokens depends on their targets too, which may appear or change at any time.
   const reusable =
     !skillsToo &&
     view.file === first &&
     (view.file === undefined || !ctx.options.imports || importTargetsOf(ctx, view.file).length === 0) &&
-    view.rejected.every((rejection) => rejection.kind === "overridden");
+    view.rejected.every((rejection) => rejection.kind === "overridden") &&
+    !view.pending;
   entry.plainView = reusable ? view : undefined;
   return view;
 }
@@ -3061,6 +3079,10 @@ class Discovery {
   readonly gitAnswers = new GitAnswers();
   /** Folders whose subtree was skipped, for the inspection command. */
   readonly ignoredSeen = new Map<string, C.Reason>();
+  /** Real paths of the context files Pi loaded at start-up (inside cwd): never sent again. */
+  startupContext: ReadonlySet<string> = new Set();
+  /** Sources held back for git so far; a view that saw it grow is pending. */
+  held = 0;
 
   constructor(fs: FileSystem, cwdReal: string, options: Options) {
     this.fs = fs;
@@ -3240,22 +3262,62 @@ class Discovery {
     return this.folded.set;
   }
 
-  // Instruction files.
-
-  /** Resolves one candidate path to its real, contained, regular file. */
-  resolveContained(candidate: string): { real: string; stats: nodeFs.Stats } | { reason: C.Reason | "skip" } {
-    const link = this.fs.lstat(candidate);
-    if (!link) return { reason: "skip" };
-    if (!link.isSymbolicLink()) {
-      if (link.isDirectory()) return { reason: "skip" };
-      return link.isFile() ? { real: candidate, stats: link } : { reason: "notRegular" };
+  /** Real paths of Pi's start-up context files; only those inside cwd by their text are looked up. */
+  learnStartupFiles(paths: readonly string[]): void {
+    const real = new Set<string>();
+    for (const path of paths) {
+      const resolved = mayBeInside(this, path) ? this.realpathOrUndefined(path) : undefined;
+      if (resolved !== undefined) real.add(resolved);
     }
-    const real = this.realpathIfThere(candidate);
+    this.startupContext = real;
+  }
+
+  // Sources: instruction files, imports, rule files, skill files and the folders links lead to.
+
+  /**
+   * Resolves a source and applies the source policy (`sourceRefusal`) to it: its real file or
+   * folder, or why it is refused ("skip" when nothing is there, "held" while git has to answer).
+   * `scope` is the folder the model reached it through; `how` says who named the path: the
+   * source's own layout, repository text (an import token, resolved even when it is no link), or
+   * a file read only to decide and never sent (a skills tree's ignore file: containment alone).
+   */
+  resolveSource(
+    written: string,
+    scope: string,
+    how: "layout" | "named" | "control" = "layout",
+  ): { real: string; stats: nodeFs.Stats } | { reason: C.Reason | "skip" | "held" } {
+    const named = how === "named";
+    // Text first: a path outside cwd is refused before any filesystem call.
+    if (named && !isPathInside(this.cwdReal, written)) return { reason: "outsideCwd" };
+    const link = this.fs.lstat(written);
+    if (!link) return { reason: "skip" };
+    // A named path may lead through a linked folder: only its real path tells where it is.
+    const real = link.isSymbolicLink() || named ? this.realpathIfThere(written) : written;
     if (real === undefined) return { reason: "skip" };
-    if (!isPathInside(this.cwdReal, real)) return { reason: "symlinkEscape" };
-    const stats = this.fs.stat(real);
-    if (!stats || stats.isDirectory()) return { reason: "skip" };
-    return stats.isFile() ? { real, stats } : { reason: "notRegular" };
+    // Stat only once the policy has the path inside cwd: nothing outside is ever opened.
+    let stats = real === written && !link.isSymbolicLink() ? link : undefined;
+    const statOnce = () => (stats ??= this.fs.stat(real));
+    const isDirectory = () => statOnce()?.isDirectory() === true;
+    const refusal =
+      how === "control"
+        ? isPathInside(this.cwdReal, real)
+          ? undefined
+          : "symlinkEscape"
+        : sourceRefusal(this, { written, real, scope, named, isDirectory });
+    if (refusal !== undefined) return { reason: refusal };
+    const found = statOnce();
+    return found ? { real, stats: found } : { reason: "skip" };
+  }
+
+  /** A source file's real path and stats; folders are nothing, other kinds are not regular. */
+  resolveSourceFile(
+    written: string,
+    scope: string,
+    how: "layout" | "control" = "layout",
+  ): { real: string; stats: nodeFs.Stats } | { reason: C.Reason | "skip" | "held" } {
+    const resolved = this.resolveSource(written, scope, how);
+    if ("reason" in resolved || resolved.stats.isFile()) return resolved;
+    return { reason: resolved.stats.isDirectory() ? "skip" : "notRegular" };
   }
 
   fileEntry(real: string, stats: nodeFs.Stats): FileEntry {
@@ -3269,16 +3331,17 @@ class Discovery {
     return this.files.get(real, stats, load, ({ loaded }) => loaded.ok || loaded.reason !== "unreadable");
   }
 
-  instructionFile(candidate: string): InstructionFile | { reason: C.Reason | "skip" } {
-    const resolved = this.resolveContained(candidate);
+  /** An instruction or rule file found in `scope` by its source's layout. */
+  instructionFile(candidate: string, scope: string): InstructionFile | { reason: C.Reason | "skip" | "held" } {
+    const resolved = this.resolveSourceFile(candidate, scope);
     if ("reason" in resolved) return resolved;
     return this.loadedFile(resolved.real, resolved.stats);
   }
 
   /** As instructionFile, with a passing I/O error reported as "unreadable": the file is unknown. */
-  instructionFileOrUnknown(candidate: string): InstructionFile | { reason: C.Reason | "skip" } {
+  instructionFileOrUnknown(candidate: string, scope: string): InstructionFile | { reason: C.Reason | "skip" | "held" } {
     try {
-      return this.instructionFile(candidate);
+      return this.instructionFile(candidate, scope);
     } catch (error) {
       errorCode(error);
       return { reason: "unreadable" };
@@ -3292,10 +3355,10 @@ class Discovery {
     return (entry.file ??= { path: toDisplayPath(this.cwdReal, real), realPath: real, text, version, bytes });
   }
 
-  /** Real path of `path` when it exists and stays inside cwd. */
-  containedPath(path: string): string | undefined {
-    const real = this.realpathIfThere(path);
-    return real !== undefined && isPathInside(this.cwdReal, real) ? real : undefined;
+  /** Real path of a linked source folder that passes the source policy; undefined otherwise. */
+  sourceFolder(path: string, scope: string): string | undefined {
+    const resolved = this.resolveSource(path, scope);
+    return "reason" in resolved || !resolved.stats.isDirectory() ? undefined : resolved.real;
   }
 
   /**
@@ -3305,7 +3368,7 @@ class Discovery {
   listing(dir: string): ListingEntry | undefined {
     const stats = this.fs.lstat(dir);
     if (stats?.isSymbolicLink()) {
-      const real = this.containedPath(dir);
+      const real = this.sourceFolder(dir, toDisplayPath(this.cwdReal, dirname(dir)));
       return real === undefined ? undefined : this.listing(real);
     }
     if (!stats?.isDirectory()) {
@@ -3320,13 +3383,13 @@ class Discovery {
 // Imports: `@relative/path` tokens in an instruction file, resolved against its folder, under the
 // same rules as instruction files. Depth first, at most C.MAX_IMPORT_DEPTH hops, cycles cut.
 
-function importsOf(ctx: Discovery, root: InstructionFile, rejected: Rejection[]): ImportedFile[] {
+function importsOf(ctx: Discovery, root: InstructionFile, scope: string, rejected: Rejection[]): ImportedFile[] {
   if (importTargetsOf(ctx, root).length === 0) return NO_IMPORTS;
   const imports: ImportedFile[] = [];
   const seen = new Set([root.realPath]);
   const visit = (file: InstructionFile, depth: number): void => {
     for (const target of importTargetsOf(ctx, file)) {
-      for (const imported of resolveImportOrUnknown(ctx, file, target, rejected)) {
+      for (const imported of resolveImportOrUnknown(ctx, file, target, scope, rejected)) {
         if (seen.has(imported.realPath)) continue;
         seen.add(imported.realPath);
         imports.push({ file: imported, importedBy: file.path });
@@ -3350,10 +3413,11 @@ function resolveImportOrUnknown(
   ctx: Discovery,
   from: InstructionFile,
   target: string,
+  scope: string,
   rejected: Rejection[],
 ): InstructionFile[] {
   try {
-    return resolveImport(ctx, from, target, rejected);
+    return resolveImport(ctx, from, target, scope, rejected);
   } catch (error) {
     errorCode(error);
     rejected.push({ path: from.path, reason: "unreadable", kind: "import" });
@@ -3369,6 +3433,7 @@ function resolveImport(
   ctx: Discovery,
   from: InstructionFile,
   target: string,
+  scope: string,
   rejected: Rejection[],
   inDirectory = false,
 ): InstructionFile[] {
@@ -3377,38 +3442,70 @@ function resolveImport(
     rejected.push({ path: from.path, reason, kind: "import" });
     return [];
   };
-  if (!isPathInside(ctx.cwdReal, target)) return reject("outsideCwd");
-  const real = ctx.realpathIfThere(target);
-  if (real === undefined) return [];
-  if (!isPathInside(ctx.cwdReal, real)) return reject("symlinkEscape");
-  const stats = ctx.fs.lstat(real);
-  if (!stats || (inDirectory && stats.isDirectory())) return [];
-  const refusal = importRefusal(ctx, target, real, stats.isDirectory());
-  if (refusal === "held") return [];
-  if (refusal !== undefined) return reject(refusal);
-  if (stats.isDirectory()) return importDirectory(ctx, real, from, rejected);
+  const resolved = ctx.resolveSource(target, scope, "named");
+  if ("reason" in resolved)
+    return resolved.reason === "skip" || resolved.reason === "held" ? [] : reject(resolved.reason);
+  const { real, stats } = resolved;
+  if (stats.isDirectory()) return inDirectory ? [] : importDirectory(ctx, real, from, scope, rejected);
   if (!stats.isFile()) return reject("notRegular");
   const file = ctx.loadedFile(real, stats);
   return "reason" in file ? reject(file.reason) : [file];
 }
 
+// The source policy. Every file the extension reads for the model (instruction files, imports,
+// rule files, skill files), and every folder a link leads it into, passes `sourceRefusal`.
+
+/** The dot folders sources live in, each with the one child that is the source (`.claude/rules` …). */
+const SOURCE_HOMES: ReadonlyMap<string, string> = new Map(
+  [...Object.values(C.RULE_DIRS), C.SKILLS_DIR_SEGMENTS].map(([home, child]) => [home!, child!]),
+);
+
+interface SourcePath {
+  /** Absolute path as the source's layout or an import token names it. */
+  written: string;
+  /** Absolute real path it resolves to. */
+  real: string;
+  /** cwd-relative folder the model reached: the folder view has checked its segments already. */
+  scope: string;
+  /** Whether repository text (an import token) chose the written path. */
+  named: boolean;
+  isDirectory: () => boolean;
+}
+
 /**
- * The source rules an import target must pass besides containment: no dotfile (credentials live
- * there whether or not git ignores them), no ignored folder on its path as written or as it
- * resolves, and nothing git ignores. "held" while git has yet to answer.
+ * The source policy. What the repository chooses, where a link leads and what an import names,
+ * must lie inside cwd, not be a context file Pi put in its system prompt at start-up, hold no dot
+ * name but the sources' own homes (credentials live in `.env`, `.git`, `.aws` whether or not git
+ * ignores them), pass through no ignored folder, and not be ignored by git. A path the source's own
+ * layout names (an AGENTS.md of a folder the model touched, a rule file in its rule folder) is the
+ * folder view's to judge. "held" while git has yet to answer.
  */
-function importRefusal(
-  ctx: Discovery,
-  target: string,
-  real: string,
-  isDirectory: boolean,
-): C.Reason | "held" | undefined {
-  if (basename(target).startsWith(".") || basename(real).startsWith(".")) return "dotfile";
-  const written = relative(ctx.cwdReal, target).split(sep);
-  const resolved = relative(ctx.cwdReal, real).split(sep);
-  const ignored = (name: string) => ctx.options.ignoredDirs.has(name) || C.NEVER_IMPORTED_DIR_NAMES.includes(name);
-  if ([...written, ...resolved].some(ignored)) return "ignoredDir";
-  return gitRefusal(ctx, resolved, isDirectory);
+function sourceRefusal(ctx: Discovery, source: SourcePath): C.Reason | "held" | undefined {
+  const { written, real } = source;
+  if (ctx.startupContext.has(real)) return "startupContext";
+  // The warm path: a file its source's layout names, and no link, is the folder view's to judge.
+  if (!source.named && real === written) return undefined;
+  const checked = source.named ? [written, real] : [real];
+  for (const path of checked) {
+    const rel = relativeInside(ctx.cwdReal, path);
+    if (rel === undefined || rel === "") return path === written ? "outsideCwd" : "symlinkEscape";
+    const segments = segmentsBelow(rel, source.scope);
+    for (const [index, name] of segments.entries()) {
+      if (ctx.options.ignoredDirs.has(name) || C.NEVER_IMPORTED_DIR_NAMES.includes(name)) return "ignoredDir";
+      if (!name.startsWith(".")) continue;
+      const child = SOURCE_HOMES.get(name);
+      const home = child !== undefined && (segments[index + 1] ?? (source.isDirectory() ? child : "")) === child;
+      if (!home) return "dotfile";
+    }
+  }
+  return gitRefusal(ctx, relativeInside(ctx.cwdReal, real)!.split(sep), source.isDirectory());
+}
+
+/** The segments of a cwd-relative path below `scope` (cwd-relative, with `/`), or all of them. */
+function segmentsBelow(rel: string, scope: string): string[] {
+  const prefix = sep === "/" ? scope : scope.split("/").join(sep);
+  const below = prefix !== "" && rel.startsWith(`${prefix}${sep}`) ? rel.slice(prefix.length + 1) : rel;
+  return below.split(sep);
 }
 
 /** Whether git ignores a target (cwd-relative segments) or a folder above it; "held" when unknown. */
@@ -3424,10 +3521,17 @@ function gitRefusal(ctx: Discovery, segments: string[], isDirectory: boolean): C
   }
   if (questions.length === 0 || !ctx.gitAnswers.mayAnswer()) return undefined;
   for (const question of questions) ctx.gitAnswers.wanted.add(question);
+  ctx.held++;
   return "held";
 }
 
-function importDirectory(ctx: Discovery, dir: string, from: InstructionFile, rejected: Rejection[]): InstructionFile[] {
+function importDirectory(
+  ctx: Discovery,
+  dir: string,
+  from: InstructionFile,
+  scope: string,
+  rejected: Rejection[],
+): InstructionFile[] {
   const listing = ctx.listing(dir);
   if (!listing) return [];
   const files: InstructionFile[] = [];
@@ -3438,7 +3542,7 @@ function importDirectory(ctx: Discovery, dir: string, from: InstructionFile, rej
       rejected.push({ path: from.path, reason: "importDirCapped", kind: "cap", counts });
       break;
     }
-    files.push(...resolveImport(ctx, from, join(dir, entry.name), rejected, true));
+    files.push(...resolveImport(ctx, from, join(dir, entry.name), scope, rejected, true));
   }
   return files;
 }
@@ -3449,11 +3553,14 @@ function importDirectory(ctx: Discovery, dir: string, from: InstructionFile, rej
 // of two skills with one name, the first found (in directory order, as Pi walks) is kept. A
 // known skill folder costs one lstat of its SKILL.md; other folders one of themselves.
 
-function skillsOf(ctx: Discovery, dir: string, entry: DirectoryEntry, rejected: Rejection[]): Skill[] {
-  const root = join(dir, ...C.SKILLS_DIR_SEGMENTS);
-  const scan: SkillScan = { skills: [], rejected, names: new Map() };
+function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, rejected: Rejection[]): Skill[] {
+  const [home, child] = C.SKILLS_DIR_SEGMENTS as [string, string];
+  const root = join(link.dir, home, child);
+  const scan: SkillScan = { skills: [], rejected, names: new Map(), scope: link.scope };
   try {
-    const resolved = entry.agents === "link" ? ctx.containedPath(root) : root;
+    // A linked `.agents` is judged where it leads; a linked `skills` below it, by the listing.
+    const agents = entry.agents === "link" ? ctx.sourceFolder(join(link.dir, home), link.scope) : undefined;
+    const resolved = entry.agents === "link" ? (agents === undefined ? undefined : join(agents, child)) : root;
     if (resolved !== undefined) scanSkillDirectory(ctx, resolved, "", 0, scan, []);
   } catch (error) {
     errorCode(error);
@@ -3498,9 +3605,9 @@ function scanSkillDirectory(
     const path = join(dir, entry.name);
     let subdirectory = entry.kind === "dir" ? path : undefined;
     if (entry.kind === "link") {
-      const real = ctx.containedPath(path);
-      if (real === undefined) continue;
-      if (ctx.fs.stat(real)?.isDirectory()) subdirectory = real;
+      const resolved = ctx.resolveSource(path, toDisplayPath(ctx.cwdReal, dir));
+      if ("reason" in resolved) continue;
+      if (resolved.stats.isDirectory()) subdirectory = resolved.real;
     }
     if (isIgnored(rules, below(entry.name), subdirectory !== undefined)) continue;
     if (subdirectory !== undefined) {
@@ -3527,7 +3634,7 @@ function ignoreRules(
 ): IgnoreRule[] {
   let rules = inherited;
   for (const name of listing.ignoreFiles) {
-    const resolved = ctx.resolveContained(join(dir, name));
+    const resolved = ctx.resolveSourceFile(join(dir, name), "", "control");
     if ("reason" in resolved) continue;
     const entry = ctx.fileEntry(resolved.real, resolved.stats);
     if (!entry.loaded.ok) continue;
@@ -3541,9 +3648,10 @@ function ignoreRules(
 /** Adds the skill a file defines; false when the file is not there. */
 function addSkill(ctx: Discovery, candidate: string, declared: boolean, scan: SkillScan): boolean {
   const { skills, rejected } = scan;
-  const resolved = ctx.resolveContained(candidate);
+  const resolved = ctx.resolveSourceFile(candidate, scan.scope);
   if ("reason" in resolved) {
     if (resolved.reason === "skip") return false;
+    if (resolved.reason === "held") return true;
     rejected.push({ path: toDisplayPath(ctx.cwdReal, candidate), reason: resolved.reason, kind: "skill" });
     return true;
   }
@@ -3579,6 +3687,8 @@ interface SkillScan {
   rejected: Rejection[];
   /** Name → path of every skill found so far in this tree, listed or hidden. */
   names: Map<string, string>;
+  /** The scope whose skills these are. */
+  scope: string;
 }
 
 /** A folder's entries as discovery keeps them: past the cap, the first entries by name. */
@@ -3716,24 +3826,6 @@ function parseSkill(
   if (typeof description !== "string" || description.trim() === "") return { ok: false, reason: "skillNoDescription" };
   const name = typeof frontmatter.name === "string" && frontmatter.name !== "" ? frontmatter.name : directoryName;
   return { ok: true, name, description: description.trim(), hidden: frontmatter["disable-model-invocation"] === true };
-}
-
-/** Skills Pi listed in its system prompt at start-up: name → location. */
-function startupSkillsOf(systemPrompt: string): Map<string, string> {
-  const skills = new Map<string, string>();
-  const pattern =
-    /<skill>\s*<name>([^<]*)<\/name>\s*<description>[^]*?<\/description>\s*<location>([^<]*)<\/location>/g;
-  for (const match of systemPrompt.matchAll(pattern)) skills.set(unescapeXml(match[1]!), unescapeXml(match[2]!));
-  return skills;
-}
-
-function unescapeXml(text: string): string {
-  return text
-    .replace(/&lt;/g, "<")
-    .replace(/&gt;/g, ">")
-    .replace(/&quot;/g, '"')
-    .replace(/&apos;/g, "'")
-    .replace(/&amp;/g, "&");
 }
 
 // Rules: `.claude/rules`, `.cursor/rules` and `.github/instructions`, the path-scoped rule files other
@@ -4078,7 +4170,7 @@ class RuleBook {
     // A parent that is a link must resolve inside cwd before anything below it is listed.
     let ruleDir: string | undefined = place.ruleDir;
     if (parentKind === "link") {
-      const parentDir = this.discovery.containedPath(place.parentDir);
+      const parentDir = this.discovery.sourceFolder(place.parentDir, place.base);
       if (parentDir === undefined) this.discovery.ignoredSeen.set(place.display, "symlinkEscape");
       ruleDir = parentDir === undefined ? undefined : join(parentDir, C.RULE_DIRS[place.source][1]);
     }
@@ -4117,8 +4209,10 @@ class RuleBook {
       for (const entry of sortedNames(listing)) {
         if ((entry.kind !== "file" && entry.kind !== "link") || !isRuleFileName(entry.name, place.source)) continue;
         const candidate = join(dir, entry.name);
-        const file = this.discovery.instructionFile(candidate);
+        const file = this.discovery.instructionFile(candidate, place.base);
         if (!("reason" in file)) folder.rules.push(this.compile(place, candidate, file));
+        // A rule that waits for git: the folder is read again at the next call.
+        else if (file.reason === "held") folder.listings = [];
         else if (file.reason !== "skip") {
           const path = toDisplayPath(this.discovery.cwdReal, candidate);
           folder.rejected.push({ path, reason: file.reason, kind: "instruction" });
@@ -4167,7 +4261,7 @@ class RuleBook {
 
   private refresh(folder: RuleFolder, index: number): Rule | undefined {
     const rule = folder.rules[index]!;
-    const file = this.discovery.instructionFile(rule.candidate);
+    const file = this.discovery.instructionFile(rule.candidate, folder.place.base);
     if ("reason" in file) {
       // Gone or refused since the folder was read: read the folder again at the next call.
       folder.listings = [];
@@ -5118,12 +5212,24 @@ function explainRules(engine: LazyAgents, views: DirectoryView[], touched: strin
 // Exported for tests: a table test of containment.
 /** True when `child` lies strictly inside `parent`. Both must already be absolute and resolved. */
 export function isPathInside(parent: string, child: string): boolean {
-  const rel = relative(parent, child);
-  return rel !== "" && rel !== ".." && !rel.startsWith(`..${sep}`) && !isAbsolute(rel);
+  const rel = relativeInside(parent, child);
+  return rel !== undefined && rel !== "";
 }
 
 function isPathInsideOrSame(parent: string, child: string): boolean {
-  return resolve(parent) === resolve(child) || isPathInside(parent, child);
+  return relativeInside(parent, child) !== undefined;
+}
+
+/** The one containment test: `child` relative to `parent` ("" for itself), undefined when it lies outside. */
+function relativeInside(parent: string, child: string): string | undefined {
+  const rel = relative(parent, child);
+  return rel === ".." || rel.startsWith(`..${sep}`) || isAbsolute(rel) ? undefined : rel;
+}
+
+/** `~` and `~/…` as the tools and the shell expand them; undefined for any other path. */
+function expandHome(path: string): string | undefined {
+  if (path === "~") return homedir();
+  return path.startsWith("~/") ? join(homedir(), path.slice(2)) : undefined;
 }
 
 /** cwd-relative path with forward slashes, as shown to the model. */

@@ -7,6 +7,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { importTokens } from "../index.ts";
 import { loadRunner, reminderOf, withTree, countOccurrences, textOf } from "./harness.ts";
+import { makeRepository, REPOSITORY_KINDS } from "./fixtures.ts";
 
 const recordOf = (details: unknown) =>
   (details as { lazyAgents?: { files: Array<{ path: string; scope: string; version: string; via: string }> } })
@@ -339,3 +340,23 @@ test("an import after a closed fenced block is followed; one inside the block is
       assert.doesNotMatch(reminder, /FENCED-IMPORT/);
     },
   ));
+
+for (const kind of REPOSITORY_KINDS) {
+  test(`an import into a dot folder is refused; a source's own home is not a dotfile (${kind})`, () =>
+    withTree(
+      {
+        ".aws/credentials": "AWS-SECRET",
+        ".claude/rules/style.md": "CLAUDE-STYLE",
+        "pkg/AGENTS.md": "PKG @../.aws/credentials @../.claude/rules/style.md",
+        "pkg/x.ts": "x",
+      },
+      async (tree) => {
+        makeRepository(tree.cwd, kind);
+        const h = await loadRunner(tree);
+        const reminder = reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "";
+        assert.doesNotMatch(reminder, /AWS-SECRET/);
+        assert.match(reminder, /an import in pkg\/AGENTS.md was not loaded: a dotfile, which may hold credentials/);
+        assert.match(reminder, /<instructions path=".claude\/rules\/style.md"[^>]*imported-by="pkg\/AGENTS.md"/);
+      },
+    ));
+}

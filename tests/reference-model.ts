@@ -5,7 +5,8 @@
 //
 // Covered: per-directory file choice (first valid name wins, refused names are told once, folders
 // and broken links skipped silently, a file a passing I/O error hides keeps what the LLM holds of
-// its scope and lets no later name apply), scopes, the cwd boundary, symlinks, the size and UTF-8
+// its scope and lets no later name apply), scopes (none inside a `.agents/skills` tree), the cwd
+// boundary, symlinks (a link leads to no ignored folder and no dot name but a source's home), the size and UTF-8
 // rules, text normalization, ignored folders, activation (reads only on success), once per
 // version, changes (supersedes), deletions (one withdrawal), reading or writing the file itself
 // (a write that failed shows nothing of it), skills (name, description, location; withdrawal) and
@@ -33,7 +34,31 @@ export const IGNORED = new Set([".git", "node_modules", "dist", "build", "target
 export const CAP_BYTES = 64 * 1024;
 const SKILL_MAX_DEPTH = 8;
 
-export type ModelReason = "symlinkEscape" | "notRegular" | "tooLarge" | "notUtf8" | "unreadable";
+export type ModelReason =
+  "symlinkEscape" | "notRegular" | "tooLarge" | "notUtf8" | "unreadable" | "ignoredDir" | "dotfile";
+
+/** The dot folders the sources live in, with the one child that is the source. */
+const HOMES: Record<string, string> = {
+  ".agents": "skills",
+  ".claude": "rules",
+  ".cursor": "rules",
+  ".github": "instructions",
+};
+
+/**
+ * Where a link may lead: below the folder it was found in (or anywhere in cwd, when outside that
+ * folder), no ignored folder and no dot name but a source's home followed by its child.
+ */
+function linkRefusal(cwd: string, folder: string, real: string): ModelReason | undefined {
+  const rel = relative(cwd, real);
+  const base = relative(cwd, folder);
+  const parts = (base !== "" && rel.startsWith(base + sep) ? rel.slice(base.length + 1) : rel).split(sep);
+  for (let i = 0; i < parts.length; i++) {
+    if (IGNORED.has(parts[i]!)) return "ignoredDir";
+    if (parts[i]!.startsWith(".") && HOMES[parts[i]!] !== parts[i + 1]) return "dotfile";
+  }
+  return undefined;
+}
 
 export interface ModelFile {
   /** cwd-relative path of the real file, forward slashes. */
@@ -247,6 +272,8 @@ export class ReferenceModel {
     const parts = relative(this.cwd, folder).split(sep);
     for (let i = 1; i <= parts.length; i++) {
       if (IGNORED.has(parts[i - 1]!)) break;
+      // The folders of a skills tree are skill content, not scopes.
+      if (parts[i - 1] === "skills" && parts[i - 2] === ".agents") break;
       const dir = join(this.cwd, ...parts.slice(0, i));
       views.push(this.view(dir, withSkills));
     }
@@ -294,6 +321,8 @@ export class ReferenceModel {
       const resolved = tryRealpath(path);
       if (resolved === undefined) return { skip: true };
       if (!strictlyInside(this.cwd, resolved)) return { reason: "symlinkEscape" };
+      const refusal = linkRefusal(this.cwd, dirname(path), resolved);
+      if (refusal) return { reason: refusal };
       const target = tryStat(resolved);
       if (!target) return { skip: true };
       real = resolved;

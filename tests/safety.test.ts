@@ -18,8 +18,10 @@ import {
   type RunnerHarness,
   type Tree,
 } from "./harness.ts";
+import type { JsonObject } from "@earendil-works/pi-ai";
 import { callsOutside, insideOrSame, recordingFileSystem, type Recorder } from "./fs-seam.ts";
 import { noGit } from "./fuzz-lib.ts";
+import { makeRepository, REPOSITORY_KINDS } from "./fixtures.ts";
 
 const linkedTree = {
   "docs/pkg-guidelines.md": "PKG-GUIDE",
@@ -501,3 +503,95 @@ test("decoding: strict UTF-8, one BOM stripped, CRLF and lone CR become LF", () 
   assert.equal(decodeInstructionText(new Uint8Array([0x61, 0xc3])), undefined);
   assert.equal(decodeInstructionText(new Uint8Array([0xed, 0xa0, 0x80])), undefined, "no lone surrogates");
 });
+
+// The source policy: a link cannot bring what an import may not.
+
+const SECRETS = ["REMOTE-TOKEN", "ENV-SECRET", "AWS-SECRET", "VENDOR-NOTES", "LOCAL-SETTINGS", "PRIVATE-NOTES"];
+
+for (const kind of REPOSITORY_KINDS) {
+  test(`a link cannot send a dotfile, git's store, an ignored folder or what git ignores (${kind})`, () =>
+    withTree(
+      {
+        ".gitignore": "private/\nsecret.txt\n",
+        ".env": "ENV-SECRET",
+        ".aws/credentials": "AWS-SECRET",
+        ".aws/skill.md": "---\nname: aws\ndescription: AWS-SECRET\n---\n",
+        ".claude/settings.local.json": "LOCAL-SETTINGS",
+        "node_modules/dep/NOTES.md": "VENDOR-NOTES",
+        "private/notes.md": "PRIVATE-NOTES",
+        "secret.txt": "PRIVATE-NOTES",
+        "docs/guide.md": "SHARED-GUIDE",
+        ...Object.fromEntries("abcdefgh".split("").map((name) => [`${name}/x.ts`, name])),
+      },
+      async (tree) => {
+        makeRepository(tree.cwd, kind);
+        if (kind === "plain folder")
+          tree.write(".git/config", "[remote]\n\turl = https://REMOTE-TOKEN@example.com/r\n");
+        else execFileSync("git", ["remote", "add", "o", "https://REMOTE-TOKEN@example.com/r"], { cwd: tree.cwd });
+        tree.link("a/AGENTS.md", "../.git/config");
+        tree.link("b/CLAUDE.md", "../.env");
+        tree.link("c/AGENTS.md", "../.aws/credentials");
+        tree.link("d/AGENTS.md", "../node_modules/dep/NOTES.md");
+        tree.link("e/AGENTS.md", "../private/notes.md");
+        tree.link("f/AGENTS.md", "../secret.txt");
+        tree.link("g/.agents/skills/aws/SKILL.md", "../../../../.aws/skill.md");
+        tree.link("h/AGENTS.md", "../docs/guide.md");
+        tree.link(".claude/rules/team.md", "../../.env");
+        tree.link(".claude/rules/local.md", "../settings.local.json");
+        const h = await loadRunner(tree, { hasUI: true });
+        const reminders: Record<string, string> = {};
+        for (const name of "abcdefgh") {
+          reminders[name] = reminderOf((await h.call("read", { path: `${name}/x.ts` })).content) ?? "";
+        }
+        const all = Object.values(reminders).join("\n") + h.notifications.join("\n");
+        // Without git, nothing is git-ignored: only the git repository keeps private/ to itself.
+        const secrets = kind === "git repository" ? SECRETS : SECRETS.filter((secret) => secret !== "PRIVATE-NOTES");
+        for (const secret of secrets) assert.ok(!all.includes(secret), `${secret} is never sent`);
+        const notice = (path: string, reason: string) => `- ${path} was not loaded: ${reason}.`;
+        assert.ok(reminders.a!.includes(notice("a/AGENTS.md", "inside an ignored directory")), reminders.a);
+        assert.ok(reminders.b!.includes(notice("b/CLAUDE.md", "a dotfile, which may hold credentials")));
+        assert.ok(reminders.c!.includes(notice("c/AGENTS.md", "a dotfile, which may hold credentials")));
+        assert.ok(reminders.d!.includes(notice("d/AGENTS.md", "inside an ignored directory")));
+        if (kind === "git repository") {
+          assert.ok(reminders.e!.includes(notice("e/AGENTS.md", "ignored by git")), reminders.e);
+          assert.ok(reminders.f!.includes(notice("f/AGENTS.md", "ignored by git")), reminders.f);
+        }
+        assert.doesNotMatch(reminders.g!, /aws/, "a skill that links into a dot folder is not listed");
+        assert.match(reminders.h!, /SHARED-GUIDE/, "a link that passes the policy arrives with the first read");
+      },
+    ));
+}
+
+for (const kind of REPOSITORY_KINDS) {
+  test(`a file Pi loaded at start-up is not sent again, through a link or an import (${kind})`, () =>
+    withTree(
+      {
+        ".agents/AGENTS.md": "PI-ROOT-RULES",
+        "pkg/x.ts": "x",
+        "web/x.ts": "x",
+        "lib/AGENTS.md": "LIB-RULES @../AGENTS.md @../.agents/AGENTS.md",
+        "lib/x.ts": "x",
+      },
+      async (tree) => {
+        makeRepository(tree.cwd, kind);
+        // As in langfuse: the root file Pi reads is a link into .agents.
+        tree.link("AGENTS.md", ".agents/AGENTS.md");
+        tree.link("pkg/AGENTS.md", "../AGENTS.md");
+        tree.link("web/AGENTS.md", "../.agents/AGENTS.md");
+        const reads = ["pkg", "web", "lib"].map((dir) => ["read", { path: `${dir}/x.ts` }] as [string, JsonObject]);
+        const h = await startSession(tree, [toolTurn(...reads), finalTurn()]);
+        try {
+          await h.session.prompt("go");
+          assert.match(h.session.systemPrompt, /PI-ROOT-RULES/, "Pi put the file in its system prompt");
+          const toolText = persistedToolResults(h.sessionManager)
+            .map((result) => textOf(result.content))
+            .join("\n");
+          assert.match(toolText, /LIB-RULES/);
+          assert.doesNotMatch(toolText, /PI-ROOT-RULES/);
+          assert.match(toolText, /pkg\/AGENTS.md was not loaded: the file Pi loaded at start-up/);
+        } finally {
+          h.dispose();
+        }
+      },
+    ));
+}
