@@ -3711,10 +3711,28 @@ class GitAnswers {
 // Exported for tests: they hand the engine a git that is slow, absent or dying.
 export type SpawnGit = (cwd: string) => ChildProcessWithoutNullStreams;
 
+/**
+ * Git runs no program a repository names. check-ignore runs no hooks, filters or pager, but its
+ * index read runs `core.fsmonitor`: a command-line setting outranks every config file (the
+ * repository's, what it includes, the user's), and empty is off in every git version ("false" is
+ * a hook path before 2.36). A partial clone's missing `.gitignore` blob would be fetched through
+ * the repository's remote (an `ext::` command, `core.sshCommand`): no lazy fetch, and an empty
+ * GIT_ALLOW_PROTOCOL forbids every transport whatever `protocol.*.allow` says. No optional locks:
+ * git never writes the index. The user's global and system config stay, for `core.excludesFile`.
+ */
+const GIT_ARGS = ["-c", "core.fsmonitor=", "check-ignore", "--stdin", "-z", "--verbose", "--non-matching"];
+const GIT_ENV = {
+  GIT_FLUSH: "1",
+  GIT_OPTIONAL_LOCKS: "0",
+  GIT_NO_LAZY_FETCH: "1",
+  GIT_ALLOW_PROTOCOL: "",
+  GIT_TERMINAL_PROMPT: "0",
+};
+
 const spawnGit: SpawnGit = (cwd) =>
-  spawn("git", ["check-ignore", "--stdin", "-z", "--verbose", "--non-matching"], {
+  spawn("git", GIT_ARGS, {
     cwd,
-    env: { ...process.env, GIT_FLUSH: "1", GIT_OPTIONAL_LOCKS: "0" },
+    env: { ...process.env, ...GIT_ENV },
     stdio: ["pipe", "pipe", "pipe"],
   });
 

@@ -2,10 +2,11 @@
 // built with a test seam.
 
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import type { ExtensionFactory } from "@earendil-works/pi-coding-agent";
 import { createLazyAgents, type LazyAgents } from "../index.ts";
 import { noGit } from "./fuzz-lib.ts";
-import { reminderOf, toolTurn } from "./harness.ts";
+import { git, reminderOf, toolTurn, type Tree } from "./harness.ts";
 
 export const chain = {
   "AGENTS.md": "ROOT-RULES",
@@ -62,3 +63,14 @@ export const PNG = Buffer.from(
   "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==",
   "base64",
 );
+
+/** A repository beside cwd with one commit (`src/AGENTS.md` says LIB-RULES), to add as a submodule. */
+export function makeLibrary(tree: Tree): string {
+  const lib = join(tree.root, "lib");
+  tree.write("../lib/src/AGENTS.md", "LIB-RULES");
+  tree.write("../lib/src/a.ts", "a\n");
+  git(lib, "init", "-q");
+  git(lib, "add", ".");
+  git(lib, "commit", "-qm", "lib");
+  return lib;
+}
