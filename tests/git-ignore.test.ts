@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
 import { createRequire, syncBuiltinESMExports } from "node:module";
 import { createLazyAgents, type SpawnGit } from "../index.ts";
-import { loadRunner, reminderOf, withTree } from "./harness.ts";
+import { loadRunner, reminderOf, withTree, twoTrees } from "./harness.ts";
 
 const skill = (name: string, description: string) => `---\nname: ${name}\ndescription: ${description}\n---\nBODY\n`;
 
@@ -30,7 +30,7 @@ const slowGit: SpawnGit = (cwd) =>
   });
 
 test("vendored node_modules instructions never reach the model", () =>
-  withTree(
+  twoTrees(
     {
       "node_modules/dep/AGENTS.md": "VENDOR",
       "node_modules/dep/index.js": "x",
@@ -44,7 +44,7 @@ test("vendored node_modules instructions never reach the model", () =>
   ));
 
 test("a node_modules package's AGENTS.md and skills never reach the model", () =>
-  withTree(
+  twoTrees(
     {
       "node_modules/some-dep/AGENTS.md": "VENDOR-RULES",
       "node_modules/some-dep/.agents/skills/evil/SKILL.md": skill("evil", "vendor skill"),

@@ -102,6 +102,24 @@ export function withCwdAt(tree: Tree, folder: string): Tree {
   return { ...tree, cwd, abs: (path) => resolve(cwd, path) };
 }
 
+/**
+ * `withTree` twice, as users work: in a plain folder, then in a fresh `git init` of the same spec.
+ * A failure names the kind of tree it failed in.
+ */
+export async function twoTrees(spec: TreeSpec, fn: (tree: Tree) => Promise<unknown> | unknown): Promise<void> {
+  for (const kind of ["plain folder", "git repository"] as const) {
+    try {
+      await withTree(spec, (tree) => {
+        if (kind === "git repository") git(tree.cwd, "init", "-q");
+        return fn(tree);
+      });
+    } catch (error) {
+      if (error instanceof Error) error.stack = `(${kind}) ${error.stack}`;
+      throw error;
+    }
+  }
+}
+
 /** Runs `fn` on a fresh tree and always removes it. */
 export async function withTree<T>(spec: TreeSpec, fn: (tree: Tree) => Promise<T> | T): Promise<T> {
   const tree = makeTree(spec);
