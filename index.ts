@@ -3678,7 +3678,8 @@ function isSettledError(error: unknown): boolean {
 // It starts with the session, so no tool call ever waits for a spawn, and its answers are cached
 // per folder, so a warm call never waits on it at all. Its first question is cwd itself: until
 // that is answered git may be absent or cwd outside a work tree; once it is, a helper that dies
-// died on the path it was asked (a submodule's inside), which alone stays unknown.
+// died on the path it was asked (a submodule's inside), which alone stays unknown. It is run so
+// that no setting of the repository can start a program: `spawnGit`.
 
 /**
  * Git's answers for one discovery: which folders and import targets git ignores, and the questions
@@ -3737,13 +3738,10 @@ const spawnGit: SpawnGit = (cwd) =>
   });
 
 /**
- * One question for git. The `./` prefix keeps a name that starts with `:` from being read as
- * pathspec magic; check-ignore refuses both `:(literal)` and GIT_LITERAL_PATHSPECS.
- */
-/**
- * A cwd-relative question for git ("" is cwd; a folder's ends in `/`): `./` keeps a leading `:` literal.
- * The slash is dropped so that git stats the folder itself: `generated/*` then does not match
- * `generated`, and a `!generated/keep/` re-include is reported as the negation it is.
+ * A cwd-relative question for git ("" is cwd; a folder's ends in `/`). `./` keeps a name that starts
+ * with `:` from being read as pathspec magic (check-ignore refuses both `:(literal)` and
+ * GIT_LITERAL_PATHSPECS). The slash is dropped so that git stats the folder itself: `generated/*`
+ * then does not match `generated`, and a `!generated/keep/` re-include is reported as the negation it is.
  */
 function gitQuestion(path: string): string {
   return `./${withoutSlash(path)}\0`;
@@ -3776,10 +3774,6 @@ class GitIgnoreOracle {
   constructor(cwdReal: string, spawner: SpawnGit = spawnGit) {
     this.cwdReal = cwdReal;
     this.spawnGit = spawner;
-  }
-
-  get running(): boolean {
-    return this.child !== undefined && !this.off;
   }
 
   /** Whether git may still answer: false once it is gone for the session (absent, no repository). */
