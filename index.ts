@@ -4415,7 +4415,8 @@ function readBounded(fs: FileSystem, realPath: string, maxBytes: number): Loaded
 // It starts with the session, so no tool call ever waits for a spawn, and its answers are cached
 // per folder, so a warm call never waits on it at all. Its first question is cwd itself: until
 // that is answered git may be absent or cwd outside a work tree; once it is, a helper that dies
-// died on the path it was asked (a submodule's inside), which alone stays unknown.
+// died on the path it was asked (a submodule's inside), which alone stays unknown. It is run so
+// that no setting of the repository can start a program: `spawnGit`.
 
 /**
  * Git's answers for one discovery: which folders and import targets git ignores, and the questions
@@ -4448,21 +4449,36 @@ class GitAnswers {
 // Exported for tests: they hand the engine a git that is slow, absent or dying.
 export type SpawnGit = (cwd: string) => ChildProcessWithoutNullStreams;
 
+/**
+ * Git runs no program a repository names. check-ignore runs no hooks, filters or pager, but its
+ * index read runs `core.fsmonitor`: a command-line setting outranks every config file (the
+ * repository's, what it includes, the user's), and empty is off in every git version ("false" is
+ * a hook path before 2.36). A partial clone's missing `.gitignore` blob would be fetched through
+ * the repository's remote (an `ext::` command, `core.sshCommand`): no lazy fetch, and an empty
+ * GIT_ALLOW_PROTOCOL forbids every transport whatever `protocol.*.allow` says. No optional locks:
+ * git never writes the index. The user's global and system config stay, for `core.excludesFile`.
+ */
+const GIT_ARGS = ["-c", "core.fsmonitor=", "check-ignore", "--stdin", "-z", "--verbose", "--non-matching"];
+const GIT_ENV = {
+  GIT_FLUSH: "1",
+  GIT_OPTIONAL_LOCKS: "0",
+  GIT_NO_LAZY_FETCH: "1",
+  GIT_ALLOW_PROTOCOL: "",
+  GIT_TERMINAL_PROMPT: "0",
+};
+
 const spawnGit: SpawnGit = (cwd) =>
-  spawn("git", ["check-ignore", "--stdin", "-z", "--verbose", "--non-matching"], {
+  spawn("git", GIT_ARGS, {
     cwd,
-    env: { ...process.env, GIT_FLUSH: "1", GIT_OPTIONAL_LOCKS: "0" },
+    env: { ...process.env, ...GIT_ENV },
     stdio: ["pipe", "pipe", "pipe"],
   });
 
 /**
- * One question for git. The `./` prefix keeps a name that starts with `:` from being read as
- * pathspec magic; check-ignore refuses both `:(literal)` and GIT_LITERAL_PATHSPECS.
- */
-/**
- * A cwd-relative question for git ("" is cwd; a folder's ends in `/`): `./` keeps a leading `:` literal.
- * The slash is dropped so that git stats the folder itself: `generated/*` then does not match
- * `generated`, and a `!generated/keep/` re-include is reported as the negation it is.
+ * A cwd-relative question for git ("" is cwd; a folder's ends in `/`). `./` keeps a name that starts
+ * with `:` from being read as pathspec magic (check-ignore refuses both `:(literal)` and
+ * GIT_LITERAL_PATHSPECS). The slash is dropped so that git stats the folder itself: `generated/*`
+ * then does not match `generated`, and a `!generated/keep/` re-include is reported as the negation it is.
  */
 function gitQuestion(path: string): string {
   return `./${withoutSlash(path)}\0`;
@@ -4495,10 +4511,6 @@ class GitIgnoreOracle {
   constructor(cwdReal: string, spawner: SpawnGit = spawnGit) {
     this.cwdReal = cwdReal;
     this.spawnGit = spawner;
-  }
-
-  get running(): boolean {
-    return this.child !== undefined && !this.off;
   }
 
   /** Whether git may still answer: false once it is gone for the session (absent, no repository). */

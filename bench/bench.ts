@@ -587,7 +587,8 @@ function figuresOf(m: Measured, config: Config): Figures {
     chainP50("peer, no git", GOAL_DEPTH, true),
     chainP50("ours, no git", GOAL_DEPTH, true),
   );
-  const warmGitOverNoGit = ratio(chainP50("ours, git", GOAL_DEPTH, false), chainP50("ours, no git", GOAL_DEPTH, false));
+  // Added cost, git over no git, of warm reads back to back at the bottom of an 8-folder chain.
+  const warmGitOverNoGit = ratio(p50(m.chains.streak.git), p50(m.chains.streak.noGit));
 
   const summary: Array<[string, string]> = [
     ["warm_p50_us", fmt(warmP50, 1)],
@@ -611,6 +612,8 @@ function figuresOf(m: Measured, config: Config): Figures {
     ["wrapper_bytes", String(wrapperBytes)],
     ["content_bytes", String(ours.contentBytes)],
     ["cold_nogit_peer_over_ours", fmt(coldNoGitPeerOverOurs, 2)],
+    ["warm_streak_git_p50_us", fmt(p50(m.chains.streak.git), 1)],
+    ["warm_streak_nogit_p50_us", fmt(p50(m.chains.streak.noGit), 1)],
     ["warm_git_over_nogit", fmt(warmGitOverNoGit, 2)],
     ["checks_write_over_plain", fmt(ratio(m.checks.checksP50Us, m.checks.plainP50Us), 2)],
     ["checks_write_added_us", fmt(m.checks.checksP50Us - m.checks.plainP50Us, 0)],
@@ -629,7 +632,7 @@ function figuresOf(m: Measured, config: Config): Figures {
     atMost("prefix_breaks", ours.prefixBreaks, 0),
     atMost("wrapper_bytes / content_bytes", ratio(wrapperBytes, ours.contentBytes), 0.15),
     atLeast("cold_nogit_peer_over_ours (every folder)", coldNoGitPeerOverOurs, 1.5),
-    atMost("warm_git_over_nogit (every folder)", warmGitOverNoGit, 1.2),
+    atMost("warm_git_over_nogit (every folder, back to back)", warmGitOverNoGit, 1.2),
   ];
   return { summary, goals };
 }

@@ -14,6 +14,8 @@ import type { ReplayCall } from "./workload.ts";
 export const CHAIN_DEPTHS = [4, 8] as const;
 /** Warm calls in each chain after its cold one. */
 const WARM_PER_CHAIN = 3;
+/** Warm reads back to back in one deepest folder, kept after as many unkept ones (JIT warm-up). */
+const WARM_STREAK = 100;
 const FILES_PER_FOLDER = 4;
 
 export interface ChainOptions {
@@ -116,6 +118,8 @@ export interface ChainCounted {
 export interface ChainMeasured {
   calls: ReplayCall[];
   timed: ChainRun[];
+  /** WARM_STREAK warm reads at the bottom of one 8-folder chain, with and without git (see `warmStreak`). */
+  streak: { git: Sample[]; noGit: Sample[] };
   counted: ChainCounted[];
   trees: { git: SyntheticTree; noGit: SyntheticTree };
 }
@@ -178,7 +182,38 @@ export async function measureChains(options: ChainOptions, probe?: () => void): 
   } finally {
     for (const runner of runners.splice(0)) await shutdown(runner);
   }
-  return { calls, timed, counted: await countChains(calls, sides, options, perChain), trees: { git, noGit } };
+  const streak = await warmStreak(git, noGit);
+  return { calls, timed, streak, counted: await countChains(calls, sides, options, perChain), trees: { git, noGit } };
+}
+
+/**
+ * The warm path at its purest, git against no git: one chain's cold read, then warm reads of the
+ * files at its bottom, each call's tool_call then tool_result with no tool in between (nothing of
+ * git's can finish meanwhile), interleaved call by call with a bare runner, both trees in lockstep.
+ * Fresh runners, so the chain is cold for them at the first call only.
+ */
+async function warmStreak(git: SyntheticTree, noGit: SyntheticTree): Promise<{ git: Sample[]; noGit: Sample[] }> {
+  const bottom = git.dirs.find((dir) => dir.depth === 8)!;
+  const calls: ReplayCall[] = Array.from({ length: 1 + 2 * WARM_STREAK }, (_, index) => ({
+    toolName: "read",
+    path: `${bottom.rel}/${bottom.files[index % bottom.files.length]}`,
+    dir: bottom,
+    cold: index === 0,
+  }));
+  const runners: BenchRunner[] = [];
+  try {
+    const lanes = [];
+    for (const tree of [git, noGit]) {
+      const ext = await loadRunner("ours", [OURS_PATH], tree.cwd, tree.agentDir);
+      const base = await loadRunner("base", [], tree.cwd, tree.agentDir);
+      runners.push(ext, base);
+      lanes.push({ ext, base, calls, specs: await buildSpecs(tree.cwd, calls), tools: [] });
+    }
+    const [withGit, withoutGit] = await timeLanes(lanes, { warmup: 1 + WARM_STREAK });
+    return { git: withGit!, noGit: withoutGit! };
+  } finally {
+    for (const runner of runners) await shutdown(runner);
+  }
 }
 
 /** fs calls and spawns per call; probes go in before the runners load (see bench.ts). */

@@ -89,6 +89,7 @@ export interface Lane {
   base: BenchRunner;
   calls: ReplayCall[];
   specs: ToolCallSpec[];
+  /** What runs between each call's hooks; none for a call with no tool in between. */
   tools: Array<() => Promise<unknown>>;
 }
 
@@ -112,7 +113,7 @@ export async function timeLanes(
       const which = (index + step) % lanes.length;
       const lane = lanes[which]!;
       const spec = lane.specs[index]!;
-      const tool = lane.tools[index]!;
+      const tool = lane.tools[index];
       let extUs: number;
       let baseUs: number;
       if (index % 2 === 0) {

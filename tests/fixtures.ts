@@ -3,10 +3,11 @@
 
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import type { ExtensionFactory } from "@earendil-works/pi-coding-agent";
 import { createLazyAgents, type LazyAgents } from "../index.ts";
 import { noGit } from "./fuzz-lib.ts";
-import { reminderOf, toolTurn } from "./harness.ts";
+import { git, reminderOf, toolTurn, type Tree } from "./harness.ts";
 
 export const chain = {
   "AGENTS.md": "ROOT-RULES",
@@ -72,4 +73,15 @@ export type RepositoryKind = (typeof REPOSITORY_KINDS)[number];
 /** Makes cwd the kind of folder a test runs in. */
 export function makeRepository(cwd: string, kind: RepositoryKind): void {
   if (kind === "git repository") execFileSync("git", ["init", "-q"], { cwd });
+}
+
+/** A repository beside cwd with one commit (`src/AGENTS.md` says LIB-RULES), to add as a submodule. */
+export function makeLibrary(tree: Tree): string {
+  const lib = join(tree.root, "lib");
+  tree.write("../lib/src/AGENTS.md", "LIB-RULES");
+  tree.write("../lib/src/a.ts", "a\n");
+  git(lib, "init", "-q");
+  git(lib, "add", ".");
+  git(lib, "commit", "-qm", "lib");
+  return lib;
 }

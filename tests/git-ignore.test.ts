@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
 import { createRequire, syncBuiltinESMExports } from "node:module";
 import { createLazyAgents, type SpawnGit } from "../index.ts";
-import { loadRunner, reminderOf, withTree } from "./harness.ts";
+import { loadRunner, reminderOf, withTree, twoTrees } from "./harness.ts";
 
 const skill = (name: string, description: string) => `---\nname: ${name}\ndescription: ${description}\n---\nBODY\n`;
 
@@ -30,7 +30,7 @@ const slowGit: SpawnGit = (cwd) =>
   });
 
 test("vendored node_modules instructions never reach the model", () =>
-  withTree(
+  twoTrees(
     {
       "node_modules/dep/AGENTS.md": "VENDOR",
       "node_modules/dep/index.js": "x",
@@ -44,7 +44,7 @@ test("vendored node_modules instructions never reach the model", () =>
   ));
 
 test("a node_modules package's AGENTS.md and skills never reach the model", () =>
-  withTree(
+  twoTrees(
     {
       "node_modules/some-dep/AGENTS.md": "VENDOR-RULES",
       "node_modules/some-dep/.agents/skills/evil/SKILL.md": skill("evil", "vendor skill"),
@@ -89,7 +89,7 @@ test("without git, only the constant name list applies", () =>
     },
   ));
 
-test("one git helper starts with the session and warm calls spawn no child process", () =>
+test("one git helper starts with the session, and warm calls spawn no child process and ask git nothing", () =>
   withTree(
     { ".gitignore": "generated/\n", "src/deep/AGENTS.md": "DEEP", "src/deep/a.ts": "a", "src/deep/b.ts": "b" },
     async (tree) => {
@@ -98,10 +98,16 @@ test("one git helper starts with the session and warm calls spawn no child proce
       const names = ["spawn", "spawnSync", "exec", "execSync", "execFile", "execFileSync", "fork"];
       const originals = Object.fromEntries(names.map((name) => [name, childProcess[name]]));
       let spawns = 0;
+      let questions = 0;
       for (const name of names) {
         childProcess[name] = (...args: unknown[]) => {
           spawns++;
-          return (originals[name] as (...a: unknown[]) => unknown)(...args);
+          const child = (originals[name] as (...a: unknown[]) => { stdin?: { write: (...a: unknown[]) => boolean } })(
+            ...args,
+          );
+          const write = child.stdin?.write.bind(child.stdin);
+          if (child.stdin && write) child.stdin.write = (...a: unknown[]) => (questions++, write(...a));
+          return child;
         };
       }
       syncBuiltinESMExports();
@@ -109,9 +115,12 @@ test("one git helper starts with the session and warm calls spawn no child proce
         const h = await loadRunner(tree);
         await h.call("read", { path: "src/deep/a.ts" });
         const afterCold = spawns;
+        const askedCold = questions;
         assert.equal(afterCold, 1, "exactly one git helper per session, started with the session");
+        assert.ok(askedCold > 0, "the cold call asked git");
         for (let i = 0; i < 20; i++) await h.call("read", { path: i % 2 ? "src/deep/a.ts" : "src/deep/b.ts" });
         assert.equal(spawns, afterCold, "warm calls spawn nothing");
+        assert.equal(questions, askedCold, "warm calls in known folders ask git nothing, so they wait for nothing");
       } finally {
         for (const name of names) childProcess[name] = originals[name];
         syncBuiltinESMExports();

@@ -2,29 +2,8 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { join, resolve } from "node:path";
-import { loadRunner, reminderOf, withTree, type Tree } from "./harness.ts";
-
-const git = (cwd: string, ...args: string[]) =>
-  execFileSync("git", ["-c", "user.email=t@example.com", "-c", "user.name=t", ...args], { cwd, stdio: "pipe" });
-
-/** A repository outside cwd, with one commit, to add as a submodule. */
-/** The same tree, with cwd moved to one of its folders. */
-function withCwdAt(tree: Tree, folder: string): Tree {
-  const cwd = tree.abs(folder);
-  return { ...tree, cwd, abs: (path) => resolve(cwd, path) };
-}
-
-function makeLibrary(tree: Tree): string {
-  const lib = join(tree.root, "lib");
-  tree.write("../lib/src/AGENTS.md", "LIB-RULES");
-  tree.write("../lib/src/a.ts", "a\n");
-  git(lib, "init", "-q");
-  git(lib, "add", ".");
-  git(lib, "commit", "-qm", "lib");
-  return lib;
-}
+import { makeLibrary } from "./fixtures.ts";
+import { git, loadRunner, reminderOf, withCwdAt, withTree } from "./harness.ts";
 
 const ignoredTree = {
   ".gitignore": "generated/\nnotes/\n",

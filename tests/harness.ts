@@ -1,7 +1,7 @@
 // Test harness: temporary trees, Pi's real extension runner, and whole Pi sessions driven by the
 // scripted faux provider. Nothing here re-implements the extension's hooks.
 
-import { spawnSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import {
   chmodSync,
   closeSync,
@@ -89,6 +89,35 @@ export function makeTree(spec: TreeSpec = {}): Tree {
     else write(path, content);
   }
   return { root, cwd, agentDir, write, link, abs };
+}
+
+/** Runs git in `cwd` with a fixed identity, for tests that build repositories. */
+export function git(cwd: string, ...args: string[]): Buffer {
+  return execFileSync("git", ["-c", "user.email=t@example.com", "-c", "user.name=t", ...args], { cwd, stdio: "pipe" });
+}
+
+/** The same tree, with cwd moved to one of its folders. */
+export function withCwdAt(tree: Tree, folder: string): Tree {
+  const cwd = tree.abs(folder);
+  return { ...tree, cwd, abs: (path) => resolve(cwd, path) };
+}
+
+/**
+ * `withTree` twice, as users work: in a plain folder, then in a fresh `git init` of the same spec.
+ * A failure names the kind of tree it failed in.
+ */
+export async function twoTrees(spec: TreeSpec, fn: (tree: Tree) => Promise<unknown> | unknown): Promise<void> {
+  for (const kind of ["plain folder", "git repository"] as const) {
+    try {
+      await withTree(spec, (tree) => {
+        if (kind === "git repository") git(tree.cwd, "init", "-q");
+        return fn(tree);
+      });
+    } catch (error) {
+      if (error instanceof Error) error.stack = `(${kind}) ${error.stack}`;
+      throw error;
+    }
+  }
 }
 
 /** Runs `fn` on a fresh tree and always removes it. */

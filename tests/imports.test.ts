@@ -6,7 +6,7 @@ import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { importTokens } from "../index.ts";
-import { loadRunner, reminderOf, withTree, countOccurrences, textOf } from "./harness.ts";
+import { loadRunner, reminderOf, withTree, countOccurrences, textOf, twoTrees } from "./harness.ts";
 import { makeRepository, REPOSITORY_KINDS } from "./fixtures.ts";
 
 const recordOf = (details: unknown) =>
@@ -88,7 +88,7 @@ test("an imported directory brings its regular files in sorted order", () =>
   ));
 
 test("an import that escapes through .. is refused without reading it", () =>
-  withTree({ "pkg/AGENTS.md": "PKG @../../secret.md", "pkg/x.ts": "x" }, async (tree) => {
+  twoTrees({ "pkg/AGENTS.md": "PKG @../../secret.md", "pkg/x.ts": "x" }, async (tree) => {
     writeFileSync(join(tree.root, "secret.md"), "OUTSIDE-SECRET");
     const h = await loadRunner(tree);
     const reminder = reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "";
@@ -100,7 +100,7 @@ test("an import that escapes through .. is refused without reading it", () =>
   }));
 
 test("an import that escapes through a symlink is refused", () =>
-  withTree({ "pkg/AGENTS.md": "PKG @link.md", "pkg/x.ts": "x" }, async (tree) => {
+  twoTrees({ "pkg/AGENTS.md": "PKG @link.md", "pkg/x.ts": "x" }, async (tree) => {
     writeFileSync(join(tree.root, "secret.md"), "OUTSIDE-SECRET");
     tree.link("pkg/link.md", join(tree.root, "secret.md"));
     const h = await loadRunner(tree);
@@ -113,7 +113,7 @@ test("an import that escapes through a symlink is refused", () =>
   }));
 
 test("an @scope/pkg token that names nothing is ignored silently", () =>
-  withTree({ "pkg/AGENTS.md": "Use @acme/logger for logs; mail ops@acme.dev.", "pkg/x.ts": "x" }, async (tree) => {
+  twoTrees({ "pkg/AGENTS.md": "Use @acme/logger for logs; mail ops@acme.dev.", "pkg/x.ts": "x" }, async (tree) => {
     const h = await loadRunner(tree);
     const reminder = reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "";
     assert.match(reminder, /Use @acme\/logger/);
@@ -121,7 +121,7 @@ test("an @scope/pkg token that names nothing is ignored silently", () =>
   }));
 
 test("a changed import is re-sent alone, marked as replacing the earlier version", () =>
-  withTree({ "pkg/AGENTS.md": "PKG @style.md", "pkg/style.md": "STYLE-V1", "pkg/x.ts": "x" }, async (tree) => {
+  twoTrees({ "pkg/AGENTS.md": "PKG @style.md", "pkg/style.md": "STYLE-V1", "pkg/x.ts": "x" }, async (tree) => {
     const h = await loadRunner(tree);
     await h.call("read", { path: "pkg/x.ts" });
     writeFileSync(tree.abs("pkg/style.md"), "STYLE-V2");
@@ -213,7 +213,7 @@ test("the write gate holds a write once, with the imports git has cleared, and t
   }));
 
 test("an import whose target is created later is delivered at the next access", () =>
-  withTree({ "pkg/AGENTS.md": "PKG @../docs/rules.md", "pkg/x.ts": "x" }, async (tree) => {
+  twoTrees({ "pkg/AGENTS.md": "PKG @../docs/rules.md", "pkg/x.ts": "x" }, async (tree) => {
     const h = await loadRunner(tree);
     assert.match(reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "", /PKG/);
     tree.write("docs/rules.md", "LATE-RULES");
@@ -223,7 +223,7 @@ test("an import whose target is created later is delivered at the next access", 
   }));
 
 test("an import still imported by a deeper file on the chain is not withdrawn", () =>
-  withTree(
+  twoTrees(
     {
       "a/AGENTS.md": "A @shared.md",
       "a/shared.md": "SHARED-TEXT",
@@ -245,7 +245,7 @@ test("an import still imported by a deeper file on the chain is not withdrawn", 
   ));
 
 test("a whole read of an imported file counts as its delivery and is not appended again", () =>
-  withTree(
+  twoTrees(
     { "pkg/AGENTS.md": "PKG @docs/rules.md", "pkg/docs/rules.md": "RULES-TEXT\n", "pkg/x.ts": "x" },
     async (tree) => {
       const h = await loadRunner(tree);
@@ -326,7 +326,7 @@ test("an import reached twice, through a cycle or two importers, is listed once 
   ));
 
 test("an import after a closed fenced block is followed; one inside the block is not", () =>
-  withTree(
+  twoTrees(
     {
       "pkg/AGENTS.md": ["PKG-RULES", "```sh", "@fenced.md", "```", "Also read @after.md."].join("\n"),
       "pkg/fenced.md": "FENCED-IMPORT",

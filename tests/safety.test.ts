@@ -2,13 +2,16 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { writeFileSync, mkdirSync, symlinkSync } from "node:fs";
+import { existsSync, mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { execFileSync } from "node:child_process";
 import { createLazyAgents, resolveToolPath, decodeInstructionText, isPathInside } from "../index.ts";
+import { makeLibrary } from "./fixtures.ts";
 import {
+  git,
   loadRunner,
   reminderOf,
+  withCwdAt,
   textOf,
   withTree,
   finalTurn,
@@ -594,4 +597,147 @@ for (const kind of REPOSITORY_KINDS) {
         }
       },
     ));
+}
+
+// Git reads the repository's config; no setting there may start a program. Each repository names a
+// command that leaves a marker beside cwd, then a session reads in a tracked and an ignored folder.
+
+interface RepositoryCase {
+  name: string;
+  /** Makes the repository around the tree; `command` leaves the marker when anything runs it. Returns cwd. */
+  make(tree: Tree, command: string): Tree;
+  /** Whether git still answers in that repository once it runs nothing (a partial clone's fetch fails). */
+  answers: boolean;
+  /** A further read, and what its reminder holds. */
+  also?: [string, RegExp];
+}
+
+const commandTree = {
+  ".gitignore": "generated/\n",
+  "generated/AGENTS.md": "GENERATED-RULES",
+  "generated/x.ts": "x",
+  "pkg/AGENTS.md": "PKG-RULES",
+  "pkg/x.ts": "x",
+};
+
+/** A repository with an index (`.gitignore` added), so that git reads an index and its monitor. */
+function indexedRepository(tree: Tree, dir = tree.cwd): void {
+  git(dir, "init", "-q");
+  git(dir, "add", ".gitignore");
+}
+
+const PROGRAM_SETTINGS = [
+  "core.pager",
+  "pager.check-ignore",
+  "core.editor",
+  "core.sshCommand",
+  "core.gitProxy",
+  "core.askPass",
+  "credential.helper",
+  "diff.external",
+  "gpg.program",
+  "core.alternateRefsCommand",
+  "uploadpack.packObjectsHook",
+  "filter.marker.clean",
+  "filter.marker.smudge",
+  "filter.marker.process",
+];
+
+const REPOSITORY_CASES: RepositoryCase[] = [
+  {
+    name: "core.fsmonitor in .git/config",
+    make: (tree, command) => {
+      indexedRepository(tree);
+      git(tree.cwd, "config", "core.fsmonitor", command);
+      return tree;
+    },
+    answers: true,
+  },
+  {
+    name: "core.fsmonitor in a file that .git/config includes",
+    make: (tree, command) => {
+      indexedRepository(tree);
+      writeFileSync(tree.abs(".git/monitor.cfg"), `[core]\n\tfsmonitor = ${command}\n`);
+      git(tree.cwd, "config", "include.path", "monitor.cfg");
+      return tree;
+    },
+    answers: true,
+  },
+  {
+    name: "core.fsmonitor, with cwd in a subfolder of the repository",
+    make: (tree, command) => {
+      for (const path of Object.keys(commandTree))
+        tree.write(`app/${path}`, commandTree[path as keyof typeof commandTree]);
+      indexedRepository(tree);
+      git(tree.cwd, "config", "core.fsmonitor", command);
+      return withCwdAt(tree, "app");
+    },
+    answers: true,
+  },
+  {
+    name: "core.fsmonitor in a superproject and its submodule, read inside the submodule",
+    make: (tree, command) => {
+      const lib = makeLibrary(tree);
+      indexedRepository(tree);
+      git(tree.cwd, "-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "vendor/lib");
+      git(tree.cwd, "config", "core.fsmonitor", command);
+      git(tree.abs("vendor/lib"), "config", "core.fsmonitor", command);
+      return tree;
+    },
+    answers: true,
+    also: ["vendor/lib/src/a.ts", /LIB-RULES/],
+  },
+  {
+    name: "a partial clone whose missing .gitignore blob git would fetch from an ext:: remote",
+    make: (tree, command) => {
+      const origin = join(tree.root, "origin");
+      indexedRepository(tree);
+      git(tree.cwd, "add", ".");
+      git(tree.cwd, "commit", "-qm", "tree");
+      git(tree.cwd, "config", "uploadpack.allowFilter", "true");
+      git(tree.root, "clone", "-q", "--filter=blob:none", "--no-checkout", `file://${tree.cwd}`, origin);
+      rmSync(tree.abs(".git"), { recursive: true });
+      renameSync(join(origin, ".git"), tree.abs(".git"));
+      git(tree.cwd, "reset", "-q");
+      // Outside the sparse checkout: git reads it from the index, whose blob the clone lacks.
+      git(tree.cwd, "update-index", "--skip-worktree", ".gitignore");
+      rmSync(tree.abs(".gitignore"));
+      git(tree.cwd, "config", "remote.origin.url", `ext::${command}`);
+      git(tree.cwd, "config", "protocol.ext.allow", "always");
+      return tree;
+    },
+    answers: false,
+  },
+  {
+    name: "hooks, filters, pagers, editors, transports and credential helpers",
+    make: (tree, command) => {
+      indexedRepository(tree);
+      for (const setting of PROGRAM_SETTINGS) git(tree.cwd, "config", setting, command);
+      tree.write(".gitattributes", "* filter=marker diff=marker\n");
+      mkdirSync(tree.abs("hooks"));
+      for (const hook of ["post-index-change", "pre-commit", "post-checkout", "reference-transaction"]) {
+        writeFileSync(tree.abs(`hooks/${hook}`), `#!/bin/sh\n${command}\n`, { mode: 0o755 });
+        writeFileSync(tree.abs(`.git/hooks/${hook}`), `#!/bin/sh\n${command}\n`, { mode: 0o755 });
+      }
+      git(tree.cwd, "config", "core.hooksPath", tree.abs("hooks"));
+      return tree;
+    },
+    answers: true,
+  },
+];
+
+for (const { name, make, answers, also } of REPOSITORY_CASES) {
+  test(`git runs no command the repository names: ${name}`, () =>
+    withTree(commandTree, async (tree) => {
+      const marker = join(tree.root, "marker");
+      const command = join(tree.root, "command.sh");
+      writeFileSync(command, `#!/bin/sh\necho ran >> '${marker}'\nexit 1\n`, { mode: 0o755 });
+      const h = await loadRunner(make(tree, command));
+      assert.match(reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "", /PKG-RULES/);
+      const ignored = reminderOf((await h.call("read", { path: "generated/x.ts" })).content) ?? "";
+      if (answers) assert.equal(ignored, "", "git still answers for the ignored folder");
+      if (also) assert.match(reminderOf((await h.call("read", { path: also[0] })).content) ?? "", also[1]);
+      await h.runner.emit({ type: "session_shutdown" } as never);
+      assert.equal(existsSync(marker), false, "a repository setting ran a command");
+    }));
 }

@@ -16,6 +16,7 @@ import {
   startSession,
   toolTurn,
   type TreeSpec,
+  twoTrees,
 } from "./harness.ts";
 import { noGit } from "./fuzz-lib.ts";
 import { rng } from "./rng.ts";
@@ -139,7 +140,7 @@ const SKILL_LINE = /^- (\S+) \(scope pkg\/\*\*\): (.*) \[(.*)\]$/;
 const nested = (depth: number) => Array.from({ length: depth }, (_, i) => `d${i + 1}`).join("/");
 
 test("trusted project: nested skills are listed by name, description and location, never body", () =>
-  withTree(skillTree, async (tree) => {
+  twoTrees(skillTree, async (tree) => {
     const h = await loadRunner(tree, { trusted: true });
     const reminder = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
     assert.match(
@@ -153,7 +154,7 @@ test("trusted project: nested skills are listed by name, description and locatio
   }));
 
 test("an untrusted project lists no skills", () =>
-  withTree(skillTree, async (tree) => {
+  twoTrees(skillTree, async (tree) => {
     const h = await loadRunner(tree, { trusted: false });
     const reminder = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
     assert.match(reminder, /PKG/);
@@ -161,7 +162,7 @@ test("an untrusted project lists no skills", () =>
   }));
 
 test("skills are listed once, and a removed skill is withdrawn once", () =>
-  withTree(skillTree, async (tree) => {
+  twoTrees(skillTree, async (tree) => {
     const { rmSync } = await import("node:fs");
     const h = await loadRunner(tree);
     await h.call("read", { path: "pkg/a.ts" });
@@ -175,7 +176,7 @@ test("skills are listed once, and a removed skill is withdrawn once", () =>
   }));
 
 test("a skills directory that links outside cwd is not scanned", () =>
-  withTree({ "pkg/a.ts": "a" }, async (tree) => {
+  twoTrees({ "pkg/a.ts": "a" }, async (tree) => {
     const { mkdirSync, writeFileSync } = await import("node:fs");
     const { join } = await import("node:path");
     mkdirSync(join(tree.root, "ext", "s"), { recursive: true });
@@ -187,7 +188,7 @@ test("a skills directory that links outside cwd is not scanned", () =>
   }));
 
 test("a skills folder with more entries than the scan limit is scanned up to the limit and reported", () =>
-  withTree({ "pkg/a.ts": "a" }, async (tree) => {
+  twoTrees({ "pkg/a.ts": "a" }, async (tree) => {
     for (let i = 0; i < 300; i++) {
       const name = `s${String(i).padStart(3, "0")}`;
       tree.write(`pkg/.agents/skills/${name}/SKILL.md`, skill(name, `Skill ${name}`));
@@ -203,7 +204,7 @@ test("a skills folder with more entries than the scan limit is scanned up to the
   }));
 
 test("an untrusted session lists no skills but still delivers instructions", () =>
-  withTree(tree, async (t) => {
+  twoTrees(tree, async (t) => {
     const h = await startSession(t, [toolTurn(["read", { path: "packages/web/page.ts" }]), finalTurn()], {
       trusted: false,
     });
@@ -239,7 +240,7 @@ test("nested skills follow Pi's own discovery: ignore files, one skill per name,
 });
 
 test("a nested skill whose name Pi lists at start-up is listed once, with its precedence", () =>
-  withTree(
+  twoTrees(
     {
       ".agents/skills/deploy/SKILL.md": skill("deploy", "Root deploy"),
       "pkg/.agents/skills/deploy/SKILL.md": skill("deploy", "Package deploy"),
@@ -265,7 +266,7 @@ test("a nested skill whose name Pi lists at start-up is listed once, with its pr
   ));
 
 test("the skill scan lists a skill at its depth limit and none below it", () =>
-  withTree(
+  twoTrees(
     {
       [`pkg/.agents/skills/${nested(MAX_SKILL_DEPTH)}/SKILL.md`]: skill("at-limit", "At the limit"),
       [`pkg/.agents/skills/${nested(MAX_SKILL_DEPTH)}/e/SKILL.md`]: skill("too-deep", "Below the limit"),
@@ -281,7 +282,7 @@ test("the skill scan lists a skill at its depth limit and none below it", () =>
   ));
 
 test("a reminder without skills has no skills header", () =>
-  withTree(
+  twoTrees(
     {
       "pkg/AGENTS.md": "PKG-RULES",
       "pkg/a.ts": "a",
@@ -337,7 +338,7 @@ test("a warm call lists no unchanged folder again; only a changed one and its ne
   ));
 
 test("the skill scan skips node_modules and dot folders inside a skills folder", () =>
-  withTree(
+  twoTrees(
     {
       "pkg/.agents/skills/node_modules/vendored/SKILL.md": skill("vendored", "From a package"),
       "pkg/.agents/skills/.cache/hidden/SKILL.md": skill("hidden", "From a dot folder"),
@@ -353,7 +354,7 @@ test("the skill scan skips node_modules and dot folders inside a skills folder",
   ));
 
 test("a skill folder linked from inside cwd is scanned; one linked from outside is not", () =>
-  withTree(
+  twoTrees(
     {
       "shared/deploy/SKILL.md": skill("deploy", "Shared deploy"),
       "pkg/a.ts": "a",
@@ -371,7 +372,7 @@ test("a skill folder linked from inside cwd is scanned; one linked from outside 
   ));
 
 test("a skills folder's ignore file hides a skill named by a one-character class", () =>
-  withTree(
+  twoTrees(
     {
       "pkg/a.ts": "a",
       "pkg/.agents/skills/.ignore": "[x]\n",
