@@ -769,6 +769,7 @@ export class LazyAgents {
       try {
         if (discovery === this.discovery && discovery.sweep()) {
           this.inspection.prune((scope) => discovery.exists(join(discovery.cwdReal, scope)));
+          if (this.ruleBook?.discovery === discovery) this.ruleBook.sweep();
         }
       } catch {
         // A sweep that fails leaves the caches as they were: correct, only larger.
@@ -1001,6 +1002,7 @@ export class LazyAgents {
       ledgerSkipped: this.ledger.skipped.size,
       ledgerAlsoGoverns: this.ledger.alsoGoverns.size,
       ...this.discovery?.cacheSizes(),
+      ...this.ruleBook?.sizes(),
     };
   }
 }
@@ -3450,6 +3452,7 @@ class RuleBook {
   private read(place: RulePlace, found: Array<{ dir: string; listing: ListingEntry }>): RuleFolder {
     const folder: RuleFolder = { place, listings: found.map((entry) => entry.listing), rules: [], rejected: [] };
     for (const { dir, listing } of found) {
+      if (listing.capped) folder.rejected.push(scanCap(this.discovery, dir, listing));
       for (const entry of sortedNames(listing)) {
         if ((entry.kind !== "file" && entry.kind !== "link") || !isRuleFileName(entry.name, place.source)) continue;
         const candidate = join(dir, entry.name);
@@ -3517,6 +3520,27 @@ class RuleBook {
     folder.rules[index] = fresh;
     folder.offered = undefined;
     return fresh;
+  }
+
+  /** Drops what belongs to rule files and folders that are gone; runs with the discovery caches' sweep. */
+  sweep(): void {
+    const gone = (path: string) => !this.discovery.exists(path);
+    for (const candidate of this.compiled.keys()) if (gone(candidate)) this.compiled.delete(candidate);
+    for (const [display, folder] of this.folders) if (gone(folder.place.ruleDir)) this.folders.delete(display);
+    for (const [scope, place] of this.nestedPlaces) if (gone(place.parentDir)) this.nestedPlaces.delete(scope);
+    for (const scope of this.asked) {
+      if (!this.unanswered.has(scope) && gone(join(this.discovery.cwdReal, scope))) this.asked.delete(scope);
+    }
+  }
+
+  /** Sizes of its maps, for the soak run. */
+  sizes(): Record<string, number> {
+    return {
+      ruleFolders: this.folders.size,
+      rulePlaces: this.nestedPlaces.size,
+      compiledRules: this.compiled.size,
+      ruleScopesAsked: this.asked.size,
+    };
   }
 }
 

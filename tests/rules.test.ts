@@ -11,6 +11,7 @@ import {
   readRecord,
   readRuleMeta,
   splitGlobList,
+  type LazyAgents,
   type RuleKind,
 } from "../index.ts";
 import type { RuleSource } from "../config.ts";
@@ -636,3 +637,23 @@ test("a folder is not a file under it: `ls packages` does not bring the rule of 
       assert.match(reminderOf(read.content) ?? "", /PACKAGES-RULE/, mode);
     },
   ));
+
+test("rule files created and deleted do not stay compiled: the rule caches are swept and counted in the state sizes", () =>
+  withTreeInBothModes({ "src/a.ts": "a\n" }, async (tree, mode) => {
+    let engine: LazyAgents | undefined;
+    const h = await loadRunner(tree, { factories: [createLazyAgents({ onEngine: (e) => (engine = e) })] });
+    const rules = tree.abs(".claude/rules");
+    for (let i = 0; i < 600; i++) {
+      tree.write(`.claude/rules/r${i}.md`, `CHURN-RULE-${i}\n`);
+      utimesSync(rules, new Date(), new Date(Date.now() + i * 1000));
+      const reminder = reminderOf((await h.call("read", { path: "src/a.ts" })).content) ?? "";
+      assert.match(reminder, new RegExp(`CHURN-RULE-${i}\\b`), `${mode}: rule ${i}`);
+      rmSync(tree.abs(`.claude/rules/r${i}.md`));
+      await new Promise((done) => setImmediate(done));
+    }
+    const sizes = engine!.stateSizes();
+    for (const key of ["ruleFolders", "rulePlaces", "compiledRules"]) {
+      assert.equal(typeof sizes[key], "number", `${mode}: ${key} is counted`);
+      assert.ok(sizes[key]! <= 256, `${mode}: ${key} = ${sizes[key]}`);
+    }
+  }));
