@@ -79,6 +79,12 @@ export const MAX_IMPORT_DEPTH = 5;
 /** Files taken from one imported directory. */
 export const MAX_IMPORT_DIR_FILES = 32;
 
+/** Brace alternatives one glob may expand to; beyond it the rule is refused. */
+export const MAX_GLOB_EXPANSIONS = 64;
+
+/** Characters of a rule's globs, braces expanded (or of one ignore line); beyond it the rule is refused unread. */
+export const MAX_GLOB_CHARS = 4096;
+
 /** Key of this extension's record in a tool result's `details`. */
 export const DETAILS_KEY = "lazyAgents";
 
@@ -122,6 +128,9 @@ export const REASONS = {
   importDirCapped: `a folder it imports has more files than the import limit (${MAX_IMPORT_DIR_FILES})`,
   skillDepthCapped: `folder below the skills depth limit (${MAX_SKILL_DEPTH}), not searched`,
   importDepthCapped: `its imports lie beyond the import depth limit (${MAX_IMPORT_DEPTH}), not followed`,
+  globRange: "a glob with a class range out of order (its end before its start)",
+  globTooLong: `globs longer than the glob limit (${MAX_GLOB_CHARS} characters, braces expanded)`,
+  globExpansions: `a glob whose braces expand to more patterns than the limit (${MAX_GLOB_EXPANSIONS})`,
 } as const;
 
 export type Reason = keyof typeof REASONS;
@@ -295,9 +304,6 @@ export const RULE_FILE_SUFFIXES: Record<RuleSource, readonly string[]> = {
 
 /** How deep below its rule folder a rule file may sit. */
 export const MAX_RULE_DEPTH = 4;
-
-/** Brace alternatives one glob may expand to; beyond it the glob matches nothing. */
-export const MAX_GLOB_EXPANSIONS = 64;
 
 export const RULES_INTRO =
   "Rules from the repository's rule folders (.claude/rules, .cursor/rules, .github/instructions) that apply to the path this tool touched. " +

@@ -774,6 +774,7 @@ export class LazyAgents {
       try {
         if (discovery === this.discovery && discovery.sweep()) {
           this.inspection.prune((scope) => discovery.exists(join(discovery.cwdReal, scope)));
+          if (this.ruleBook?.discovery === discovery) this.ruleBook.sweep();
         }
       } catch {
         // Outside any hook: counted as a hook's failure is. The caches stay as they were: correct, only larger.
@@ -1006,6 +1007,7 @@ export class LazyAgents {
       ledgerSkipped: this.ledger.skipped.size,
       ledgerAlsoGoverns: this.ledger.alsoGoverns.size,
       ...this.discovery?.cacheSizes(),
+      ...this.ruleBook?.sizes(),
     };
   }
 }
@@ -3590,10 +3592,7 @@ function scanSkillDirectory(
   const listing = ctx.listing(dir);
   if (!listing) return;
   const rules = ignoreRules(ctx, dir, rel, listing, inherited);
-  if (listing.capped) {
-    const counts = { taken: listing.names.length, total: listing.total };
-    scan.rejected.push({ path: toDisplayPath(ctx.cwdReal, dir), reason: "scanCapped", kind: "cap", counts });
-  }
+  if (listing.capped) scan.rejected.push(scanCap(ctx, dir, listing));
   if (
     listing.hasSkillFile &&
     !isIgnored(rules, below(C.SKILL_FILE_NAME), false) &&
@@ -3643,6 +3642,12 @@ function ignoreRules(
     if (entry.ignore.rules.length > 0) rules = [...rules, ...entry.ignore.rules];
   }
   return rules;
+}
+
+/** The cap notice of a folder listed only in part. */
+function scanCap(ctx: Discovery, dir: string, listing: ListingEntry): Rejection {
+  const counts = { taken: listing.names.length, total: listing.total };
+  return { path: toDisplayPath(ctx.cwdReal, dir), reason: "scanCapped", kind: "cap", counts };
 }
 
 /** Adds the skill a file defines; false when the file is not there. */
@@ -3721,7 +3726,7 @@ function sortedNames(listing: ListingEntry): ListingEntry["names"] {
 // and `[…]` stay within one segment and `**` spans any number.
 
 interface IgnoreRule {
-  regex: RegExp;
+  matches: (path: string) => boolean;
   negate: boolean;
   dirOnly: boolean;
 }
@@ -3741,55 +3746,24 @@ function ignoreRulesOf(text: string, prefix: string): IgnoreRule[] {
   return rules;
 }
 
+/** One line's rule; undefined for a line that matches nothing or does not compile, which is skipped. */
 function ignoreRule(raw: string, negate: boolean): IgnoreRule | undefined {
-  let pattern = raw.replace(/(?<!\\)\s+$/, "");
+  // Trailing whitespace goes unless escaped; a loop, as `\s+$` takes quadratic time on a line of spaces.
+  let end = raw.length;
+  while (end > 0 && /\s/.test(raw[end - 1]!) && raw[end - 2] !== "\\") end--;
+  let pattern = raw.slice(0, end);
   const dirOnly = pattern.endsWith("/");
   if (dirOnly) pattern = pattern.slice(0, -1);
   if (pattern === "") return undefined;
-  const start = pattern.includes("/") ? "^" : "^(?:.*/)?";
-  try {
-    return { regex: new RegExp(`${start}${ignoreGlobSource(pattern)}$`), negate, dirOnly };
-  } catch (error) {
-    if (!(error instanceof SyntaxError)) throw error;
-    return undefined;
-  }
-}
-
-function ignoreGlobSource(pattern: string): string {
-  let source = "";
-  for (let i = 0; i < pattern.length; i++) {
-    const char = pattern[i]!;
-    if (char === "*" && pattern[i + 1] === "*" && (i === 0 || pattern[i - 1] === "/")) {
-      const next = pattern[i + 2];
-      if (next === undefined) return `${source}.*`;
-      if (next === "/") {
-        source += "(?:[^/]*/)*";
-        i += 2;
-        continue;
-      }
-    }
-    if (char === "*") source += "[^/]*";
-    else if (char === "?") source += "[^/]";
-    else if (char === "[" && pattern.indexOf("]", i + 2) !== -1) {
-      const end = pattern.indexOf("]", i + 2);
-      const body = pattern
-        .slice(i + 1, end)
-        .replace(/^!/, "^")
-        .replace(/[\\\]]/g, "\\$&");
-      source += `[${body}]`;
-      i = end;
-    } else if (char === "\\" && i + 1 < pattern.length) {
-      source += pattern[++i]!.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
-    } else source += char.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
-  }
-  return source;
+  const glob = compileGlob(pattern, { braces: false, floating: true });
+  return glob.ok ? { matches: glob.matches, negate, dirOnly } : undefined;
 }
 
 /** Whether the rules hide `path` (relative to the skills root); the last matching rule wins. */
 function isIgnored(rules: readonly IgnoreRule[], path: string, isDirectory: boolean): boolean {
   let ignored = false;
   for (const rule of rules) {
-    if ((!rule.dirOnly || isDirectory) && rule.regex.test(path)) ignored = !rule.negate;
+    if ((!rule.dirOnly || isDirectory) && rule.matches(path)) ignored = !rule.negate;
   }
   return ignored;
 }
@@ -3891,7 +3865,14 @@ export function readRuleMeta(source: C.RuleSource, text: string, fileName: strin
 // Exported for tests: a table test of each source's glob semantics.
 /** Whether a source's glob matches a path relative to the folder holding the rule folder. */
 export function globMatches(source: C.RuleSource, glob: string, path: string): boolean {
-  return compileGlobs([glob], RULE_ADAPTERS[source].floating)?.test(path) === true;
+  const compiled = ruleGlob([glob], RULE_ADAPTERS[source].floating);
+  return compiled.ok && compiled.matches(path);
+}
+
+/** A rule's globs as one matcher. `!` exclusions are in none of the three tools' syntax: they match nothing. */
+function ruleGlob(globs: readonly string[], floating: boolean): ReturnType<typeof compileGlob> {
+  const usable = globs.map((glob) => glob.trim().replace(/^\.\//, "")).filter((glob) => !glob.startsWith("!"));
+  return compileGlob(usable, { braces: true, floating });
 }
 
 type ParentKind = "none" | "dir" | "link";
@@ -4009,7 +3990,9 @@ interface Rule {
   meta: RuleMeta;
   /** The scope the model is shown. */
   scope: string;
-  matcher?: RegExp;
+  matches?: (path: string) => boolean;
+  /** Why its globs do not compile: the rule is refused with this reason. */
+  refused?: C.Reason;
   loaded: InstructionFile;
   /** What is delivered: the text without its frontmatter. */
   body: InstructionFile;
@@ -4041,10 +4024,10 @@ interface RuleFolder {
 }
 
 function ruleMatches(rule: Rule, path: string): boolean {
-  if (rule.matcher === undefined || path === "") return false;
-  if (rule.base === "") return rule.matcher.test(path);
+  if (rule.matches === undefined || path === "") return false;
+  if (rule.base === "") return rule.matches(path);
   const below = path.length > rule.base.length && path.startsWith(rule.base) && path[rule.base.length] === "/";
-  return below && rule.matcher.test(path.slice(rule.base.length + 1));
+  return below && rule.matches(path.slice(rule.base.length + 1));
 }
 
 function ruleApplies(rule: Rule, touched: readonly string[]): boolean {
@@ -4206,16 +4189,18 @@ class RuleBook {
   private read(place: RulePlace, found: Array<{ dir: string; listing: ListingEntry }>): RuleFolder {
     const folder: RuleFolder = { place, listings: found.map((entry) => entry.listing), rules: [], rejected: [] };
     for (const { dir, listing } of found) {
+      if (listing.capped) folder.rejected.push(scanCap(this.discovery, dir, listing));
       for (const entry of sortedNames(listing)) {
         if ((entry.kind !== "file" && entry.kind !== "link") || !isRuleFileName(entry.name, place.source)) continue;
         const candidate = join(dir, entry.name);
         const file = this.discovery.instructionFile(candidate, place.base);
-        if (!("reason" in file)) folder.rules.push(this.compile(place, candidate, file));
+        const rule = "reason" in file ? undefined : this.compile(place, candidate, file);
+        const reason = "reason" in file ? file.reason : rule?.refused;
+        if (rule && reason === undefined) folder.rules.push(rule);
         // A rule that waits for git: the folder is read again at the next call.
-        else if (file.reason === "held") folder.listings = [];
-        else if (file.reason !== "skip") {
-          const path = toDisplayPath(this.discovery.cwdReal, candidate);
-          folder.rejected.push({ path, reason: file.reason, kind: "instruction" });
+        else if (reason === "held") folder.listings = [];
+        else if (reason !== undefined && reason !== "skip") {
+          folder.rejected.push({ path: toDisplayPath(this.discovery.cwdReal, candidate), reason, kind: "instruction" });
         }
       }
     }
@@ -4229,6 +4214,7 @@ class RuleBook {
     const adapter = RULE_ADAPTERS[place.source];
     const { frontmatter, body } = ruleFrontmatter(file.text);
     const meta = adapter.read(frontmatter, basename(candidate));
+    const glob = meta.kind === "glob" ? ruleGlob(meta.globs, adapter.floating) : undefined;
     const rule: Rule = {
       source: place.source,
       path: file.path,
@@ -4237,7 +4223,8 @@ class RuleBook {
       dir: place.display,
       meta,
       scope: ruleScope(meta, place.base, adapter.floating),
-      matcher: meta.kind === "glob" ? compileGlobs(meta.globs, adapter.floating) : undefined,
+      ...(glob?.ok === true && { matches: glob.matches }),
+      ...(glob?.ok === false && { refused: glob.reason }),
       loaded: file,
       body: { ...file, text: body, bytes: Buffer.byteLength(body) },
       listingVersion: versionOf(`${meta.name}\n${meta.description}\n${file.path}`),
@@ -4262,16 +4249,37 @@ class RuleBook {
   private refresh(folder: RuleFolder, index: number): Rule | undefined {
     const rule = folder.rules[index]!;
     const file = this.discovery.instructionFile(rule.candidate, folder.place.base);
-    if ("reason" in file) {
+    if (!("reason" in file) && file === rule.loaded) return rule;
+    const fresh = "reason" in file ? undefined : this.compile(folder.place, rule.candidate, file);
+    if (!fresh || fresh.refused) {
       // Gone or refused since the folder was read: read the folder again at the next call.
       folder.listings = [];
       return undefined;
     }
-    if (file === rule.loaded) return rule;
-    const fresh = this.compile(folder.place, rule.candidate, file);
     folder.rules[index] = fresh;
     folder.offered = undefined;
     return fresh;
+  }
+
+  /** Drops what belongs to rule files and folders that are gone; runs with the discovery caches' sweep. */
+  sweep(): void {
+    const gone = (path: string) => !this.discovery.exists(path);
+    for (const candidate of this.compiled.keys()) if (gone(candidate)) this.compiled.delete(candidate);
+    for (const [display, folder] of this.folders) if (gone(folder.place.ruleDir)) this.folders.delete(display);
+    for (const [scope, place] of this.nestedPlaces) if (gone(place.parentDir)) this.nestedPlaces.delete(scope);
+    for (const scope of this.asked) {
+      if (!this.unanswered.has(scope) && gone(join(this.discovery.cwdReal, scope))) this.asked.delete(scope);
+    }
+  }
+
+  /** Sizes of its maps, for the soak run. */
+  sizes(): Record<string, number> {
+    return {
+      ruleFolders: this.folders.size,
+      rulePlaces: this.nestedPlaces.size,
+      compiledRules: this.compiled.size,
+      ruleScopesAsked: this.asked.size,
+    };
   }
 }
 
@@ -5189,7 +5197,7 @@ function formatRuleInspection(engine: LazyAgents): string[] {
   const listed = new Set(rules.map((rule) => rule.path));
   for (const path of engine.ledger.retractedRules) if (!listed.has(path)) lines.push(`  ${path}  retracted`);
   for (const rejection of folders.flatMap((folder) => folder.rejected)) {
-    lines.push(`  ${rejection.path}  not used: ${C.REASONS[rejection.reason]}`);
+    lines.push(`  ${rejection.path}  ${C.reasonText(rejection.reason, rejection.counts)}`);
   }
   return lines.length > 0 ? ["", `Rules (${rules.length}):`, ...lines] : [];
 }
@@ -5916,35 +5924,153 @@ function changeDirectory(frame: ShellFrame, tool: string, args: ShellWord[], bas
 }
 
 // =============================================================================================
-// 10c. The glob matcher of rule files: brace expansion and one RegExp per rule's globs.
+// 10c. Globs: one bounded matcher for rule globs and ignore files.
 
-// Globs. Node's `path.matchesGlob` parses its pattern on every call and has no any-depth form, so
-// globs are compiled here, once per rule version, into one anchored RegExp per rule: `*` and `?`
-// within a segment, `**` across segments, `[...]` classes, `{a,b}` alternatives (expanded), `\`
-// escapes. A leading `/` anchors; a trailing `/` means everything below.
+// A glob is cut at `/` into segments and matched segment by segment: `*`, `?` and `[…]` stay within
+// a segment, a `**` segment spans any number of them (a trailing one at least one: a folder is not a
+// file under it), `\` escapes. Both levels run the two-pointer wildcard match, which backtracks only
+// to its last star, so one match costs at most path length × pattern length steps: no glob can make
+// it backtrack exponentially, as a RegExp (or `path.matchesGlob`) can. Braces are expanded first,
+// within MAX_GLOB_EXPANSIONS, and globs past MAX_GLOB_CHARS are refused before they are read.
 
-/** One RegExp for a rule's globs; undefined when none is usable. */
-function compileGlobs(globs: readonly string[], floating: boolean): RegExp | undefined {
-  const sources = globs.map((glob) => globSource(glob, floating)).filter((source) => source !== undefined);
-  return sources.length > 0 ? new RegExp(`^(?:${sources.join("|")})$`) : undefined;
+interface GlobOptions {
+  /** Whether `{a,b}` are alternatives (rule globs) or literal characters (ignore files). */
+  braces: boolean;
+  /** Whether a glob without a slash matches at any depth (Cursor, Copilot, ignore files) or only at the base. */
+  floating: boolean;
 }
 
-function globSource(glob: string, floating: boolean): string | undefined {
-  let pattern = glob.trim();
-  // `!` exclusions are not part of any of the three tools' documented syntax: such a glob matches nothing.
-  if (pattern.startsWith("!")) return undefined;
-  let anchored = false;
-  if (pattern.startsWith("./")) pattern = pattern.slice(2);
-  else if (pattern.startsWith("/")) {
-    anchored = true;
-    pattern = pattern.replace(/^\/+/, "");
+/** One character of a segment's pattern: itself, `?`, `*`, or a `[…]` class as (low, high) pairs. */
+type GlobChar = string | typeof ANY_CHAR | typeof ANY_RUN | { negated: boolean; ranges: string };
+/** A segment of a glob: `**`, or the characters of one path segment. */
+type GlobSegment = typeof ANY_DEPTH | GlobChar[];
+
+const ANY_CHAR = Symbol("?");
+const ANY_RUN = Symbol("*");
+const ANY_DEPTH = Symbol("**");
+
+let globSteps = 0;
+
+// Exported for tests: the steps every glob match so far has taken, to bound their work.
+export function globWork(): number {
+  return globSteps;
+}
+
+/** One matcher for a list of globs (a path matches when one of them does), or why it cannot be had. */
+function compileGlob(
+  globs: string | readonly string[],
+  options: GlobOptions,
+): { ok: true; matches: (path: string) => boolean } | { ok: false; reason: C.Reason } {
+  const alternatives: GlobSegment[][] = [];
+  let chars = 0;
+  for (let glob of typeof globs === "string" ? [globs] : globs) {
+    if (glob.length > C.MAX_GLOB_CHARS) return { ok: false, reason: "globTooLong" };
+    const anchored = glob.startsWith("/");
+    glob = glob.replace(/^\/+/, "");
+    if (glob.endsWith("/")) glob += "**";
+    if (glob === "") continue;
+    const expanded = options.braces ? expandBraces(glob) : [glob];
+    if (expanded === undefined) return { ok: false, reason: "globExpansions" };
+    for (const pattern of expanded) {
+      chars += pattern.length;
+      if (chars > C.MAX_GLOB_CHARS) return { ok: false, reason: "globTooLong" };
+      const segments = globSegments(pattern, options.floating && !anchored && !pattern.includes("/"));
+      if (segments === undefined) return { ok: false, reason: "globRange" };
+      alternatives.push(segments);
+    }
   }
-  if (pattern.endsWith("/")) pattern += "**";
-  if (pattern === "") return undefined;
-  const alternatives = expandBraces(pattern);
-  if (alternatives === undefined) return undefined;
-  const anyDepth = (alternative: string) => floating && !anchored && !alternative.includes("/");
-  return alternatives.map((alt) => (anyDepth(alt) ? "(?:.*/)?" : "") + globBody(alt)).join("|");
+  return {
+    ok: true,
+    matches: (path) => {
+      const parts = path.split("/");
+      return alternatives.some((segments) =>
+        wildcardMatch(segments, ANY_DEPTH, parts.length, (segment, i) => segmentMatches(segment, parts[i]!)),
+      );
+    },
+  };
+}
+
+/** A pattern's segments; undefined when a class holds a range out of order. */
+function globSegments(pattern: string, anyDepth: boolean): GlobSegment[] | undefined {
+  const segments: GlobSegment[] = anyDepth ? [ANY_DEPTH] : [];
+  for (const part of pattern.split("/")) {
+    if (part !== "**") {
+      const chars = segmentChars(part);
+      if (chars === undefined) return undefined;
+      segments.push(chars);
+    } else if (segments.at(-1) !== ANY_DEPTH) segments.push(ANY_DEPTH);
+  }
+  if (segments.at(-1) === ANY_DEPTH) segments.splice(-1, 0, [ANY_RUN]);
+  return segments;
+}
+
+function segmentChars(part: string): GlobChar[] | undefined {
+  const chars: GlobChar[] = [];
+  for (let i = 0; i < part.length; i++) {
+    const c = part[i]!;
+    const negated = c === "[" && (part[i + 1] === "!" || part[i + 1] === "^");
+    const first = i + (negated ? 2 : 1);
+    // A class closes at the first `]` after its first member, which may itself be `]`; unclosed, `[` is itself.
+    const close = c === "[" ? part.indexOf("]", first + 1) : -1;
+    if (close !== -1) {
+      let ranges = "";
+      for (let k = first; k < close; k++) {
+        const low = part[k]!;
+        const high = part[k + 1] === "-" && k + 2 < close ? part[(k += 2)]! : low;
+        if (high < low) return undefined;
+        ranges += low + high;
+      }
+      chars.push({ negated, ranges });
+      i = close;
+    } else if (c === "*") chars.push(ANY_RUN);
+    else if (c === "?") chars.push(ANY_CHAR);
+    else chars.push(c === "\\" && i + 1 < part.length ? part[++i]! : c);
+  }
+  return chars;
+}
+
+function segmentMatches(segment: GlobSegment, text: string): boolean {
+  return segment !== ANY_DEPTH && wildcardMatch(segment, ANY_RUN, text.length, (c, i) => charMatches(c, text[i]!));
+}
+
+function charMatches(c: GlobChar, char: string): boolean {
+  if (typeof c !== "object") return c === ANY_CHAR || c === char;
+  let member = false;
+  for (let k = 0; k < c.ranges.length && !member; k += 2) member = c.ranges[k]! <= char && char <= c.ranges[k + 1]!;
+  return member !== c.negated;
+}
+
+/**
+ * The two-pointer wildcard match of `length` items: `star` matches any run of them, each other item
+ * one. On a mismatch only the last star takes one more item, so each (item, pattern item) pair is
+ * tried at most once.
+ */
+function wildcardMatch<T>(
+  pattern: readonly T[],
+  star: T,
+  length: number,
+  matchesAt: (item: T, index: number) => boolean,
+): boolean {
+  let i = 0;
+  let p = 0;
+  let resumeAt = -1;
+  let resumeFrom = 0;
+  while (i < length) {
+    globSteps++;
+    if (pattern[p] === star) {
+      resumeAt = ++p;
+      resumeFrom = i;
+    } else if (p < pattern.length && matchesAt(pattern[p]!, i)) {
+      p++;
+      i++;
+    } else if (resumeAt < 0) return false;
+    else {
+      p = resumeAt;
+      i = ++resumeFrom;
+    }
+  }
+  while (pattern[p] === star) p++;
+  return p === pattern.length;
 }
 
 /** Every brace alternative of a pattern; undefined past C.MAX_GLOB_EXPANSIONS. */
@@ -5987,56 +6113,4 @@ function isEscaped(text: string, index: number): boolean {
   let slashes = 0;
   while (index - slashes - 1 >= 0 && text[index - slashes - 1] === "\\") slashes++;
   return slashes % 2 === 1;
-}
-
-function globBody(pattern: string): string {
-  const segments = pattern.split("/").filter((segment, i, all) => !(segment === "**" && all[i - 1] === "**"));
-  let source = "";
-  let joined = true;
-  segments.forEach((segment, index) => {
-    const last = index === segments.length - 1;
-    if (segment === "**") {
-      if (last) source += index === 0 ? ".*" : "(?:/.*)?";
-      else source += `${joined ? "" : "/"}(?:.*/)?`;
-      joined = true;
-      return;
-    }
-    source += (joined ? "" : "/") + segmentSource(segment);
-    joined = false;
-  });
-  return source;
-}
-
-function segmentSource(segment: string): string {
-  let source = "";
-  for (let i = 0; i < segment.length; i++) {
-    const c = segment[i]!;
-    if (c === "*") {
-      while (segment[i + 1] === "*") i++;
-      source += "[^/]*";
-    } else if (c === "?") source += "[^/]";
-    else if (c === "\\" && i + 1 < segment.length) source += escapeRegExp(segment[++i]!);
-    else if (c === "[") {
-      const cls = charClass(segment, i);
-      source += cls ? cls.source : "\\[";
-      if (cls) i = cls.end;
-    } else source += escapeRegExp(c);
-  }
-  return source;
-}
-
-function charClass(segment: string, start: number): { source: string; end: number } | undefined {
-  let i = start + 1;
-  const negated = segment[i] === "!" || segment[i] === "^";
-  if (negated) i++;
-  const first = i;
-  if (segment[i] === "]") i++;
-  const close = segment.indexOf("]", i);
-  if (close === -1) return undefined;
-  const body = segment.slice(first, close).replace(/[\\\]^[]/g, (ch) => `\\${ch}`);
-  return { source: negated ? `[^/${body}]` : `[${body}]`, end: close };
-}
-
-function escapeRegExp(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
 }

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { createLazyAgents, cutUtf8 } from "../index.ts";
 import { MAX_REMINDER_FILES, REMINDER_BUDGET_BYTES } from "../config.ts";
 import { noGit } from "./fuzz-lib.ts";
-import { countOccurrences, loadRunner, reminderOf, withTree, type TreeSpec } from "./harness.ts";
+import { countOccurrences, loadRunner, reminderOf, withTree, withTreeInBothModes, type TreeSpec } from "./harness.ts";
 
 const ours = createLazyAgents({ spawnGit: noGit });
 
@@ -24,8 +24,11 @@ interface Recorded {
 
 const skillText = (name: string) => `---\nname: ${name}\ndescription: Skill ${name}\n---\nbody\n`;
 
-/** Trees that reach one cap each, and the line that must announce it. */
-const caps: Array<{ cap: string; spec: () => TreeSpec; line: RegExp }> = [
+/**
+ * Trees that reach one cap each, and the line that must announce it; `git` runs it under `git init`
+ * too (not yet the import caps: a git repository still delivers imports one access late).
+ */
+const caps: Array<{ cap: string; spec: () => TreeSpec; line: RegExp; git: boolean }> = [
   {
     cap: "a folder import",
     spec: () => {
@@ -34,6 +37,7 @@ const caps: Array<{ cap: string; spec: () => TreeSpec; line: RegExp }> = [
       return spec;
     },
     line: /^- pkg\/AGENTS\.md was not loaded whole: .*import limit \(32\).* 32 of 40 /m,
+    git: false,
   },
   {
     cap: "the entries of a skills folder",
@@ -44,11 +48,13 @@ const caps: Array<{ cap: string; spec: () => TreeSpec; line: RegExp }> = [
       return spec;
     },
     line: /^- pkg\/\.agents\/skills was not loaded whole: .*scan limit.* 256 of 300 /m,
+    git: true,
   },
   {
     cap: "the depth of a skills tree",
     spec: () => ({ "pkg/a.ts": "a\n", "pkg/.agents/skills/1/2/3/4/5/6/7/8/9/deep/SKILL.md": skillText("deep") }),
     line: /^- pkg\/\.agents\/skills\/1\/2\/3\/4\/5\/6\/7\/8\/9 was not loaded whole: .*depth limit \(8\)/m,
+    git: true,
   },
   {
     cap: "the hops of an import chain",
@@ -59,6 +65,18 @@ const caps: Array<{ cap: string; spec: () => TreeSpec; line: RegExp }> = [
       return spec;
     },
     line: /^- pkg\/i5\.md was not loaded whole: .*import depth limit \(5\)/m,
+    git: false,
+  },
+  {
+    cap: "the entries of a rule folder",
+    spec: () => {
+      const spec: TreeSpec = { "pkg/a.ts": "a\n" };
+      for (let i = 0; i < 260; i++)
+        spec[`.claude/rules/r${String(i).padStart(3, "0")}.md`] = `---\npaths: "nowhere/**"\n---\nRULE ${i}\n`;
+      return spec;
+    },
+    line: /^- \.claude\/rules was not loaded whole: .*scan limit.* 256 of 260 /m,
+    git: true,
   },
 ];
 
@@ -87,10 +105,10 @@ test("the whole reminder stays within the budget and the file cap; what is left 
     assert.ok(Buffer.byteLength(reminderOf(next.content) ?? "") <= REMINDER_BUDGET_BYTES);
   }));
 
-for (const { cap, spec, line } of caps) {
+for (const { cap, spec, line, git } of caps) {
   test(`a cap on ${cap} is announced to the model in one line and shown by /lazy-agents`, () =>
-    withTree(spec(), async (tree) => {
-      const h = await loadRunner(tree, { factories: [ours], hasUI: true });
+    (git ? withTreeInBothModes : withTree)(spec(), async (tree) => {
+      const h = await loadRunner(tree, { factories: [git ? createLazyAgents() : ours], hasUI: true });
       const reminder = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
       const lines = reminder.split("\n").filter((text) => line.test(text));
       assert.equal(lines.length, 1, reminder.split("\n").slice(-6).join("\n"));

@@ -130,6 +130,20 @@ export async function withTree<T>(spec: TreeSpec, fn: (tree: Tree) => Promise<T>
   }
 }
 
+/** Runs `fn` on a fresh tree twice, as users work: in a plain folder, then in a git repository. */
+export async function withTreeInBothModes(
+  spec: TreeSpec,
+  fn: (tree: Tree, mode: "plain" | "git") => Promise<void> | void,
+): Promise<void> {
+  for (const mode of ["plain", "git"] as const) {
+    await withTree(spec, async (tree) => {
+      if (mode === "git" && spawnSync("git", ["init", "-q"], { cwd: tree.cwd }).status !== 0)
+        throw new Error("git init failed");
+      await fn(tree, mode);
+    });
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The real extension runner, as `pi -e ./index.ts` loads it.
 

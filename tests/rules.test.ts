@@ -4,7 +4,16 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { mkdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
-import { globMatches, readRecord, readRuleMeta, splitGlobList, type RuleKind } from "../index.ts";
+import {
+  createLazyAgents,
+  globMatches,
+  globWork,
+  readRecord,
+  readRuleMeta,
+  splitGlobList,
+  type LazyAgents,
+  type RuleKind,
+} from "../index.ts";
 import type { RuleSource } from "../config.ts";
 import {
   countOccurrences,
@@ -20,6 +29,7 @@ import {
   toolTurn,
   withTree,
   twoTrees,
+  withTreeInBothModes,
 } from "./harness.ts";
 
 // Examples from each tool's documentation: Claude Code's memory docs (path-specific rules), Cursor's
@@ -84,7 +94,31 @@ const globTable: Array<[RuleSource, string, string, boolean]> = [
   ["claude", "./src/*.ts", "src/a.ts", true],
   ["claude", "*", "a/b", false],
   ["claude", "!src/**", "src/a.ts", false],
+  // A folder is not a file under it: a trailing `/**` (or `/`) matches what is below the folder, as
+  // Claude Code and minimatch read it; a `**` between segments matches none or any.
+  ["claude", "packages/**", "packages", false],
+  ["claude", "packages/**", "packages/a.ts", true],
+  ["claude", "packages/**", "packages/a/b.ts", true],
+  ["claude", "docs/", "docs", false],
+  ["cursor", "packages/**", "packages", false],
+  ["copilot", "**", "a", true],
+  ["claude", "a/**/b", "a/b", true],
+  ["claude", "a/**/b", "a/x/y/b", true],
+  ["claude", "a/**/b", "a/x/y/c", false],
+  ["claude", "a/**/**/b", "a/b", true],
+  // Classes: ranges, `]` first, a literal `[` when unclosed; a range out of order is refused and matches nothing.
+  ["claude", "[]a]x", "]x", true],
+  ["claude", "[a-c]x", "bx", true],
+  ["claude", "[a-c]x", "dx", false],
+  ["claude", "a[x", "a[x", true],
+  ["claude", "src/[z-a]*.ts", "src/b.ts", false],
+  ["claude", "*.ts", ".ts", true],
+  ["claude", "a*b*c", "abbbc", true],
+  ["claude", "a*b*c", "abbbcd", false],
 ];
+
+// Globs that make a backtracking RegExp (and Node's path.matchesGlob) take seconds or forever.
+const BACKTRACKING_GLOB = "*a*a*a*a*a*a*a*a*b";
 
 const rule = (frontmatter: string, body: string) => `---\n${frontmatter}\n---\n${body}\n`;
 
@@ -531,4 +565,96 @@ test("a rule withdrawn, then delivered again, is not reported as retracted while
     rmSync(tree.abs(".claude/rules/always.md"));
     await h.command("lazy-agents", "");
     assert.doesNotMatch(h.notifications.at(-1)!, /\.claude\/rules\/always\.md {2}retracted/);
+  }));
+
+test("a glob that makes a RegExp backtrack costs at most path length times pattern length: names of 48 and 90 characters", () =>
+  withTreeInBothModes(
+    {
+      ".cursor/rules/slow.mdc": rule(`globs: "${BACKTRACKING_GLOB}"`, "BACKTRACKING-RULE"),
+      [`src/${"a".repeat(48)}`]: "a\n",
+      [`src/${"a".repeat(90)}`]: "a\n",
+      [`src/${"a".repeat(89)}b`]: "b\n",
+    },
+    async (tree, mode) => {
+      // The extension as this file imports it, so that `globWork` counts its steps.
+      const h = await loadRunner(tree, { factories: [createLazyAgents()] });
+      for (const name of ["a".repeat(48), "a".repeat(90), `${"a".repeat(89)}b`]) {
+        const before = globWork();
+        const reminder = reminderOf((await h.call("read", { path: `src/${name}` })).content) ?? "";
+        const steps = globWork() - before;
+        assert.equal(reminder.includes("BACKTRACKING-RULE"), name.endsWith("b"), `${mode}: ${name.length} characters`);
+        // The rule is tested twice per call (before and after its stat check), on `src/<name>`.
+        const bound = 2 * (`src/${name}`.length + 1) * (BACKTRACKING_GLOB.length + 4);
+        assert.ok(steps > 0 && steps <= bound, `${mode}: ${steps} steps for ${name.length} characters, bound ${bound}`);
+      }
+    },
+  ));
+
+test("a rule whose glob does not compile is refused with its reason; nested AGENTS.md files and the other rules still arrive", () =>
+  withTreeInBothModes(
+    {
+      ".cursor/rules/range.mdc": rule('globs: "src/[z-a]*.ts"', "RANGE-RULE"),
+      ".claude/rules/huge.md": rule(`paths: "src/${"{a,b}".repeat(12_000)}"`, "HUGE-RULE"),
+      ".github/instructions/many.instructions.md": rule(`applyTo: "src/${"{a,b}".repeat(7)}.ts"`, "MANY-RULE"),
+      ".claude/rules/good.md": rule('paths: "src/**"', "GOOD-RULE"),
+      "src/AGENTS.md": "SRC-RULES\n",
+      "src/b.ts": "b\n",
+      "lib/AGENTS.md": "LIB-RULES\n",
+      "lib/c.ts": "c\n",
+    },
+    async (tree, mode) => {
+      const h = await loadRunner(tree, { hasUI: true, factories: [createLazyAgents()] });
+      const before = globWork();
+      const first = reminderOf((await h.call("read", { path: "src/b.ts" })).content) ?? "";
+      assert.ok(globWork() - before < 1000, `${mode}: a glob past the limit is refused unread`);
+      assert.match(first, /SRC-RULES/, mode);
+      assert.match(first, /GOOD-RULE/, mode);
+      assert.doesNotMatch(first, /RANGE-RULE|HUGE-RULE|MANY-RULE/, mode);
+      assert.match(first, /^- \.cursor\/rules\/range\.mdc was not loaded: a glob with a class range out of order/m);
+      assert.match(first, /^- \.claude\/rules\/huge\.md was not loaded: globs longer than the glob limit/m);
+      assert.match(first, /^- \.github\/instructions\/many\.instructions\.md was not loaded: .*braces expand to more/m);
+      assert.match(reminderOf((await h.call("read", { path: "lib/c.ts" })).content) ?? "", /LIB-RULES/, mode);
+      await h.command("lazy-agents", "");
+      const report = h.notifications.at(-1) ?? "";
+      assert.match(report, /\.cursor\/rules\/range\.mdc {2}a glob with a class range out of order/, mode);
+      assert.match(report, /\.claude\/rules\/huge\.md {2}globs longer than the glob limit/, mode);
+      assert.doesNotMatch(report, /Failures caught/, mode);
+    },
+  ));
+
+test("a folder is not a file under it: `ls packages` does not bring the rule of `packages/**`, a file below it does", () =>
+  withTreeInBothModes(
+    {
+      ".claude/rules/packages.md": rule('paths: "packages/**"', "PACKAGES-RULE"),
+      "packages/a.ts": "a\n",
+    },
+    async (tree, mode) => {
+      const h = await loadRunner(tree);
+      const listed = await h.call("ls", { path: "packages" });
+      assert.doesNotMatch(reminderOf(listed.content) ?? "", /PACKAGES-RULE/, mode);
+      const bash = await h.call("bash", { command: "ls packages" });
+      assert.doesNotMatch(reminderOf(bash.content) ?? "", /PACKAGES-RULE/, mode);
+      const read = await h.call("read", { path: "packages/a.ts" });
+      assert.match(reminderOf(read.content) ?? "", /PACKAGES-RULE/, mode);
+    },
+  ));
+
+test("rule files created and deleted do not stay compiled: the rule caches are swept and counted in the state sizes", () =>
+  withTreeInBothModes({ "src/a.ts": "a\n" }, async (tree, mode) => {
+    let engine: LazyAgents | undefined;
+    const h = await loadRunner(tree, { factories: [createLazyAgents({ onEngine: (e) => (engine = e) })] });
+    const rules = tree.abs(".claude/rules");
+    for (let i = 0; i < 600; i++) {
+      tree.write(`.claude/rules/r${i}.md`, `CHURN-RULE-${i}\n`);
+      utimesSync(rules, new Date(), new Date(Date.now() + i * 1000));
+      const reminder = reminderOf((await h.call("read", { path: "src/a.ts" })).content) ?? "";
+      assert.match(reminder, new RegExp(`CHURN-RULE-${i}\\b`), `${mode}: rule ${i}`);
+      rmSync(tree.abs(`.claude/rules/r${i}.md`));
+      await new Promise((done) => setImmediate(done));
+    }
+    const sizes = engine!.stateSizes();
+    for (const key of ["ruleFolders", "rulePlaces", "compiledRules"]) {
+      assert.equal(typeof sizes[key], "number", `${mode}: ${key} is counted`);
+      assert.ok(sizes[key]! <= 256, `${mode}: ${key} = ${sizes[key]}`);
+    }
   }));

@@ -5,12 +5,13 @@ import assert from "node:assert/strict";
 import { utimesSync } from "node:fs";
 import { relative } from "node:path";
 import { DefaultResourceLoader, SettingsManager } from "@earendil-works/pi-coding-agent";
-import { createLazyAgents } from "../index.ts";
+import { createLazyAgents, globWork } from "../index.ts";
 import { MAX_SKILL_DEPTH } from "../config.ts";
 import {
   loadRunner,
   reminderOf,
   withTree,
+  withTreeInBothModes,
   finalTurn,
   persistedToolResults,
   startSession,
@@ -449,3 +450,48 @@ for (const kind of REPOSITORY_KINDS) {
       },
     ));
 }
+test("an ignore line that makes a RegExp backtrack costs at most path length times pattern length, and still hides what it matches", () => {
+  const line = "*a*a*a*a*a*a*a*a*b";
+  const names = ["a".repeat(48), "a".repeat(90), `${"a".repeat(89)}b`];
+  return withTreeInBothModes(
+    {
+      "pkg/a.ts": "a\n",
+      "pkg/.agents/skills/.gitignore": `${line}\n`,
+      [`pkg/.agents/skills/${names[0]}/SKILL.md`]: skill("forty-eight", "Forty-eight a"),
+      [`pkg/.agents/skills/${names[1]}/SKILL.md`]: skill("ninety", "Ninety a"),
+      [`pkg/.agents/skills/${names[2]}/SKILL.md`]: skill("ignored", "Hidden by the line"),
+    },
+    async (tree, mode) => {
+      // The extension as this file imports it, so that `globWork` counts its steps.
+      const h = await loadRunner(tree, { factories: [createLazyAgents()] });
+      const before = globWork();
+      const reminder = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
+      const steps = globWork() - before;
+      assert.match(reminder, /Forty-eight a/, mode);
+      assert.match(reminder, /Ninety a/, mode);
+      assert.doesNotMatch(reminder, /Hidden by the line/, mode);
+      // Each folder and its SKILL.md are tested against the line: at most (path + 1) × (line + 1) steps each.
+      const bound = names.reduce((sum, name) => sum + 2 * (name.length + 10) * (line.length + 4), 0);
+      assert.ok(steps > 0 && steps <= bound, `${mode}: ${steps} steps, bound ${bound}`);
+    },
+  );
+});
+
+test("an ignore line of 30,000 spaces before one character is read in linear time, not the quadratic of a trailing-space RegExp", () =>
+  withTreeInBothModes(
+    {
+      "pkg/a.ts": "a\n",
+      "pkg/.agents/skills/.ignore": `${" ".repeat(30_000)}x\nhidden\n`,
+      "pkg/.agents/skills/hidden/SKILL.md": skill("hidden", "Hidden by the second line"),
+      "pkg/.agents/skills/kept/SKILL.md": skill("kept", "Kept"),
+    },
+    async (tree, mode) => {
+      const h = await loadRunner(tree, { factories: [createLazyAgents()] });
+      const started = performance.now();
+      const reminder = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
+      // Nothing here counts steps: the old RegExp took about 8 s on this line, a read takes milliseconds.
+      assert.ok(performance.now() - started < 3000, `${mode}: ${performance.now() - started} ms`);
+      assert.match(reminder, /- kept /, mode);
+      assert.doesNotMatch(reminder, /Hidden by the second line/, mode);
+    },
+  ));

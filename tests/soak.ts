@@ -1,5 +1,5 @@
 // `bun run soak [-- --calls N]`: 50,000 tool calls through Pi's real extension runner and real
-// tools, with churn: instruction files edited, deleted and re-created, skills added and removed,
+// tools, with churn: instruction files edited, deleted and re-created, skills and rules added and removed,
 // new scopes created and old ones deleted, parallel batches, and a compaction every few thousand
 // calls. Prints heap growth and the size of every internal map, with the number of folders and
 // files on disk and ever created, and exits with 1 when a map is bounded by the calls made rather
@@ -122,6 +122,16 @@ async function soak(): Promise<number> {
         stamp(skills);
       }
       stamp(dir);
+    } else if (r < 0.7) {
+      // Rule files come and go: each name compiles once, and what is deleted must not stay compiled.
+      const rules = join(dir, ".cursor/rules");
+      if (random() < 0.5) rmSync(join(dir, ".cursor"), { recursive: true, force: true });
+      else {
+        mkdirSync(rules, { recursive: true });
+        writeFileSync(join(rules, `r${clock}.mdc`), `---\nglobs: "f*.ts"\n---\nRULE ${scope} ${clock}\n`);
+        stamp(rules);
+      }
+      stamp(dir);
     } else {
       // A new scope replaces the oldest one: the disk stays bounded while names keep changing.
       createScope();
@@ -206,6 +216,10 @@ async function soak(): Promise<number> {
     gitFileAnswers: cacheBound(filesOnDisk),
     inspectedScopes: cacheBound(dirsOnDisk),
     files: cacheBound(filesOnDisk),
+    compiledRules: cacheBound(filesOnDisk),
+    ruleFolders: cacheBound(dirsOnDisk),
+    rulePlaces: cacheBound(dirsOnDisk),
+    ruleScopesAsked: cacheBound(dirsOnDisk),
     ledgerFiles: WINDOW,
     ledgerScopes: WINDOW,
     ledgerSkills: WINDOW,
