@@ -194,7 +194,8 @@ async function soak(): Promise<number> {
   const cacheBound = (onDisk: number) => 2 * onDisk + 256;
   const bounds: Record<string, number> = {
     pending: 0,
-    nestedViews: 0,
+    nested: 0,
+    written: 0,
     parentOf: 0,
     gateRecords: 0,
     unconfirmed: MAX_UNCONFIRMED_RESULTS,
