@@ -53,6 +53,13 @@ test(`differential fuzz: ${CASES} seeded cases agree with the reference model, a
   }
 });
 
+const GIT_CASES = 40;
+
+test(`differential fuzz in a git repository: ${GIT_CASES} seeded cases agree with the reference model`, async () => {
+  const report = await fuzz(SEED, GIT_CASES, { compat: KNOWN_BUGS, git: true });
+  assert.equal(report, undefined, report);
+});
+
 if (KNOWN_BUGS.size > 0) {
   test(
     "differential fuzz, strict: the corpus agrees with the model without mirroring known bugs",
