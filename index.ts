@@ -772,13 +772,14 @@ export class LazyAgents {
     await this.settle([{ ...look, touched: [] }], {}, undefined, 0, () => undefined);
   }
 
-  /** A call's views: its chains located again when the tool may have changed them. */
+  /** A call's views: its chains located again when the tool wrote an instruction file into them. */
   private viewsOf(discovery: Discovery, call: PendingCall): DirectoryView[] {
     discovery.gitAnswers.takeWanted();
     if (call.commands && shellNamesInstruction(call.commands, this.options.fileNames)) {
       const cwd = this.boundCwd ?? discovery.cwdReal;
       call.chains = shellChains(locateShellWords(discovery, call.commands, cwd));
-    } else if (call.toolName === "edit" || call.toolName === "write") {
+    } else if (call.writes !== undefined) {
+      // A write may have made the folders of the instruction file it wrote: locate them again.
       const located = locateChain(discovery, call.target, false);
       call.chains = located ? [located] : [];
     }
