@@ -8,8 +8,10 @@
 //     that is accepted; the names after it are overridden. A file refused for what it is lets the
 //     next name apply; an I/O error lets none: `viewDirectory`.
 //  3. A file is sent once per content version: the same version the model holds is not sent again: `planFile`.
-//  4. A new version supersedes the one the model holds, under the same scope: `planFile`.
-//  5. What the model holds and its folder no longer offers is withdrawn: `planRetraction`.
+//  4. A new version supersedes the one the model holds, under the same scope; when a call of the
+//     batch writes the file, that call's result carries it and the others leave it alone: `planFile`.
+//  5. What the model holds and its folder no longer offers is withdrawn; an import only once no file
+//     the model holds still imports it: `planRetraction`.
 //  6. After compaction, resume, /tree or a context edit the ledger is rebuilt from what the model
 //     still sees; what it no longer sees is sent again at the next access: `recordsInContext`.
 //  7. The reminder fits REMINDER_BUDGET_BYTES and MAX_REMINDER_FILES: the deepest files whole first,
@@ -1283,6 +1285,13 @@ function skipOf(entry: unknown): Skip | undefined {
   return skip;
 }
 
+/** The set a map holds under a key, made when it holds none yet. */
+function setIn<K, V>(map: Map<K, Set<V>>, key: K): Set<V> {
+  let set = map.get(key);
+  if (!set) map.set(key, (set = new Set()));
+  return set;
+}
+
 class Ledger {
   /** Instruction files the model holds: path → what it holds. */
   readonly files = new Map<string, FileRecord>();
@@ -1304,11 +1313,8 @@ class Ledger {
   readonly retractedRules = new Set<string>();
   /** Sections whose full explanation the model can still see. */
   readonly explained = new Set<Section>();
-  /** Bumped by every change, so that a pending call can tell that its views may be stale. */
-  generation = 0;
 
   clear(): void {
-    this.generation++;
     this.retracted.clear();
     this.alsoGoverns.clear();
     this.files.clear();
@@ -1324,7 +1330,6 @@ class Ledger {
   }
 
   apply(record: LedgerRecord): void {
-    this.generation++;
     for (const { path, scope } of record.retracted) {
       if (this.files.get(path)?.importedBy === undefined) this.importsByScope.delete(scope);
       else this.importsByScope.get(scope)?.delete(path);
@@ -1343,9 +1348,7 @@ class Ledger {
       if (earlier?.version !== file.version) this.alsoGoverns.delete(file.path);
       this.files.set(file.path, file);
       this.retracted.delete(file.path);
-      let paths = this.pathsByScope.get(file.scope);
-      if (!paths) this.pathsByScope.set(file.scope, (paths = new Set()));
-      paths.add(file.path);
+      setIn(this.pathsByScope, file.scope).add(file.path);
       this.skipped.delete(file.path);
       if (file.importedBy !== undefined) this.importsByScope.get(file.scope)?.add(file.path);
       else if (file.imports) this.importsByScope.set(file.scope, new Set(file.imports));
@@ -1353,16 +1356,10 @@ class Ledger {
     }
     for (const skill of record.skills) {
       this.skills.set(skill.path, skill);
-      let paths = this.skillsByScope.get(skill.scope);
-      if (!paths) this.skillsByScope.set(skill.scope, (paths = new Set()));
-      paths.add(skill.path);
+      setIn(this.skillsByScope, skill.scope).add(skill.path);
     }
     for (const skip of record.skipped) this.skipped.set(skipKey(skip), skip.reason);
-    for (const { path, scope } of record.alsoGoverns ?? []) {
-      let scopes = this.alsoGoverns.get(path);
-      if (!scopes) this.alsoGoverns.set(path, (scopes = new Set()));
-      scopes.add(scope);
-    }
+    for (const { path, scope } of record.alsoGoverns ?? []) setIn(this.alsoGoverns, path).add(scope);
     if (recordHasRules(record)) applyRuleRecords(this, record);
     for (const section of record.explained ?? []) this.explained.add(section);
   }
@@ -1610,9 +1607,7 @@ function applyRuleRecords(ledger: Ledger, record: LedgerRecord): void {
     const earlier = ledger.rules.get(rule.path);
     if (earlier && earlier.dir !== rule.dir) ledger.ruleDirs.get(earlier.dir)?.delete(rule.path);
     ledger.rules.set(rule.path, rule);
-    let paths = ledger.ruleDirs.get(rule.dir);
-    if (!paths) ledger.ruleDirs.set(rule.dir, (paths = new Set()));
-    paths.add(rule.path);
+    setIn(ledger.ruleDirs, rule.dir).add(rule.path);
     ledger.retractedRules.delete(rule.path);
   }
 }

@@ -212,6 +212,8 @@ async function soak(): Promise<number> {
     ledgerSkills: WINDOW,
     ledgerSkipped: WINDOW,
     ledgerAlsoGoverns: WINDOW,
+    ledgerImports: WINDOW,
+    gateRetries: 0,
   };
   const violations = Object.entries(bounds).filter(([key, bound]) => (sizes[key] ?? 0) > bound);
   for (const [key, bound] of violations) console.log(`UNBOUNDED: ${key} = ${sizes[key]} > ${bound}`);
