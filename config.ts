@@ -85,6 +85,9 @@ export const MAX_GLOB_EXPANSIONS = 64;
 /** Characters of a rule's globs, braces expanded (or of one ignore line); beyond it the rule is refused unread. */
 export const MAX_GLOB_CHARS = 4096;
 
+/** Custom session entry that keeps a record whose result's `details` another extension replaced. */
+export const RESCUED_RECORD_ENTRY = "lazy-agents-record";
+
 /** Key of this extension's record in a tool result's `details`. */
 export const DETAILS_KEY = "lazyAgents";
 
@@ -154,8 +157,11 @@ export function reasonText(reason: Reason, counts?: { taken: number; total: numb
   return counts ? `${REASONS[reason]}; ${counts.taken} of ${counts.total} entries taken` : REASONS[reason];
 }
 
-/** The one line that counts what the budget left out of a reminder. */
-export function leftOutText(files: number, skills: number, notices: number): string {
+/** Left-out files a reminder names, so that the model can read them itself. */
+export const MAX_LEFT_OUT_NAMES = 8;
+
+/** The one line that counts what the budget left out of a reminder, and names the first of them. */
+export function leftOutText(files: number, skills: number, notices: number, names: readonly string[]): string {
   const counts = [
     [files, "instruction file"],
     [skills, "skill"],
@@ -164,10 +170,10 @@ export function leftOutText(files: number, skills: number, notices: number): str
   const parts = counts
     .filter(([count]) => count > 0)
     .map(([count, what]) => `${count} ${what}${count === 1 ? "" : "s"}`);
-  return (
-    `To stay within its size budget, this reminder left out ${parts.join(", ")}; ` +
-    `they follow with later accesses in their scope, and /${COMMAND_NAME} lists them as pending.`
-  );
+  const shown = names.slice(0, MAX_LEFT_OUT_NAMES);
+  const more = names.length > shown.length ? ` and ${names.length - shown.length} more` : "";
+  const read = shown.length > 0 ? `, or read them yourself: ${shown.join(", ")}${more}` : "";
+  return `To stay within its size budget, this reminder left out ${parts.join(", ")}; they follow with later accesses in their scope${read}.`;
 }
 
 /** How long a git ignore answer may take before git is given up for the session. */

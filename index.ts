@@ -8,8 +8,10 @@
 //     that is accepted; the names after it are overridden. A file refused for what it is lets the
 //     next name apply; an I/O error lets none: `viewDirectory`.
 //  3. A file is sent once per content version: the same version the model holds is not sent again: `planFile`.
-//  4. A new version supersedes the one the model holds, under the same scope: `planFile`.
-//  5. What the model holds and its folder no longer offers is withdrawn: `planRetraction`.
+//  4. A new version supersedes the one the model holds, under the same scope; when a call of the
+//     batch writes the file, that call's result carries it and the others leave it alone: `planFile`.
+//  5. What the model holds and its folder no longer offers is withdrawn; an import only once no file
+//     the model holds still imports it: `planRetraction`.
 //  6. After compaction, resume, /tree or a context edit the ledger is rebuilt from what the model
 //     still sees; what it no longer sees is sent again at the next access: `recordsInContext`.
 //  7. The reminder fits REMINDER_BUDGET_BYTES and MAX_REMINDER_FILES: the deepest files whole first,
@@ -45,6 +47,8 @@ import {
   CONFIG_DIR_NAME,
   type BuildSystemPromptOptions,
   getAgentDir,
+  isReadToolResult,
+  isToolCallEventType,
   parseFrontmatter,
   type ExtensionAPI,
   type ExtensionContext,
@@ -54,6 +58,7 @@ import {
   type ToolCallEvent,
   type ToolResultEvent,
   type ToolResultEventResult,
+  type TurnEndEvent,
 } from "@earendil-works/pi-coding-agent";
 import * as C from "./config.ts";
 
@@ -130,12 +135,12 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
         ctx,
         "gateRecord",
         () => {
-          const message = event.message as { role: string; toolCallId?: string; details?: unknown };
-          if (message.role !== "toolResult" || message.toolCallId === undefined) return undefined;
+          const message = event.message;
+          if (message.role !== "toolResult") return undefined;
           const record = engine.gate?.takeRecord(message.toolCallId);
           if (!record) return undefined;
           const details = withRecord(message.details, record);
-          return { message: { ...event.message, details } as typeof event.message };
+          return { message: { ...message, details: details as typeof message.details } };
         },
         nothing,
       );
@@ -205,13 +210,10 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
       if (guarded(ctx, "rebuild", check, () => true)) rebuild(ctx);
     });
 
-    type Blocked = { block: true; reason: string } | undefined;
-    // The engine says when a call must wait (the write gate, for git's answers); the hook waits here.
-    const decide = (ctx: ExtensionContext, step: CallStep): Blocked | Promise<Blocked> => {
-      if ("wait" in step) return step.wait.then(() => decide(ctx, step.next()));
-      if (!step.gate) return undefined;
-      announce(ctx, step.gate.plan);
-      return { block: true, reason: step.gate.reason };
+    const block = (ctx: ExtensionContext, gate: GateOutcome | undefined) => {
+      if (!gate) return undefined;
+      announce(ctx, gate.plan);
+      return { block: true as const, reason: gate.reason };
     };
 
     // Never block a tool by accident: a failed discovery only means nothing is appended.
@@ -221,31 +223,27 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
         "toolCall",
         () => {
           const env = { cwd: ctx.cwd, trusted: ctx.isProjectTrusted() };
-          return decide(ctx, engine.onToolCall(event, env));
+          const gate = engine.onToolCall(event, env);
+          return gate instanceof Promise ? gate.then((held) => block(ctx, held)) : block(ctx, gate);
         },
         nothing,
       ),
     );
 
-    const patch = (ctx: ExtensionContext, event: ToolResultEvent) => {
-      const outcome = engine.onToolResult(event);
+    const patch = (ctx: ExtensionContext, outcome: ResultOutcome | undefined) => {
       if (!outcome) return undefined;
       announce(ctx, outcome.plan);
       return outcome.patch;
     };
 
+    // Only a call that entered new folders or imports waits, for git; the plan-and-apply never follows an await.
     pi.on("tool_result", (event, ctx) =>
       guarded(
         ctx,
         "toolResult",
         () => {
-          // Only a call that entered new folders waits, for git; the plan-and-apply never follows an await.
-          const gitAnswer = engine.calls.gitAnswerOf(event.toolCallId);
-          if (!gitAnswer) return patch(ctx, event);
-          return gitAnswer.then(
-            () => patch(ctx, event),
-            () => patch(ctx, event),
-          );
+          const outcome = engine.onToolResult(event);
+          return outcome instanceof Promise ? outcome.then((done) => patch(ctx, done)) : patch(ctx, outcome);
         },
         nothing,
       ),
@@ -254,16 +252,13 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
     // Per-call state ends with each result; what calls without a result (blocked, aborted) leave
     // ends with their turn. No per-call hook is spent on it: every hook costs Pi a context object.
     pi.on("turn_end", (event, ctx) => {
-      // A reminder that a later extension replaced or dropped never reached the model: the ledger follows the session.
-      if (
-        guarded(
-          ctx,
-          "rebuild",
-          () => engine.calls.confirmTurn(event.toolResults),
-          () => false,
-        ) === true
-      )
-        rebuild(ctx);
+      // A reminder that a later extension replaced, cut or dropped never reached the model: the ledger follows the session.
+      const confirm = () => {
+        const { lost, rescued } = engine.calls.confirmTurn(event.toolResults);
+        for (const entry of rescued) pi.appendEntry(C.RESCUED_RECORD_ENTRY, entry);
+        return lost;
+      };
+      if (guarded(ctx, "rebuild", confirm, () => false) === true) rebuild(ctx);
       engine.endTurn();
     });
     pi.on("agent_end", () => {
@@ -307,8 +302,9 @@ async function commandReport(engine: LazyAgents, args: string, env: CallEnvironm
 export default createLazyAgents();
 
 // =============================================================================================
-// 2. Per-call lifecycle. A tool call is located when it starts, viewed again when its result comes,
-// and its delivery waits for turn_end; what a call touches is its tool path or its bash words.
+// 2. Per-call lifecycle. A tool call is located when it starts (git's questions go out then); its
+// result awaits git until no question is left, then views, plans and applies in one synchronous
+// step; turn_end confirms what Pi persisted. What a call touches is its tool path or its bash words.
 
 const UNICODE_SPACES = /[\u00A0\u2000-\u200A\u202F\u205F\u3000]/g;
 
@@ -536,44 +532,33 @@ interface CallEnvironment {
   trusted: boolean;
 }
 
-/** What a tool call asks of the adapter: to wait for git's answers and go on, or to block it (or neither). */
-type CallStep = { wait: Promise<void>; next: () => CallStep } | { gate?: GateOutcome };
-
-const PROCEED: CallStep = {};
-
+/** What a tool call located when it started; its views are taken once, at its result. */
 interface PendingCall {
-  /** Git's answer for the chain's new folders, when one was asked for. */
-  gitAnswer?: Promise<void>;
-  /** An import waits for git's answer: the views are built again once it came. */
-  heldImports: boolean;
   toolName: string;
   rootId: string;
   nested: boolean;
+  /** The tool's resolved target ("" for bash). */
   target: string;
-  views: DirectoryView[];
+  /** The chains it touches: its target's, or those its bash words activate. */
+  chains: Located[];
   withSkills: boolean;
-  /** Real path of the target when it is itself named like an instruction file. */
-  instructionTarget?: string;
   partial: boolean;
-  /** The ledger's generation when the call looked. */
-  generation: number;
-  /** cwd-relative path the call touched, for rule globs (rules touch point). */
-  touched?: string;
-  /** A bash call: its commands, the views of each chain its words activated, and the paths they name. */
-  bash?: { commands: ShellCommand[]; chains: DirectoryView[][]; touched: string[] };
-}
-
-/** What one nested call activated, and when: the ledger may move before the outermost result. */
-interface NestedViews {
-  call: PendingCall;
-  views: DirectoryView[];
-  generation: number;
+  /** cwd-relative paths the call touched, for rule globs (rules touch point). */
+  touched: string[];
+  /** A bash call's commands, located again after it ran when they name an instruction file. */
+  commands?: ShellCommand[];
+  /** Real path of an instruction file this call writes: the batch's other results leave it alone. */
+  writes?: string;
+  /** Git's answers for the chains' new folders, asked at tool_call, awaited at the result. */
+  gitAnswer?: Promise<void>;
 }
 
 interface ResultOutcome {
   patch: ToolResultEventResult;
   plan: DeliveryPlan;
 }
+
+type Shown = Pick<PlanInput, "shownWhole" | "shownInPart">;
 
 // Exported for tests: they read the engine's state through onEngine.
 export class LazyAgents {
@@ -636,10 +621,9 @@ export class LazyAgents {
       this.git?.stop();
       this.git = new GitIgnoreOracle(cwdReal, this.spawner);
     }
-    this.discovery = new Discovery(this.fs, cwdReal, this.options);
+    this.discovery = new Discovery(this.fs, cwdReal, this.options, () => this.git?.available === true);
     this.discovery.logicalCwd = resolve(cwd);
     this.discovery.learnStartupFiles(this.startupFiles);
-    this.discovery.gitAnswers.mayAnswer = () => this.git?.available === true;
     return this.discovery;
   }
 
@@ -659,14 +643,26 @@ export class LazyAgents {
     });
   }
 
-  /** Asks git what the imports of the views just built need to know; undefined when nothing. */
-  learnImportGitIgnores(discovery: Discovery): Promise<void> | undefined {
+  /** Asks git what the views and plan just built left open (imports, rule folders); undefined when nothing. */
+  private learnOpenQuestions(
+    discovery: Discovery,
+    calls: PendingCall[],
+    views: DirectoryView[],
+  ): Promise<void> | undefined {
     const questions = discovery.gitAnswers.takeWanted();
     const git = this.git;
-    if (questions.length === 0 || !git) return undefined;
-    return git.ask(questions).then((answers) => {
-      questions.forEach((question, index) => discovery.gitAnswers.setAnswer(question, answers[index]!));
-    });
+    if (!git) return undefined;
+    const imports =
+      questions.length === 0
+        ? undefined
+        : git.ask(questions).then((answers) => {
+            questions.forEach((question, index) => discovery.gitAnswers.setAnswer(question, answers[index]!));
+          });
+    const chains = calls.flatMap((call) =>
+      call.chains.map((located) => this.learnGitIgnores(discovery, located.links)),
+    );
+    const rules = this.options.rules ? this.rulesOf(discovery).learnGitIgnores(views, git) : undefined;
+    return joinAnswers(imports, rules, ...chains);
   }
 
   /**
@@ -681,86 +677,118 @@ export class LazyAgents {
   }
 
   /**
-   * Discovery, before the tool runs. Synchronous, so a warm call adds no promise hops; only the
-   * write gate, which may hold a write back once, asks the adapter to wait for git's answers.
+   * Before the tool runs: locates what the call touches and asks git about new folders, so that
+   * the answers overlap the tool's run. Only the write gate views and plans here.
    */
-  onToolCall(event: ToolCallEvent, env: CallEnvironment): CallStep {
+  onToolCall(event: ToolCallEvent, env: CallEnvironment): GateOutcome | undefined | Promise<GateOutcome | undefined> {
     if (event.parentToolCallId !== undefined) this.calls.parentOf.set(event.toolCallId, event.parentToolCallId);
-    if (!this.options.enabled || !this.options.triggers.has(event.toolName)) return PROCEED;
-    if (event.toolName === "bash") {
-      this.discoverBash(event, env);
-      return PROCEED;
-    }
-    const input = event.input as Record<string, unknown>;
-    const targetIsDirectory = !FILE_TOOLS.has(event.toolName);
+    if (!this.options.enabled || !this.options.triggers.has(event.toolName)) return undefined;
     const discovery = this.discoveryFor(env.cwd);
-    if (!discovery) return PROCEED;
-    const raw = input.path ?? (targetIsDirectory ? "." : undefined);
-    const target = resolveToolPath(raw, env.cwd, event.toolName === "read" ? discovery.readFallback : undefined);
-    if (target === undefined) return PROCEED;
-    this.sweepSoon(discovery);
-    const located = locateChain(discovery, target, targetIsDirectory);
-    if (located === undefined) return PROCEED;
-    // A write may create an instruction file in folders that do not exist yet: the call is kept,
-    // so that its result counts the file as delivered.
-    if (located.links.length === 0 && !this.writesInstruction(event.toolName, target) && !this.options.rules)
-      return PROCEED;
-    // Git's answer for new folders overlaps the tool's run: it is awaited before the result only.
-    const gitAnswer = this.learnGitIgnores(discovery, located.links);
-    const call = { event, env, discovery, located, target, gitAnswer };
-    const gate = this.gate?.covers(event) ? this.gate : undefined;
-    if (!gate) return this.discover(call, undefined);
-    // Rules touch point: the gate waits for git's answers about cwd's rule folders too.
-    const rulesAnswer = this.options.rules ? this.rulesOf(discovery).learnGitIgnores([], this.git) : undefined;
-    const answers = joinAnswers(gitAnswer, rulesAnswer);
-    return answers ? { wait: answers, next: () => this.discover(call, gate) } : this.discover(call, gate);
+    if (!discovery) return undefined;
+    const call = this.locate(discovery, event, env);
+    if (!call) return undefined;
+    if (call.writes !== undefined) this.calls.written.add(call.writes);
+    call.gitAnswer = joinAnswers(...call.chains.map((located) => this.learnGitIgnores(discovery, located.links)));
+    if (!this.gate?.covers(event)) {
+      this.calls.pending.set(event.toolCallId, call);
+      return undefined;
+    }
+    // The gate views and plans before the tool runs, once git has answered what the views ask.
+    const gate = this.gate;
+    return this.settle([call], {}, call.gitAnswer, 0, (views, plan) => {
+      this.inspection.record(views);
+      const held = gate.hold(event.toolCallId, call.target, plan, views, this.ledger, this.options.budgetBytes);
+      if (held) this.calls.written.delete(call.writes!);
+      else this.calls.pending.set(event.toolCallId, call);
+      return held;
+    });
   }
 
-  private discover(
-    call: {
-      event: ToolCallEvent;
-      env: CallEnvironment;
-      discovery: Discovery;
-      located: Located;
-      target: string;
-      gitAnswer?: Promise<void>;
-    },
-    gate: WriteGate | undefined,
-    hops = 0,
-  ): CallStep {
-    const { event, env, discovery, located, target, gitAnswer } = call;
-    const withSkills = env.trusted && this.options.skills;
-    const views = viewChain(discovery, located, withSkills);
-    const importAnswer = this.learnImportGitIgnores(discovery);
-    // A held-back call carries the imports too, or the retry would be held again for them.
-    if (gate && importAnswer && hops < C.MAX_IMPORT_DEPTH)
-      return { wait: importAnswer, next: () => this.discover(call, gate, hops + 1) };
-    if (views.length === 0 && !this.writesInstruction(event.toolName, target) && !this.options.rules) return PROCEED;
-    // Rules touch point: the path rule globs see, and git's answers for rule folders.
-    const touched = this.options.rules ? touchedPath(discovery, target, env.cwd) : undefined;
-    const ruleAnswer = this.options.rules ? this.rulesOf(discovery).learnGitIgnores(views, this.git) : undefined;
-    if (gate) {
-      this.inspection.record(views);
-      const plan = this.planFor(views, {}, touched === undefined ? [] : [touched]);
-      const held = gate.hold(event.toolCallId, plan, views, this.ledger, this.options.budgetBytes);
-      if (held) return { gate: held };
-    }
-    const input = event.input as Record<string, unknown>;
-    this.calls.pending.set(event.toolCallId, {
-      gitAnswer: joinAnswers(gitAnswer, importAnswer, ruleAnswer),
-      heldImports: importAnswer !== undefined,
-      touched,
+  /** What a call touches, located; undefined for a call that touches nothing we deliver for. */
+  private locate(discovery: Discovery, event: ToolCallEvent, env: CallEnvironment): PendingCall | undefined {
+    const read = isToolCallEventType("read", event) ? event.input : undefined;
+    const base = {
       toolName: event.toolName,
       rootId: this.calls.rootOf(event.toolCallId),
       nested: event.parentToolCallId !== undefined,
-      target,
+      withSkills: env.trusted && this.options.skills,
+      partial: read !== undefined && (read.offset !== undefined || read.limit !== undefined),
+    };
+    if (isToolCallEventType("bash", event)) {
+      if (typeof event.input.command !== "string") return undefined;
+      this.sweepSoon(discovery);
+      const commands = readShellCommand(event.input.command);
+      const outcomes = locateShellWords(discovery, commands, env.cwd);
+      const chains = shellChains(outcomes);
+      // Rules touch point: the paths the command names, for rule globs.
+      const touched = this.options.rules ? shellTouched(discovery, outcomes, env.cwd) : [];
+      if (chains.length === 0 && touched.length === 0) return undefined;
+      return { ...base, target: "", chains, touched, commands };
+    }
+    const targetIsDirectory = !FILE_TOOLS.has(event.toolName);
+    // Search tools and other triggers name a folder, cwd when they name none (as Pi's do).
+    const raw = (event.input as { path?: unknown }).path ?? (targetIsDirectory ? "." : undefined);
+    const target = resolveToolPath(raw, env.cwd, read ? discovery.readFallback : undefined);
+    if (target === undefined) return undefined;
+    this.sweepSoon(discovery);
+    const located = locateChain(discovery, target, targetIsDirectory);
+    if (located === undefined) return undefined;
+    const writes =
+      (event.toolName === "edit" || event.toolName === "write") && this.options.fileNames.includes(basename(target))
+        ? (discovery.realpathOrUndefined(target) ?? target)
+        : undefined;
+    // A write may create an instruction file in folders that do not exist yet: the call is kept,
+    // so that its result counts the file as delivered.
+    if (located.links.length === 0 && writes === undefined && !this.options.rules) return undefined;
+    const touched = this.options.rules ? touchedPath(discovery, target, env.cwd) : undefined;
+    return { ...base, target, chains: [located], touched: touched === undefined ? [] : [touched], writes };
+  }
+
+  /**
+   * Awaits git until the views and plan of these calls leave no question open (imports of
+   * imports, folder imports, rule folders and their imports: at most C.MAX_IMPORT_DEPTH + 1
+   * rounds, each bounded by git's timeout), then views, plans and finishes in one synchronous step.
+   */
+  private settle<T>(
+    calls: PendingCall[],
+    shown: Shown | ((views: DirectoryView[]) => Shown),
+    wait: Promise<void> | undefined,
+    round: number,
+    finish: (views: DirectoryView[], plan: DeliveryPlan) => T,
+  ): T | Promise<T> {
+    const again = () => this.settle(calls, shown, undefined, round + 1, finish);
+    if (wait) return wait.then(again, again);
+    const discovery = this.discovery;
+    const views = discovery ? mergeViews(calls.flatMap((call) => this.viewsOf(discovery, call))) : [];
+    const plan = this.planFor(
       views,
-      withSkills,
-      instructionTarget: this.instructionTarget(discovery, target),
-      partial: event.toolName === "read" && (input.offset !== undefined || input.limit !== undefined),
-      generation: this.ledger.generation,
-    });
-    return PROCEED;
+      typeof shown === "function" ? shown(views) : shown,
+      calls.flatMap((call) => call.touched),
+      this.calls.leftAloneBy(calls),
+    );
+    const open =
+      discovery && round <= C.MAX_IMPORT_DEPTH ? this.learnOpenQuestions(discovery, calls, views) : undefined;
+    return open ? this.settle(calls, shown, open, round, finish) : finish(views, plan);
+  }
+
+  /** Resolves once git has answered all that views of these chains ask (`/lazy-agents why` waits so too). */
+  async settled(chains: Located[], withSkills: boolean): Promise<void> {
+    const look = { toolName: "ls", rootId: "", nested: false, target: "", chains, withSkills, partial: false };
+    await this.settle([{ ...look, touched: [] }], {}, undefined, 0, () => undefined);
+  }
+
+  /** A call's views: its chains located again when the tool wrote an instruction file into them. */
+  private viewsOf(discovery: Discovery, call: PendingCall): DirectoryView[] {
+    discovery.gitAnswers.takeWanted();
+    if (call.commands && shellNamesInstruction(call.commands, this.options.fileNames)) {
+      const cwd = this.boundCwd ?? discovery.cwdReal;
+      call.chains = shellChains(locateShellWords(discovery, call.commands, cwd));
+    } else if (call.writes !== undefined) {
+      // A write may have made the folders of the instruction file it wrote: locate them again.
+      const located = locateChain(discovery, call.target, false);
+      call.chains = located ? [located] : [];
+    }
+    return mergeViews(call.chains.flatMap((located) => viewChain(discovery, located, call.withSkills)));
   }
 
   private sweepScheduled = false;
@@ -783,18 +811,16 @@ export class LazyAgents {
     });
   }
 
-  private writesInstruction(toolName: string, target: string): boolean {
-    return toolName === "write" && this.options.fileNames.includes(basename(target));
-  }
-
   private planFor(
     views: DirectoryView[],
-    shown: Pick<PlanInput, "shownWhole" | "shownInPart">,
+    shown: Shown,
     touched: readonly string[] = [],
+    leaveAlone?: ReadonlySet<string>,
   ): DeliveryPlan {
     const plan = planDelivery(this.ledger, {
       views,
       ...shown,
+      leaveAlone,
       startupSkills: this.startupSkills,
       cwdReal: this.discovery?.cwdReal,
     });
@@ -816,83 +842,37 @@ export class LazyAgents {
     return this.ruleBook;
   }
 
-  private instructionTarget(discovery: Discovery, target: string): string | undefined {
-    if (!this.options.fileNames.includes(basename(target))) return undefined;
-    return discovery.realpathOrUndefined(target);
-  }
-
-  /** Activation, after the tool ran: the patch for this result, or undefined to leave it alone. */
-  onToolResult(event: ToolResultEvent): ResultOutcome | undefined {
-    const call = this.calls.pending.get(event.toolCallId);
-    this.calls.pending.delete(event.toolCallId);
-    this.calls.parentOf.delete(event.toolCallId);
+  /**
+   * Activation, after the tool ran: the patch for this result, or undefined to leave it alone.
+   * A nested call's activation waits for its outermost call's result, which views them all.
+   */
+  onToolResult(event: ToolResultEvent): ResultOutcome | undefined | Promise<ResultOutcome | undefined> {
+    const call = this.calls.finish(event.toolCallId);
     const own = call !== undefined && activates(call.toolName, event.isError) ? call : undefined;
-    const ownViews = own ? this.viewsAfterTool(own) : [];
-    if (call) this.inspection.record(own ? ownViews : this.discovery ? dropGitIgnored(this.discovery, call.views) : []);
     if (own?.nested) {
-      const taken = { call: own, views: ownViews, generation: this.ledger.generation };
-      this.calls.nestedViews.set(own.rootId, [...(this.calls.nestedViews.get(own.rootId) ?? []), taken]);
-      const ownTouched = touchedBy(own);
-      if (ownTouched.length > 0)
-        this.calls.nestedTouched.set(own.rootId, [...(this.calls.nestedTouched.get(own.rootId) ?? []), ...ownTouched]);
+      this.calls.nested.set(own.rootId, [...(this.calls.nested.get(own.rootId) ?? []), own]);
       return undefined;
     }
-    const fromNested = this.calls.nestedViews.get(event.toolCallId);
-    this.calls.nestedViews.delete(event.toolCallId);
-    const views = fromNested ? mergeViews([...fromNested.flatMap((n) => this.currentViews(n)), ...ownViews]) : ownViews;
-    // Rules touch point: the paths this call and its nested calls touched.
-    const nestedTouched = this.calls.nestedTouched.get(event.toolCallId);
-    this.calls.nestedTouched.delete(event.toolCallId);
-    const touched = [...(nestedTouched ?? []), ...(own ? touchedBy(own) : [])];
-    if (views.length === 0 && (touched.length === 0 || !this.options.rules)) return undefined;
-    return this.deliver(event, views, own ? this.shownByTool(own, event, views) : {}, touched);
-  }
-
-  /** An edit or write may have created or changed instruction files on the chain: look again. */
-  private viewsAfterTool(call: PendingCall): DirectoryView[] {
-    const discovery = this.discovery;
-    if (!discovery) return call.views;
-    if (call.bash) return this.bashViewsAfterTool(discovery, call, call.bash);
-    const changesInstruction =
-      (call.toolName === "edit" || call.toolName === "write") && this.options.fileNames.includes(basename(call.target));
-    // Unless a delivery since this call looked may hold a newer version than its views, or git has
-    // since answered for a held import, they stand.
-    const stale = changesInstruction || call.heldImports || call.generation !== this.ledger.generation;
-    if (!stale) return dropGitIgnored(discovery, call.views);
-    const located = locateChain(discovery, call.target, !FILE_TOOLS.has(call.toolName));
-    if (located === undefined) return dropGitIgnored(discovery, call.views);
-    if (changesInstruction) call.instructionTarget = discovery.realpathOrUndefined(call.target);
-    const views = viewChain(discovery, located, call.withSkills);
-    // An import that still waits for git comes with the next access; the question goes out now.
-    void this.learnImportGitIgnores(discovery);
-    return views;
-  }
-
-  /** A nested call's views, looked at again when a delivery since then may hold a newer version. */
-  private currentViews(nested: NestedViews): DirectoryView[] {
-    if (nested.generation === this.ledger.generation) return nested.views;
-    const discovery = this.discovery;
-    if (discovery && nested.call.bash) return this.bashViewsAfterTool(discovery, nested.call, nested.call.bash);
-    const located = discovery
-      ? locateChain(discovery, nested.call.target, !FILE_TOOLS.has(nested.call.toolName))
-      : undefined;
-    // Views that cannot be taken again wait for the next access rather than risk an older version.
-    if (!discovery || located === undefined) return [];
-    return viewChain(discovery, located, nested.call.withSkills);
+    const calls = [...(this.calls.nested.get(event.toolCallId) ?? []), ...(own ? [own] : [])];
+    this.calls.nested.delete(event.toolCallId);
+    if (calls.length === 0) return undefined;
+    const shown = (views: DirectoryView[]) => (own ? this.shownByTool(own, event, views) : {});
+    const wait = joinAnswers(...calls.map((c) => c.gitAnswer));
+    return this.settle(calls, shown, wait, 0, (views, plan) => {
+      this.inspection.record(views);
+      return this.deliver(event, plan);
+    });
   }
 
   /** What of an instruction file or an import the tool's own output already shows the model. */
-  private shownByTool(
-    call: PendingCall,
-    event: ToolResultEvent,
-    views: DirectoryView[],
-  ): Pick<PlanInput, "shownWhole" | "shownInPart"> {
-    const target = call.instructionTarget ?? this.importTarget(call, views);
+  private shownByTool(call: PendingCall, event: ToolResultEvent, views: DirectoryView[]): Shown {
+    const named = this.options.fileNames.includes(basename(call.target));
+    const target = named ? this.discovery?.realpathOrUndefined(call.target) : this.importTarget(call, views);
     if (target === undefined) return {};
     // A failed write showed nothing: the file on disk is still the one the model lacks.
     if (call.toolName === "write") return event.isError ? {} : { shownWhole: target };
     if (call.toolName !== "read") return {};
-    const whole = !call.partial && !isTruncated(event.details);
+    const whole = !call.partial && !(isReadToolResult(event) && event.details?.truncation?.truncated === true);
     return whole ? { shownWhole: target } : { shownInPart: target };
   }
 
@@ -903,20 +883,16 @@ export class LazyAgents {
     return views.some((view) => view.imports.some(({ file }) => file.realPath === real)) ? real : undefined;
   }
 
-  private deliver(
-    event: ToolResultEvent,
-    views: DirectoryView[],
-    shown: Pick<PlanInput, "shownWhole" | "shownInPart">,
-    touched: readonly string[] = [],
-  ): ResultOutcome | undefined {
-    const plan = this.planFor(views, shown, touched);
+  private deliver(event: ToolResultEvent, plan: DeliveryPlan): ResultOutcome | undefined {
     if (isRecordEmpty(plan.record)) return undefined;
     fitPlanToBudget(plan, this.options.budgetBytes);
     if (isRecordEmpty(plan.record)) return undefined;
     // Planned and applied with no await in between: a sibling's result plans against this delivery.
+    const text = recordShowsText(plan.record) ? formatReminder(plan) : undefined;
+    if (text !== undefined) plan.record.reminder = versionOf(text);
     const patch: ToolResultEventResult = { details: withRecord(event.details, plan.record) };
-    if (recordShowsText(plan.record)) {
-      patch.content = [...event.content, { type: "text", text: formatReminder(plan) }];
+    if (text !== undefined) {
+      patch.content = [...event.content, { type: "text", text }];
       if (event.structuredContent !== undefined) patch.structuredContent = event.structuredContent;
     }
     this.ledger.apply(plan.record);
@@ -940,69 +916,17 @@ export class LazyAgents {
     this.gate?.endTurn();
   }
 
-  /** A bash call: the scopes its words name (see Shell words), viewed before it runs. */
-  private discoverBash(event: ToolCallEvent, env: CallEnvironment): void {
-    const command = (event.input as { command?: unknown }).command;
-    if (typeof command !== "string") return;
-    const discovery = this.discoveryFor(env.cwd);
-    if (!discovery) return;
-    this.sweepSoon(discovery);
-    const commands = readShellCommand(command);
-    const outcomes = locateShellWords(discovery, commands, env.cwd);
-    const locatedChains = shellChains(outcomes);
-    // Rules touch point: the paths the command names, for rule globs.
-    const touched = this.options.rules ? shellTouched(discovery, outcomes, env.cwd) : [];
-    if (locatedChains.length === 0 && touched.length === 0) return;
-    const answers = locatedChains.map((located) => this.learnGitIgnores(discovery, located.links));
-    const withSkills = env.trusted && this.options.skills;
-    const chains = locatedChains.map((located) => viewChain(discovery, located, withSkills));
-    const importAnswer = this.learnImportGitIgnores(discovery);
-    const views = mergeViews(chains.flat());
-    if (views.length === 0 && touched.length === 0) return;
-    const ruleAnswer = this.options.rules ? this.rulesOf(discovery).learnGitIgnores(views, this.git) : undefined;
-    this.calls.pending.set(event.toolCallId, {
-      gitAnswer: joinAnswers(...answers, importAnswer, ruleAnswer),
-      heldImports: importAnswer !== undefined,
-      toolName: event.toolName,
-      rootId: this.calls.rootOf(event.toolCallId),
-      nested: event.parentToolCallId !== undefined,
-      target: "",
-      views,
-      withSkills,
-      partial: false,
-      generation: this.ledger.generation,
-      bash: { commands, chains, touched },
-    });
-  }
-
-  /** A bash call's views after it ran: looked at again only when it names an instruction file. */
-  private bashViewsAfterTool(
-    discovery: Discovery,
-    call: PendingCall,
-    bash: { commands: ShellCommand[]; chains: DirectoryView[][]; touched: string[] },
-  ): DirectoryView[] {
-    let chains = bash.chains;
-    const names = shellNamesInstruction(bash.commands, this.options.fileNames);
-    if (names || call.heldImports || call.generation !== this.ledger.generation) {
-      const cwd = this.boundCwd ?? discovery.cwdReal;
-      const located = shellChains(locateShellWords(discovery, bash.commands, cwd));
-      chains = located.map((chain) => viewChain(discovery, chain, call.withSkills));
-      // An import that still waits for git comes with the next access; the question goes out now.
-      void this.learnImportGitIgnores(discovery);
-    }
-    // Each chain is cut at its own git-ignored folder; the others stand.
-    return mergeViews(chains.flatMap((views) => dropGitIgnored(discovery, views)));
-  }
-
   /** Sizes of every map, for tests and the soak run. */
   stateSizes(): Record<string, number> {
     return {
       ...this.calls.sizes(),
       gateRecords: this.gate?.records.size ?? 0,
       gatedScopes: this.gate?.scopes.size ?? 0,
+      gateRetries: this.gate?.retries.size ?? 0,
       ...this.inspection.sizes(),
       ledgerFiles: this.ledger.files.size,
       ledgerScopes: this.ledger.pathsByScope.size,
+      ledgerImports: this.ledger.importsByScope.size,
       ledgerSkills: this.ledger.skills.size,
       ledgerSkipped: this.ledger.skipped.size,
       ledgerAlsoGoverns: this.ledger.alsoGoverns.size,
@@ -1014,13 +938,13 @@ export class LazyAgents {
 
 /** What the calls of one turn leave behind between their tool_call, their result and the turn's end. */
 class CallTracker {
-  /** Per-call state between tool_call and tool_result (or tool_execution_end). */
+  /** Per-call state between tool_call and tool_result. */
   readonly pending = new Map<string, PendingCall>();
-  /** Views activated by nested calls, waiting for the outermost call's result. */
-  readonly nestedViews = new Map<string, NestedViews[]>();
-  /** Paths touched by nested calls, waiting for the outermost call's result (rules touch point). */
-  readonly nestedTouched = new Map<string, string[]>();
+  /** Nested calls that activated, waiting for the outermost call's result. */
+  readonly nested = new Map<string, PendingCall[]>();
   readonly parentOf = new Map<string, string>();
+  /** Instruction files this turn's calls write, until their result: the other results leave them alone. */
+  readonly written = new Set<string>();
   /** Records this turn's results carry, until the turn's end shows what Pi persisted of them. */
   readonly unconfirmed = new Map<string, LedgerRecord>();
 
@@ -1035,9 +959,21 @@ class CallTracker {
     return id;
   }
 
-  /** Resolves once git has answered for this call's folders (at once when it asked nothing). */
-  gitAnswerOf(toolCallId: string): Promise<void> | undefined {
-    return this.pending.get(toolCallId)?.gitAnswer;
+  /** The call whose result came; the file it wrote is now on disk for every sibling to see. */
+  finish(toolCallId: string): PendingCall | undefined {
+    const call = this.pending.get(toolCallId);
+    this.pending.delete(toolCallId);
+    this.parentOf.delete(toolCallId);
+    if (call?.writes !== undefined) this.written.delete(call.writes);
+    return call;
+  }
+
+  /** Files that sibling calls still write: these calls' plans leave them to the writer's result. */
+  leftAloneBy(calls: PendingCall[]): ReadonlySet<string> | undefined {
+    if (this.written.size === 0) return undefined;
+    const others = new Set(this.written);
+    for (const call of calls) if (call.writes !== undefined) others.delete(call.writes);
+    return others;
   }
 
   awaitConfirmation(toolCallId: string, record: LedgerRecord): void {
@@ -1049,35 +985,37 @@ class CallTracker {
 
   /**
    * Checks this turn's deliveries against the tool results Pi persisted. An extension that runs
-   * after this one may replace a result (an image alone) or drop the reminder: that delivery never
-   * reached the model, so the ledger must be rebuilt from what the session holds, and the next
-   * access in its scope sends it again. Returns whether one was lost.
+   * after this one may replace a result (an image alone), cut or redact the reminder: that
+   * delivery never reached the model, so the ledger must be rebuilt from what the session holds,
+   * and the next access in its scope sends it again. One that replaced `details` only left the
+   * reminder whole: its record is rescued into an entry of its own (`recordsInContext` reads it).
    */
-  confirmTurn(toolResults: readonly unknown[]): boolean {
-    if (this.unconfirmed.size === 0) return false;
-    const lost = toolResults.some((message) => {
-      const id = (message as { toolCallId?: unknown }).toolCallId;
-      if (typeof id !== "string" || !this.unconfirmed.has(id)) return false;
-      const persisted = readRecord((message as { details?: unknown }).details);
-      return persisted === undefined || !projectionShows([message], persisted);
-    });
+  confirmTurn(toolResults: TurnEndEvent["toolResults"]): { lost: boolean; rescued: RescuedRecord[] } {
+    const rescued: RescuedRecord[] = [];
+    let lost = false;
+    for (const message of toolResults) {
+      const record = this.unconfirmed.get(message.toolCallId);
+      if (!record) continue;
+      if (!projectionShows([message], record)) lost = true;
+      else if (readRecord(message.details) === undefined) rescued.push({ toolCallId: message.toolCallId, record });
+    }
     this.unconfirmed.clear();
-    return lost;
+    return { lost, rescued };
   }
 
   endTurn(): void {
     this.unconfirmed.clear();
     this.pending.clear();
-    this.nestedViews.clear();
-    this.nestedTouched.clear();
+    this.nested.clear();
+    this.written.clear();
     this.parentOf.clear();
   }
 
   sizes(): Record<string, number> {
     return {
       pending: this.pending.size,
-      nestedViews: this.nestedViews.size,
-      nestedTouched: this.nestedTouched.size,
+      nested: this.nested.size,
+      written: this.written.size,
       parentOf: this.parentOf.size,
       unconfirmed: this.unconfirmed.size,
     };
@@ -1098,27 +1036,39 @@ class WriteGate {
    * tool_call before any result reaches the model, so a sibling write into them is held too.
    */
   readonly scopes = new Set<string>();
+  /** Targets held back once, whose next write or edit goes through (the retry the reason asks for). */
+  readonly retries = new Set<string>();
 
   /** The calls the gate looks at: outermost writes and edits. */
   covers(event: ToolCallEvent): boolean {
     return event.parentToolCallId === undefined && (event.toolName === "write" || event.toolName === "edit");
   }
 
-  /** Holds the call back when the plan carries instructions (or a sibling's do); undefined lets it run. */
+  /**
+   * Holds the call back when the plan carries instructions (or a sibling's do); undefined lets it
+   * run. A target held once goes through when it is tried again, as the reason promises, even when
+   * the budget left files out of that reason: the retry's own result carries them.
+   */
   hold(
     toolCallId: string,
+    target: string,
     plan: DeliveryPlan,
     views: DirectoryView[],
     ledger: Ledger,
     budgetBytes: number,
   ): GateOutcome | undefined {
+    if (this.retries.delete(target)) return undefined;
     if (plan.files.length === 0 && !plan.rules?.length) return this.holdSibling(views);
     fitPlanToBudget(plan, budgetBytes);
     if (plan.files.length === 0 && !plan.rules?.length) return this.holdSibling(views);
+    const text = formatReminder(plan);
+    plan.record.reminder = versionOf(text);
     ledger.apply(plan.record);
     this.records.set(toolCallId, plan.record);
+    if (this.retries.size >= C.MAX_UNCONFIRMED_RESULTS) this.retries.delete(this.retries.values().next().value!);
+    this.retries.add(target);
     for (const entry of plan.files) this.scopes.add(entry.scope);
-    const reason = `${formatReminder(plan)}\n${C.GATE_RETRY_TEXT}`;
+    const reason = `${text}\n${C.GATE_RETRY_TEXT}`;
     return { block: true, reason, plan };
   }
 
@@ -1141,21 +1091,9 @@ class WriteGate {
   }
 }
 
-/** The paths a call touched, for rule globs: a bash call's are the paths its command names. */
-function touchedBy(call: PendingCall): string[] {
-  if (call.bash) return call.bash.touched;
-  return call.touched === undefined ? [] : [call.touched];
-}
-
 function activates(toolName: string, isError: boolean): boolean {
   // A failing bash command (a test run) is exactly when a scope's rules matter.
   return toolName === "edit" || toolName === "write" || toolName === "bash" || !isError;
-}
-
-function isTruncated(details: unknown): boolean {
-  if (typeof details !== "object" || details === null) return false;
-  const truncation = (details as { truncation?: { truncated?: unknown } }).truncation;
-  return truncation?.truncated === true;
 }
 
 /** One view per scope, parent first; a later view of the same scope is the fresher one. */
@@ -1846,6 +1784,8 @@ interface FileRecord {
   via: "reminder" | "read";
   /** Set for an import: the file whose `@path` token brought it in. */
   importedBy?: string;
+  /** Set for an instruction file that imports: the paths it imports, directly or through others. */
+  imports?: string[];
   truncated?: boolean;
 }
 
@@ -1872,6 +1812,8 @@ export interface LedgerRecord {
   retractedRules?: Array<{ path: string; dir: string }>;
   /** Sections this reminder explained in full (absent when it explained none, as in older records). */
   explained?: Section[];
+  /** Digest of the reminder text it was delivered with: only that text, whole, confirms it. */
+  reminder?: string;
 }
 
 /** The parts of a reminder that each open with an explanation. */
@@ -1931,6 +1873,7 @@ export function readRecord(details: unknown): LedgerRecord | undefined {
     ...(Array.isArray(record.alsoGoverns) ? { alsoGoverns: entriesOf(record.alsoGoverns, scopedPathOf) } : {}),
     ...ruleFieldsOf(record),
     ...(Array.isArray(record.explained) ? { explained: entriesOf(record.explained, sectionOf) } : {}),
+    ...(typeof record.reminder === "string" ? { reminder: record.reminder } : {}),
   };
 }
 
@@ -1954,16 +1897,18 @@ function entriesOf<T>(value: unknown, read: (entry: unknown) => T | undefined): 
 
 function fileRecordOf(entry: unknown): FileRecord | undefined {
   if (!isObject(entry)) return undefined;
-  const { path, scope, version, bytes, via, importedBy, truncated } = entry;
+  const { path, scope, version, bytes, via, importedBy, imports, truncated } = entry;
   if (!areStrings(path, scope, version) || typeof bytes !== "number" || (via !== "reminder" && via !== "read"))
     return undefined;
   if (
     (importedBy !== undefined && typeof importedBy !== "string") ||
+    (imports !== undefined && !(Array.isArray(imports) && areStrings(...imports))) ||
     (truncated !== undefined && typeof truncated !== "boolean")
   )
     return undefined;
   const record: FileRecord = { path: path as string, scope: scope as string, version: version as string, bytes, via };
   if (importedBy !== undefined) record.importedBy = importedBy;
+  if (imports !== undefined) record.imports = imports as string[];
   if (truncated) record.truncated = true;
   return record;
 }
@@ -1988,11 +1933,20 @@ function skipOf(entry: unknown): Skip | undefined {
   return skip;
 }
 
+/** The set a map holds under a key, made when it holds none yet. */
+function setIn<K, V>(map: Map<K, Set<V>>, key: K): Set<V> {
+  let set = map.get(key);
+  if (!set) map.set(key, (set = new Set()));
+  return set;
+}
+
 class Ledger {
   /** Instruction files the model holds: path → what it holds. */
   readonly files = new Map<string, FileRecord>();
   /** Paths delivered for each scope: its instruction file and that file's imports. */
   readonly pathsByScope = new Map<string, Set<string>>();
+  /** What the instruction file the model holds for each scope imports: an import stays while one still does. */
+  readonly importsByScope = new Map<string, Set<string>>();
   readonly skills = new Map<string, SkillRecord>();
   readonly skillsByScope = new Map<string, Set<string>>();
   /** Skip notices the model holds, by skipKey → reason. */
@@ -2007,15 +1961,13 @@ class Ledger {
   readonly retractedRules = new Set<string>();
   /** Sections whose full explanation the model can still see. */
   readonly explained = new Set<Section>();
-  /** Bumped by every change, so that a pending call can tell that its views may be stale. */
-  generation = 0;
 
   clear(): void {
-    this.generation++;
     this.retracted.clear();
     this.alsoGoverns.clear();
     this.files.clear();
     this.pathsByScope.clear();
+    this.importsByScope.clear();
     this.skills.clear();
     this.skillsByScope.clear();
     this.skipped.clear();
@@ -2026,8 +1978,9 @@ class Ledger {
   }
 
   apply(record: LedgerRecord): void {
-    this.generation++;
     for (const { path, scope } of record.retracted) {
+      if (this.files.get(path)?.importedBy === undefined) this.importsByScope.delete(scope);
+      else this.importsByScope.get(scope)?.delete(path);
       this.files.delete(path);
       this.pathsByScope.get(scope)?.delete(path);
       this.retracted.add(path);
@@ -2043,25 +1996,26 @@ class Ledger {
       if (earlier?.version !== file.version) this.alsoGoverns.delete(file.path);
       this.files.set(file.path, file);
       this.retracted.delete(file.path);
-      let paths = this.pathsByScope.get(file.scope);
-      if (!paths) this.pathsByScope.set(file.scope, (paths = new Set()));
-      paths.add(file.path);
+      setIn(this.pathsByScope, file.scope).add(file.path);
       this.skipped.delete(file.path);
+      if (file.importedBy !== undefined) this.importsByScope.get(file.scope)?.add(file.path);
+      else if (file.imports) this.importsByScope.set(file.scope, new Set(file.imports));
+      else this.importsByScope.delete(file.scope);
     }
     for (const skill of record.skills) {
       this.skills.set(skill.path, skill);
-      let paths = this.skillsByScope.get(skill.scope);
-      if (!paths) this.skillsByScope.set(skill.scope, (paths = new Set()));
-      paths.add(skill.path);
+      setIn(this.skillsByScope, skill.scope).add(skill.path);
     }
     for (const skip of record.skipped) this.skipped.set(skipKey(skip), skip.reason);
-    for (const { path, scope } of record.alsoGoverns ?? []) {
-      let scopes = this.alsoGoverns.get(path);
-      if (!scopes) this.alsoGoverns.set(path, (scopes = new Set()));
-      scopes.add(scope);
-    }
+    for (const { path, scope } of record.alsoGoverns ?? []) setIn(this.alsoGoverns, path).add(scope);
     if (recordHasRules(record)) applyRuleRecords(this, record);
     for (const section of record.explained ?? []) this.explained.add(section);
+  }
+
+  /** Whether the file the model holds for a scope other than `scope` imports this path. */
+  importedElsewhere(path: string, scope: string): boolean {
+    for (const [other, imports] of this.importsByScope) if (other !== scope && imports.has(path)) return true;
+    return false;
   }
 
   /** Replays the records of the entries still in the model's context, oldest first. */
@@ -2102,7 +2056,7 @@ interface DeliveryPlan {
   rules?: PlannedFile[];
   ruleListings?: RuleListing[];
   /** What the budget left out of this reminder, announced in one line. */
-  leftOut?: { files: number; skills: number; notices: number };
+  leftOut?: { files: number; skills: number; notices: number; names: string[] };
   /** Sections whose explanation the model can still see: this reminder names them in one line. */
   explainedEarlier?: ReadonlySet<Section>;
 }
@@ -2113,6 +2067,8 @@ interface PlanInput {
   shownWhole?: string;
   /** Real path of a file the tool shows only in part: not appended now, not counted as delivered. */
   shownInPart?: string;
+  /** Real paths of instruction files a sibling call writes: its result carries them, this one leaves them alone. */
+  leaveAlone?: ReadonlySet<string>;
   /** Skills Pi listed in its system prompt at start-up: name → location. */
   startupSkills?: ReadonlyMap<string, string>;
   /** Real path of cwd, to compare skill locations with Pi's. */
@@ -2129,6 +2085,8 @@ function planDelivery(ledger: Ledger, input: PlanInput): DeliveryPlan {
     planRetraction(ledger, view, offered, plan);
     planSkips(ledger, view, plan);
     if (view.file) planFile(ledger, input, plan, planned, { file: view.file, scope: view.scope });
+    const root = plan.record.files.at(-1);
+    if (root?.path === view.file?.path && view.imports.length > 0) root!.imports = view.imports.map((i) => i.file.path);
     for (const { file, importedBy } of view.imports)
       planFile(ledger, input, plan, planned, { file, scope: view.scope, importedBy });
     for (const skill of view.skills) planSkill(ledger, input, plan, skill, view.scope);
@@ -2144,7 +2102,7 @@ function planFile(
   entry: { file: InstructionFile; scope: string; importedBy?: string },
 ): void {
   const { file, scope, importedBy } = entry;
-  if (file.realPath === input.shownInPart) return;
+  if (file.realPath === input.shownInPart || input.leaveAlone?.has(file.realPath)) return;
   const held = ledger.files.get(file.path);
   // One file linked into several folders: the model, holding its text, learns the other scopes.
   const sentWith = plan.record.files.find((record) => record.path === file.path)?.scope ?? held?.scope;
@@ -2203,10 +2161,12 @@ function planRetraction(ledger: Ledger, view: DirectoryView, offered: Set<string
   if (!isUnknown(view, true)) planSkillRetraction(ledger, view, plan);
 }
 
-/** Files are withdrawn unless another folder on the chain still offers them (an import two files share). */
+/** Files are withdrawn unless the chain still offers them, or another file the model holds still imports them. */
 function planFileRetraction(ledger: Ledger, view: DirectoryView, offered: Set<string>, plan: DeliveryPlan): void {
   for (const path of ledger.pathsByScope.get(view.scope) ?? []) {
-    if (offered.has(path) || ledger.files.get(path)?.scope !== view.scope) continue;
+    const held = ledger.files.get(path);
+    if (offered.has(path) || held?.scope !== view.scope) continue;
+    if (held.importedBy !== undefined && ledger.importedElsewhere(path, view.scope)) continue;
     plan.record.retracted.push({ path, scope: view.scope });
   }
 }
@@ -2244,13 +2204,6 @@ function recordShowsText(r: LedgerRecord): boolean {
   const appended = r.files.some((file) => file.via === "reminder");
   const notices = r.retracted.length + r.retractedSkills.length + r.skipped.length + (r.alsoGoverns?.length ?? 0);
   return appended || recordHasRules(r) || r.skills.length + notices > 0;
-}
-
-function recordOfEntry(entry: unknown): LedgerRecord | undefined {
-  if (typeof entry !== "object" || entry === null) return undefined;
-  const e = entry as { type?: unknown; message?: { role?: unknown; details?: unknown } };
-  if (e.type !== "message" || e.message?.role !== "toolResult") return undefined;
-  return readRecord(e.message.details);
 }
 
 // Rules in the ledger and in planning.
@@ -2304,9 +2257,7 @@ function applyRuleRecords(ledger: Ledger, record: LedgerRecord): void {
     const earlier = ledger.rules.get(rule.path);
     if (earlier && earlier.dir !== rule.dir) ledger.ruleDirs.get(earlier.dir)?.delete(rule.path);
     ledger.rules.set(rule.path, rule);
-    let paths = ledger.ruleDirs.get(rule.dir);
-    if (!paths) ledger.ruleDirs.set(rule.dir, (paths = new Set()));
-    paths.add(rule.path);
+    setIn(ledger.ruleDirs, rule.dir).add(rule.path);
     ledger.retractedRules.delete(rule.path);
   }
 }
@@ -2381,17 +2332,17 @@ function planRuleRetractions(ledger: Ledger, plan: DeliveryPlan, folder: RuleFol
 
 // The session projection: which records the model still sees after compaction and context edits.
 
-interface SessionView {
-  buildSessionProjection?: () => { entries: Array<{ sourceEntry: unknown; messages: unknown[] }> };
-  buildContextEntries?: () => unknown[];
-  getBranch: () => unknown[];
-  getLeafId?: () => string | null;
-  getEntry?: (id: string) => { type: string; parentId: string | null } | undefined;
+type ReadonlySessionManager = ExtensionContext["sessionManager"];
+
+/** A record whose result's `details` another extension replaced, kept in a session entry of its own. */
+interface RescuedRecord {
+  toolCallId: string;
+  record: LedgerRecord;
 }
 
 /** The entry the ledger last saw the session at, to find what was appended since. */
-function sessionMark(sessionManager: SessionView): string | null | undefined {
-  return typeof sessionManager.getLeafId === "function" ? sessionManager.getLeafId() : undefined;
+function sessionMark(sessionManager: ReadonlySessionManager): string | null {
+  return sessionManager.getLeafId();
 }
 
 /**
@@ -2399,9 +2350,9 @@ function sessionMark(sessionManager: SessionView): string | null | undefined {
  * extension's turn_end or agent_before_settle, or its own recovery), with no event of their own.
  * Walks back only over the entries appended since; a mark that left the branch counts as an edit.
  */
-function contextEditedSince(sessionManager: SessionView, mark: string | null | undefined): boolean {
-  if (typeof sessionManager.getEntry !== "function" || mark === undefined) return false;
-  let id = sessionMark(sessionManager) ?? null;
+function contextEditedSince(sessionManager: ReadonlySessionManager, mark: string | null | undefined): boolean {
+  if (mark === undefined) return false;
+  let id = sessionMark(sessionManager);
   while (id !== null && id !== mark) {
     const entry = sessionManager.getEntry(id);
     if (!entry || entry.type === "context_edit") return true;
@@ -2412,34 +2363,44 @@ function contextEditedSince(sessionManager: SessionView, mark: string | null | u
 
 /**
  * The ledger records of the entries the model still sees: the active branch with compaction and
- * context edits applied. A record whose reminder an edit removed no longer counts.
+ * context edits applied. A record whose reminder an edit removed or cut no longer counts.
  */
-function recordsInContext(sessionManager: SessionView): LedgerRecord[] {
-  if (typeof sessionManager.buildSessionProjection === "function") {
-    const records: LedgerRecord[] = [];
-    for (const projected of sessionManager.buildSessionProjection().entries) {
-      const record = recordOfEntry(projected.sourceEntry);
-      if (record && projectionShows(projected.messages, record)) records.push(record);
-    }
-    return records;
+function recordsInContext(sessionManager: ReadonlySessionManager): LedgerRecord[] {
+  const rescued = new Map<string, LedgerRecord>();
+  for (const entry of sessionManager.getBranch()) {
+    if (entry.type !== "custom" || entry.customType !== C.RESCUED_RECORD_ENTRY) continue;
+    const data = entry.data as Partial<RescuedRecord> | undefined;
+    const record = readRecord({ [C.DETAILS_KEY]: data?.record });
+    if (typeof data?.toolCallId === "string" && record) rescued.set(data.toolCallId, record);
   }
-  const entries =
-    typeof sessionManager.buildContextEntries === "function"
-      ? sessionManager.buildContextEntries()
-      : sessionManager.getBranch();
-  return entries.map(recordOfEntry).filter((record): record is LedgerRecord => record !== undefined);
+  const records: LedgerRecord[] = [];
+  for (const { sourceEntry, messages } of sessionManager.buildSessionProjection().entries) {
+    if (sourceEntry.type !== "message" || sourceEntry.message.role !== "toolResult") continue;
+    const record = readRecord(sourceEntry.message.details) ?? rescued.get(sourceEntry.message.toolCallId);
+    if (record && projectionShows(messages, record)) records.push(record);
+  }
+  return records;
 }
 
-function projectionShows(messages: unknown[], record: LedgerRecord): boolean {
+/** Whether these messages show a record's reminder whole: the text of its digest (older records: its opening). */
+function projectionShows(messages: readonly unknown[], record: LedgerRecord): boolean {
   if (messages.length === 0) return false;
   if (!recordShowsText(record)) return true;
   return messages.some((message) => {
     const content = (message as { content?: unknown }).content;
-    return (
-      Array.isArray(content) &&
-      content.some((block) => typeof block?.text === "string" && block.text.includes(REMINDER_OPEN))
-    );
+    if (!Array.isArray(content)) return false;
+    return content.some((block) => typeof block?.text === "string" && holdsReminder(block.text, record.reminder));
   });
+}
+
+function holdsReminder(text: string, digest: string | undefined): boolean {
+  for (let at = text.indexOf(REMINDER_OPEN); at !== -1; at = text.indexOf(REMINDER_OPEN, at + 1)) {
+    if (digest === undefined) return true;
+    const end = text.indexOf(REMINDER_CLOSE, at);
+    if (end === -1) return false;
+    if (versionOf(text.slice(at, end + REMINDER_CLOSE.length)) === digest) return true;
+  }
+  return false;
 }
 
 // =============================================================================================
@@ -2493,8 +2454,12 @@ const REMINDER_CLOSE = "</nested-instructions>";
 function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
   const items = plan.files.length + plan.skills.length + noticeCount(plan.record) + ruleCount(plan);
   const frame = byteLength(formatReminder(plan)) - itemBytes(plan);
-  let remaining = budgetBytes - frame - byteLength(`\n\n${C.leftOutText(items, items, items)}`);
-  const leftOut = { files: 0, skills: 0, notices: 0 };
+  const longest = [...plan.files, ...(plan.rules ?? []), ...plan.skills]
+    .map((entry) => reminderField("file" in entry ? entry.file.path : entry.path))
+    .sort((a, b) => byteLength(b) - byteLength(a));
+  const reserved = C.leftOutText(items, items, items, longest);
+  let remaining = budgetBytes - frame - byteLength(`\n\n${reserved}`);
+  const leftOut = { files: 0, skills: 0, notices: 0, names: [] as string[] };
   remaining = fitNotices(plan.record, remaining, leftOut);
   // Rules touch point: rule texts share the budget and the file count, ranked after the deepest folder's files.
   const entries = plan.rules?.length ? [...plan.files, ...plan.rules] : plan.files;
@@ -2521,6 +2486,7 @@ function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
     }
     leaveOut(plan, entry, index >= plan.files.length);
     leftOut.files++;
+    leftOut.names.push(entry.file.path);
   }
   plan.files = plan.files.filter((entry) => !entry.leftOut);
   if (plan.rules) plan.rules = plan.rules.filter((entry) => !entry.leftOut);
@@ -2532,6 +2498,7 @@ function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
     }
     plan.record.rules = plan.record.rules?.filter((recorded) => recorded.path !== listing.path);
     leftOut.files++;
+    leftOut.names.push(listing.path);
     return false;
   });
   plan.skills = plan.skills.filter((skill) => {
@@ -2542,6 +2509,7 @@ function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
     }
     plan.record.skills = plan.record.skills.filter((recorded) => recorded.path !== skill.path);
     leftOut.skills++;
+    leftOut.names.push(skill.path);
     return false;
   });
   if (leftOut.files + leftOut.skills + leftOut.notices > 0) plan.leftOut = leftOut;
@@ -2649,7 +2617,8 @@ function formatReminder(plan: DeliveryPlan): string {
   const notices = noticeLines(plan.record);
   if (notices.length > 0) lines.push("", ...notices);
   const { leftOut } = plan;
-  if (leftOut) lines.push("", C.leftOutText(leftOut.files, leftOut.skills, leftOut.notices));
+  if (leftOut)
+    lines.push("", C.leftOutText(leftOut.files, leftOut.skills, leftOut.notices, leftOut.names.map(reminderField)));
   lines.push(REMINDER_CLOSE);
   return lines.join("\n");
 }
@@ -3078,7 +3047,7 @@ class Discovery {
   /** Whether cwd's filesystem folds case (and, on macOS, Unicode normalization); asked once. */
   folds?: boolean;
   /** What git said about this discovery's folders and imports (see the Git section). */
-  readonly gitAnswers = new GitAnswers();
+  readonly gitAnswers: GitAnswers;
   /** Folders whose subtree was skipped, for the inspection command. */
   readonly ignoredSeen = new Map<string, C.Reason>();
   /** Real paths of the context files Pi loaded at start-up (inside cwd): never sent again. */
@@ -3086,10 +3055,11 @@ class Discovery {
   /** Sources held back for git so far; a view that saw it grow is pending. */
   held = 0;
 
-  constructor(fs: FileSystem, cwdReal: string, options: Options) {
+  constructor(fs: FileSystem, cwdReal: string, options: Options, gitMayAnswer: () => boolean) {
     this.fs = fs;
     this.cwdReal = cwdReal;
     this.options = options;
+    this.gitAnswers = new GitAnswers(gitMayAnswer);
   }
 
   /** Sizes of the internal caches, for the soak test and the inspection command. */
@@ -4056,7 +4026,7 @@ class RuleBook {
   private readonly rootParents = new SignatureCache<Map<C.RuleSource, ParentKind>>();
   /** Rule-folder scopes git was asked about, and those still without an answer. */
   private readonly asked = new Set<string>();
-  private readonly unanswered = new Set<string>();
+  private readonly unanswered = new Map<string, Promise<void>>();
 
   constructor(discovery: Discovery) {
     this.discovery = discovery;
@@ -4090,25 +4060,32 @@ class RuleBook {
 
   /**
    * Asks git once about the parent of each rule folder these views lead to (`.cursor`, `.claude`,
-   * `.github`). Never about a path below it: git gives up on a path beyond a link.
+   * `.github`). Never about a path below it: git gives up on a path beyond a link. Resolves once
+   * git has answered for all of them, those another call asked about included.
    */
   learnGitIgnores(views: DirectoryView[], git: GitIgnoreOracle | undefined): Promise<void> | undefined {
     if (!git) return undefined;
     const scopes: string[] = [];
+    const waiting = new Set<Promise<void>>();
     for (const place of this.places(views, ALL_RULE_SOURCES)) {
-      if (!this.asked.has(place.parentScope)) scopes.push(place.parentScope);
+      const asked = this.unanswered.get(place.parentScope);
+      if (asked) waiting.add(asked);
+      else if (!this.asked.has(place.parentScope)) scopes.push(place.parentScope);
     }
-    if (scopes.length === 0) return undefined;
-    for (const scope of scopes) {
-      this.asked.add(scope);
-      this.unanswered.add(scope);
-    }
-    return git.ignored(scopes).then((answers) => {
-      scopes.forEach((scope, index) => {
-        this.discovery.gitAnswers.folders.set(scope, answers[index]!);
-        this.unanswered.delete(scope);
+    if (scopes.length > 0) {
+      const answer = git.ignored(scopes).then((answers) => {
+        scopes.forEach((scope, index) => {
+          this.discovery.gitAnswers.folders.set(scope, answers[index]!);
+          this.unanswered.delete(scope);
+        });
       });
-    });
+      for (const scope of scopes) {
+        this.asked.add(scope);
+        this.unanswered.set(scope, answer);
+      }
+      waiting.add(answer);
+    }
+    return joinAnswers(...waiting);
   }
 
   /** The rule folders that govern these views; folders git has not answered for yet wait. */
@@ -4436,9 +4413,13 @@ class GitAnswers {
   /** Import targets that git ignores, by cwd-relative path (filled like `folders`). */
   readonly files = new Map<string, boolean>();
   /** Whether git may still answer; while it may, an import it has not answered for is held back. */
-  mayAnswer: () => boolean = () => false;
+  readonly mayAnswer: () => boolean;
   /** Questions for git that imports raised while views were built: `scope/` for a folder, a file's path. */
   readonly wanted = new Set<string>();
+
+  constructor(mayAnswer: () => boolean) {
+    this.mayAnswer = mayAnswer;
+  }
 
   /** The questions for git that the views built since the last call raised. */
   takeWanted(): string[] {
@@ -4925,10 +4906,8 @@ async function explainCommand(engine: LazyAgents, command: string, env: CallEnvi
   const commands = readShellCommand(command);
   const outcomes = locateShellWords(discovery, commands, env.cwd);
   const chains = shellChains(outcomes);
-  await Promise.all(chains.map((located) => engine.learnGitIgnores(discovery, located.links)));
   const withSkills = env.trusted && engine.options.skills;
-  for (const located of chains) viewChain(discovery, located, withSkills);
-  await engine.learnImportGitIgnores(discovery);
+  await engine.settled(chains, withSkills);
   const viewed = new Map<string, DirectoryView[]>();
   for (const located of chains) {
     const views = dropGitIgnored(discovery, viewChain(discovery, located, withSkills));
@@ -5113,11 +5092,8 @@ async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnviron
   const isDirectory = mayBeInside(discovery, target) && discovery.fs.stat(target)?.isDirectory() === true;
   const located = locateChain(discovery, target, isDirectory);
   if (located === undefined) return oneLine(C.REPORT_TEXT.outsideCwd(shown));
-  await engine.learnGitIgnores(discovery, located.links);
-  viewChain(discovery, located, env.trusted && engine.options.skills);
-  await engine.learnImportGitIgnores(discovery);
+  await engine.settled([located], env.trusted && engine.options.skills);
   const views = viewChain(discovery, located, env.trusted && engine.options.skills);
-  if (engine.options.rules) await engine.rulesOf(discovery).learnGitIgnores(views, engine.git);
   engine.inspection.record(views);
   const lines = [`pi-lazy-agents: why ${shown}`];
   if (located.links.length === 0) lines.push(C.REPORT_TEXT.directlyInCwd);

@@ -3,7 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createLazyAgents, cutUtf8 } from "../index.ts";
-import { MAX_REMINDER_FILES, REMINDER_BUDGET_BYTES } from "../config.ts";
+import { MAX_LEFT_OUT_NAMES, MAX_REMINDER_FILES, REMINDER_BUDGET_BYTES } from "../config.ts";
 import { noGit } from "./fuzz-lib.ts";
 import { countOccurrences, loadRunner, reminderOf, withTree, withTreeInBothModes, type TreeSpec } from "./harness.ts";
 
@@ -95,7 +95,13 @@ test("the whole reminder stays within the budget and the file cap; what is left 
     const notices = reminder.split("\n").filter((line) => line.includes("this reminder left out"));
     assert.equal(notices.length, 1, "one line for everything left out");
     assert.match(notices[0]!, new RegExp(`\\b${leftOut} instruction files\\b`));
-    assert.match(notices[0]!, /\/lazy-agents/);
+    assert.doesNotMatch(notices[0]!, /\/lazy-agents/, "the model cannot run a user command");
+    const names = notices[0]!.split("read them yourself: ")[1] ?? "";
+    const name = "pkg/[\\w/.]+\\.md";
+    assert.match(
+      names,
+      new RegExp(`^${name}(, ${name}){${MAX_LEFT_OUT_NAMES - 1}} and ${leftOut - MAX_LEFT_OUT_NAMES} more\\.$`),
+    );
     await h.command("lazy-agents", "");
     const report = h.notifications.at(-1) ?? "";
     assert.equal(countOccurrences(report, "  pending"), leftOut, "/lazy-agents lists them as pending");
@@ -135,7 +141,7 @@ test("a three-file chain of about 30 KiB each keeps the deepest file whole", () 
       assert.ok(/C-START(é)+C-END/.test(reminder), "the deepest file arrives whole");
       assert.ok(reminder.includes("B-START"), "the middle file keeps what fits");
       assert.ok(reminder.includes("[a/b/AGENTS.md was cut here to fit the size budget; read the file for the rest.]"));
-      assert.match(reminder, /this reminder left out 1 instruction file; .* \/lazy-agents lists them as pending\./);
+      assert.match(reminder, /this reminder left out 1 instruction file; .* read them yourself: a\/AGENTS\.md\.\n/);
       assert.ok(!reminder.includes("A-START"), "nothing of the broadest file is left");
       assert.ok(!reminder.includes("\uFFFD"), "never cut inside a character");
       assert.ok(Buffer.byteLength(reminder) <= 48 * 1024, "the whole reminder fits the budget");

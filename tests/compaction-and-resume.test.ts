@@ -62,6 +62,20 @@ const rewrites = [
     rewrite: (content: ToolResultEvent["content"]) =>
       content.filter((block) => block.type !== "text" || !block.text.startsWith(REMINDER_OPEN)),
   },
+  {
+    what: "cuts short after its opening tag",
+    rewrite: (content: ToolResultEvent["content"]) =>
+      content.map((block) => (block.type === "text" ? { ...block, text: block.text.slice(0, 80) } : block)),
+  },
+  {
+    what: "replaces with its opening tag and [redacted]",
+    rewrite: (content: ToolResultEvent["content"]) =>
+      content.map((block) =>
+        block.type === "text" && block.text.startsWith(REMINDER_OPEN)
+          ? { ...block, text: `${REMINDER_OPEN}\n[redacted]` }
+          : block,
+      ),
+  },
 ];
 
 /** Rewrites the session file's tool results that carry a record for `path`. */
@@ -299,7 +313,7 @@ for (const { what, rewrite } of rewrites) {
       try {
         await h.session.prompt("look at the pictures");
         const [first, second] = persistedToolResults(h.sessionManager);
-        assert.equal(reminderOf(first!.content), undefined, "the later extension removed it");
+        assert.doesNotMatch(reminderOf(first!.content) ?? "", /IMG-RULES/, "the later extension removed it");
         assert.match(reminderOf(second!.content) ?? "", /IMG-RULES/, "the next access carries the rules");
         assert.match(h.requests.at(-1) ?? "", /IMG-RULES/, "the model received them");
       } finally {
@@ -363,3 +377,35 @@ test("a stored refusal of an import reads back as an import's, apart from a refu
   ];
   assert.deepEqual(readRecord({ lazyAgents: { v: 1, skipped } })?.skipped, skipped);
 });
+
+test("a later extension that replaces every result's details: after three reads and a resume the rule was sent once", () =>
+  withTree(
+    {
+      ".claude/rules/api.md": '---\npaths: "src/**"\n---\nAPI-RULE\n',
+      "src/a.ts": "a\n",
+      "src/b.ts": "b\n",
+      "src/c.ts": "c\n",
+    },
+    async (tree) => {
+      const replacer: ExtensionFactory = (pi) => {
+        pi.on("tool_result", () => ({ details: { replacedBy: "another extension" } }));
+      };
+      const read = (path: string) => toolTurn(["read", { path }]);
+      const first = await startSession(tree, [read("src/a.ts"), read("src/b.ts"), finalTurn()], {
+        factories: [ours, replacer],
+      });
+      await first.session.prompt("first");
+      const sessionFile = first.sessionManager.getSessionFile()!;
+      first.dispose();
+      const resumed = await startSession(tree, [read("src/c.ts"), finalTurn()], {
+        sessionFile,
+        factories: [ours, replacer],
+      });
+      try {
+        await resumed.session.prompt("second");
+        assert.equal(countOccurrences(remindersIn(sessionFile).join("\n"), "API-RULE"), 1);
+      } finally {
+        resumed.dispose();
+      }
+    },
+  ));

@@ -2,7 +2,7 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { execFileSync } from "node:child_process";
 import type { ExtensionFactory } from "@earendil-works/pi-coding-agent";
 import type { JsonObject } from "@earendil-works/pi-ai";
@@ -64,7 +64,7 @@ async function finishCall(
 /** Per-call maps are empty once every call has finished. */
 function assertNoPerCallState(engine: LazyAgents): void {
   const sizes = engine.stateSizes();
-  for (const key of ["pending", "nestedViews", "parentOf", "gateRecords"]) {
+  for (const key of ["pending", "nested", "parentOf", "written", "gateRecords"]) {
     assert.equal(sizes[key] ?? 0, 0, `${key} is empty after the turn`);
   }
 }
@@ -356,4 +356,43 @@ test("a codemode script's read taken before a sibling edit does not send the old
     assert.doesNotMatch(reminder, /RULE-V1|replaces/, "the older version must not replace the newer one");
     const next = await h.call("read", { path: "pkg/x.ts" });
     assert.equal(reminderOf(next.content), undefined, "the model holds V2: nothing to send");
+  }));
+
+test("a batch that edits an instruction file and reads below it never leaves the model on the older version", () =>
+  withTree({ "pkg/AGENTS.md": "RULE-V1\n", "pkg/x.ts": "x\n" }, async (tree) => {
+    const { factory } = lazyAgents();
+    const h = await loadRunner(tree, { factories: [factory] });
+    // Pi preflights both calls in order, then runs them concurrently: here the read finishes
+    // first, before the edit has written, and Pi still persists the edit's result first.
+    const edit = { path: "pkg/AGENTS.md", edits: [{ oldText: "RULE-V1", newText: "RULE-V2" }] };
+    const read = { path: "pkg/x.ts" };
+    await h.runner.emitToolCall({ type: "tool_call", toolName: "edit", toolCallId: "e-1", input: edit } as never);
+    await h.runner.emitToolCall({ type: "tool_call", toolName: "read", toolCallId: "r-1", input: read } as never);
+    const readReminder = reminderOf(await finishCall(h, "read", "r-1", read)) ?? "";
+    writeFileSync(tree.abs("pkg/AGENTS.md"), "RULE-V2\n");
+    const editReminder = reminderOf(await finishCall(h, "edit", "e-1", edit)) ?? "";
+    assert.doesNotMatch(readReminder, /RULE-V1/, "the edit's result carries the file it writes");
+    assert.match(editReminder, /RULE-V2/);
+    await h.runner.emit({ type: "turn_end", turnIndex: 0, toolResults: [] } as never);
+    assert.equal(reminderOf((await h.call("read", read)).content), undefined, "the model holds V2");
+  }));
+
+test("in a real session, one turn that edits an instruction file and reads below it ends on the newer version", () =>
+  withTree({ "pkg/AGENTS.md": "RULE-V1\n", "pkg/x.ts": "x\n" }, async (tree) => {
+    const h = await startSession(tree, [
+      toolTurn(
+        ["edit", { path: "pkg/AGENTS.md", edits: [{ oldText: "RULE-V1", newText: "RULE-V2" }] }],
+        ["read", { path: "pkg/x.ts" }],
+      ),
+      finalTurn(),
+    ]);
+    try {
+      await h.session.prompt("go");
+      const transcript = persistedToolResults(h.sessionManager)
+        .map((result) => textOf(result.content))
+        .join("\n");
+      assert.ok(transcript.lastIndexOf("RULE-V2") > transcript.lastIndexOf("RULE-V1"), "V2 comes last");
+    } finally {
+      h.dispose();
+    }
   }));

@@ -992,6 +992,8 @@ export const noGit = (): never => {
 };
 
 export interface RunOptions {
+  /** Play the case in a git repository (`git init`, nothing ignored), with the real git helper. */
+  git?: boolean;
   /** Record filesystem calls and fail on any outside cwd (the default). */
   boundary?: boolean;
   /** A fault the model does not know of, thrown at the matching filesystem call: a bug the run must find. */
@@ -1075,6 +1077,7 @@ export async function runCase(c: Case, options: RunOptions = {}): Promise<Failur
   const tree = makeScratchTree();
   try {
     materialize(tree, c.entries);
+    if (options.git) execFileSync("git", ["init", "-q"], { cwd: tree.cwd, stdio: "ignore" });
     const fault: { path?: string } = {};
     const recorder = recordingFileSystem(
       interceptFileSystem((call, proceed) => {
@@ -1087,7 +1090,7 @@ export async function runCase(c: Case, options: RunOptions = {}): Promise<Failur
     const order: string[] = [];
     const factory = createLazyAgents({
       fs: recorder.fs,
-      spawnGit: noGit,
+      ...(options.git ? {} : { spawnGit: noGit }),
       onEngine: (e) => {
         engine = e;
         const original = e.onToolResult.bind(e);
@@ -1123,7 +1126,7 @@ export async function runCase(c: Case, options: RunOptions = {}): Promise<Failur
       else mutate(tree, step);
       if (errors.length > 0) problems.push(`an error reached Pi: ${errors.join("; ")}`);
       const sizes = s.engine.stateSizes();
-      for (const key of ["pending", "nestedViews", "parentOf"]) {
+      for (const key of ["pending", "nested", "parentOf", "written"]) {
         if (sizes[key] !== 0) problems.push(`per-call state leaks: ${key} = ${sizes[key]}`);
       }
       if (options.boundary !== false) {

@@ -38,6 +38,13 @@ test(`differential fuzz: ${CASES} seeded cases agree with the reference model, a
   }
 });
 
+const GIT_CASES = 40;
+
+test(`differential fuzz in a git repository: ${GIT_CASES} seeded cases agree with the reference model`, async () => {
+  const report = await fuzz(SEED, GIT_CASES, { git: true });
+  assert.equal(report, undefined, report);
+});
+
 test("a failing case is reported with its seed, a minimal reproduction and the replay command", async () => {
   // A case that passes, played again with a read fault the model does not know of: a bug to find.
   const c: Case = {

@@ -6,6 +6,7 @@ import { execFileSync, spawn } from "node:child_process";
 import { createRequire, syncBuiltinESMExports } from "node:module";
 import { createLazyAgents, type SpawnGit } from "../index.ts";
 import { loadRunner, reminderOf, withTree, twoTrees } from "./harness.ts";
+import { rng } from "./rng.ts";
 
 const skill = (name: string, description: string) => `---\nname: ${name}\ndescription: ${description}\n---\nBODY\n`;
 
@@ -209,3 +210,87 @@ test("the first call into a new folder waits for git's answer before its result 
     assert.deepEqual(ignored.content, ignored.original);
     assert.match(reminderOf((await h.call("read", { path: "src/a.ts" })).content) ?? "", /SRC-RULES/);
   }));
+
+/** A seeded tree with nothing git ignores: nested files, imports one to three hops deep, folder imports, skills and rules. */
+function seededTree(seed: number): { spec: Record<string, string>; folders: string[]; next: () => number } {
+  const next = rng(seed);
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!;
+  const folders = ["a", "a/b", "a/b/c", "d", "d/e", "f/g/h"];
+  const spec: Record<string, string> = {};
+  for (const [index, folder] of folders.entries()) {
+    spec[`${folder}/x.ts`] = `export const x${index} = ${index};\n`;
+    if (next() < 0.25) continue;
+    const hops = 1 + Math.floor(next() * 3);
+    for (let hop = 1; hop <= hops; hop++) {
+      const more = hop < hops ? ` @d${index}-${hop + 1}.md` : "";
+      spec[`docs/d${index}-${hop}.md`] = `DOC ${index} HOP ${hop}${more}\n`;
+    }
+    const folderImport = next() < 0.4 ? ` @${"../".repeat(folder.split("/").length)}shared/` : "";
+    const depth = "../".repeat(folder.split("/").length);
+    spec[`${folder}/${pick(["AGENTS.md", "CLAUDE.md"])}`] =
+      `RULES OF ${folder} @${depth}docs/d${index}-1.md${folderImport}\n`;
+    if (next() < 0.4)
+      spec[`${folder}/.agents/skills/s${index}/SKILL.md`] =
+        `---\nname: s${index}\ndescription: skill ${index}\n---\nbody\n`;
+  }
+  spec["shared/one.md"] = "SHARED ONE\n";
+  spec["shared/two.md"] = "SHARED TWO @../docs/extra.md\n";
+  spec["docs/extra.md"] = "EXTRA\n";
+  spec[".claude/rules/deep.md"] = `---\npaths: "${pick(folders)}/**"\n---\nCLAUDE RULE @../../docs/rule-import.md\n`;
+  spec["docs/rule-import.md"] = "RULE IMPORT @extra.md\n";
+  spec[".cursor/rules/ts.mdc"] = `---\nglobs: ${pick(folders)}/*.ts\nalwaysApply: false\n---\nCURSOR RULE\n`;
+  return { spec, folders, next };
+}
+
+type Step = [string, Record<string, unknown>];
+
+function seededScript(folders: string[], next: () => number): Step[] {
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!;
+  const steps: Step[] = [];
+  for (let i = 0; i < 14; i++) {
+    const folder = pick(folders);
+    const roll = next();
+    if (roll < 0.5) steps.push(["read", { path: `${folder}/x.ts` }]);
+    else if (roll < 0.65) steps.push(["bash", { command: `cat ${folder}/x.ts ${pick(folders)}/x.ts` }]);
+    else if (roll < 0.8) steps.push(["write", { path: `${folder}/new${i}.ts`, content: "n\n" }]);
+    else
+      steps.push([
+        "write",
+        {
+          path: `${folder}/AGENTS.md`,
+          content: `NEW RULES ${i} @${"../".repeat(folder.split("/").length)}docs/extra.md\n`,
+        },
+      ]);
+  }
+  return steps;
+}
+
+for (const seed of [1, 2, 3]) {
+  test(`seeded tree ${seed}: the same script appends the same text in a plain folder and under git init`, async () => {
+    const { spec, folders, next } = seededTree(seed);
+    const script = seededScript(folders, next);
+    const appended: string[][] = [];
+    for (const git of [false, true]) {
+      await withTree(spec, async (tree) => {
+        if (git) gitInit(tree.cwd);
+        const h = await loadRunner(tree);
+        const texts: string[] = [];
+        for (const [tool, input] of script) {
+          const result = await h.call(tool, input);
+          texts.push(
+            `${tool} ${JSON.stringify(input)}\n${result.content
+              .slice(result.original.length)
+              .map((b) => b.text)
+              .join("\n")}`,
+          );
+        }
+        appended.push(texts);
+      });
+    }
+    assert.ok(
+      appended[0]!.some((text) => text.includes("HOP")),
+      "the script reaches imports",
+    );
+    assert.deepEqual(appended[1], appended[0]);
+  });
+}

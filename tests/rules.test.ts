@@ -658,3 +658,54 @@ test("rule files created and deleted do not stay compiled: the rule caches are s
       assert.ok(sizes[key]! <= 256, `${mode}: ${key} = ${sizes[key]}`);
     }
   }));
+for (const git of [false, true]) {
+  test(`a Claude rule's imports of imports arrive with the rule, ${git ? "under git init" : "in a plain folder"}`, () =>
+    withTree(
+      {
+        ".claude/rules/api.md": rule('paths: "src/**"', "API-RULE\nSee @../../docs/one.md"),
+        "docs/one.md": "RULE-HOP-ONE @two.md",
+        "docs/two.md": "RULE-HOP-TWO",
+        "src/a.ts": "a\n",
+      },
+      async (tree) => {
+        if (git) execFileSync("git", ["init", "-q"], { cwd: tree.cwd });
+        const h = await loadRunner(tree);
+        const reminder = reminderOf((await h.call("read", { path: "src/a.ts" })).content) ?? "";
+        for (const text of ["API-RULE", "RULE-HOP-ONE", "RULE-HOP-TWO"]) assert.match(reminder, new RegExp(text), text);
+      },
+    ));
+}
+
+for (const git of [false, true]) {
+  test(`parallel calls both wait for git's answer about the rule folders, ${git ? "under git init" : "in a plain folder"}`, () =>
+    withTree(
+      {
+        ".claude/rules/lib.md": rule('paths: "lib/**"', "LIB-RULE"),
+        "src/x.ts": "x\n",
+        "lib/y.ts": "y\n",
+      },
+      async (tree) => {
+        if (git) execFileSync("git", ["init", "-q"], { cwd: tree.cwd });
+        const h = await loadRunner(tree);
+        const calls = [
+          { toolCallId: "src-read", input: { path: "src/x.ts" } },
+          { toolCallId: "lib-read", input: { path: "lib/y.ts" } },
+        ];
+        for (const call of calls)
+          await h.runner.emitToolCall({ type: "tool_call", toolName: "read", ...call } as never);
+        const results = await Promise.all(
+          calls.map((call) =>
+            h.runner.emitToolResult({
+              type: "tool_result",
+              toolName: "read",
+              ...call,
+              content: [{ type: "text", text: "x\n" }],
+              details: undefined,
+              isError: false,
+            } as never),
+          ),
+        );
+        assert.match(reminderOf(results[1]?.content ?? []) ?? "", /LIB-RULE/);
+      },
+    ));
+}

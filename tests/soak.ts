@@ -204,7 +204,8 @@ async function soak(): Promise<number> {
   const cacheBound = (onDisk: number) => 2 * onDisk + 256;
   const bounds: Record<string, number> = {
     pending: 0,
-    nestedViews: 0,
+    nested: 0,
+    written: 0,
     parentOf: 0,
     gateRecords: 0,
     unconfirmed: MAX_UNCONFIRMED_RESULTS,
@@ -225,6 +226,8 @@ async function soak(): Promise<number> {
     ledgerSkills: WINDOW,
     ledgerSkipped: WINDOW,
     ledgerAlsoGoverns: WINDOW,
+    ledgerImports: WINDOW,
+    gateRetries: 0,
   };
   const violations = Object.entries(bounds).filter(([key, bound]) => (sizes[key] ?? 0) > bound);
   for (const [key, bound] of violations) console.log(`UNBOUNDED: ${key} = ${sizes[key]} > ${bound}`);

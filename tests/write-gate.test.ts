@@ -2,6 +2,7 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createLazyAgents, type LazyAgents, type LedgerRecord } from "../index.ts";
 import {
@@ -111,3 +112,47 @@ test("the gate holds every write and edit into a gated scope that one assistant 
       h.dispose();
     }
   }));
+
+test("a write held back for a chain of more files than one reminder takes goes through when retried", () => {
+  const spec: Record<string, string> = {};
+  let dir = "";
+  for (let i = 0; i < 40; i++) {
+    dir = dir === "" ? `d${i}` : `${dir}/d${i}`;
+    spec[`${dir}/AGENTS.md`] = `RULES-OF-D${i}`;
+  }
+  return withTree(spec, async (tree) => {
+    const h = await loadRunner(tree, { settings: { lazyAgents: { gateWrites: true } } });
+    assert.equal((await h.call("write", { path: `${dir}/x.ts`, content: "x" })).blocked, true);
+    await h.runner.emit({ type: "turn_end", turnIndex: 0, toolResults: [] } as never);
+    assert.equal(
+      (await h.call("write", { path: `${dir}/x.ts`, content: "x" })).blocked,
+      false,
+      "the retry goes through",
+    );
+  });
+});
+
+for (const git of [false, true]) {
+  test(`a write held back for a Claude rule carries the rule's imports, and the retry goes through, ${git ? "under git init" : "in a plain folder"}`, () =>
+    withTree(
+      {
+        ".claude/rules/api.md": '---\npaths: "src/**"\n---\nAPI-RULE\nSee @../../docs/one.md\n',
+        "docs/one.md": "RULE-IMPORT @two.md",
+        "docs/two.md": "RULE-IMPORT-TWO",
+        "src/a.ts": "a\n",
+      },
+      async (tree) => {
+        if (git) execFileSync("git", ["init", "-q"], { cwd: tree.cwd });
+        const h = await loadRunner(tree, { settings: { lazyAgents: { gateWrites: true } } });
+        const held = await h.call("write", { path: "src/b.ts", content: "b" });
+        assert.equal(held.blocked, true);
+        assert.match(held.reason ?? "", /RULE-IMPORT-TWO/);
+        await h.runner.emit({ type: "turn_end", turnIndex: 0, toolResults: [] } as never);
+        assert.equal(
+          (await h.call("write", { path: "src/b.ts", content: "b" })).blocked,
+          false,
+          "the retry goes through",
+        );
+      },
+    ));
+}
