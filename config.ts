@@ -292,9 +292,10 @@ export const MAX_RULE_DEPTH = 4;
 /** Brace alternatives one glob may expand to; beyond it the glob matches nothing. */
 export const MAX_GLOB_EXPANSIONS = 64;
 
+/** The full explanation of the rule texts a reminder carries, with how a rule ranks against a folder's file. */
 export const RULES_INTRO =
-  "Rules from the repository's rule folders (.claude/rules, .cursor/rules, .github/instructions) that apply to the path this tool touched. " +
-  "They are project guidance, not a message from the user. Each applies only to the paths its scope names.";
+  "Rules (.claude/rules, .cursor/rules, .github/instructions) whose scope matches it. Where a rule and an instruction file " +
+  "disagree, the deepest folder's file wins over the rule, and the rule over the files of folders above that one.";
 
 export const RULE_LISTING_INTRO =
   "Rules that apply when a task matches their description. Read a rule's file when its description fits the task.";
@@ -302,30 +303,36 @@ export const RULE_LISTING_INTRO =
 // Each section of a reminder is explained in full once while the model can still see that
 // explanation; later reminders name the section in one line that stands on its own.
 
+/** Opens every reminder that explains a section in full: said once per reminder, whatever sections it holds. */
+export const REMINDER_PREAMBLE =
+  "Project guidance from the repository for the path this tool touched, not a message from the user.";
+
 /** The full explanation of the instruction files a reminder carries. */
 export const INSTRUCTIONS_INTRO =
-  "The harness found instruction files in folders on the way to the path this tool touched. " +
-  "They are project guidance from the repository, not a message from the user. " +
-  "Each one governs only its scope; where two disagree, the file of the more specific (deeper) folder takes precedence.";
+  "Instruction files of the folders on the way to it: each governs its folder and below; where two disagree, the deeper folder's wins.";
 
 /** The one line that names the instruction files once the model holds their explanation. */
-export const INSTRUCTIONS_HEADER =
-  "More nested instruction files: project guidance from the repository, not from the user; the deeper folder's file takes precedence.";
+export const INSTRUCTIONS_HEADER = "More instruction files:";
 
 /** The full explanation of the skills a reminder lists. */
 export const SKILLS_INTRO =
-  "Skills found in these folders. Read a skill's file when a task matches its description; " +
-  "inside its scope, a skill from a deeper folder wins over one of the same name from above.";
+  "Skills, each for the folder holding its .agents/skills: read a skill's file when a task matches its description; " +
+  "a deeper folder's skill wins over one of the same name.";
 
 /** The one line that names the skills once the model holds their explanation. */
-export const SKILLS_HEADER = "More nested skills: project guidance from the repository, not from the user.";
+export const SKILLS_HEADER = "More skills:";
 
 /** The one line that names rule texts once the model holds RULES_INTRO. */
-export const RULES_HEADER = "More rules from the repository's rule folders: project guidance, not from the user.";
+export const RULES_HEADER = "More rules:";
 
 /** The one line that names rule listings once the model holds RULE_LISTING_INTRO. */
-export const RULE_LISTING_HEADER =
-  "More rules listed by description (project guidance from the repository, not from the user):";
+export const RULE_LISTING_HEADER = "More rules listed by description:";
+
+/** A rule's scope when it applies to every path (alwaysApply, `applyTo: "**"`) in cwd's rule folders. */
+export const REPOSITORY_WIDE_SCOPE = "repository-wide";
+
+/** The marker of a new version of a file the model holds, as the value of its `supersedes` attribute. */
+export const SUPERSEDES_MARKER = "earlier version";
 
 /** Fixed words `/lazy-agents` uses for a rule's kind. */
 export const RULE_KIND_NAMES = {
@@ -391,11 +398,6 @@ export function withdrawnNotice(path: string): string {
 /** The notice that a nested skill the model was told of is gone. */
 export function skillGoneNotice(path: string): string {
   return `The skill at ${path} is gone: do not use it.`;
-}
-
-/** The line before a new version of a file the model holds. */
-export function supersedesNotice(path: string): string {
-  return `(This version of ${path} replaces the one sent earlier.)`;
 }
 
 /** The notice of a file loaded only in part: a cap (imports, skills, entries) stopped it. */

@@ -838,7 +838,9 @@ export class LazyAgents {
     this.calls.nestedTouched.delete(event.toolCallId);
     const touched = [...(nestedTouched ?? []), ...(own ? touchedBy(own) : [])];
     if (views.length === 0 && (touched.length === 0 || !this.options.rules)) return undefined;
-    return this.deliver(event, views, own ? this.shownByTool(own, event, views) : {}, touched);
+    // A file tool's reminder is for the path its call names; a command's or a script's names the paths it touched.
+    const named = nestedTouched !== undefined || own?.bash !== undefined;
+    return this.deliver(event, views, own ? this.shownByTool(own, event, views) : {}, touched, named);
   }
 
   /** An edit or write may have created or changed instruction files on the chain: look again. */
@@ -901,8 +903,10 @@ export class LazyAgents {
     views: DirectoryView[],
     shown: Pick<PlanInput, "shownWhole" | "shownInPart">,
     touched: readonly string[] = [],
+    named = false,
   ): ResultOutcome | undefined {
     const plan = this.planFor(views, shown, touched);
+    if (named && touched.length > 0) plan.touched = touched;
     if (isRecordEmpty(plan.record)) return undefined;
     fitPlanToBudget(plan, this.options.budgetBytes);
     if (isRecordEmpty(plan.record)) return undefined;
@@ -1456,6 +1460,8 @@ interface DeliveryPlan {
   leftOut?: { files: number; skills: number; notices: number };
   /** Sections whose explanation the model can still see: this reminder names them in one line. */
   explainedEarlier?: ReadonlySet<Section>;
+  /** cwd-relative paths the call touched, which the reminder names. */
+  touched?: readonly string[];
 }
 
 interface PlanInput {
@@ -1697,7 +1703,7 @@ function planRuleText(ledger: Ledger, plan: DeliveryPlan, input: RulePlanInput, 
     if (importedBy !== undefined) record.importedBy = importedBy;
     (plan.record.rules ??= []).push(record);
     const supersedes = held !== undefined;
-    (plan.rules ??= []).push({ file, scope: rule.base, scopeText: rule.scope, supersedes, importedBy });
+    (plan.rules ??= []).push({ file, scope: rule.base, scopeText: shownRuleScope(rule.scope), supersedes, importedBy });
   }
 }
 
@@ -1827,8 +1833,11 @@ function neutralizeClosingTags(text: string): string {
   return text.replace(WRAPPER_CLOSING_TAG, "&lt;");
 }
 
-// Exported for tests: they and the bench find the reminder in a result.
-export const REMINDER_OPEN = '<nested-instructions source="pi-lazy-agents">';
+// Exported for tests: they and the bench find the reminder in a result by this prefix of its opening tag.
+export const REMINDER_OPEN = '<nested-instructions source="pi-lazy-agents"';
+
+/** Touched paths the opening tag names; a bash command that touches more adds a count. */
+const SHOWN_TOUCHED_PATHS = 3;
 
 const REMINDER_CLOSE = "</nested-instructions>";
 
@@ -1984,8 +1993,17 @@ function budgetPriority(files: PlannedFile[]): number[] {
     .map((entry) => entry.index);
 }
 
+/** The opening tag: it names the paths the tool touched, so a reminder says why it came. */
+function reminderOpening(touched: readonly string[] | undefined): string {
+  const paths = [...new Set(touched ?? [])];
+  if (paths.length === 0) return `${REMINDER_OPEN}>`;
+  const more = paths.length > SHOWN_TOUCHED_PATHS ? ` +${paths.length - SHOWN_TOUCHED_PATHS}` : "";
+  return `${REMINDER_OPEN} touched="${paths.slice(0, SHOWN_TOUCHED_PATHS).map(reminderField).join(", ")}${more}">`;
+}
+
 function formatReminder(plan: DeliveryPlan): string {
-  const lines: string[] = [REMINDER_OPEN];
+  const lines: string[] = [reminderOpening(plan.touched)];
+  if (sectionsIn(plan).some((section) => explains(plan, section))) lines.push(C.REMINDER_PREAMBLE);
   if (plan.files.length > 0) {
     lines.push(sectionIntro(plan, "files"));
     for (const entry of plan.files) lines.push("", ...formatFile(entry));
@@ -2005,9 +2023,10 @@ function formatReminder(plan: DeliveryPlan): string {
 
 function skillLine(skill: PlannedSkill): string {
   const precedence = skill.overridesStartup ? C.SKILL_OVERRIDES_STARTUP : "";
-  const name = reminderField(skill.name);
-  const scope = reminderField(scopeGlob(skill.scope));
-  return `- ${name} (scope ${scope}): ${reminderField(skill.description)} [${reminderField(skill.path)}]${precedence}`;
+  // A skill is for the folder that holds its .agents/skills: its scope is said only for one linked from elsewhere.
+  const own = skill.path.startsWith(`${posix.join(skill.scope, ...C.SKILLS_DIR_SEGMENTS)}/`);
+  const scope = own ? "" : ` (scope ${reminderField(scopeGlob(skill.scope))})`;
+  return `- ${reminderField(skill.name)}${scope}: ${reminderField(skill.description)} [${reminderField(skill.path)}]${precedence}`;
 }
 
 function retractionLine(path: string): string {
@@ -2035,11 +2054,13 @@ function noticeLines(record: LedgerRecord): string[] {
 function formatFile(entry: PlannedFile): string[] {
   const { file, scope, supersedes, importedBy, cutText } = entry;
   const path = reminderField(file.path);
-  const attributes = [`path="${path}"`, `scope="${reminderField(entry.scopeText ?? scopeGlob(scope))}"`];
+  const attributes = [`path="${path}"`];
+  // A file governs its own folder: its scope is said only when it is another (imports, linked files, rules).
+  const shownScope = entry.scopeText ?? (posix.dirname(file.path) === scope ? undefined : scopeGlob(scope));
+  if (shownScope !== undefined) attributes.push(`scope="${reminderField(shownScope)}"`);
   if (importedBy !== undefined) attributes.push(`imported-by="${reminderField(importedBy)}"`);
-  if (supersedes) attributes.push('supersedes="earlier version"');
+  if (supersedes) attributes.push(`supersedes="${C.SUPERSEDES_MARKER}"`);
   const lines = [`<instructions ${attributes.join(" ")}>`];
-  if (supersedes) lines.push(C.supersedesNotice(path));
   lines.push(neutralizeClosingTags((cutText ?? file.text).replace(/\n+$/, "")));
   if (cutText !== undefined) lines.push(C.cutNotice(path));
   lines.push("</instructions>");
@@ -2057,8 +2078,13 @@ function rankRules(priority: number[], plan: DeliveryPlan): number[] {
   return [...priority.slice(0, at), ...rules, ...priority.slice(at)];
 }
 
+/** A rule's scope as the model reads it: one that covers every path is named repository-wide, not `**`. */
+function shownRuleScope(scope: string): string {
+  return scope === "**" ? C.REPOSITORY_WIDE_SCOPE : scope;
+}
+
 function ruleListingLine({ name, description, path, scope }: RuleListing): string {
-  const fields = [name, scope, description, path].map(reminderField);
+  const fields = [name, shownRuleScope(scope), description, path].map(reminderField);
   return `- ${fields[0]} (scope ${fields[1]}): ${fields[2]} [${fields[3]}]`;
 }
 

@@ -603,6 +603,7 @@ function figuresOf(m: Measured, config: Config): Figures {
     ...bashFigures(m, warmP50),
     ["wrapper_bytes", String(wrapperBytes)],
     ["content_bytes", String(ours.contentBytes)],
+    ["wrapper_ratio", fmt(ratio(wrapperBytes, ours.contentBytes), 3)],
     ["cold_nogit_peer_over_ours", fmt(coldNoGitPeerOverOurs, 2)],
     ["warm_git_over_nogit", fmt(warmGitOverNoGit, 2)],
   ];

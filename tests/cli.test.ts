@@ -36,7 +36,7 @@ test("pi -e ./index.ts delivers the nested file to the model", () =>
   withTree(files, (tree) => {
     const out = run(tree, ["-e", join(ROOT, "index.ts")]);
     assert.match(out, /received 1 reminder/);
-    assert.match(out, /<instructions path="src\/AGENTS.md" scope="src\/\*\*">\nCLI-SRC-RULES/);
+    assert.match(out, /<instructions path="src\/AGENTS.md">\nCLI-SRC-RULES/);
   }));
 
 test("pi -e <checkout dir> loads the package manifest", () =>

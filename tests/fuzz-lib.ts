@@ -24,11 +24,12 @@ import {
 } from "node:fs";
 import { execFileSync } from "node:child_process";
 import { tmpdir } from "node:os";
-import { basename, dirname, join, resolve } from "node:path";
+import { basename, dirname, join, posix, resolve } from "node:path";
 import {
   alsoGovernsNotice,
   INSTRUCTIONS_HEADER,
   INSTRUCTIONS_INTRO,
+  REMINDER_PREAMBLE,
   REASONS,
   SKILLS_HEADER,
   SKILLS_INTRO,
@@ -841,25 +842,25 @@ function checkReminder(label: string, reminder: string, expected: ExpectedRecord
   const blocks = reminder.split("<instructions ").length - 1;
   if (blocks !== appended.length) problems.push(`${label}: ${blocks} instruction blocks, expected ${appended.length}`);
   for (const file of appended) {
-    const header = `<instructions path="${file.path}" scope="${file.scope}/**"${file.supersedes ? ' supersedes="earlier version"' : ""}>\n`;
+    // A file names its scope only when it governs another folder than its own (one linked there).
+    const scope = posix.dirname(file.path) === file.scope ? "" : ` scope="${file.scope}/**"`;
+    const header = `<instructions path="${file.path}"${scope}${file.supersedes ? ' supersedes="earlier version"' : ""}>\n`;
     const start = reminder.indexOf(header);
     if (start === -1) {
       problems.push(`${label}: no block for ${file.path} (supersedes: ${file.supersedes})`);
       continue;
     }
-    let body = reminder.slice(start + header.length, reminder.indexOf("\n</instructions>", start));
-    if (file.supersedes) {
-      const note = `(This version of ${file.path} replaces the one sent earlier.)\n`;
-      if (!body.startsWith(note)) problems.push(`${label}: ${file.path} lacks its supersedes note`);
-      body = body.slice(note.length);
-    }
+    const body = reminder.slice(start + header.length, reminder.indexOf("\n</instructions>", start));
     if (body !== file.text.replace(/\n+$/, ""))
       problems.push(`${label}: ${file.path} text differs: ${JSON.stringify(body)}`);
   }
   problems.push(...checkOpenings(label, reminder, expected));
   const lines = reminder.split("\n").filter((line) => line.startsWith("- "));
   const wanted = [
-    ...expected.skills.map((k) => `- ${k.name} (scope ${k.scope}/**): ${k.description} [${k.path}]`),
+    ...expected.skills.map((k) => {
+      const scope = k.path.startsWith(`${k.scope}/.agents/skills/`) ? "" : ` (scope ${k.scope}/**)`;
+      return `- ${k.name}${scope}: ${k.description} [${k.path}]`;
+    }),
     ...expected.retracted.map((r) => `- ${r.path} no longer applies: its earlier instructions are withdrawn.`),
     ...expected.retractedSkills.map((r) => `- The skill at ${r.path} is gone: do not use it.`),
     ...expected.skipped.map((r) => `- ${r.path} was not loaded: ${REASONS[r.reason]}.`),
@@ -887,6 +888,10 @@ function checkOpenings(label: string, reminder: string, expected: ExpectedRecord
   ] as const;
   const problems: string[] = [];
   const lines = reminder.split("\n");
+  // The preamble says once that this is the repository's guidance, whenever a section is explained in full.
+  const preambles = lines.filter((line) => line === REMINDER_PREAMBLE).length;
+  const explainsAny = sections.some(({ name, has }) => has && expected.explained.includes(name));
+  if (preambles !== (explainsAny ? 1 : 0)) problems.push(`${label}: ${preambles} preambles, explains: ${explainsAny}`);
   for (const { name, has, full, short } of sections) {
     const explains = expected.explained.includes(name);
     const want = !has ? [] : [explains ? full : short];
