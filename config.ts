@@ -244,19 +244,25 @@ export const REPORT_STATES = {
 /** The fixed lines and headings of `/lazy-agents` and `/lazy-agents why`. */
 export const REPORT_TEXT = {
   off: "  off for this run (setting or --no-lazy-agents flag)",
-  filesHeading: (count: number) => `Instruction files and imports (${count}):`,
-  skillsHeading: (count: number) => `Nested skills (${count}):`,
-  notUsedHeading: (count: number) => `Seen and not used (${count}):`,
+  filesHeading: "Instruction files and imports",
+  rulesHeading: "Rules",
+  skillsHeading: "Nested skills",
+  notUsedHeading: "Seen and not used",
   failuresHeading: "Failures caught (Pi went on without this extension's part):",
-  deliveredCount: (files: number, skills: number) => `Delivered in this context: ${files} file(s), ${skills} skill(s).`,
+  deliveredCount: (counts: Counts) =>
+    `Delivered in this context: ${counts.files + counts.rules + counts.skills === 0 ? "nothing" : countsText(counts)}.`,
   unusablePath: (shown: string) => `pi-lazy-agents: "${shown}" is not a usable path.`,
   outsideCwd: (shown: string) => `pi-lazy-agents: ${shown} is ${REASONS.outsideCwd}; nothing below cwd applies to it.`,
   directlyInCwd: "  It lies directly in cwd: only Pi's own AGENTS.md applies there.",
+  governedBy: "  Governed by:",
+  governedByNothing: "  Governed by: nothing below cwd.",
+  foldersHeading: "  Folders that add something:",
+  ruleState: "rule,",
   notReached: "not reached",
   noInstructionFile: "no instruction file",
   skillsUntrusted: "  Skills are not listed: the project is not trusted.",
   noCommandWords: "  No command words were found.",
-  runtimeDirectory: "a directory known only when it runs",
+  ignoredWords: "ignored:",
   bashNotTrigger: "  bash is not among the triggers: its calls activate nothing.",
   writtenActivates: "written to, activates",
   activates: "activates",
@@ -428,13 +434,60 @@ export const USER_PREFIX = "pi-lazy-agents: ";
 /** The description of the flag that turns the extension off. */
 export const DISABLE_FLAG_DESCRIPTION = "Turn pi-lazy-agents off for this run";
 
-/** The description of `/lazy-agents`. */
-export const COMMAND_DESCRIPTION =
-  'Show the nested AGENTS.md files and skills pi-lazy-agents found; `why <path>` explains one path, `why "<command>"` one bash command';
+/** The description of `/lazy-agents` in Pi's `/` menu: one short line. */
+export const COMMAND_DESCRIPTION = "What pi-lazy-agents loaded for the model, and why (try: help)";
 
-/** What the user sees when a reminder carried files or rules: their cwd-relative paths. */
-export function loadedNotice(paths: readonly string[]): string {
-  return `${USER_PREFIX}loaded ${paths.join(", ")}`;
+/** The argument of `/lazy-agents` that adds each file's version to the report. */
+export const VERBOSE_ARGUMENT = "--verbose";
+
+/** `/lazy-agents help`, and the answer to an argument it does not know. */
+export const REPORT_USAGE = [
+  "pi-lazy-agents: usage",
+  "  /lazy-agents                  what was loaded for the model: files, rules, skills and their states",
+  "  /lazy-agents --verbose        the same, with each file's version",
+  "  /lazy-agents why <path>       which files and rules govern a path, and which folders add them",
+  '  /lazy-agents why "<command>"  which folders a bash command activates, and which words it ignores',
+  "  /lazy-agents help             this text",
+].join("\n");
+
+/** What the model holds or a turn loaded, as the status line, the notification and the report count it. */
+export interface Counts {
+  files: number;
+  rules: number;
+  skills: number;
+}
+
+/** A count with its noun, singular for one. */
+export function plural(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? "" : "s"}`;
+}
+
+/** `3 files · 1 rule · 1 skill`, leaving out the kinds counted zero. */
+export function countsText(counts: Counts): string {
+  const parts: Array<[number, string]> = [
+    [counts.files, "file"],
+    [counts.rules, "rule"],
+    [counts.skills, "skill"],
+  ];
+  return parts
+    .filter(([count]) => count > 0)
+    .map(([count, noun]) => plural(count, noun))
+    .join(" · ");
+}
+
+/** Paths one notification names; a turn that loaded more adds a count. */
+export const MAX_NOTICE_PATHS = 8;
+
+/** The one notification a turn gets when its reminders loaded files, rules or skills: counts, then cwd-relative paths. */
+export function loadedNotice(counts: Counts, paths: readonly string[]): string {
+  const shown = paths.slice(0, MAX_NOTICE_PATHS).join(", ");
+  const more = paths.length > MAX_NOTICE_PATHS ? ` and ${paths.length - MAX_NOTICE_PATHS} more` : "";
+  return `${USER_PREFIX}loaded ${countsText(counts)}: ${shown}${more}`;
+}
+
+/** The status line while the model holds anything: `lazy-agents: 3 files · 1 rule · 1 skill`. */
+export function statusText(counts: Counts): string {
+  return `${STATUS_KEY}: ${countsText(counts)}`;
 }
 
 /** `/lazy-agents` when the report itself failed. */

@@ -30,6 +30,7 @@ import {
   INSTRUCTIONS_HEADER,
   INSTRUCTIONS_INTRO,
   REMINDER_PREAMBLE,
+  loadedNotice,
   REASONS,
   SKILLS_HEADER,
   SKILLS_INTRO,
@@ -798,13 +799,21 @@ function compare(s: Session, played: Played, expected: ExpectedRecord, notificat
 /** File-content tokens, text from outside cwd and exception text: never in a warning. */
 const LEAK = /\bT[0-9a-z]+x[0-9a-z]+\b|SECRET|Error|\b(EACCES|EIO|ENAMETOOLONG|ELOOP|ENOENT|ENOTDIR|EISDIR|EPERM)\b/;
 
-/** What the user is told: the files loaded for the model, and each refusal once. */
+/** What the user is told after one call: each refusal once, and the turn's one notification of what it loaded. */
 function expectedNotifications(record: ExpectedRecord): string[] {
-  const loaded = record.files.filter((file) => file.via === "reminder").map((file) => file.path);
-  return [
-    ...(loaded.length > 0 ? [`pi-lazy-agents: loaded ${loaded.join(", ")}`] : []),
-    ...record.skipped.map((skip) => `pi-lazy-agents: ${skip.path} was not loaded: ${REASONS[skip.reason]}`),
-  ];
+  return [...expectedWarningsOf(record), ...expectedLoaded([record])];
+}
+
+function expectedWarningsOf(record: ExpectedRecord): string[] {
+  return record.skipped.map((skip) => `pi-lazy-agents: ${skip.path} was not loaded: ${REASONS[skip.reason]}`);
+}
+
+/** One notification for a whole turn: its files, then its skills, each path once, counted. */
+function expectedLoaded(records: ExpectedRecord[]): string[] {
+  const files = [...new Set(records.flatMap((r) => r.files.filter((f) => f.via === "reminder").map((f) => f.path)))];
+  const skills = [...new Set(records.flatMap((r) => r.skills.map((k) => k.path)))];
+  if (files.length + skills.length === 0) return [];
+  return [loadedNotice({ files: files.length, rules: 0, skills: skills.length }, [...files, ...skills])];
 }
 
 function summarize(record: ExpectedRecord) {
@@ -932,6 +941,7 @@ async function playCall(s: Session, call: Call, fault?: string): Promise<string[
   } finally {
     unlock?.();
   }
+  await s.h.endTurn();
   const expected = expectFor(s, played);
   s.fault.path = undefined;
   s.model.faulty = undefined;
@@ -957,6 +967,7 @@ async function playBatch(s: Session, calls: Call[]): Promise<string[]> {
       played.result = await s.h.call(played.call.tool, played.input, { id: played.id });
     }),
   );
+  await s.h.endTurn();
   // The model replays the calls in the order the extension saw their results, and the session
   // holds them in that order too, so that a later rebuild replays what happened live.
   const byId = new Map(plays.map((played) => [played.id, played]));
@@ -964,14 +975,17 @@ async function playBatch(s: Session, calls: Call[]): Promise<string[]> {
   for (const played of plays) if (!ordered.includes(played)) ordered.push(played);
   const problems: string[] = [];
   const expectedWarnings: string[] = [];
+  const records: ExpectedRecord[] = [];
   for (const played of ordered) {
     const expected = expectFor(s, played);
     problems.push(...compare(s, played, expected, []).filter((p) => !p.includes(": warnings ")));
     countRecord(s.stats, played, expected);
-    expectedWarnings.push(...expectedNotifications(expected));
+    records.push(expected);
+    expectedWarnings.push(...expectedWarningsOf(expected));
     s.model.apply(expected);
     appendResult(s, played, expected);
   }
+  expectedWarnings.push(...expectedLoaded(records));
   const got = sortBy(s.h.notifications.slice(notificationsBefore), (x) => x);
   if (JSON.stringify(got) !== JSON.stringify(sortBy(expectedWarnings, (x) => x)))
     problems.push(`batch: warnings ${JSON.stringify(got)} expected ${JSON.stringify(expectedWarnings)}`);
