@@ -1,4 +1,4 @@
-// README "Bash": the words of a bash command activate scopes; the command is read, never run.
+// docs/behaviour.md "Bash": the words of a bash command activate scopes; the command is read, never run.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";

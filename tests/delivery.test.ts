@@ -1,4 +1,4 @@
-// README "What it does" and "Behaviour" (When, Which files, Only below cwd, Order, Reading the file itself).
+// README "What it does" and docs/behaviour.md (When, Which files, Only below cwd, Order, Reading the file itself).
 
 import { test } from "node:test";
 import assert from "node:assert/strict";

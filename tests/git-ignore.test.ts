@@ -1,4 +1,4 @@
-// README "Behaviour", Vendored and ignored code: ignored folder names and what git ignores never contribute.
+// docs/behaviour.md, Vendored and ignored code: ignored folder names and what git ignores never contribute.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";

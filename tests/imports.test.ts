@@ -1,4 +1,4 @@
-// README "Behaviour", Imports: what @path tokens bring in, under the same rules as instruction files.
+// docs/behaviour.md, Imports: what @path tokens bring in, under the same rules as instruction files.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";

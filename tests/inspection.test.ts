@@ -1,4 +1,4 @@
-// README "Commands": the /lazy-agents report, why <path>, completions, the status line, notifications and the flag.
+// README "What you see" and docs/behaviour.md "Commands": the /lazy-agents report, why <path>, completions, the status line, notifications and the flag.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";

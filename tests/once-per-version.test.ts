@@ -1,4 +1,4 @@
-// README "Behaviour", Once per version: never sent twice, a changed file supersedes, a deleted one is withdrawn.
+// docs/behaviour.md, Once per version: never sent twice, a changed file supersedes, a deleted one is withdrawn.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";

@@ -1,4 +1,4 @@
-// README "Limits": paths resolve as Pi's tools resolve them, case-folding filesystems, caches follow the tree.
+// docs/limits.md: paths resolve as Pi's tools resolve them, case-folding filesystems, caches follow the tree.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";

@@ -1,4 +1,4 @@
-// README "Safety": the cwd boundary, links, regular UTF-8 files within the cap, and a wrapper text cannot forge.
+// docs/safety.md: the cwd boundary, links, regular UTF-8 files within the cap, and a wrapper text cannot forge.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";

@@ -1,4 +1,4 @@
-// README "Behaviour", Skills and Skills that collide: nested skills listed by Pi's own rules.
+// docs/behaviour.md, Skills and Skills that collide: nested skills listed by Pi's own rules.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
