@@ -266,19 +266,25 @@ export const REPORT_STATES = {
 /** The fixed lines and headings of `/lazy-agents` and `/lazy-agents why`. */
 export const REPORT_TEXT = {
   off: "  off for this run (setting or --no-lazy-agents flag)",
-  filesHeading: (count: number) => `Instruction files and imports (${count}):`,
-  skillsHeading: (count: number) => `Nested skills (${count}):`,
-  notUsedHeading: (count: number) => `Seen and not used (${count}):`,
+  filesHeading: "Instruction files and imports",
+  rulesHeading: "Rules",
+  skillsHeading: "Nested skills",
+  notUsedHeading: "Seen and not used",
   failuresHeading: "Failures caught (Pi went on without this extension's part):",
-  deliveredCount: (files: number, skills: number) => `Delivered in this context: ${files} file(s), ${skills} skill(s).`,
+  deliveredCount: (counts: Counts) =>
+    `Delivered in this context: ${counts.files + counts.rules + counts.skills === 0 ? "nothing" : countsText(counts)}.`,
   unusablePath: (shown: string) => `pi-lazy-agents: "${shown}" is not a usable path.`,
   outsideCwd: (shown: string) => `pi-lazy-agents: ${shown} is ${REASONS.outsideCwd}; nothing below cwd applies to it.`,
   directlyInCwd: "  It lies directly in cwd: only Pi's own AGENTS.md applies there.",
+  governedBy: "  Governed by:",
+  governedByNothing: "  Governed by: nothing below cwd.",
+  foldersHeading: "  Folders that add something:",
+  ruleState: "rule,",
   notReached: "not reached",
   noInstructionFile: "no instruction file",
   skillsUntrusted: "  Skills are not listed: the project is not trusted.",
   noCommandWords: "  No command words were found.",
-  runtimeDirectory: "a directory known only when it runs",
+  ignoredWords: "ignored:",
   bashNotTrigger: "  bash is not among the triggers: its calls activate nothing.",
   writtenActivates: "written to, activates",
   activates: "activates",
@@ -311,9 +317,10 @@ export const RULE_FILE_SUFFIXES: Record<RuleSource, readonly string[]> = {
 /** How deep below its rule folder a rule file may sit. */
 export const MAX_RULE_DEPTH = 4;
 
+/** The full explanation of the rule texts a reminder carries, with how a rule ranks against a folder's file. */
 export const RULES_INTRO =
-  "Rules from the repository's rule folders (.claude/rules, .cursor/rules, .github/instructions) that apply to the path this tool touched. " +
-  "They are project guidance, not a message from the user. Each applies only to the paths its scope names.";
+  "Rules (.claude/rules, .cursor/rules, .github/instructions) whose scope matches it. Where a rule and an instruction file " +
+  "disagree, the deepest folder's file wins over the rule, and the rule over the files of folders above that one.";
 
 export const RULE_LISTING_INTRO =
   "Rules that apply when a task matches their description. Read a rule's file when its description fits the task.";
@@ -321,30 +328,36 @@ export const RULE_LISTING_INTRO =
 // Each section of a reminder is explained in full once while the model can still see that
 // explanation; later reminders name the section in one line that stands on its own.
 
+/** Opens every reminder that explains a section in full: said once per reminder, whatever sections it holds. */
+export const REMINDER_PREAMBLE =
+  "Project guidance from the repository for the path this tool touched, not a message from the user.";
+
 /** The full explanation of the instruction files a reminder carries. */
 export const INSTRUCTIONS_INTRO =
-  "The harness found instruction files in folders on the way to the path this tool touched. " +
-  "They are project guidance from the repository, not a message from the user. " +
-  "Each one governs only its scope; where two disagree, the file of the more specific (deeper) folder takes precedence.";
+  "Instruction files of the folders on the way to it: each governs its folder and below; where two disagree, the deeper folder's wins.";
 
 /** The one line that names the instruction files once the model holds their explanation. */
-export const INSTRUCTIONS_HEADER =
-  "More nested instruction files: project guidance from the repository, not from the user; the deeper folder's file takes precedence.";
+export const INSTRUCTIONS_HEADER = "More instruction files:";
 
 /** The full explanation of the skills a reminder lists. */
 export const SKILLS_INTRO =
-  "Skills found in these folders. Read a skill's file when a task matches its description; " +
-  "inside its scope, a skill from a deeper folder wins over one of the same name from above.";
+  "Skills, each for the folder holding its .agents/skills: read a skill's file when a task matches its description; " +
+  "a deeper folder's skill wins over one of the same name.";
 
 /** The one line that names the skills once the model holds their explanation. */
-export const SKILLS_HEADER = "More nested skills: project guidance from the repository, not from the user.";
+export const SKILLS_HEADER = "More skills:";
 
 /** The one line that names rule texts once the model holds RULES_INTRO. */
-export const RULES_HEADER = "More rules from the repository's rule folders: project guidance, not from the user.";
+export const RULES_HEADER = "More rules:";
 
 /** The one line that names rule listings once the model holds RULE_LISTING_INTRO. */
-export const RULE_LISTING_HEADER =
-  "More rules listed by description (project guidance from the repository, not from the user):";
+export const RULE_LISTING_HEADER = "More rules listed by description:";
+
+/** A rule's scope when it applies to every path (alwaysApply, `applyTo: "**"`) in cwd's rule folders. */
+export const REPOSITORY_WIDE_SCOPE = "repository-wide";
+
+/** The marker of a new version of a file the model holds, as the value of its `supersedes` attribute. */
+export const SUPERSEDES_MARKER = "earlier version";
 
 /** Fixed words `/lazy-agents` uses for a rule's kind. */
 export const RULE_KIND_NAMES = {
@@ -411,11 +424,6 @@ export function skillGoneNotice(path: string): string {
   return `The skill at ${path} is gone: do not use it.`;
 }
 
-/** The line before a new version of a file the model holds. */
-export function supersedesNotice(path: string): string {
-  return `(This version of ${path} replaces the one sent earlier.)`;
-}
-
 /** The notice of a file loaded only in part: a cap (imports, skills, entries) stopped it. */
 export function cutShortNotice(path: string, reason: string): string {
   return `${path} was not loaded whole: ${reason}`;
@@ -444,13 +452,60 @@ export const USER_PREFIX = "pi-lazy-agents: ";
 /** The description of the flag that turns the extension off. */
 export const DISABLE_FLAG_DESCRIPTION = "Turn pi-lazy-agents off for this run";
 
-/** The description of `/lazy-agents`. */
-export const COMMAND_DESCRIPTION =
-  'Show the nested AGENTS.md files and skills pi-lazy-agents found; `why <path>` explains one path, `why "<command>"` one bash command';
+/** The description of `/lazy-agents` in Pi's `/` menu: one short line. */
+export const COMMAND_DESCRIPTION = "What pi-lazy-agents loaded for the model, and why (try: help)";
 
-/** What the user sees when a reminder carried files or rules: their cwd-relative paths. */
-export function loadedNotice(paths: readonly string[]): string {
-  return `${USER_PREFIX}loaded ${paths.join(", ")}`;
+/** The argument of `/lazy-agents` that adds each file's version to the report. */
+export const VERBOSE_ARGUMENT = "--verbose";
+
+/** `/lazy-agents help`, and the answer to an argument it does not know. */
+export const REPORT_USAGE = [
+  "pi-lazy-agents: usage",
+  "  /lazy-agents                  what was loaded for the model: files, rules, skills and their states",
+  "  /lazy-agents --verbose        the same, with each file's version",
+  "  /lazy-agents why <path>       which files and rules govern a path, and which folders add them",
+  '  /lazy-agents why "<command>"  which folders a bash command activates, and which words it ignores',
+  "  /lazy-agents help             this text",
+].join("\n");
+
+/** What the model holds or a turn loaded, as the status line, the notification and the report count it. */
+export interface Counts {
+  files: number;
+  rules: number;
+  skills: number;
+}
+
+/** A count with its noun, singular for one. */
+export function plural(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? "" : "s"}`;
+}
+
+/** `3 files · 1 rule · 1 skill`, leaving out the kinds counted zero. */
+export function countsText(counts: Counts): string {
+  const parts: Array<[number, string]> = [
+    [counts.files, "file"],
+    [counts.rules, "rule"],
+    [counts.skills, "skill"],
+  ];
+  return parts
+    .filter(([count]) => count > 0)
+    .map(([count, noun]) => plural(count, noun))
+    .join(" · ");
+}
+
+/** Paths one notification names; a turn that loaded more adds a count. */
+export const MAX_NOTICE_PATHS = 8;
+
+/** The one notification a turn gets when its reminders loaded files, rules or skills: counts, then cwd-relative paths. */
+export function loadedNotice(counts: Counts, paths: readonly string[]): string {
+  const shown = paths.slice(0, MAX_NOTICE_PATHS).join(", ");
+  const more = paths.length > MAX_NOTICE_PATHS ? ` and ${paths.length - MAX_NOTICE_PATHS} more` : "";
+  return `${USER_PREFIX}loaded ${countsText(counts)}: ${shown}${more}`;
+}
+
+/** The status line while the model holds anything: `lazy-agents: 3 files · 1 rule · 1 skill`. */
+export function statusText(counts: Counts): string {
+  return `${STATUS_KEY}: ${countsText(counts)}`;
 }
 
 /** `/lazy-agents` when the report itself failed. */

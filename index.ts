@@ -180,15 +180,21 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
       showStatus(ctx);
     };
 
+    // Pi's TUI replaces an info notification with the next one, so parallel calls would each hide
+    // the last: what a turn loads is gathered here and told once, when the turn ends.
+    let turnLoaded: TurnLoaded = emptyLoaded();
     const announce = (ctx: ExtensionContext, plan: DeliveryPlan): void => {
       if (!ctx.hasUI) return;
-      const loaded = [
-        ...plan.record.files.filter((file) => file.via === "reminder").map((file) => oneLine(file.path)),
-        ...(plan.record.rules ?? []).filter((rule) => rule.as === "text").map((rule) => oneLine(rule.path)),
-      ];
-      if (loaded.length > 0) tell(ctx, C.loadedNotice(loaded), "info");
+      addLoaded(turnLoaded, plan.record);
       for (const skip of plan.record.skipped) tell(ctx, warningText(skip), "warning");
       showStatus(ctx);
+    };
+    const tellLoaded = (ctx: ExtensionContext): void => {
+      const loaded = turnLoaded;
+      turnLoaded = emptyLoaded();
+      if (loaded.files.size + loaded.rules.size + loaded.skills.size === 0) return;
+      const paths = [...loaded.files, ...loaded.rules, ...loaded.skills].map(oneLine);
+      tell(ctx, C.loadedNotice(countsOf(loaded), paths), "info");
     };
 
     pi.on("session_start", (_event, ctx) => {
@@ -260,9 +266,11 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
       };
       if (guarded(ctx, "rebuild", confirm, () => false) === true) rebuild(ctx);
       engine.endTurn();
+      tellLoaded(ctx);
     });
-    pi.on("agent_end", () => {
+    pi.on("agent_end", (_event, ctx) => {
       engine.endTurn();
+      tellLoaded(ctx);
     });
 
     pi.on("session_shutdown", () => {
@@ -286,6 +294,7 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
 async function commandReport(engine: LazyAgents, args: string, env: CallEnvironment): Promise<string> {
   try {
     const words = args.trim();
+    if (words === "help") return C.REPORT_USAGE;
     if (words.startsWith("why ")) {
       const quoted = quotedCommand(words.slice(4));
       if (quoted !== undefined) return await explainCommand(engine, quoted, env);
@@ -293,7 +302,8 @@ async function commandReport(engine: LazyAgents, args: string, env: CallEnvironm
       return [why, ...checkWhy(engine, env, words.slice(4).trim())].join("\n");
     }
     engine.discoveryFor(env.cwd);
-    return [formatInspection(engine), ...checkReport(engine, env)].join("\n");
+    if (words !== "" && words !== C.VERBOSE_ARGUMENT) return C.REPORT_USAGE;
+    return [formatInspection(engine, words === C.VERBOSE_ARGUMENT), ...checkReport(engine, env)].join("\n");
   } catch {
     return C.REPORT_FAILED;
   }
@@ -858,8 +868,12 @@ export class LazyAgents {
     if (calls.length === 0) return undefined;
     const shown = (views: DirectoryView[]) => (own ? this.shownByTool(own, event, views) : {});
     const wait = joinAnswers(...calls.map((c) => c.gitAnswer));
+    // A file tool's reminder is for the path its call names; a command's or a script's names the paths it touched.
+    const named = calls.length > (own ? 1 : 0) || own?.commands !== undefined;
     return this.settle(calls, shown, wait, 0, (views, plan) => {
       this.inspection.record(views);
+      const touched = calls.flatMap((call) => call.touched);
+      if (named && touched.length > 0) plan.touched = touched;
       return this.deliver(event, plan);
     });
   }
@@ -2059,6 +2073,8 @@ interface DeliveryPlan {
   leftOut?: { files: number; skills: number; notices: number; names: string[] };
   /** Sections whose explanation the model can still see: this reminder names them in one line. */
   explainedEarlier?: ReadonlySet<Section>;
+  /** cwd-relative paths the call touched, which the reminder names. */
+  touched?: readonly string[];
 }
 
 interface PlanInput {
@@ -2299,7 +2315,7 @@ function planRuleText(ledger: Ledger, plan: DeliveryPlan, input: RulePlanInput, 
     if (importedBy !== undefined) record.importedBy = importedBy;
     (plan.record.rules ??= []).push(record);
     const supersedes = held !== undefined;
-    (plan.rules ??= []).push({ file, scope: rule.base, scopeText: rule.scope, supersedes, importedBy });
+    (plan.rules ??= []).push({ file, scope: rule.base, scopeText: shownRuleScope(rule.scope), supersedes, importedBy });
   }
 }
 
@@ -2439,8 +2455,11 @@ function neutralizeClosingTags(text: string): string {
   return text.replace(WRAPPER_CLOSING_TAG, "&lt;");
 }
 
-// Exported for tests: they and the bench find the reminder in a result.
-export const REMINDER_OPEN = '<nested-instructions source="pi-lazy-agents">';
+// Exported for tests: they and the bench find the reminder in a result by this prefix of its opening tag.
+export const REMINDER_OPEN = '<nested-instructions source="pi-lazy-agents"';
+
+/** Touched paths the opening tag names; a bash command that touches more adds a count. */
+const SHOWN_TOUCHED_PATHS = 3;
 
 const REMINDER_CLOSE = "</nested-instructions>";
 
@@ -2603,8 +2622,17 @@ function budgetPriority(files: PlannedFile[]): number[] {
     .map((entry) => entry.index);
 }
 
+/** The opening tag: it names the paths the tool touched, so a reminder says why it came. */
+function reminderOpening(touched: readonly string[] | undefined): string {
+  const paths = [...new Set(touched ?? [])];
+  if (paths.length === 0) return `${REMINDER_OPEN}>`;
+  const more = paths.length > SHOWN_TOUCHED_PATHS ? ` +${paths.length - SHOWN_TOUCHED_PATHS}` : "";
+  return `${REMINDER_OPEN} touched="${paths.slice(0, SHOWN_TOUCHED_PATHS).map(reminderField).join(", ")}${more}">`;
+}
+
 function formatReminder(plan: DeliveryPlan): string {
-  const lines: string[] = [REMINDER_OPEN];
+  const lines: string[] = [reminderOpening(plan.touched)];
+  if (sectionsIn(plan).some((section) => explains(plan, section))) lines.push(C.REMINDER_PREAMBLE);
   if (plan.files.length > 0) {
     lines.push(sectionIntro(plan, "files"));
     for (const entry of plan.files) lines.push("", ...formatFile(entry));
@@ -2625,9 +2653,10 @@ function formatReminder(plan: DeliveryPlan): string {
 
 function skillLine(skill: PlannedSkill): string {
   const precedence = skill.overridesStartup ? C.SKILL_OVERRIDES_STARTUP : "";
-  const name = reminderField(skill.name);
-  const scope = reminderField(scopeGlob(skill.scope));
-  return `- ${name} (scope ${scope}): ${reminderField(skill.description)} [${reminderField(skill.path)}]${precedence}`;
+  // A skill is for the folder that holds its .agents/skills: its scope is said only for one linked from elsewhere.
+  const own = skill.path.startsWith(`${posix.join(skill.scope, ...C.SKILLS_DIR_SEGMENTS)}/`);
+  const scope = own ? "" : ` (scope ${reminderField(scopeGlob(skill.scope))})`;
+  return `- ${reminderField(skill.name)}${scope}: ${reminderField(skill.description)} [${reminderField(skill.path)}]${precedence}`;
 }
 
 function retractionLine(path: string): string {
@@ -2655,11 +2684,13 @@ function noticeLines(record: LedgerRecord): string[] {
 function formatFile(entry: PlannedFile): string[] {
   const { file, scope, supersedes, importedBy, cutText } = entry;
   const path = reminderField(file.path);
-  const attributes = [`path="${path}"`, `scope="${reminderField(entry.scopeText ?? scopeGlob(scope))}"`];
+  const attributes = [`path="${path}"`];
+  // A file governs its own folder: its scope is said only when it is another (imports, linked files, rules).
+  const shownScope = entry.scopeText ?? (posix.dirname(file.path) === scope ? undefined : scopeGlob(scope));
+  if (shownScope !== undefined) attributes.push(`scope="${reminderField(shownScope)}"`);
   if (importedBy !== undefined) attributes.push(`imported-by="${reminderField(importedBy)}"`);
-  if (supersedes) attributes.push('supersedes="earlier version"');
+  if (supersedes) attributes.push(`supersedes="${C.SUPERSEDES_MARKER}"`);
   const lines = [`<instructions ${attributes.join(" ")}>`];
-  if (supersedes) lines.push(C.supersedesNotice(path));
   lines.push(neutralizeClosingTags((cutText ?? file.text).replace(/\n+$/, "")));
   if (cutText !== undefined) lines.push(C.cutNotice(path));
   lines.push("</instructions>");
@@ -2677,8 +2708,13 @@ function rankRules(priority: number[], plan: DeliveryPlan): number[] {
   return [...priority.slice(0, at), ...rules, ...priority.slice(at)];
 }
 
+/** A rule's scope as the model reads it: one that covers every path is named repository-wide, not `**`. */
+function shownRuleScope(scope: string): string {
+  return scope === "**" ? C.REPOSITORY_WIDE_SCOPE : scope;
+}
+
 function ruleListingLine({ name, description, path, scope }: RuleListing): string {
-  const fields = [name, scope, description, path].map(reminderField);
+  const fields = [name, shownRuleScope(scope), description, path].map(reminderField);
   return `- ${fields[0]} (scope ${fields[1]}): ${fields[2]} [${fields[3]}]`;
 }
 
@@ -4914,35 +4950,36 @@ async function explainCommand(engine: LazyAgents, command: string, env: CallEnvi
     engine.inspection.record(views);
     viewed.set(located.links.at(-1)!.scope, views);
   }
-  const lines = [`pi-lazy-agents: why ${JSON.stringify(command)}`];
-  if (commands.length === 0) lines.push(C.REPORT_TEXT.noCommandWords);
-  let index = 0;
-  for (const { cwd, uses } of commands) {
-    const where = cwd === "." ? "" : `  (in ${cwd ?? C.REPORT_TEXT.runtimeDirectory})`;
-    lines.push(`  ${commands[index++]!.words.join(" ")}${where}`);
-    for (const use of uses) {
-      const outcome = outcomes.shift()!;
-      lines.push(`    ${use.word}: ${explainOutcome(engine, outcome, viewed)}`);
+  // One line per activated scope, naming the words that activate it; one line for every word ignored.
+  const activated = new Map<string, { label: string; words: string[] }>();
+  const ignored: string[] = [];
+  for (const outcome of outcomes) {
+    const word = outcome.use.word;
+    if (!outcome.located) {
+      ignored.push(`${word} (${C.SHELL_WORD_REASONS[outcome.reason ?? "missing"]})`);
+      continue;
+    }
+    const links = outcome.located.links;
+    const views = viewed.get(links.at(-1)!.scope) ?? [];
+    if (views.length < links.length)
+      ignored.push(`${word} (${links[views.length]!.scope}/: ${C.SHELL_WORD_REASONS.ignored})`);
+    const role = outcome.use.role === "write" ? C.REPORT_TEXT.writtenActivates : C.REPORT_TEXT.activates;
+    for (const link of links.slice(0, views.length)) {
+      const view = views.find((candidate) => candidate.scope === link.scope);
+      const file = view?.file
+        ? `${view.file.path}, ${fileState(engine.ledger, seenFile(view.file, link.scope))}`
+        : C.REPORT_TEXT.noInstructionFile;
+      const entry = activated.get(link.scope) ?? { label: `${scopeGlob(link.scope)} (${file})`, words: [] };
+      entry.words.push(`${word} ${role}`);
+      activated.set(link.scope, entry);
     }
   }
+  const lines = [`pi-lazy-agents: why ${JSON.stringify(command)}`];
+  if (commands.length === 0) lines.push(C.REPORT_TEXT.noCommandWords);
+  for (const { label, words } of activated.values()) lines.push(`  ${label}: ${[...new Set(words)].join(", ")}`);
+  if (ignored.length > 0) lines.push(`  ${C.REPORT_TEXT.ignoredWords} ${ignored.join(", ")}`);
   if (!engine.options.triggers.has("bash")) lines.push(C.REPORT_TEXT.bashNotTrigger);
   return lines.map(oneLine).join("\n");
-}
-
-function explainOutcome(engine: LazyAgents, outcome: ShellWordOutcome, viewed: Map<string, DirectoryView[]>): string {
-  if (!outcome.located) return C.SHELL_WORD_REASONS[outcome.reason ?? "missing"];
-  const links = outcome.located.links;
-  const views = viewed.get(links.at(-1)!.scope) ?? [];
-  const scopes = links.slice(0, views.length).map((link) => {
-    const view = views.find((candidate) => candidate.scope === link.scope);
-    const file = view?.file
-      ? `${view.file.path}, ${fileState(engine.ledger, seenFile(view.file, link.scope))}`
-      : C.REPORT_TEXT.noInstructionFile;
-    return `${scopeGlob(link.scope)} (${file})`;
-  });
-  const role = outcome.use.role === "write" ? C.REPORT_TEXT.writtenActivates : C.REPORT_TEXT.activates;
-  const cut = views.length < links.length ? `; ${links[views.length]!.scope}/ is ${C.SHELL_WORD_REASONS.ignored}` : "";
-  return scopes.length === 0 ? `${C.SHELL_WORD_REASONS.ignored}` : `${role} ${scopes.join(", ")}${cut}`;
 }
 
 // Inspection: what the session has seen. Kept per scope and replaced at each view, so it is bounded
@@ -5036,49 +5073,67 @@ function reportedSkills(engine: LazyAgents): Array<Pick<Skill, "name" | "path" |
   return [...seen, ...[...engine.ledger.skills.values()].filter((skill) => !seenPaths.has(skill.path))];
 }
 
-/** The `/lazy-agents` report: paths, scopes, sizes, versions, states and reasons; never file contents. */
-function formatInspection(engine: LazyAgents): string {
+/** Rows as columns: each cell padded to its column's widest, two spaces apart, indented by two. */
+function aligned(rows: string[][]): string[] {
+  const widths: number[] = [];
+  for (const row of rows) row.forEach((cell, index) => (widths[index] = Math.max(widths[index] ?? 0, cell.length)));
+  return rows.map((row) =>
+    `  ${row.map((cell, index) => (index === row.length - 1 ? cell : cell.padEnd(widths[index]!))).join("  ")}`.trimEnd(),
+  );
+}
+
+/** A heading with its count and its aligned rows; nothing at all for no rows. */
+function reportSection(heading: string, rows: string[][]): string[] {
+  return rows.length === 0 ? [] : ["", `${heading} (${rows.length}):`, ...aligned(rows)];
+}
+
+/** The `/lazy-agents` report: paths, scopes, sizes, states and reasons (versions when verbose); never file contents. */
+function formatInspection(engine: LazyAgents, verbose = false): string {
   const { ledger, inspection } = engine;
   const files = reportedFiles(engine);
   const seenPaths = new Set(files.map((file) => file.path));
   const retractedOnly = [...ledger.retracted].filter((path) => !seenPaths.has(path));
   const skills = reportedSkills(engine);
-  const ruleLines = formatRuleInspection(engine);
+  const rules = reportedRules(engine);
   const notUsed: Array<Pick<Rejection, "path" | "reason" | "counts">> = [
     ...[...(engine.discovery?.ignoredSeen ?? new Map<string, C.Reason>())].map(([path, reason]) => ({ path, reason })),
     ...inspection.notUsed(),
+    ...rules.rejected,
   ];
   const lines = ["pi-lazy-agents"];
   if (!engine.options.enabled) lines.push(C.REPORT_TEXT.off);
   if (
-    files.length + retractedOnly.length + skills.length + notUsed.length + engine.failures.size + ruleLines.length ===
+    files.length + retractedOnly.length + skills.length + notUsed.length + engine.failures.size + rules.rows.length ===
     0
   ) {
     return engine.options.enabled ? C.REPORT_NOTHING_SEEN : [...lines, C.REPORT_NOTHING_SEEN].join("\n");
   }
-  lines.push("", C.REPORT_TEXT.filesHeading(files.length));
-  for (const file of files) {
-    const imported = file.importedBy ? `, imported by ${file.importedBy}` : "";
-    const version = file.version.slice(0, C.REPORT_VERSION_LENGTH);
-    lines.push(
-      `  ${file.path}  scope ${scopeGlob(file.scope)}${imported}  ${formatBytes(file.bytes)}  ${fileState(ledger, file)}  version ${version}`,
-    );
-  }
-  for (const path of retractedOnly) lines.push(`  ${path}  retracted`);
-  lines.push("", C.REPORT_TEXT.skillsHeading(skills.length));
-  for (const skill of skills) {
-    const state =
-      ledger.skills.get(skill.path)?.version === skill.version ? C.REPORT_STATES.listed : C.REPORT_STATES.pending;
-    lines.push(`  ${skill.name}  scope ${scopeGlob(skill.scope)}  ${skill.path}  ${state}`);
-  }
-  lines.push(...ruleLines);
-  lines.push("", C.REPORT_TEXT.notUsedHeading(notUsed.length));
-  for (const { path, reason, counts } of notUsed) lines.push(`  ${path}  ${C.reasonText(reason, counts)}`);
+  const version = (id: string) => (verbose ? [`version ${id.slice(0, C.REPORT_VERSION_LENGTH)}`] : []);
+  const fileRows = files.map((file) => [
+    file.path,
+    `scope ${scopeGlob(file.scope)}${file.importedBy ? `, imported by ${file.importedBy}` : ""}`,
+    formatBytes(file.bytes),
+    fileState(ledger, file),
+    ...version(file.version),
+  ]);
+  for (const path of retractedOnly) fileRows.push([path, "", "", C.REPORT_STATES.retracted]);
+  lines.push(...reportSection(C.REPORT_TEXT.filesHeading, fileRows));
+  lines.push(...reportSection(C.REPORT_TEXT.rulesHeading, rules.rows));
+  const skillRows = skills.map((skill) => [
+    skill.name,
+    `scope ${scopeGlob(skill.scope)}`,
+    skill.path,
+    ledger.skills.get(skill.path)?.version === skill.version ? C.REPORT_STATES.listed : C.REPORT_STATES.pending,
+    ...version(skill.version),
+  ]);
+  lines.push(...reportSection(C.REPORT_TEXT.skillsHeading, skillRows));
+  const notUsedRows = notUsed.map(({ path, reason, counts }) => [path, C.reasonText(reason, counts)]);
+  lines.push(...reportSection(C.REPORT_TEXT.notUsedHeading, notUsedRows));
   if (engine.failures.size > 0) {
     lines.push("", C.REPORT_TEXT.failuresHeading);
     for (const [label, count] of engine.failures) lines.push(`  ${C.FAILURE_LABELS[label]}: ${count}`);
   }
-  lines.push("", C.REPORT_TEXT.deliveredCount(ledger.files.size, ledger.skills.size));
+  lines.push("", C.REPORT_TEXT.deliveredCount(heldCounts(ledger)));
   return lines.map(oneLine).join("\n");
 }
 
@@ -5095,35 +5150,51 @@ async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnviron
   await engine.settled([located], env.trusted && engine.options.skills);
   const views = viewChain(discovery, located, env.trusted && engine.options.skills);
   engine.inspection.record(views);
+  const rules = explainRules(engine, views, touchedPath(discovery, target, env.cwd));
+  // The answer first: what governs the path; then only the folders that add something, and why.
+  const governing: string[][] = [];
+  for (const view of views) {
+    if (view.file) governing.push([view.file.path, fileState(engine.ledger, seenFile(view.file, view.scope))]);
+    for (const { file } of view.imports)
+      governing.push([file.path, fileState(engine.ledger, seenFile(file, view.scope))]);
+  }
+  governing.push(...rules.governing);
   const lines = [`pi-lazy-agents: why ${shown}`];
   if (located.links.length === 0) lines.push(C.REPORT_TEXT.directlyInCwd);
+  lines.push(governing.length > 0 ? C.REPORT_TEXT.governedBy : C.REPORT_TEXT.governedByNothing);
+  lines.push(...aligned(governing).map((line) => `  ${line}`));
+  const folderLines: string[] = [];
   for (const { scope } of located.links) {
     const view = views.find((candidate) => candidate.scope === scope);
     if (!view) {
       const reason = discovery.ignoredSeen.get(scope);
-      lines.push(`  ${scope}/  ${reason ? C.REASONS[reason] : C.REPORT_TEXT.notReached}: nothing below it is used`);
+      folderLines.push(
+        `    ${scope}/  ${reason ? C.REASONS[reason] : C.REPORT_TEXT.notReached}: nothing below it is used`,
+      );
       if (reason) break;
       continue;
     }
+    if (!view.file && view.imports.length + view.skills.length + view.rejected.length === 0) continue;
     const file = view.file
       ? `${view.file.path} (${fileState(engine.ledger, seenFile(view.file, scope))})`
       : C.REPORT_TEXT.noInstructionFile;
-    lines.push(`  ${scope}/  scope ${scopeGlob(scope)}: ${file}`);
+    folderLines.push(`    ${scope}/  scope ${scopeGlob(scope)}: ${file}`);
     for (const { file: imported } of view.imports) {
-      lines.push(`    imports ${imported.path} (${fileState(engine.ledger, seenFile(imported, scope))})`);
+      folderLines.push(`      imports ${imported.path} (${fileState(engine.ledger, seenFile(imported, scope))})`);
     }
-    for (const skill of view.skills) lines.push(`    skill ${skill.name} at ${skill.path}`);
+    for (const skill of view.skills) folderLines.push(`      skill ${skill.name} at ${skill.path}`);
     for (const rejection of view.rejected)
-      lines.push(`    not used: ${rejection.path}: ${C.reasonText(rejection.reason, rejection.counts)}`);
+      folderLines.push(`      not used: ${rejection.path}: ${C.reasonText(rejection.reason, rejection.counts)}`);
   }
-  lines.push(...explainRules(engine, views, touchedPath(discovery, target, env.cwd)));
+  if (folderLines.length > 0) lines.push(C.REPORT_TEXT.foldersHeading, ...folderLines);
+  lines.push(...rules.lines);
   if (!env.trusted) lines.push(C.REPORT_TEXT.skillsUntrusted);
   return lines.map(oneLine).join("\n");
 }
 
 /** Completions for `/lazy-agents`: the `why` word, then paths this session has seen. */
 function commandCompletions(engine: LazyAgents, prefix: string): Array<{ value: string; label: string }> | null {
-  const words = ["why "];
+  const words = ["why ", "help", C.VERBOSE_ARGUMENT];
   const paths = [
     ...engine.inspection.files().map((file) => file.path),
     ...[...engine.inspection.views.keys()].map((scope) => `${scope}/`),
@@ -5135,9 +5206,36 @@ function commandCompletions(engine: LazyAgents, prefix: string): Array<{ value: 
   return items.length > 0 ? items : null;
 }
 
+/** What the model holds, counted one way for the status line, the notification and the report. */
+function heldCounts(ledger: Ledger): C.Counts {
+  const rules = [...ledger.rules.values()].filter((rule) => rule.as === "text").length;
+  return { files: ledger.files.size, rules, skills: ledger.skills.size };
+}
+
 function statusText(ledger: Ledger): string | undefined {
-  if (ledger.files.size === 0 && ledger.skills.size === 0) return undefined;
-  return `nested: ${ledger.files.size} file${ledger.files.size === 1 ? "" : "s"}, ${ledger.skills.size} skill${ledger.skills.size === 1 ? "" : "s"}`;
+  const counts = heldCounts(ledger);
+  return counts.files + counts.rules + counts.skills === 0 ? undefined : C.statusText(counts);
+}
+
+/** The paths one turn's reminders loaded, kept apart by kind so the notification counts them as the status does. */
+interface TurnLoaded {
+  files: Set<string>;
+  rules: Set<string>;
+  skills: Set<string>;
+}
+
+function emptyLoaded(): TurnLoaded {
+  return { files: new Set(), rules: new Set(), skills: new Set() };
+}
+
+function addLoaded(loaded: TurnLoaded, record: LedgerRecord): void {
+  for (const file of record.files) if (file.via === "reminder") loaded.files.add(file.path);
+  for (const rule of record.rules ?? []) if (rule.as === "text") loaded.rules.add(rule.path);
+  for (const skill of record.skills) loaded.skills.add(skill.path);
+}
+
+function countsOf(loaded: TurnLoaded): C.Counts {
+  return { files: loaded.files.size, rules: loaded.rules.size, skills: loaded.skills.size };
 }
 
 function ruleSourcesOf(value: unknown): Set<C.RuleSource> | undefined {
@@ -5156,35 +5254,38 @@ function ruleState(ledger: Ledger, rule: Rule): string {
   return held.truncated ? C.REPORT_STATES.truncated : C.REPORT_STATES.delivered;
 }
 
-function ruleLine(ledger: Ledger, rule: Rule): string {
+function ruleRow(ledger: Ledger, rule: Rule): string[] {
   const globs = rule.meta.kind === "glob" ? `globs ${rule.meta.globs.join(", ")}` : "no globs";
-  return `${rule.path}  ${rule.source}  ${C.RULE_KIND_NAMES[rule.meta.kind]}  ${globs}  ${ruleState(ledger, rule)}`;
+  return [rule.path, rule.source, C.RULE_KIND_NAMES[rule.meta.kind], globs, ruleState(ledger, rule)];
 }
 
-/** The rules part of `/lazy-agents`: cwd's rule folders and every nested one seen, with states. */
-function formatRuleInspection(engine: LazyAgents): string[] {
+/** The rules part of `/lazy-agents`: cwd's rule folders and every nested one seen, with states; refused rule files apart. */
+function reportedRules(engine: LazyAgents): { rows: string[][]; rejected: Rejection[] } {
   const discovery = engine.discovery;
-  if (!engine.options.rules || !discovery) return [];
+  if (!engine.options.rules || !discovery) return { rows: [], rejected: [] };
   const book = engine.rulesOf(discovery);
   book.foldersFor([], engine.options.ruleSources);
   const folders = [...book.folders.values()].filter((folder) => engine.options.ruleSources.has(folder.place.source));
   const rules = folders.flatMap((folder) => folder.rules);
-  const lines = rules.map((rule) => `  ${ruleLine(engine.ledger, rule)}`);
+  const rows = rules.map((rule) => ruleRow(engine.ledger, rule));
   const listed = new Set(rules.map((rule) => rule.path));
-  for (const path of engine.ledger.retractedRules) if (!listed.has(path)) lines.push(`  ${path}  retracted`);
-  for (const rejection of folders.flatMap((folder) => folder.rejected)) {
-    lines.push(`  ${rejection.path}  ${C.reasonText(rejection.reason, rejection.counts)}`);
-  }
-  return lines.length > 0 ? ["", `Rules (${rules.length}):`, ...lines] : [];
+  for (const path of engine.ledger.retractedRules)
+    if (!listed.has(path)) rows.push([path, "", "", "", C.REPORT_STATES.retracted]);
+  return { rows, rejected: folders.flatMap((folder) => folder.rejected) };
 }
 
 /** The rules part of `/lazy-agents why <path>`: each rule, and whether and why it applies there. */
-function explainRules(engine: LazyAgents, views: DirectoryView[], touched: string | undefined): string[] {
+function explainRules(
+  engine: LazyAgents,
+  views: DirectoryView[],
+  touched: string | undefined,
+): { governing: string[][]; lines: string[] } {
   const discovery = engine.discovery;
-  if (!engine.options.rules || !discovery || touched === undefined) return [];
+  if (!engine.options.rules || !discovery || touched === undefined) return { governing: [], lines: [] };
   const book = engine.rulesOf(discovery);
   const inScope = new Set(book.foldersFor(views, engine.options.ruleSources));
   const lines: string[] = [];
+  const governing: string[][] = [];
   for (const folder of book.folders.values()) {
     for (const rule of folder.rules) {
       const why = !engine.options.ruleSources.has(rule.source)
@@ -5197,9 +5298,11 @@ function explainRules(engine: LazyAgents, views: DirectoryView[], touched: strin
               : C.RULE_WHY.noMatch
             : C.RULE_WHY[rule.meta.kind];
       lines.push(`  rule ${rule.path} (${rule.source}, scope ${rule.scope}): ${why}`);
+      if (why === C.RULE_WHY.matches || why === C.RULE_WHY.always)
+        governing.push([rule.path, `${C.REPORT_TEXT.ruleState} ${ruleState(engine.ledger, rule)}`]);
     }
   }
-  return lines.length > 0 ? ["  Rules:", ...lines.map((line) => `  ${line}`)] : lines;
+  return { governing, lines: lines.length > 0 ? ["  Rules:", ...lines.map((line) => `  ${line}`)] : lines };
 }
 
 // =============================================================================================

@@ -611,6 +611,7 @@ function figuresOf(m: Measured, config: Config): Figures {
     ...bashFigures(m, warmP50),
     ["wrapper_bytes", String(wrapperBytes)],
     ["content_bytes", String(ours.contentBytes)],
+    ["wrapper_ratio", fmt(ratio(wrapperBytes, ours.contentBytes), 3)],
     ["cold_nogit_peer_over_ours", fmt(coldNoGitPeerOverOurs, 2)],
     ["warm_streak_git_p50_us", fmt(p50(m.chains.streak.git), 1)],
     ["warm_streak_nogit_p50_us", fmt(p50(m.chains.streak.noGit), 1)],

@@ -1,21 +1,20 @@
-// Makes docs/screenshot.png: a real `pi` TUI session in tmux (the scripted model of tests/, no API
-// key, no network) reads a file in a nested folder of example/tree; the captured screen, with its
-// colours, becomes HTML that headless Chromium renders. Needs tmux and chromium (Debian packages).
+// Makes docs/screenshot.png: what a user sees. The real `pi` TUI in tmux (tests/tmux.ts: the scripted
+// model, no API key, no network) reads two files in nested folders of example/tree; the screen then
+// shows the turn's one notification, the status line and the `/lazy-agents` report. The captured
+// screen, with its colours, becomes HTML that headless Chromium renders. Needs tmux and chromium.
 //   node scripts/screenshot.ts [out.png]
 import { execFileSync, spawnSync } from "node:child_process";
 import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { startTui } from "../tests/tmux.ts";
 
 const ROOT = resolve(import.meta.dirname, "..");
-const PI_CLI = join(ROOT, "node_modules", "@earendil-works", "pi-coding-agent", "dist", "bundle", "cli.js");
 const OUT = resolve(process.argv[2] ?? join(ROOT, "docs", "screenshot.png"));
 const COLS = 112;
-const ROWS = 44;
-const PROMPT = "Review the button component";
-const SCRIPT = [[["read", { path: "packages/web/src/components/button.tsx" }]]];
-/** On screen once the turn is over: the status entry and the end of the model's answer. */
-const DONE = ["nested: 2 files, 1 skill", "</nested-instructions>"];
+const ROWS = 40;
+const PROMPT = "Review the button component and the API server";
+const READS = ["packages/web/src/components/button.tsx", "packages/api/src/server.ts"];
 
 async function main(): Promise<void> {
   for (const tool of ["tmux", "chromium"]) {
@@ -26,53 +25,15 @@ async function main(): Promise<void> {
   }
 
   const work = mkdtempSync(join(tmpdir(), "pi-lazy-agents-shot-"));
-  const socket = `pi-lazy-agents-shot-${process.pid}`;
-  const tmux = (...args: string[]) => execFileSync("tmux", ["-L", socket, ...args], { encoding: "utf8" });
+  const cwd = join(work, "acme");
+  cpSync(join(ROOT, "example", "tree"), cwd, { recursive: true });
+  const tui = await startTui({ work, cwd, script: [READS.map((path) => ["read", { path }])], cols: COLS, rows: ROWS });
   try {
-    const cwd = join(work, "acme");
-    const agentDir = join(work, "agent");
-    // Loaded as an installed package would be, so Pi lists it by its name.
-    const extension = join(work, "pi-lazy-agents");
-    cpSync(join(ROOT, "example", "tree"), cwd, { recursive: true });
-    mkdirSync(agentDir);
-    mkdirSync(extension);
-    for (const file of ["index.ts", "config.ts", "package.json"]) cpSync(join(ROOT, file), join(extension, file));
-    writeFileSync(join(agentDir, "settings.json"), JSON.stringify({ quietStartup: "header" }));
-    writeFileSync(
-      join(work, "tmux.conf"),
-      'set -g extended-keys on\nset -g default-terminal tmux-256color\nset -as terminal-features ",*:RGB"\n',
-    );
-
-    const env = {
-      PI_CODING_AGENT_DIR: agentDir,
-      PI_OFFLINE: "1",
-      PI_SKIP_VERSION_CHECK: "1",
-      COLORTERM: "truecolor",
-      LAZY_AGENTS_SCRIPT: JSON.stringify(SCRIPT),
-    };
-    const pi = [process.execPath, PI_CLI, "--tools", "read,edit,write", "-e", extension];
-    pi.push("-e", join(ROOT, "tests", "scripted-provider.ts"), "--provider", "scripted", "--model", "scripted-model");
-    tmux(
-      "-f",
-      join(work, "tmux.conf"),
-      "new-session",
-      "-d",
-      "-s",
-      "shot",
-      "-x",
-      String(COLS),
-      "-y",
-      String(ROWS),
-      "-c",
-      cwd,
-      ...Object.entries(env).flatMap(([key, value]) => ["-e", `${key}=${value}`]),
-      ...pi,
-    );
-    await waitFor(() => tmux("capture-pane", "-p", "-t", "shot").includes("scripted-model"));
-    tmux("send-keys", "-t", "shot", "-l", PROMPT);
-    tmux("send-keys", "-t", "shot", "Enter");
-    await waitFor(() => DONE.every((text) => tmux("capture-pane", "-p", "-t", "shot").includes(text)));
-    const screen = tmux("capture-pane", "-e", "-p", "-t", "shot");
+    await tui.submit(PROMPT);
+    await tui.waitFor(["Done.", "lazy-agents: 3 files · 1 skill"]);
+    await tui.submit("/lazy-agents");
+    await tui.waitFor(["Delivered in this context"]);
+    const screen = tui.screen(true);
     const html = join(work, "screen.html");
     writeFileSync(html, page(ansiToHtml(screen.replace(work, "/tmp"))));
     mkdirSync(resolve(OUT, ".."), { recursive: true });
@@ -92,16 +53,8 @@ async function main(): Promise<void> {
     );
     console.log(`screenshot: ${OUT}`);
   } finally {
-    spawnSync("tmux", ["-L", socket, "kill-server"]);
+    tui.close();
     rmSync(work, { recursive: true, force: true });
-  }
-}
-
-async function waitFor(ready: () => boolean, timeoutMs = 30_000): Promise<void> {
-  const start = Date.now();
-  while (!ready()) {
-    if (Date.now() - start > timeoutMs) throw new Error("screenshot: pi did not reach the expected screen");
-    await new Promise((done) => setTimeout(done, 200));
   }
 }
 

@@ -1,4 +1,4 @@
-// README "Behaviour", Budget and Caps are announced: what fits in one reminder and how cuts and caps are told.
+// docs/behaviour.md, Budget and Caps are announced: what fits in one reminder and how cuts and caps are told.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";

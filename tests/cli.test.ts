@@ -1,9 +1,18 @@
-// README "Install" and "Development": the real pi binary loads the package, and ./dev on a fresh machine.
+// README "Install" and CONTRIBUTING.md: the real pi binary loads the package, and ./dev on a fresh machine.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
-import { readFileSync, copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import {
+  readFileSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { join, resolve, delimiter } from "node:path";
 import { tmpdir } from "node:os";
 import { withTree, type Tree } from "./harness.ts";
@@ -36,7 +45,7 @@ test("pi -e ./index.ts delivers the nested file to the model", () =>
   withTree(files, (tree) => {
     const out = run(tree, ["-e", join(ROOT, "index.ts")]);
     assert.match(out, /received 1 reminder/);
-    assert.match(out, /<instructions path="src\/AGENTS.md" scope="src\/\*\*">\nCLI-SRC-RULES/);
+    assert.match(out, /<instructions path="src\/AGENTS.md">\nCLI-SRC-RULES/);
   }));
 
 test("pi -e <checkout dir> loads the package manifest", () =>
@@ -49,6 +58,30 @@ test("pi install <local path> makes it load without -e", () =>
     pi(tree, ["install", ROOT]);
     assert.match(readFileSync(join(tree.agentDir, "settings.json"), "utf8"), /"packages"/);
     assert.match(run(tree, []), /CLI-SRC-RULES/);
+  }));
+
+test("a build installs as CONTRIBUTING.md says: npm pack, unpack into a folder, pi install -l that folder", () =>
+  withTree(files, (tree) => {
+    const build = join(tree.root, "build");
+    const unpacked = join(tree.root, "pi-lazy-agents");
+    mkdirSync(build);
+    mkdirSync(unpacked);
+    execFileSync("npm", ["pack", "--silent", "--pack-destination", build], { cwd: ROOT, encoding: "utf8" });
+    const [tarball] = readdirSync(build).filter((name) => name.endsWith(".tgz"));
+    assert.ok(tarball, "npm pack made a tarball");
+    execFileSync("tar", ["-xzf", join(build, tarball), "-C", unpacked, "--strip-components=1"]);
+    // A temp HOME as well as a temp agent dir: nothing of this machine's Pi is read or written.
+    const env = { ...process.env, HOME: tree.root, PI_CODING_AGENT_DIR: tree.agentDir, LAZY_AGENTS_SCRIPT: SCRIPT };
+    const cli = (args: string[]) =>
+      execFileSync(process.execPath, [PI_CLI, ...args], { cwd: tree.cwd, env, encoding: "utf8", timeout: 60_000 });
+    cli(["install", "-l", unpacked]);
+    assert.match(readFileSync(join(tree.cwd, ".pi", "settings.json"), "utf8"), /pi-lazy-agents/);
+    const out = cli(["--approve", "-p", "-e", PROVIDER, "--provider", "scripted", "--model", "scripted-model", "go"]);
+    assert.match(
+      out,
+      /<instructions path="src\/AGENTS.md">\nCLI-SRC-RULES/,
+      "the installed build loaded and delivered",
+    );
   }));
 
 test("./dev says in one line which registry it could not reach, without npm's output", () => {
@@ -82,4 +115,12 @@ test("./dev says in one line which registry it could not reach, without npm's ou
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test("the README stays a user's page: at most 12 KB, and every file it links to exists", () => {
+  const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+  assert.ok(Buffer.byteLength(readme) <= 12 * 1024, `${Buffer.byteLength(readme)} bytes`);
+  const links = [...readme.matchAll(/\]\(((?:docs\/|CONTRIBUTING|CHANGELOG)[^)#]*)/g)].map((match) => match[1]!);
+  assert.ok(links.length >= 5, links.join(", "));
+  for (const link of links) assert.ok(existsSync(join(ROOT, link)), link);
 });

@@ -1,4 +1,4 @@
-// README "Behaviour", Ledger and Delivered means persisted: resume, fork, tree navigation and compaction.
+// docs/behaviour.md, Ledger and Delivered means persisted: resume, fork, tree navigation and compaction.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";

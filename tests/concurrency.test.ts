@@ -1,4 +1,4 @@
-// README "Behaviour", Parallel calls and Nested calls: each version goes out once, beside other extensions too.
+// docs/behaviour.md, Parallel calls and Nested calls: each version goes out once, beside other extensions too.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";

@@ -1,4 +1,4 @@
-// README "Behaviour", Ledger, and "Limits": a context edit that drops a reminder makes its files due again.
+// docs/behaviour.md, Ledger, and docs/limits.md: a context edit that drops a reminder makes its files due again.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";

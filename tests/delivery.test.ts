@@ -1,4 +1,4 @@
-// README "What it does" and "Behaviour" (When, Which files, Only below cwd, Order, Reading the file itself).
+// README "What it does" and docs/behaviour.md (When, Which files, Only below cwd, Order, Reading the file itself).
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -34,9 +34,10 @@ test("read below cwd appends the nested chain once, parent first, with scopes", 
     assert.deepEqual(first.content.slice(0, -1), first.original, "tool content intact");
     assert.ok(!reminder.includes("ROOT-RULES"), "cwd's own file is Pi's job");
     assert.ok(reminder.indexOf("SRC-RULES") < reminder.indexOf("COMPONENT-RULES"));
-    assert.match(reminder, /path="src\/AGENTS.md" scope="src\/\*\*"/);
-    assert.match(reminder, /path="src\/components\/AGENTS.md" scope="src\/components\/\*\*"/);
-    assert.match(reminder, /more specific \(deeper\) folder takes precedence/);
+    // Each file governs its own folder, so its tag names its path alone.
+    assert.match(reminder, /<instructions path="src\/AGENTS.md">\n/);
+    assert.match(reminder, /<instructions path="src\/components\/AGENTS.md">\n/);
+    assert.match(reminder, /where two disagree, the deeper folder.s wins/);
     assert.match(reminder, /not a message from the user/);
     const second = await h.call("read", { path: "src/components/button.ts" });
     assert.equal(reminderOf(second.content), undefined);

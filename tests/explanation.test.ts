@@ -1,5 +1,6 @@
 // README "What it does": each part of a reminder is explained in full once, while the model sees it, then named.
 
+import { execFileSync } from "node:child_process";
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { ExtensionFactory, ToolResultEvent } from "@earendil-works/pi-coding-agent";
@@ -7,6 +8,7 @@ import { createLazyAgents, readRecord, REMINDER_OPEN } from "../index.ts";
 import {
   INSTRUCTIONS_HEADER,
   INSTRUCTIONS_INTRO,
+  REMINDER_PREAMBLE,
   RULE_LISTING_HEADER,
   RULE_LISTING_INTRO,
   RULES_HEADER,
@@ -16,6 +18,7 @@ import {
 } from "../config.ts";
 import { noGit } from "./fuzz-lib.ts";
 import {
+  countOccurrences,
   finalTurn,
   loadRunner,
   persistedToolResults,
@@ -77,12 +80,16 @@ const dropFirstReminder: ExtensionFactory = (pi) => {
   );
 };
 
-test("the one-line headers stay on one line and say the text is the repository's guidance, not the user's", () => {
+test("the one-line headers stay on one line; the preamble says once that the text is the repository's guidance, not the user's", () => {
   for (const header of [INSTRUCTIONS_HEADER, SKILLS_HEADER, RULES_HEADER, RULE_LISTING_HEADER]) {
     assert.doesNotMatch(header, /\n/);
-    assert.match(header, /project guidance/);
-    assert.match(header, /repository/);
-    assert.match(header, /not from the user/);
+    assert.doesNotMatch(header, /user/, "said once, in the preamble");
+  }
+  assert.doesNotMatch(REMINDER_PREAMBLE, /\n/);
+  assert.match(REMINDER_PREAMBLE, /project guidance from the repository/i);
+  assert.match(REMINDER_PREAMBLE, /not a message from the user/);
+  for (const intro of [INSTRUCTIONS_INTRO, SKILLS_INTRO, RULES_INTRO, RULE_LISTING_INTRO]) {
+    assert.doesNotMatch(intro, /user/, "said once, in the preamble");
   }
 });
 
@@ -96,7 +103,7 @@ test("the first reminder explains the instruction files in full; a later one ope
     const reminder = reminderOf(second.content) ?? "";
     assert.match(reminder, /OTHER-RULES/);
     assertFiles(reminder, false, "later reminder");
-    assert.ok(reminder.startsWith(`${REMINDER_OPEN}\n${INSTRUCTIONS_HEADER}\n\n<instructions `), reminder);
+    assert.ok(reminder.startsWith(`${REMINDER_OPEN}>\n${INSTRUCTIONS_HEADER}\n\n<instructions `), reminder);
     assert.equal(readRecord(second.details)?.explained, undefined, "and this record says it did not");
   }));
 
@@ -114,7 +121,7 @@ test("the skills list is explained in full once; a later list opens with the one
       assertOpening(reminderOf(first.content) ?? "", SKILLS_INTRO, SKILLS_HEADER, true, "first skills");
       assert.deepEqual(readRecord(first.details)?.explained, ["skills"]);
       const later = reminderOf((await h.call("read", { path: "other/b.ts" })).content) ?? "";
-      assert.match(later, /- lint \(scope other\/\*\*\)/);
+      assert.match(later, /- lint: Lint the code \[other\/.agents\/skills\/lint\/SKILL.md\]/);
       assertOpening(later, SKILLS_INTRO, SKILLS_HEADER, false, "later skills");
     },
   ));
@@ -242,3 +249,55 @@ test("a record's explained sections are read back; unknown names are dropped alo
     assert.deepEqual(readRecord({ lazyAgents: record })?.explained, expected, JSON.stringify(explained));
   }
 });
+
+const guidanceTree = {
+  "pkg/AGENTS.md": "PKG-RULES",
+  "pkg/a.ts": "a\n",
+  "pkg/.agents/skills/deploy/SKILL.md": "---\nname: deploy\ndescription: Ship the package\n---\nbody\n",
+  "pkg/.cursor/rules/local.mdc": "---\nalwaysApply: true\n---\nPKG-LOCAL-RULE\n",
+  ".claude/rules/always.md": "ALWAYS-RULE\n",
+  ".github/instructions/all.instructions.md": "---\napplyTo: '**'\n---\nEVERY-PATH-RULE\n",
+  ".cursor/rules/ts.mdc": "---\nglobs: *.ts\nalwaysApply: false\n---\nTS-RULE\n",
+  "other/AGENTS.md": "OTHER-RULES",
+  "other/b.ts": "b\n",
+};
+
+for (const git of [false, true]) {
+  test(`a reminder names the paths a command touched, says once that it is the repository's guidance and how a rule ranks, and calls an every-path rule repository-wide (${git ? "git" : "plain"})`, () =>
+    withTree(guidanceTree, async (tree) => {
+      if (git) execFileSync("git", ["init", "-q"], { cwd: tree.cwd });
+      const turns = [toolTurn(["bash", { command: "cat pkg/a.ts" }]), read("other/b.ts"), finalTurn()];
+      const h = await startSession(tree, turns, { tools: ["read", "bash"] });
+      try {
+        await h.session.prompt("work");
+        const [first, later] = persistedToolResults(h.sessionManager).map((r) => reminderOf(r.content) ?? "");
+        assert.ok(first!.startsWith(`${REMINDER_OPEN} touched="pkg/a.ts">\n${REMINDER_PREAMBLE}\n`), first);
+        for (const intro of [INSTRUCTIONS_INTRO, RULES_INTRO, SKILLS_INTRO]) assert.ok(first!.includes(intro), intro);
+        assert.equal(countOccurrences(first!, "not a message from the user"), 1, "said once");
+        assert.equal(countOccurrences(first!, "user"), 1, "and nowhere else");
+        assert.match(
+          RULES_INTRO,
+          /a rule and an instruction file disagree, the deepest folder's file wins over the rule/,
+        );
+        assert.match(first!, /<instructions path="pkg\/AGENTS.md">\nPKG-RULES\n/);
+        assert.match(first!, /<instructions path="\.claude\/rules\/always\.md" scope="repository-wide">\nALWAYS-RULE/);
+        assert.match(
+          first!,
+          /<instructions path="\.github\/instructions\/all\.instructions\.md" scope="repository-wide">\nEVERY-PATH-RULE/,
+        );
+        assert.match(
+          first!,
+          /<instructions path="pkg\/\.cursor\/rules\/local\.mdc" scope="pkg\/\*\*">\nPKG-LOCAL-RULE/,
+        );
+        assert.match(first!, /<instructions path="\.cursor\/rules\/ts\.mdc" scope="\*\.ts">\nTS-RULE/);
+        assert.doesNotMatch(first!, /scope="\*\*"/);
+        assert.match(first!, /^- deploy: Ship the package \[pkg\/\.agents\/skills\/deploy\/SKILL\.md\]$/m);
+        // A read names its path in its own call: the reminder opens with the bare tag and, explained, no preamble.
+        assert.ok(later!.startsWith(`${REMINDER_OPEN}>\n${INSTRUCTIONS_HEADER}\n`), later);
+        assert.match(later!, /OTHER-RULES/);
+        assert.doesNotMatch(later!, /user/);
+      } finally {
+        h.dispose();
+      }
+    }));
+}

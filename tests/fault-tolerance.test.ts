@@ -1,4 +1,4 @@
-// README "Safety" (never throws into Pi) and "Limits" (I/O errors): faults leave the tool's result intact.
+// docs/safety.md (never throws into Pi) and docs/limits.md (I/O errors): faults leave the tool's result intact.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";

@@ -24,11 +24,13 @@ import {
 } from "node:fs";
 import { execFileSync } from "node:child_process";
 import { tmpdir } from "node:os";
-import { basename, dirname, join, resolve } from "node:path";
+import { basename, dirname, join, posix, resolve } from "node:path";
 import {
   alsoGovernsNotice,
   INSTRUCTIONS_HEADER,
   INSTRUCTIONS_INTRO,
+  REMINDER_PREAMBLE,
+  loadedNotice,
   REASONS,
   SKILLS_HEADER,
   SKILLS_INTRO,
@@ -795,13 +797,21 @@ function compare(s: Session, played: Played, expected: ExpectedRecord, notificat
 /** File-content tokens, text from outside cwd and exception text: never in a warning. */
 const LEAK = /\bT[0-9a-z]+x[0-9a-z]+\b|SECRET|Error|\b(EACCES|EIO|ENAMETOOLONG|ELOOP|ENOENT|ENOTDIR|EISDIR|EPERM)\b/;
 
-/** What the user is told: the files loaded for the model, and each refusal once. */
+/** What the user is told after one call: each refusal once, and the turn's one notification of what it loaded. */
 function expectedNotifications(record: ExpectedRecord): string[] {
-  const loaded = record.files.filter((file) => file.via === "reminder").map((file) => file.path);
-  return [
-    ...(loaded.length > 0 ? [`pi-lazy-agents: loaded ${loaded.join(", ")}`] : []),
-    ...record.skipped.map((skip) => `pi-lazy-agents: ${skip.path} was not loaded: ${REASONS[skip.reason]}`),
-  ];
+  return [...expectedWarningsOf(record), ...expectedLoaded([record])];
+}
+
+function expectedWarningsOf(record: ExpectedRecord): string[] {
+  return record.skipped.map((skip) => `pi-lazy-agents: ${skip.path} was not loaded: ${REASONS[skip.reason]}`);
+}
+
+/** One notification for a whole turn: its files, then its skills, each path once, counted. */
+function expectedLoaded(records: ExpectedRecord[]): string[] {
+  const files = [...new Set(records.flatMap((r) => r.files.filter((f) => f.via === "reminder").map((f) => f.path)))];
+  const skills = [...new Set(records.flatMap((r) => r.skills.map((k) => k.path)))];
+  if (files.length + skills.length === 0) return [];
+  return [loadedNotice({ files: files.length, rules: 0, skills: skills.length }, [...files, ...skills])];
 }
 
 function summarize(record: ExpectedRecord) {
@@ -839,25 +849,25 @@ function checkReminder(label: string, reminder: string, expected: ExpectedRecord
   const blocks = reminder.split("<instructions ").length - 1;
   if (blocks !== appended.length) problems.push(`${label}: ${blocks} instruction blocks, expected ${appended.length}`);
   for (const file of appended) {
-    const header = `<instructions path="${file.path}" scope="${file.scope}/**"${file.supersedes ? ' supersedes="earlier version"' : ""}>\n`;
+    // A file names its scope only when it governs another folder than its own (one linked there).
+    const scope = posix.dirname(file.path) === file.scope ? "" : ` scope="${file.scope}/**"`;
+    const header = `<instructions path="${file.path}"${scope}${file.supersedes ? ' supersedes="earlier version"' : ""}>\n`;
     const start = reminder.indexOf(header);
     if (start === -1) {
       problems.push(`${label}: no block for ${file.path} (supersedes: ${file.supersedes})`);
       continue;
     }
-    let body = reminder.slice(start + header.length, reminder.indexOf("\n</instructions>", start));
-    if (file.supersedes) {
-      const note = `(This version of ${file.path} replaces the one sent earlier.)\n`;
-      if (!body.startsWith(note)) problems.push(`${label}: ${file.path} lacks its supersedes note`);
-      body = body.slice(note.length);
-    }
+    const body = reminder.slice(start + header.length, reminder.indexOf("\n</instructions>", start));
     if (body !== file.text.replace(/\n+$/, ""))
       problems.push(`${label}: ${file.path} text differs: ${JSON.stringify(body)}`);
   }
   problems.push(...checkOpenings(label, reminder, expected));
   const lines = reminder.split("\n").filter((line) => line.startsWith("- "));
   const wanted = [
-    ...expected.skills.map((k) => `- ${k.name} (scope ${k.scope}/**): ${k.description} [${k.path}]`),
+    ...expected.skills.map((k) => {
+      const scope = k.path.startsWith(`${k.scope}/.agents/skills/`) ? "" : ` (scope ${k.scope}/**)`;
+      return `- ${k.name}${scope}: ${k.description} [${k.path}]`;
+    }),
     ...expected.retracted.map((r) => `- ${r.path} no longer applies: its earlier instructions are withdrawn.`),
     ...expected.retractedSkills.map((r) => `- The skill at ${r.path} is gone: do not use it.`),
     ...expected.skipped.map((r) => `- ${r.path} was not loaded: ${REASONS[r.reason]}.`),
@@ -885,6 +895,10 @@ function checkOpenings(label: string, reminder: string, expected: ExpectedRecord
   ] as const;
   const problems: string[] = [];
   const lines = reminder.split("\n");
+  // The preamble says once that this is the repository's guidance, whenever a section is explained in full.
+  const preambles = lines.filter((line) => line === REMINDER_PREAMBLE).length;
+  const explainsAny = sections.some(({ name, has }) => has && expected.explained.includes(name));
+  if (preambles !== (explainsAny ? 1 : 0)) problems.push(`${label}: ${preambles} preambles, explains: ${explainsAny}`);
   for (const { name, has, full, short } of sections) {
     const explains = expected.explained.includes(name);
     const want = !has ? [] : [explains ? full : short];
@@ -925,6 +939,7 @@ async function playCall(s: Session, call: Call, fault?: string): Promise<string[
   } finally {
     unlock?.();
   }
+  await s.h.endTurn();
   const expected = expectFor(s, played);
   s.fault.path = undefined;
   s.model.faulty = undefined;
@@ -950,6 +965,7 @@ async function playBatch(s: Session, calls: Call[]): Promise<string[]> {
       played.result = await s.h.call(played.call.tool, played.input, { id: played.id });
     }),
   );
+  await s.h.endTurn();
   // The model replays the calls in the order the extension saw their results, and the session
   // holds them in that order too, so that a later rebuild replays what happened live.
   const byId = new Map(plays.map((played) => [played.id, played]));
@@ -957,14 +973,17 @@ async function playBatch(s: Session, calls: Call[]): Promise<string[]> {
   for (const played of plays) if (!ordered.includes(played)) ordered.push(played);
   const problems: string[] = [];
   const expectedWarnings: string[] = [];
+  const records: ExpectedRecord[] = [];
   for (const played of ordered) {
     const expected = expectFor(s, played);
     problems.push(...compare(s, played, expected, []).filter((p) => !p.includes(": warnings ")));
     countRecord(s.stats, played, expected);
-    expectedWarnings.push(...expectedNotifications(expected));
+    records.push(expected);
+    expectedWarnings.push(...expectedWarningsOf(expected));
     s.model.apply(expected);
     appendResult(s, played, expected);
   }
+  expectedWarnings.push(...expectedLoaded(records));
   const got = sortBy(s.h.notifications.slice(notificationsBefore), (x) => x);
   if (JSON.stringify(got) !== JSON.stringify(sortBy(expectedWarnings, (x) => x)))
     problems.push(`batch: warnings ${JSON.stringify(got)} expected ${JSON.stringify(expectedWarnings)}`);

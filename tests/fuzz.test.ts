@@ -1,4 +1,4 @@
-// README "Development": differential fuzzing against the reference model, never outside cwd.
+// CONTRIBUTING.md "Reliability": differential fuzzing against the reference model, never outside cwd.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";

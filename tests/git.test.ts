@@ -1,4 +1,4 @@
-// README "Limits", git: submodules, names that look like pathspec magic, and a cwd that git itself ignores.
+// docs/limits.md, git: submodules, names that look like pathspec magic, and a cwd that git itself ignores.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";

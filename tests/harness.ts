@@ -162,6 +162,8 @@ export interface RunnerHarness {
   /** Runs a registered slash command's handler with the runner's command context. */
   command(name: string, args: string): Promise<void>;
   emitSessionStart(reason?: "startup" | "reload" | "new" | "resume" | "fork"): Promise<void>;
+  /** Ends the turn as Pi does after its tool results: the turn's one "loaded" notification comes here. */
+  endTurn(): Promise<void>;
 }
 
 export interface CallOptions {
@@ -305,8 +307,12 @@ export async function loadRunner(tree: Tree, options: RunnerOptions = {}): Promi
     if (!registered) throw new Error(`no command ${name}`);
     await registered.handler(args, runner.createCommandContext());
   };
+  const endTurn = async (): Promise<void> => {
+    await runner.emit({ type: "turn_end", turnIndex: 0, toolResults: [] } as never);
+  };
   await emitSessionStart();
   return {
+    endTurn,
     runner,
     sessionManager,
     settingsManager,

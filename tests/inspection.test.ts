@@ -1,4 +1,4 @@
-// README "Commands": the /lazy-agents report, why <path>, completions, the status line, notifications and the flag.
+// README "What you see" and docs/behaviour.md "Commands": the /lazy-agents report, why <path>, completions, the status line, notifications and the flag.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -6,6 +6,7 @@ import { execFileSync, spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createLazyAgents } from "../index.ts";
+import { COMMAND_DESCRIPTION, REPORT_USAGE } from "../config.ts";
 import {
   finalTurn,
   loadRunner,
@@ -72,22 +73,22 @@ test("the command reports every file, skill and refused candidate with its reaso
       h.notifications.length = 0;
       await h.command("lazy-agents", "");
       const report = h.notifications.join("\n");
-      assert.match(report, /src\/AGENTS.override.md {2}scope src\/\*\* {2}\d+ B {2}delivered/);
-      assert.match(report, /pkg\/AGENTS.md {2}scope pkg\/\*\*/);
+      assert.match(report, /src\/AGENTS.override.md {2,}scope src\/\*\* {2,}\d+ B {2,}delivered/);
+      assert.match(report, /pkg\/AGENTS.md {2,}scope pkg\/\*\*/);
       assert.match(
         report,
-        /deploy {2}scope pkg\/inner\/\*\* {2}pkg\/inner\/.agents\/skills\/deploy\/SKILL.md {2}listed/,
+        /deploy {2,}scope pkg\/inner\/\*\* {2,}pkg\/inner\/.agents\/skills\/deploy\/SKILL.md {2,}listed/,
       );
       for (const expected of [
-        /generated {2}ignored by git/,
-        /node_modules {2}inside an ignored directory/,
-        /src\/AGENTS.md {2}overridden by a preferred file/,
-        /big\/AGENTS.md {2}larger than the size limit/,
-        /bad\/AGENTS.md {2}not valid UTF-8/,
-        /esc\/AGENTS.md {2}a link that leads outside the working directory/,
-        /pkg\/.agents\/skills\/nodesc\/SKILL.md {2}skill without a description/,
-        /pkg\/.agents\/skills\/hidden\/SKILL.md {2}skill hidden from the model/,
-        /pkg\/.agents\/skills\/deploy\/SKILL.md {2}skill shadowed/,
+        /generated {2,}ignored by git/,
+        /node_modules {2,}inside an ignored directory/,
+        /src\/AGENTS.md {2,}overridden by a preferred file/,
+        /big\/AGENTS.md {2,}larger than the size limit/,
+        /bad\/AGENTS.md {2,}not valid UTF-8/,
+        /esc\/AGENTS.md {2,}a link that leads outside the working directory/,
+        /pkg\/.agents\/skills\/nodesc\/SKILL.md {2,}skill without a description/,
+        /pkg\/.agents\/skills\/hidden\/SKILL.md {2,}skill hidden from the model/,
+        /pkg\/.agents\/skills\/deploy\/SKILL.md {2,}skill shadowed/,
       ]) {
         assert.match(report, expected);
       }
@@ -114,10 +115,10 @@ test("/lazy-agents why <path> explains one path, including one outside cwd", () 
       await h.command("lazy-agents", "why ../elsewhere.txt");
       await h.command("lazy-agents", "why node_modules/a/b.js");
       const [deep, outside, vendored] = h.notifications;
-      assert.match(deep!, /src\/ {2}scope src\/\*\*: src\/AGENTS.md \(delivered\)/);
-      assert.match(deep!, /src\/deep\/ {2}scope src\/deep\/\*\*: src\/deep\/AGENTS.md \(pending\)/);
+      assert.match(deep!, /src\/ {2,}scope src\/\*\*: src\/AGENTS.md \(delivered\)/);
+      assert.match(deep!, /src\/deep\/ {2,}scope src\/deep\/\*\*: src\/deep\/AGENTS.md \(pending\)/);
       assert.match(outside!, /outside the working directory/);
-      assert.match(vendored!, /node_modules\/ {2}inside an ignored directory/);
+      assert.match(vendored!, /node_modules\/ {2,}inside an ignored directory/);
     },
   ));
 
@@ -151,19 +152,22 @@ test("after a resume, /lazy-agents lists what the model holds, and its counts ag
       const notifications: string[] = [];
       const second = await startSession(tree, [], { sessionFile: file, notifications });
       try {
-        await second.session.prompt("/lazy-agents");
+        await second.session.prompt("/lazy-agents --verbose");
         const report = notifications.join("\n");
         assert.match(report, /Instruction files and imports \(2\):/);
-        assert.match(report, /^ {2}pkg\/AGENTS.md {2}scope pkg\/\*\* {2}9 B {2}delivered {2}version [0-9a-f]{8}$/m);
         assert.match(
           report,
-          /^ {2}pkg\/deep\/AGENTS.md {2}scope pkg\/deep\/\*\* {2}10 B {2}delivered {2}version [0-9a-f]{8}$/m,
+          /^ {2,}pkg\/AGENTS.md {2,}scope pkg\/\*\* {2,}9 B {2,}delivered {2,}version [0-9a-f]{8}$/m,
         );
         assert.match(
           report,
-          /Nested skills \(1\):\n {2}deploy {2}scope pkg\/\*\* {2}pkg\/.agents\/skills\/deploy\/SKILL.md {2}listed/,
+          /^ {2,}pkg\/deep\/AGENTS.md {2,}scope pkg\/deep\/\*\* {2,}10 B {2,}delivered {2,}version [0-9a-f]{8}$/m,
         );
-        assert.match(report, /Delivered in this context: 2 file\(s\), 1 skill\(s\)\./);
+        assert.match(
+          report,
+          /Nested skills \(1\):\n {2}deploy {2,}scope pkg\/\*\* {2,}pkg\/.agents\/skills\/deploy\/SKILL.md {2,}listed {2,}version [0-9a-f]{8}$/m,
+        );
+        assert.match(report, /Delivered in this context: 2 files · 1 skill\./);
         assert.doesNotMatch(report, /PKG-RULES|DEEP-RULES/);
       } finally {
         second.dispose();
@@ -200,21 +204,41 @@ test("in print mode the report goes where the user sees it (stderr: Pi keeps std
     assert.doesNotMatch(run.stdout, /pi-lazy-agents/);
   }));
 
-test("with a UI: a status entry counts deliveries and a notification names each new file", () =>
-  withTree(
-    {
-      "a/AGENTS.md": "A",
-      "a/b/AGENTS.md": "B",
-      "a/b/x.ts": "x",
-      "a/b/.agents/skills/s/SKILL.md": skill("s", "S skill"),
-    },
-    async (tree) => {
-      const h = await loadRunner(tree, { hasUI: true });
-      await h.call("read", { path: "a/b/x.ts" });
-      assert.deepEqual(h.notifications, ["pi-lazy-agents: loaded a/AGENTS.md, a/b/AGENTS.md"]);
-      assert.equal(h.statuses.get("lazy-agents"), "nested: 2 files, 1 skill");
-    },
-  ));
+for (const git of [false, true]) {
+  test(`with a UI: parallel calls of one turn get one notification naming all they loaded, counted as the status counts (${git ? "git" : "plain"})`, () =>
+    withTree(
+      {
+        "a/AGENTS.md": "A",
+        "a/b/AGENTS.md": "B",
+        "a/b/x.ts": "x",
+        "a/b/.agents/skills/s/SKILL.md": skill("s", "S skill"),
+        "c/AGENTS.md": "C",
+        "c/y.ts": "y",
+        ".claude/rules/ts.md": '---\npaths: "**/*.ts"\n---\nTS-RULE\n',
+      },
+      async (tree) => {
+        if (git) execFileSync("git", ["init", "-q"], { cwd: tree.cwd });
+        const h = await loadRunner(tree, { hasUI: true });
+        await Promise.all([h.call("read", { path: "a/b/x.ts" }), h.call("read", { path: "c/y.ts" })]);
+        assert.deepEqual(h.notifications, [], "nothing is told before the turn ends");
+        assert.equal(h.statuses.get("lazy-agents"), "lazy-agents: 3 files · 1 rule · 1 skill");
+        await h.endTurn();
+        assert.equal(h.notifications.length, 1, h.notifications.join("\n"));
+        const notice: string = String(h.notifications.at(0));
+        assert.match(notice, /^pi-lazy-agents: loaded 3 files · 1 rule · 1 skill: /);
+        for (const path of [
+          "a/AGENTS.md",
+          "a/b/AGENTS.md",
+          "c/AGENTS.md",
+          ".claude/rules/ts.md",
+          "a/b/.agents/skills/s/SKILL.md",
+        ])
+          assert.ok(notice.includes(path), path);
+        await h.endTurn();
+        assert.equal(h.notifications.length, 1, "a turn that loads nothing tells nothing");
+      },
+    ));
+}
 
 test("in print mode nothing goes to stdout", () =>
   withTree({ "src/AGENTS.md": "PRINT-RULES", "src/a.ts": "a" }, (tree) => {
@@ -262,9 +286,9 @@ test("a skill file that links outside cwd, or is not a regular file, is listed a
     tree.write("pkg/.agents/skills/fifo/keep", "");
     execFileSync("mkfifo", [tree.abs("pkg/.agents/skills/fifo/SKILL.md")]);
     const text = await report(tree, "", {}, ["pkg/x.ts"]);
-    assert.match(text, /pkg\/.agents\/skills\/out\/SKILL.md {2}a link that leads outside the working directory/);
-    assert.match(text, /pkg\/.agents\/skills\/fifo\/SKILL.md {2}not a regular file/);
-    assert.match(text, /fine {2}scope pkg\/\*\* {2}pkg\/.agents\/skills\/fine\/SKILL.md {2}listed/);
+    assert.match(text, /pkg\/.agents\/skills\/out\/SKILL.md {2,}a link that leads outside the working directory/);
+    assert.match(text, /pkg\/.agents\/skills\/fifo\/SKILL.md {2,}not a regular file/);
+    assert.match(text, /fine {2,}scope pkg\/\*\* {2,}pkg\/.agents\/skills\/fine\/SKILL.md {2,}listed/);
     assert.doesNotMatch(text, /OUTSIDE-DESCRIPTION/);
   }));
 
@@ -278,8 +302,8 @@ test("/lazy-agents says the extension is off only when it is", () =>
 test("why <folder> walks down to the folder itself and shows its own scope", () =>
   withTree({ "src/AGENTS.md": "S", "src/deep/AGENTS.md": "D", "src/deep/x.ts": "x" }, async (tree) => {
     const text = await report(tree, "why src/deep");
-    assert.match(text, /src\/ {2}scope src\/\*\*: src\/AGENTS.md \(pending\)/);
-    assert.match(text, /src\/deep\/ {2}scope src\/deep\/\*\*: src\/deep\/AGENTS.md \(pending\)/);
+    assert.match(text, /src\/ {2,}scope src\/\*\*: src\/AGENTS.md \(pending\)/);
+    assert.match(text, /src\/deep\/ {2,}scope src\/deep\/\*\*: src\/deep\/AGENTS.md \(pending\)/);
   }));
 
 test("why lists a folder's skills only in a trusted project with skills on", () =>
@@ -306,9 +330,9 @@ test("when the budget cuts one file of a chain, /lazy-agents marks that file alo
       h.notifications.length = 0;
       await h.command("lazy-agents", "");
       const report = h.notifications.join("\n");
-      assert.match(report, /a\/AGENTS.md {2}scope a\/\*\* .* {2}delivered, truncated by the budget( {2}|$)/m);
-      assert.match(report, /a\/b\/AGENTS.md {2}scope a\/b\/\*\* .* {2}delivered( {2}|$)/m);
-      assert.match(report, /a\/b\/c\/AGENTS.md {2}scope a\/b\/c\/\*\* .* {2}delivered( {2}|$)/m);
+      assert.match(report, /a\/AGENTS.md {2,}scope a\/\*\* .* {2,}delivered, truncated by the budget( {2,}|$)/m);
+      assert.match(report, /a\/b\/AGENTS.md {2,}scope a\/b\/\*\* .* {2,}delivered( {2,}|$)/m);
+      assert.match(report, /a\/b\/c\/AGENTS.md {2,}scope a\/b\/c\/\*\* .* {2,}delivered( {2,}|$)/m);
     },
   ));
 
@@ -330,7 +354,7 @@ test("the status line is empty until something is delivered, then counts even a 
     const h = await loadRunner(tree, { hasUI: true });
     assert.equal(h.statuses.get("lazy-agents"), undefined);
     await h.call("read", { path: "src/x.ts" });
-    assert.equal(h.statuses.get("lazy-agents"), "nested: 1 file, 0 skills");
+    assert.equal(h.statuses.get("lazy-agents"), "lazy-agents: 1 file");
   }));
 
 test("the report has no failures section while no hook has failed", () =>
@@ -342,3 +366,66 @@ test("the report has no failures section while no hook has failed", () =>
     assert.match(report, /src\/AGENTS.md/);
     assert.doesNotMatch(report, /Failures caught/);
   }));
+
+test("the report reads at a glance: no empty sections, real plurals, aligned columns, versions only with --verbose", () =>
+  withTree({ "a/AGENTS.md": "A", "a/bb/AGENTS.md": "BB", "a/bb/x.ts": "x" }, async (tree) => {
+    const h = await loadRunner(tree, { hasUI: true });
+    await h.call("read", { path: "a/bb/x.ts" });
+    await h.endTurn();
+    await h.command("lazy-agents", "");
+    const report = h.notifications.at(-1) ?? "";
+    assert.doesNotMatch(report, /\(0\)|Nested skills|Seen and not used|Rules|\(s\)|version /, report);
+    const rows = report.split("\n").filter((line) => line.startsWith("  a/"));
+    assert.equal(rows.length, 2, report);
+    for (const column of ["scope ", "B  ", "delivered"]) {
+      assert.equal(new Set(rows.map((row) => row.indexOf(column))).size, 1, `${column} aligned:\n${report}`);
+    }
+    assert.match(report, /Delivered in this context: 2 files\.$/);
+    await h.command("lazy-agents", "--verbose");
+    assert.equal((h.notifications.at(-1) ?? "").match(/ {2}version [0-9a-f]{8}$/gm)?.length, 2);
+  }));
+
+test("/lazy-agents help prints the usage, and the / menu's description fits on one line", () =>
+  withTree({ "a/AGENTS.md": "A", "a/x.ts": "x" }, async (tree) => {
+    const h = await loadRunner(tree, { hasUI: true });
+    await h.call("read", { path: "a/x.ts" });
+    for (const args of ["help", "nonsense"]) {
+      await h.command("lazy-agents", args);
+      assert.equal(h.notifications.at(-1), REPORT_USAGE, args);
+    }
+    for (const word of ["why <path>", 'why "<command>"', "--verbose", "help"]) assert.ok(REPORT_USAGE.includes(word));
+    assert.doesNotMatch(COMMAND_DESCRIPTION, /\n/);
+    assert.ok(COMMAND_DESCRIPTION.length <= 64, COMMAND_DESCRIPTION);
+  }));
+
+for (const git of [false, true]) {
+  test(`why <path> leads with the files and rules that govern it, then lists only the folders that add something (${git ? "git" : "plain"})`, () =>
+    withTree(
+      {
+        "src/AGENTS.md": "S",
+        "src/mid/deep/AGENTS.md": "D",
+        "src/mid/deep/x.ts": "x",
+        ".claude/rules/ts.md": '---\npaths: "src/**/*.ts"\n---\nTS-RULE\n',
+        ".claude/rules/css.md": '---\npaths: "**/*.css"\n---\nCSS-RULE\n',
+      },
+      async (tree) => {
+        if (git) execFileSync("git", ["init", "-q"], { cwd: tree.cwd });
+        const h = await loadRunner(tree, { hasUI: true });
+        await h.command("lazy-agents", "why src/mid/deep/x.ts");
+        const lines = (h.notifications.at(-1) ?? "").split("\n");
+        assert.deepEqual(lines.slice(0, 5), [
+          "pi-lazy-agents: why src/mid/deep/x.ts",
+          "  Governed by:",
+          "    src/AGENTS.md           pending",
+          "    src/mid/deep/AGENTS.md  pending",
+          "    .claude/rules/ts.md     rule, pending",
+        ]);
+        assert.equal(lines[5], "  Folders that add something:");
+        assert.ok(!lines.some((line) => line.includes("src/mid/ ")), "a folder that adds nothing is not listed");
+        assert.ok(
+          lines.some((line) => /css\.md.*does not match its globs/.test(line)),
+          "other rules, after",
+        );
+      },
+    ));
+}

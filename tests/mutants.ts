@@ -7,7 +7,7 @@
 //   bun run mutants -- --rerun .mutants/last.json   # the survivors of an earlier run not judged equivalent, again
 //   bun run mutants -- --report a.json,b.json       # score of saved runs, later verdicts winning
 //
-// Not part of `bun run test`: one mutant costs up to a whole suite run. See README, Mutation testing.
+// Not part of `bun run test`: one mutant costs up to a whole suite run. See CONTRIBUTING.md, Mutation testing.
 
 import { spawn, spawnSync } from "node:child_process";
 import {

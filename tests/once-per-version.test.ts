@@ -1,4 +1,4 @@
-// README "Behaviour", Once per version: never sent twice, a changed file supersedes, a deleted one is withdrawn.
+// docs/behaviour.md, Once per version: never sent twice, a changed file supersedes, a deleted one is withdrawn.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -93,7 +93,7 @@ test("in a real session a touch re-sends nothing and a same-size edit with its m
       const reminders = remindersIn(h.session.sessionFile!);
       assert.equal(reminders.length, 2);
       assert.match(reminders[1]!, /PKG-RULEZ/);
-      assert.match(reminders[1]!, /replaces the one sent earlier/);
+      assert.match(reminders[1]!, /<instructions path="[^"]*" supersedes="earlier version">\n/);
     } finally {
       await h.dispose();
     }

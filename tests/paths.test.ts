@@ -1,4 +1,4 @@
-// README "Limits": paths resolve as Pi's tools resolve them, case-folding filesystems, caches follow the tree.
+// docs/limits.md: paths resolve as Pi's tools resolve them, case-folding filesystems, caches follow the tree.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -112,7 +112,7 @@ test("an absolute path through a link to cwd finds the folder Pi's read tool ope
     const h = await loadRunner(tree, { factories: [createLazyAgents({ spawnGit: noGit })] });
     const result = await h.call("read", { path: join(alias, "pkg", "x.ts") });
     assert.equal(result.isError, false);
-    assert.match(reminderOf(result.content) ?? "", /scope="pkg\/\*\*"[^]*PKG-RULES/);
+    assert.match(reminderOf(result.content) ?? "", /path="pkg\/AGENTS.md">[^]*PKG-RULES/);
     const again = await h.call("read", { path: "pkg/x.ts" });
     assert.equal(reminderOf(again.content), undefined, "one folder, one identity");
   }));
@@ -124,7 +124,7 @@ test("on a filesystem that folds case, one folder has one identity: the real pat
     // Pi's read tool opens PKG/x.ts on such a filesystem; here it is given the output it would give.
     const typed = await h.callWithOutput("read", { path: "PKG/x.ts" }, [{ type: "text", text: "x\n" }]);
     const reminder = reminderOf(typed.content) ?? "";
-    assert.match(reminder, /path="pkg\/AGENTS.md" scope="pkg\/\*\*"/, "the folder's own spelling");
+    assert.match(reminder, /path="pkg\/AGENTS.md">/, "the folder's own spelling");
     const again = await h.call("read", { path: "pkg/x.ts" });
     assert.equal(reminderOf(again.content), undefined, "the same folder by its own spelling: already delivered");
     const mixed = await h.callWithOutput("read", { path: "Pkg/x.ts" }, [{ type: "text", text: "x\n" }]);
@@ -139,7 +139,7 @@ test("on a filesystem that folds case, a bash word names the folder by its real 
     for (const command of ["cat PKG/x.ts", "cat PKG/x.ts"]) {
       const typed = await h.callWithOutput("bash", { command }, [{ type: "text", text: "x\n" }]);
       const reminder = reminderOf(typed.content) ?? "";
-      assert.doesNotMatch(reminder, /scope="PKG/, `${command}: never the typed spelling`);
+      assert.doesNotMatch(reminder, /path="PKG/, `${command}: never the typed spelling`);
     }
     const own = await h.call("read", { path: "pkg/x.ts" });
     assert.equal(reminderOf(own.content), undefined, "the folder by its own spelling: already delivered");

@@ -1,4 +1,4 @@
-// README "Behaviour", Which files: a folder is listed once or probed name by name; a file is read in one read.
+// docs/behaviour.md, Which files: a folder is listed once or probed name by name; a file is read in one read.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";

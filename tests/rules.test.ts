@@ -304,7 +304,7 @@ test("a git-ignored rule folder is skipped, and named in /lazy-agents", () =>
     assert.doesNotMatch(reminder, /GIT-IGNORED-RULE/);
     assert.match(reminder, /KEPT-RULE/);
     await h.command("lazy-agents", "");
-    assert.match(h.notifications.at(-1) ?? "", /\.cursor\/rules {2}ignored by git/);
+    assert.match(h.notifications.at(-1) ?? "", /\.cursor\/rules {2,}ignored by git/);
   }));
 
 test("Claude rules bring their @imports; rule texts rank after the deepest folder's files in the budget", () =>
@@ -373,11 +373,11 @@ test("/lazy-agents lists every rule with source, kind, globs and state; why name
     await h.call("read", { path: "src/api/server.ts" });
     await h.command("lazy-agents", "");
     const report = h.notifications.at(-1) ?? "";
-    assert.match(report, /\.claude\/rules\/api\.md {2}claude {2}glob {2}globs src\/api\/\*\*\/\*\.ts {2}delivered/);
-    assert.match(report, /\.claude\/rules\/always\.md {2}claude {2}unconditional {2}no globs {2}delivered/);
-    assert.match(report, /\.cursor\/rules\/react\.mdc {2}cursor {2}glob {2}globs \*\.tsx {2}pending/);
-    assert.match(report, /\.cursor\/rules\/db\.mdc {2}cursor {2}description only {2}no globs {2}listed/);
-    assert.match(report, /\.cursor\/rules\/manual\.mdc {2}cursor {2}manual {2}no globs {2}manual/);
+    assert.match(report, /\.claude\/rules\/api\.md {2,}claude {2,}glob {2,}globs src\/api\/\*\*\/\*\.ts {2,}delivered/);
+    assert.match(report, /\.claude\/rules\/always\.md {2,}claude {2,}unconditional {2,}no globs {2,}delivered/);
+    assert.match(report, /\.cursor\/rules\/react\.mdc {2,}cursor {2,}glob {2,}globs \*\.tsx {2,}pending/);
+    assert.match(report, /\.cursor\/rules\/db\.mdc {2,}cursor {2,}description only {2,}no globs {2,}listed/);
+    assert.match(report, /\.cursor\/rules\/manual\.mdc {2,}cursor {2,}manual {2,}no globs {2,}manual/);
     assert.doesNotMatch(report, /CLAUDE-API-V1/);
     await h.command("lazy-agents", "why src/ui/button.tsx");
     const why = h.notifications.at(-1) ?? "";
@@ -559,7 +559,7 @@ test("a rule withdrawn, then delivered again, is not reported as retracted while
     };
     assert.match((await readAndReport("src/a.ts")).reminder, /ALWAYS-RULE/);
     rmSync(tree.abs(".claude/rules/always.md"));
-    assert.match((await readAndReport("src/b.ts")).report, /\.claude\/rules\/always\.md {2}retracted/);
+    assert.match((await readAndReport("src/b.ts")).report, /\.claude\/rules\/always\.md {2,}retracted/);
     writeFileSync(tree.abs(".claude/rules/always.md"), "ALWAYS-RULE-AGAIN\n");
     assert.match((await readAndReport("src/a.ts")).reminder, /ALWAYS-RULE-AGAIN/);
     rmSync(tree.abs(".claude/rules/always.md"));

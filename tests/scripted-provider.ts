@@ -36,6 +36,8 @@ export default function scriptedProvider(pi: ExtensionAPI): void {
       ),
     ),
     (context) => {
+      // LAZY_AGENTS_ANSWER replaces the quote of every reminder with one short answer, as on a user's screen.
+      if (process.env.LAZY_AGENTS_ANSWER) return fauxAssistantMessage(process.env.LAZY_AGENTS_ANSWER);
       const reminders = receivedReminders(context);
       return fauxAssistantMessage(
         `The model received ${reminders.length} reminder(s) from pi-lazy-agents.\n\n${reminders.join("\n\n")}`,

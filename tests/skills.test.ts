@@ -1,4 +1,4 @@
-// README "Behaviour", Skills and Skills that collide: nested skills listed by Pi's own rules.
+// docs/behaviour.md, Skills and Skills that collide: nested skills listed by Pi's own rules.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -6,7 +6,7 @@ import { utimesSync } from "node:fs";
 import { relative } from "node:path";
 import { DefaultResourceLoader, SettingsManager } from "@earendil-works/pi-coding-agent";
 import { createLazyAgents, globWork } from "../index.ts";
-import { MAX_SKILL_DEPTH } from "../config.ts";
+import { MAX_SKILL_DEPTH, SKILLS_HEADER, SKILLS_INTRO } from "../config.ts";
 import {
   loadRunner,
   reminderOf,
@@ -136,7 +136,7 @@ async function piSkills(tree: { cwd: string; agentDir: string; abs(path: string)
   return { listed: listed.sort(byPath), collisions };
 }
 
-const SKILL_LINE = /^- (\S+) \(scope pkg\/\*\*\): (.*) \[(.*)\]$/;
+const SKILL_LINE = /^- (\S+): (.*) \[(.*)\]$/;
 
 const nested = (depth: number) => Array.from({ length: depth }, (_, i) => `d${i + 1}`).join("/");
 
@@ -144,12 +144,9 @@ test("trusted project: nested skills are listed by name, description and locatio
   twoTrees(skillTree, async (tree) => {
     const h = await loadRunner(tree, { trusted: true });
     const reminder = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
-    assert.match(
-      reminder,
-      /- deploy \(scope pkg\/\*\*\): Ship the package \[pkg\/\.agents\/skills\/deploy\/SKILL\.md\]/,
-    );
-    assert.match(reminder, /- inner \(scope pkg\/\*\*\): Nested skill root/);
-    assert.match(reminder, /- loose \(scope pkg\/\*\*\): Loose md below the root/);
+    assert.match(reminder, /- deploy: Ship the package \[pkg\/\.agents\/skills\/deploy\/SKILL\.md\]/);
+    assert.match(reminder, /- inner: Nested skill root/);
+    assert.match(reminder, /- loose: Loose md below the root/);
     assert.doesNotMatch(reminder, /SKILL-BODY/);
     assert.doesNotMatch(reminder, /hidden|nodesc|empty|rootlevel/);
   }));
@@ -196,12 +193,15 @@ test("a skills folder with more entries than the scan limit is scanned up to the
     }
     const h = await loadRunner(tree, { hasUI: true });
     const reminder = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
-    assert.match(reminder, /- s000 /);
-    assert.match(reminder, /- s255 /);
-    assert.doesNotMatch(reminder, /- s256 /);
+    assert.match(reminder, /- s000: /);
+    assert.match(reminder, /- s255: /);
+    assert.doesNotMatch(reminder, /- s256: /);
     h.notifications.length = 0;
     await h.command("lazy-agents", "");
-    assert.match(h.notifications.join("\n"), /pkg\/\.agents\/skills {2}directory has more entries than the scan limit/);
+    assert.match(
+      h.notifications.join("\n"),
+      /pkg\/\.agents\/skills {2,}directory has more entries than the scan limit/,
+    );
   }));
 
 test("an untrusted session lists no skills but still delivers instructions", () =>
@@ -235,7 +235,16 @@ test("nested skills follow Pi's own discovery: ignore files, one skill per name,
       await h.command("lazy-agents", "");
       const report = h.notifications.at(-1) ?? "";
       for (const loser of pi.collisions)
-        assert.ok(report.includes(`${loser}  skill name collision`), `seed ${seed}: ${loser}`);
+        assert.ok(
+          report
+            .split("\n")
+            .some(
+              (line) =>
+                line.startsWith(`  ${loser}  `) &&
+                line.endsWith("skill name collision: an earlier skill of the same name in this skills folder is kept"),
+            ),
+          `seed ${seed}: ${loser}`,
+        );
     });
   }
 });
@@ -256,9 +265,9 @@ test("a nested skill whose name Pi lists at start-up is listed once, with its pr
         const reminder = reminderOf(persistedToolResults(h.sessionManager)[0]!.content) ?? "";
         assert.match(
           reminder,
-          /- deploy \(scope pkg\/\*\*\): Package deploy \[pkg\/.agents\/skills\/deploy\/SKILL.md\] Inside this scope it takes precedence/,
+          /- deploy: Package deploy \[pkg\/.agents\/skills\/deploy\/SKILL.md\] Inside this scope it takes precedence/,
         );
-        assert.match(reminder, /- lint \(scope pkg\/\*\*\): Package lint/);
+        assert.match(reminder, /- lint: Package lint/);
         assert.equal(reminder.split("- deploy").length - 1, 1);
       } finally {
         h.dispose();
@@ -277,7 +286,7 @@ test("the skill scan lists a skill at its depth limit and none below it", () =>
     async (tree) => {
       const h = await loadRunner(tree);
       const reminder = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
-      assert.match(reminder, /- at-limit \(scope pkg\/\*\*\): At the limit/);
+      assert.match(reminder, /- at-limit: At the limit/);
       assert.doesNotMatch(reminder, /too-deep/);
     },
   ));
@@ -294,8 +303,8 @@ test("a reminder without skills has no skills header", () =>
       const h = await loadRunner(tree);
       const plain = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
       assert.match(plain, /PKG-RULES/);
-      assert.doesNotMatch(plain, /Skills found/);
-      assert.match(reminderOf((await h.call("read", { path: "tools/a.ts" })).content) ?? "", /Skills found/);
+      assert.ok(!plain.includes(SKILLS_INTRO) && !plain.includes(SKILLS_HEADER), plain);
+      assert.ok((reminderOf((await h.call("read", { path: "tools/a.ts" })).content) ?? "").includes(SKILLS_INTRO));
     },
   ));
 
@@ -313,7 +322,7 @@ test("a warm call lists no unchanged folder again; only a changed one and its ne
       const recorder = recordingFileSystem();
       const h = await loadRunner(tree, { factories: [createLazyAgents({ fs: recorder.fs })] });
       const cold = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
-      assert.match(cold, /RULE-A[^]*- deploy [^]*- lint /);
+      assert.match(cold, /RULE-A[^]*- deploy: [^]*- lint: /);
       assert.ok(
         recorder.calls.some((call) => call.method === "readdir"),
         "the cold call lists the folders",
@@ -330,7 +339,7 @@ test("a warm call lists no unchanged folder again; only a changed one and its ne
       utimesSync(tree.abs("pkg/.agents/skills/group"), later, later);
       recorder.calls.length = 0;
       const changed = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
-      assert.match(changed, /- review /);
+      assert.match(changed, /- review: /);
       assert.deepEqual(
         recorder.calls.filter((call) => call.method === "readdir").map((call) => call.path),
         [tree.abs("pkg/.agents/skills/group"), tree.abs("pkg/.agents/skills/group/review")],
@@ -349,7 +358,7 @@ test("the skill scan skips node_modules and dot folders inside a skills folder",
     async (tree) => {
       const h = await loadRunner(tree);
       const reminder = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
-      assert.match(reminder, /- own \(scope pkg\/\*\*\)/);
+      assert.match(reminder, /- own: /);
       assert.doesNotMatch(reminder, /vendored|hidden/);
     },
   ));
@@ -368,7 +377,7 @@ test("a skill folder linked from inside cwd is scanned; one linked from outside 
       const reminder = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
       assert.match(reminder, /- deploy \(scope pkg\/\*\*\): Shared deploy \[shared\/deploy\/SKILL.md\]/);
       assert.doesNotMatch(reminder, /evil|From outside/);
-      assert.equal(h.statuses.get("lazy-agents"), "nested: 0 files, 1 skill", "a skill alone shows in the status");
+      assert.equal(h.statuses.get("lazy-agents"), "lazy-agents: 1 skill", "a skill alone shows in the status");
     },
   ));
 

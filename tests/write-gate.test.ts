@@ -1,4 +1,4 @@
-// README "Settings", The write gate: the first write into a scope is held back once with its instructions.
+// docs/behaviour.md "The write gate": the first write into a scope is held back once with its instructions.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
