@@ -616,8 +616,8 @@ test("a rule whose glob does not compile is refused with its reason; nested AGEN
       assert.match(reminderOf((await h.call("read", { path: "lib/c.ts" })).content) ?? "", /LIB-RULES/, mode);
       await h.command("lazy-agents", "");
       const report = h.notifications.at(-1) ?? "";
-      assert.match(report, /\.cursor\/rules\/range\.mdc {2}a glob with a class range out of order/, mode);
-      assert.match(report, /\.claude\/rules\/huge\.md {2}globs longer than the glob limit/, mode);
+      assert.match(report, /\.cursor\/rules\/range\.mdc +a glob with a class range out of order/, mode);
+      assert.match(report, /\.claude\/rules\/huge\.md +globs longer than the glob limit/, mode);
       assert.doesNotMatch(report, /Failures caught/, mode);
     },
   ));

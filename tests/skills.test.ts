@@ -451,7 +451,7 @@ for (const kind of REPOSITORY_KINDS) {
         try {
           await h.session.prompt("go");
           const reminder = reminderOf(persistedToolResults(h.sessionManager)[0]!.content) ?? "";
-          assert.match(reminder, /- lint \(scope pkg\/\*\*\): Package lint/);
+          assert.match(reminder, /- lint: Package lint/);
           assert.doesNotMatch(reminder, /takes precedence/, "no skill of that name was listed at start-up");
         } finally {
           h.dispose();
@@ -500,7 +500,7 @@ test("an ignore line of 30,000 spaces before one character is read in linear tim
       const reminder = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
       // Nothing here counts steps: the old RegExp took about 8 s on this line, a read takes milliseconds.
       assert.ok(performance.now() - started < 3000, `${mode}: ${performance.now() - started} ms`);
-      assert.match(reminder, /- kept /, mode);
+      assert.match(reminder, /- kept: Kept/, mode);
       assert.doesNotMatch(reminder, /Hidden by the second line/, mode);
     },
   ));
