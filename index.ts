@@ -4245,33 +4245,23 @@ class RuleBook {
 // calls, so tests can inject faults and record paths. Synchronous on purpose: the files are small
 // and capped, and a handler without awaits cannot interleave with its siblings.
 
-// Exported for tests: the fault-injecting seam of tests wraps it.
-export interface FileSystem {
-  /** stat that follows links; undefined when nothing is there. */
-  stat(path: string): nodeFs.Stats | undefined;
-  /** lstat; undefined when nothing is there. */
-  lstat(path: string): nodeFs.Stats | undefined;
-  realpath(path: string): string;
-  open(path: string): number;
-  fstat(fd: number): nodeFs.Stats;
-  read(fd: number, buffer: Uint8Array, offset: number, length: number, position: number): number;
-  close(fd: number): void;
-  readdir(path: string): nodeFs.Dirent[];
-}
-
 const OPEN_FLAGS = nodeFs.constants.O_RDONLY | (nodeFs.constants.O_NOFOLLOW ?? 0) | (nodeFs.constants.O_NONBLOCK ?? 0);
 
-// Exported for tests: the fault-injecting seam of tests wraps it.
-export const nodeFileSystem: FileSystem = {
-  stat: (path) => nodeFs.statSync(path, { throwIfNoEntry: false }),
-  lstat: (path) => nodeFs.lstatSync(path, { throwIfNoEntry: false }),
-  realpath: (path) => nodeFs.realpathSync.native(path),
-  open: (path) => nodeFs.openSync(path, OPEN_FLAGS),
-  fstat: (fd) => nodeFs.fstatSync(fd),
-  read: (fd, buffer, offset, length, position) => nodeFs.readSync(fd, buffer, offset, length, position),
-  close: (fd) => nodeFs.closeSync(fd),
-  readdir: (path) => nodeFs.readdirSync(path, { withFileTypes: true }),
+// Exported for tests: the fault-injecting seam of tests wraps it. stat and lstat give undefined
+// when nothing is there.
+export const nodeFileSystem = {
+  stat: (path: string) => nodeFs.statSync(path, { throwIfNoEntry: false }),
+  lstat: (path: string) => nodeFs.lstatSync(path, { throwIfNoEntry: false }),
+  realpath: (path: string) => nodeFs.realpathSync.native(path),
+  open: (path: string) => nodeFs.openSync(path, OPEN_FLAGS),
+  fstat: (fd: number) => nodeFs.fstatSync(fd),
+  read: (fd: number, buffer: Uint8Array, offset: number, length: number, position: number) =>
+    nodeFs.readSync(fd, buffer, offset, length, position),
+  close: (fd: number) => nodeFs.closeSync(fd),
+  readdir: (path: string) => nodeFs.readdirSync(path, { withFileTypes: true }),
 };
+
+export type FileSystem = typeof nodeFileSystem;
 
 // Reading one file: stat first, bounded read, strict decoding.
 
