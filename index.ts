@@ -4597,38 +4597,22 @@ class GitIgnoreOracle {
 // =============================================================================================
 // 8. Settings: the defaults of config.ts, which settings may override.
 
-// Exported for tests: they build settings from the defaults.
-export interface Options {
-  enabled: boolean;
-  fileNames: readonly string[];
-  triggers: ReadonlySet<string>;
-  ignoredDirs: ReadonlySet<string>;
-  maxFileBytes: number;
-  budgetBytes: number;
-  skills: boolean;
-  imports: boolean;
-  gateWrites: boolean;
-  /** Rules (see the Rules section): on or off, and which sources apply. */
-  rules: boolean;
-  ruleSources: ReadonlySet<C.RuleSource>;
-  /** hookify rules (see the Checks section). */
-  checks: boolean;
-}
+// Exported for tests: they compare settings with the defaults, and build settings from them.
+export type Options = ReturnType<typeof defaultOptions>;
 
-// Exported for tests: they compare settings with the defaults.
-export function defaultOptions(): Options {
+export function defaultOptions() {
   return {
     enabled: true,
     fileNames: C.INSTRUCTION_FILE_NAMES,
-    triggers: new Set(C.TRIGGER_TOOLS),
-    ignoredDirs: new Set(C.IGNORED_DIR_NAMES),
+    triggers: new Set(C.TRIGGER_TOOLS) as ReadonlySet<string>,
+    ignoredDirs: new Set(C.IGNORED_DIR_NAMES) as ReadonlySet<string>,
     maxFileBytes: C.MAX_FILE_BYTES,
     budgetBytes: C.REMINDER_BUDGET_BYTES,
     skills: true,
     imports: true,
     gateWrites: false,
     rules: true,
-    ruleSources: new Set(C.RULE_SOURCES),
+    ruleSources: new Set(C.RULE_SOURCES) as ReadonlySet<C.RuleSource>,
     checks: true,
   };
 }
@@ -4682,11 +4666,6 @@ function isByteCount(value: unknown, min: number, max: number): value is number 
   return typeof value === "number" && Number.isInteger(value) && value >= min && value <= max;
 }
 
-interface SettingsOutcome {
-  options: Options;
-  warnings: string[];
-}
-
 /** Names the settings file a `lazyAgents` key came from (the whole object when `key` is undefined). */
 type SettingsOrigin = (key?: string) => string;
 
@@ -4698,7 +4677,7 @@ type SettingsOrigin = (key?: string) => string;
 export function optionsFromSettings(
   raw: unknown,
   origin: SettingsOrigin = () => C.GLOBAL_SETTINGS_LABEL,
-): SettingsOutcome {
+): { options: Options; warnings: string[] } {
   const options = defaultOptions();
   const warnings: string[] = [];
   if (raw === undefined) return { options, warnings };
