@@ -523,6 +523,9 @@ export const CHECK_DIR_NAME = ".claude";
 /** Time bound of the regex matches of one call, in ms: a runaway pattern is cut there. */
 export const CHECK_MATCH_TIMEOUT_MS = 50;
 
+/** Text length × pattern length up to which a pattern that cannot backtrack runs without the bound. */
+export const CHECK_UNBOUNDED_MATCH_STEPS = 1 << 20;
+
 /** The custom message type of a stop that a check sent back. */
 export const CHECK_MESSAGE_TYPE = "pi-lazy-agents-check";
 

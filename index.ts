@@ -1139,9 +1139,8 @@ function touchedPath(discovery: Discovery, target: string, cwd: string): string 
 // hookify's own frontmatter parser and applied with its fields, operators and precedence in Pi's
 // events: tool_call of bash, edit and write; input (prompt); agent_before_settle (stop). A folder's
 // `.claude` governs the paths inside that folder. A warm call stats each rule folder and rule file
-// on its path and reads nothing; every regex of a call runs under one time bound in `node:vm`.
-
-type CheckAction = "block" | "ask" | "warn";
+// on its path and reads nothing; the regexes of a call that could run away share one time bound
+// in `node:vm`.
 
 interface CheckCondition {
   field: string;
@@ -1178,51 +1177,36 @@ interface CheckInput {
   fields: Record<string, string[]>;
 }
 
+/** The winning action, its rules' names, and what the model is told in the checks' wrapper. */
 interface CheckVerdict {
-  action: CheckAction;
-  checks: Check[];
-  /** What the model is told, in the checks' wrapper. */
+  action: "block" | "ask" | "warn";
+  names: string[];
   text: string;
 }
 
-export interface CheckState {
-  /** Rule files of each folder's `.claude`, by folder, kept while its listing stands. */
-  folders: Map<string, { listing: ListingEntry; candidates: string[] }>;
-  compiled: Map<string, Check>;
-  /** Rule versions skipped for the session, by path and version. */
-  skipped: Map<string, C.CheckSkip>;
-  fired: Map<string, number>;
-  /** Warnings waiting for their call's result. */
-  pending: Map<string, string>;
-  /** Whether a stop was sent back since the last prompt. */
-  continued: boolean;
-}
+export type CheckState = ReturnType<typeof newCheckState>;
 
-function newCheckState(): CheckState {
+function newCheckState() {
   return {
-    folders: new Map(),
-    compiled: new Map(),
-    skipped: new Map(),
-    fired: new Map(),
-    pending: new Map(),
+    /** Rule files of each folder's `.claude`, kept while its listing stands. */
+    folders: new Map<string, { listing: ListingEntry; candidates: string[] }>(),
+    compiled: new Map<string, Check>(),
+    /** Rule versions skipped for the session, by path and version. */
+    skipped: new Map<string, C.CheckSkip>(),
+    fired: new Map<string, number>(),
+    /** Warnings waiting for their call's result. */
+    pending: new Map<string, string>(),
+    /** Whether a stop was sent back since the last prompt. */
     continued: false,
   };
 }
 
 const CHECK_TOOLS: ReadonlySet<string> = new Set(["bash", "edit", "write"]);
 
-/** Python's `str.strip(chars)` for one character. */
-function stripChar(text: string, char: string): string {
-  let start = 0;
-  let end = text.length;
-  while (start < end && text[start] === char) start++;
-  while (end > start && text[end - 1] === char) end--;
-  return text.slice(start, end);
-}
-
 /** hookify's value cleaning: whitespace, then every `"` and then every `'` at both ends; backslashes stay. */
 function hookifyValue(text: string): string {
-  return stripChar(stripChar(text.trim(), '"'), "'");
+  const unquoted = text.trim().replace(/^"+|"+$/g, "");
+  return unquoted.replace(/^'+|'+$/g, "");
 }
 
 function splitOnce(text: string): [string, string] {
@@ -1401,7 +1385,7 @@ function checksIn(discovery: Discovery, state: CheckState, bases: string[]): Che
     try {
       listing = discovery.listing(dir);
     } catch (error) {
-      if (!hasCode(error)) throw error;
+      errorCode(error);
     }
     if (!listing) {
       if (base !== "") state.folders.delete(base);
@@ -1429,10 +1413,6 @@ function checksIn(discovery: Discovery, state: CheckState, bases: string[]): Che
   return checks;
 }
 
-function hasCode(error: unknown): boolean {
-  return typeof (error as { code?: unknown } | null)?.code === "string";
-}
-
 function skipKeyOf(check: Check): string {
   return `${check.path}\0${check.loaded.version}`;
 }
@@ -1448,22 +1428,26 @@ function checkStateOf(state: CheckState, check: Check, trusted: boolean): string
 // the watchdog's interrupt names the runaway regex.
 let checkSandbox: { context: Context; call: Script } | undefined;
 
-interface MatchJob {
-  tests: Array<[RegExp, string]>;
-  results: boolean[];
-  i: number;
-  until: number;
-}
+// Plain atoms, classes and a top-level `|`, with no quantifier, group or backreference, cannot
+// backtrack: a test costs at most text × pattern steps, so a small one needs no watchdog (bench:
+// checks_write_added_us 1196 → 306).
+const BACKTRACK_FREE = /^(?:[^\\()[\]{}*+?]|\\[^1-9k]|\[(?:[^\\\]]|\\.)*\])*$/;
 
 /**
- * Each test's `regex.test(text)` under C.CHECK_MATCH_TIMEOUT_MS per run. A test that times out
- * runs once more alone, so that a busy machine pausing the process does not condemn a plain
- * pattern; timing out twice names it.
+ * Each test's `regex.test(text)`, under C.CHECK_MATCH_TIMEOUT_MS per run unless it cannot run away.
+ * A test that times out runs once more alone, so that a busy machine pausing the process does not
+ * condemn a plain pattern; timing out twice names it.
  */
 function boundedMatches(tests: Array<[RegExp, string]>): { results: boolean[]; timedOut: Set<number> } {
-  const job: MatchJob = { tests, results: tests.map(() => false), i: 0, until: tests.length };
+  const results = tests.map(() => false);
+  const bounded: number[] = [];
+  tests.forEach(([regex, text], index) => {
+    const small = text.length * regex.source.length <= C.CHECK_UNBOUNDED_MATCH_STEPS;
+    if (small && BACKTRACK_FREE.test(regex.source)) results[index] = regex.test(text);
+    else bounded.push(index);
+  });
   const timedOut = new Set<number>();
-  if (tests.length === 0) return { results: job.results, timedOut };
+  if (bounded.length === 0) return { results, timedOut };
   if (!checkSandbox) {
     const context = createContext({});
     new Script(
@@ -1472,6 +1456,7 @@ function boundedMatches(tests: Array<[RegExp, string]>): { results: boolean[]; t
     checkSandbox = { context, call: new Script("run(job)") };
   }
   const { context, call } = checkSandbox;
+  const job = { tests: bounded.map((index) => tests[index]!), results: [] as boolean[], i: 0, until: 0 };
   const run = (from: number, until: number): boolean => {
     Object.assign(job, { i: from, until });
     context.job = job;
@@ -1479,21 +1464,22 @@ function boundedMatches(tests: Array<[RegExp, string]>): { results: boolean[]; t
       call.runInContext(context, { timeout: C.CHECK_MATCH_TIMEOUT_MS });
       return true;
     } catch (error) {
-      if ((error as { code?: unknown }).code !== "ERR_SCRIPT_EXECUTION_TIMEOUT") throw error;
+      if (errorCode(error) !== "ERR_SCRIPT_EXECUTION_TIMEOUT") throw error;
       return false;
     } finally {
       context.job = undefined;
     }
   };
-  for (let from = 0; from < tests.length;) {
-    if (run(from, tests.length)) break;
+  for (let from = 0; from < bounded.length;) {
+    if (run(from, bounded.length)) break;
     // The interrupt may land after the last test, before the run returns.
     const at = job.i;
-    if (at >= tests.length) break;
-    if (!run(at, at + 1)) timedOut.add(at);
+    if (at >= bounded.length) break;
+    if (!run(at, at + 1)) timedOut.add(bounded[at]!);
     from = at + 1;
   }
-  return { results: job.results, timedOut };
+  bounded.forEach((index, at) => (results[index] = job.results[at] === true));
+  return { results, timedOut };
 }
 
 /** hookify's `_extract_field`: a field of the tool's input itself first, then the event's mapping. */
@@ -1540,8 +1526,7 @@ function matchingChecks(state: CheckState, checks: Check[], input: CheckInput, w
   const matched: Check[] = [];
   for (const { check, conditions } of plans) {
     if (conditions.some((c) => Array.isArray(c) && c.some((index) => timedOut.has(index)))) {
-      state.skipped.set(skipKeyOf(check), "timedOut");
-      warn(C.checkSkippedWarning(oneLine(check.name), "timedOut"));
+      skipCheck(state, check, "timedOut", warn);
       continue;
     }
     if (conditions.every((c) => (Array.isArray(c) ? c.some((index) => results[index]) : c))) matched.push(check);
@@ -1551,7 +1536,7 @@ function matchingChecks(state: CheckState, checks: Check[], input: CheckInput, w
 
 /** hookify's precedence: block over ask (tool calls only) over warn; the winning rules' messages joined. */
 function checkVerdict(state: CheckState, matched: Check[], toolCall: boolean): CheckVerdict | undefined {
-  const bucket = (check: Check): CheckAction =>
+  const bucket = (check: Check): CheckVerdict["action"] =>
     check.action === "block" ? "block" : check.action === "ask" && toolCall ? "ask" : "warn";
   const action = (["block", "ask", "warn"] as const).find((a) => matched.some((check) => bucket(check) === a));
   if (!action) return undefined;
@@ -1560,28 +1545,24 @@ function checkVerdict(state: CheckState, matched: Check[], toolCall: boolean): C
   const files = [...new Set(checks.map((check) => reminderField(check.path)))];
   const body = checks.map((check) => `**[${check.name}]**\n${check.message}`).join("\n\n");
   const inner = neutralizeClosingTags(`${C.checksIntro(files)}\n${body}`);
-  return { action, checks, text: `${C.CHECKS_OPEN}\n${inner}\n${C.CHECKS_CLOSE}` };
+  const names = checks.map((check) => oneLine(check.name));
+  return { action, names, text: `${C.CHECKS_OPEN}\n${inner}\n${C.CHECKS_CLOSE}` };
 }
 
-/** Skipped rules the user has not heard about: one warning per rule version. */
-function warnInvalid(state: CheckState, checks: Check[], warn: (text: string) => void): void {
-  for (const check of checks) {
-    if (!check.invalid || state.skipped.has(skipKeyOf(check))) continue;
-    state.skipped.set(skipKeyOf(check), "invalid");
-    warn(C.checkSkippedWarning(oneLine(check.name), "invalid"));
-  }
+/** A rule version is skipped for the session, with one warning. */
+function skipCheck(state: CheckState, check: Check, why: C.CheckSkip, warn: (text: string) => void): void {
+  state.skipped.set(skipKeyOf(check), why);
+  warn(C.checkSkippedWarning(oneLine(check.name), why));
 }
 
 /** The input a bash, edit or write call offers; file_path as given and from cwd. */
 function toolCheckInput(discovery: Discovery, event: ToolCallEvent, cwd: string): { input: CheckInput; rel?: string } {
   const input = event.input as Record<string, unknown>;
-  const target = event.toolName === "bash" ? undefined : resolveToolPath(input.path, cwd);
+  const bash = event.toolName === "bash";
+  const target = bash ? undefined : resolveToolPath(input.path, cwd);
   const rel = target === undefined ? undefined : touchedPath(discovery, target, cwd);
-  const kind = event.toolName === "bash" ? "bash" : "file";
-  return {
-    input: { event: kind, toolName: event.toolName, input, fields: checkFields(event.toolName, input, rel) },
-    rel,
-  };
+  const fields = checkFields(event.toolName, input, rel);
+  return { input: { event: bash ? "bash" : "file", toolName: event.toolName, input, fields }, rel };
 }
 
 // Exported for tests: the table of the field mapping.
@@ -1630,108 +1611,92 @@ type Tell = (ctx: ExtensionContext, message: string, level: "info" | "warning") 
 /** The checks' hooks. Registered before delivery's, so a warning sits right after the tool's own text. */
 function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, tell: Tell): void {
   const state = engine.checks;
+  const safely = <T>(ctx: ExtensionContext, run: () => T | Promise<T>) =>
+    guarded<T | undefined>(ctx, "checks", run, () => undefined);
   const verdictFor = (ctx: ExtensionContext, input: CheckInput, bases: string[], toolCall: boolean) => {
     if (!engine.options.enabled || !engine.options.checks || !ctx.isProjectTrusted()) return undefined;
     const discovery = engine.discoveryFor(ctx.cwd);
     if (!discovery) return undefined;
     const warn = (text: string) => tell(ctx, text, "warning");
     const checks = checksIn(discovery, state, bases);
-    warnInvalid(state, checks, warn);
+    for (const check of checks)
+      if (check.invalid && !state.skipped.has(skipKeyOf(check))) skipCheck(state, check, "invalid", warn);
     return checkVerdict(state, matchingChecks(state, checks, input, warn), toolCall);
   };
-  const names = (verdict: CheckVerdict) => verdict.checks.map((check) => oneLine(check.name));
+  const notify = (ctx: ExtensionContext, verdict: CheckVerdict, what: "warned" | "blocked") =>
+    tell(ctx, C.checkNotice(what, verdict.names), what === "warned" ? "info" : "warning");
 
   pi.on("tool_call", (event, ctx) =>
-    guarded(
-      ctx,
-      "checks",
-      () => {
-        if (!CHECK_TOOLS.has(event.toolName) || !engine.options.checks) return undefined;
-        const discovery = engine.discoveryFor(ctx.cwd);
-        if (!discovery) return undefined;
-        const { input, rel } = toolCheckInput(discovery, event, ctx.cwd);
-        const verdict = verdictFor(ctx, input, checkBases(discovery, rel), true);
-        if (!verdict) return undefined;
-        if (verdict.action === "warn") {
-          state.pending.set(event.toolCallId, verdict.text);
-          tell(ctx, C.checkNotice("warned", names(verdict)), "info");
-          return undefined;
-        }
-        const blocked = { block: true as const, reason: verdict.text };
-        if (verdict.action === "ask" && ctx.hasUI) {
-          const question = C.checkNotice("asked", names(verdict));
-          return ctx.ui.confirm(C.CHECK_CONFIRM_TITLE, question).then((allowed) => (allowed ? undefined : blocked));
-        }
-        tell(ctx, C.checkNotice("blocked", names(verdict)), "warning");
-        return blocked;
-      },
-      () => undefined,
-    ),
+    safely(ctx, () => {
+      if (!CHECK_TOOLS.has(event.toolName) || !engine.options.checks) return undefined;
+      const discovery = engine.discoveryFor(ctx.cwd);
+      if (!discovery) return undefined;
+      const { input, rel } = toolCheckInput(discovery, event, ctx.cwd);
+      const verdict = verdictFor(ctx, input, checkBases(discovery, rel), true);
+      if (!verdict) return undefined;
+      if (verdict.action === "warn") {
+        state.pending.set(event.toolCallId, verdict.text);
+        notify(ctx, verdict, "warned");
+        return undefined;
+      }
+      const blocked = { block: true as const, reason: verdict.text };
+      if (verdict.action === "ask" && ctx.hasUI) {
+        const question = C.checkNotice("asked", verdict.names);
+        return ctx.ui.confirm(C.CHECK_CONFIRM_TITLE, question).then((allowed) => (allowed ? undefined : blocked));
+      }
+      notify(ctx, verdict, "blocked");
+      return blocked;
+    }),
   );
 
   pi.on("tool_result", (event, ctx) =>
-    guarded(
-      ctx,
-      "checks",
-      () => {
-        const text = state.pending.get(event.toolCallId);
-        if (text === undefined) return undefined;
-        state.pending.delete(event.toolCallId);
-        const patch: ToolResultEventResult = { content: [...event.content, { type: "text", text }] };
-        if (event.structuredContent !== undefined) patch.structuredContent = event.structuredContent;
-        return patch;
-      },
-      () => undefined,
-    ),
+    safely(ctx, () => {
+      const text = state.pending.get(event.toolCallId);
+      if (text === undefined) return undefined;
+      state.pending.delete(event.toolCallId);
+      const patch: ToolResultEventResult = { content: [...event.content, { type: "text", text }] };
+      if (event.structuredContent !== undefined) patch.structuredContent = event.structuredContent;
+      return patch;
+    }),
   );
   pi.on("turn_end", () => state.pending.clear());
 
   pi.on("input", (event, ctx) =>
-    guarded(
-      ctx,
-      "checks",
-      () => {
-        state.continued = false;
-        const fields = { prompt: [event.text], user_prompt: [event.text] };
-        const verdict = verdictFor(ctx, { event: "prompt", input: {}, fields }, [""], false);
-        if (!verdict) return undefined;
-        if (verdict.action === "block") {
-          tell(ctx, C.checkNotice("blocked", names(verdict)), "warning");
-          return { action: "handled" as const };
-        }
-        tell(ctx, C.checkNotice("warned", names(verdict)), "info");
-        return { action: "transform" as const, text: `${event.text}\n\n${verdict.text}`, images: event.images };
-      },
-      () => undefined,
-    ),
+    safely(ctx, () => {
+      state.continued = false;
+      const fields = { prompt: [event.text], user_prompt: [event.text] };
+      const verdict = verdictFor(ctx, { event: "prompt", input: {}, fields }, [""], false);
+      if (!verdict) return undefined;
+      if (verdict.action === "block") {
+        notify(ctx, verdict, "blocked");
+        return { action: "handled" as const };
+      }
+      notify(ctx, verdict, "warned");
+      return { action: "transform" as const, text: `${event.text}\n\n${verdict.text}`, images: event.images };
+    }),
   );
 
   // A blocked stop sends the model back once per prompt, never in a loop.
   pi.on("agent_before_settle", (event, ctx) =>
-    guarded(
-      ctx,
-      "checks",
-      () => {
-        if (state.continued || event.outcome !== "completed") return undefined;
-        const fields = { transcript: [transcriptOf(event.context.llmMessages)], reason: [""] };
-        const verdict = verdictFor(ctx, { event: "stop", input: {}, fields }, [""], false);
-        if (!verdict) return undefined;
-        if (verdict.action === "warn") {
-          tell(ctx, C.checkNotice("warned", names(verdict)), "info");
-          return undefined;
-        }
-        state.continued = true;
-        tell(ctx, C.checkNotice("blocked", names(verdict)), "warning");
-        const message = {
-          type: "custom_message" as const,
-          customType: C.CHECK_MESSAGE_TYPE,
-          content: verdict.text,
-          display: true,
-        };
-        return { entries: [...event.entries, message], continue: true };
-      },
-      () => undefined,
-    ),
+    safely(ctx, () => {
+      if (state.continued || event.outcome !== "completed") return undefined;
+      const fields = { transcript: [transcriptOf(event.context.llmMessages)], reason: [""] };
+      const verdict = verdictFor(ctx, { event: "stop", input: {}, fields }, [""], false);
+      if (!verdict) return undefined;
+      if (verdict.action === "warn") {
+        notify(ctx, verdict, "warned");
+        return undefined;
+      }
+      state.continued = true;
+      notify(ctx, verdict, "blocked");
+      const message = {
+        type: "custom_message" as const,
+        customType: C.CHECK_MESSAGE_TYPE,
+        content: verdict.text,
+        display: true,
+      };
+      return { entries: [...event.entries, message], continue: true };
+    }),
   );
 }
 
@@ -1761,10 +1726,10 @@ function checkWhy(engine: LazyAgents, env: CallEnvironment, shown: string): stri
     (c) => c.event === "file" || c.event === "all",
   );
   if (checks.length === 0) return [C.CHECK_REPORT.whyNone];
-  const values = rel === undefined || rel === shown ? [shown] : [shown, rel];
+  const fields = { file_path: checkFields("write", { path: shown }, rel).file_path! };
+  const input: CheckInput = { event: "file", toolName: "write", input: {}, fields };
   const lines = checks.map((check) => {
     const paths = check.conditions.filter((condition) => condition.field === "file_path");
-    const input: CheckInput = { event: "file", toolName: "write", input: {}, fields: { file_path: values } };
     const pathOnly = { ...check, enabled: true, event: "file", toolMatcher: undefined, conditions: paths };
     const verdict =
       paths.length === 0
@@ -4301,33 +4266,23 @@ class RuleBook {
 // calls, so tests can inject faults and record paths. Synchronous on purpose: the files are small
 // and capped, and a handler without awaits cannot interleave with its siblings.
 
-// Exported for tests: the fault-injecting seam of tests wraps it.
-export interface FileSystem {
-  /** stat that follows links; undefined when nothing is there. */
-  stat(path: string): nodeFs.Stats | undefined;
-  /** lstat; undefined when nothing is there. */
-  lstat(path: string): nodeFs.Stats | undefined;
-  realpath(path: string): string;
-  open(path: string): number;
-  fstat(fd: number): nodeFs.Stats;
-  read(fd: number, buffer: Uint8Array, offset: number, length: number, position: number): number;
-  close(fd: number): void;
-  readdir(path: string): nodeFs.Dirent[];
-}
-
 const OPEN_FLAGS = nodeFs.constants.O_RDONLY | (nodeFs.constants.O_NOFOLLOW ?? 0) | (nodeFs.constants.O_NONBLOCK ?? 0);
 
-// Exported for tests: the fault-injecting seam of tests wraps it.
-export const nodeFileSystem: FileSystem = {
-  stat: (path) => nodeFs.statSync(path, { throwIfNoEntry: false }),
-  lstat: (path) => nodeFs.lstatSync(path, { throwIfNoEntry: false }),
-  realpath: (path) => nodeFs.realpathSync.native(path),
-  open: (path) => nodeFs.openSync(path, OPEN_FLAGS),
-  fstat: (fd) => nodeFs.fstatSync(fd),
-  read: (fd, buffer, offset, length, position) => nodeFs.readSync(fd, buffer, offset, length, position),
-  close: (fd) => nodeFs.closeSync(fd),
-  readdir: (path) => nodeFs.readdirSync(path, { withFileTypes: true }),
+// Exported for tests: the fault-injecting seam of tests wraps it. stat and lstat give undefined
+// when nothing is there.
+export const nodeFileSystem = {
+  stat: (path: string) => nodeFs.statSync(path, { throwIfNoEntry: false }),
+  lstat: (path: string) => nodeFs.lstatSync(path, { throwIfNoEntry: false }),
+  realpath: (path: string) => nodeFs.realpathSync.native(path),
+  open: (path: string) => nodeFs.openSync(path, OPEN_FLAGS),
+  fstat: (fd: number) => nodeFs.fstatSync(fd),
+  read: (fd: number, buffer: Uint8Array, offset: number, length: number, position: number) =>
+    nodeFs.readSync(fd, buffer, offset, length, position),
+  close: (fd: number) => nodeFs.closeSync(fd),
+  readdir: (path: string) => nodeFs.readdirSync(path, { withFileTypes: true }),
 };
+
+export type FileSystem = typeof nodeFileSystem;
 
 // Reading one file: stat first, bounded read, strict decoding.
 
@@ -4679,38 +4634,22 @@ class GitIgnoreOracle {
 // =============================================================================================
 // 8. Settings: the defaults of config.ts, which settings may override.
 
-// Exported for tests: they build settings from the defaults.
-export interface Options {
-  enabled: boolean;
-  fileNames: readonly string[];
-  triggers: ReadonlySet<string>;
-  ignoredDirs: ReadonlySet<string>;
-  maxFileBytes: number;
-  budgetBytes: number;
-  skills: boolean;
-  imports: boolean;
-  gateWrites: boolean;
-  /** Rules (see the Rules section): on or off, and which sources apply. */
-  rules: boolean;
-  ruleSources: ReadonlySet<C.RuleSource>;
-  /** hookify rules (see the Checks section). */
-  checks: boolean;
-}
+// Exported for tests: they compare settings with the defaults, and build settings from them.
+export type Options = ReturnType<typeof defaultOptions>;
 
-// Exported for tests: they compare settings with the defaults.
-export function defaultOptions(): Options {
+export function defaultOptions() {
   return {
     enabled: true,
     fileNames: C.INSTRUCTION_FILE_NAMES,
-    triggers: new Set(C.TRIGGER_TOOLS),
-    ignoredDirs: new Set(C.IGNORED_DIR_NAMES),
+    triggers: new Set(C.TRIGGER_TOOLS) as ReadonlySet<string>,
+    ignoredDirs: new Set(C.IGNORED_DIR_NAMES) as ReadonlySet<string>,
     maxFileBytes: C.MAX_FILE_BYTES,
     budgetBytes: C.REMINDER_BUDGET_BYTES,
     skills: true,
     imports: true,
     gateWrites: false,
     rules: true,
-    ruleSources: new Set(C.RULE_SOURCES),
+    ruleSources: new Set(C.RULE_SOURCES) as ReadonlySet<C.RuleSource>,
     checks: true,
   };
 }
@@ -4764,11 +4703,6 @@ function isByteCount(value: unknown, min: number, max: number): value is number 
   return typeof value === "number" && Number.isInteger(value) && value >= min && value <= max;
 }
 
-interface SettingsOutcome {
-  options: Options;
-  warnings: string[];
-}
-
 /** Names the settings file a `lazyAgents` key came from (the whole object when `key` is undefined). */
 type SettingsOrigin = (key?: string) => string;
 
@@ -4780,7 +4714,7 @@ type SettingsOrigin = (key?: string) => string;
 export function optionsFromSettings(
   raw: unknown,
   origin: SettingsOrigin = () => C.GLOBAL_SETTINGS_LABEL,
-): SettingsOutcome {
+): { options: Options; warnings: string[] } {
   const options = defaultOptions();
   const warnings: string[] = [];
   if (raw === undefined) return { options, warnings };
