@@ -558,7 +558,7 @@ export const CHECK_STATES = {
 } as const;
 
 export const CHECK_REPORT = {
-  heading: (count: number) => `Checks (${count}):`,
+  heading: "Checks",
   off: "Checks are off (the checks setting).",
   whyHeading: "  Checks on a write here:",
   whyNone: "  Checks on a write here: none",

@@ -1708,11 +1708,12 @@ function checkReport(engine: LazyAgents, env: CallEnvironment): string[] {
   const state = engine.checks;
   const checks = checksIn(discovery, state, ["", ...[...state.folders.keys()].filter((base) => base !== "")]);
   if (checks.length === 0) return [];
-  const lines = checks.map(
-    (check) =>
-      `  ${check.name}  ${check.path}  ${check.event}  ${check.action}  ${checkStateOf(state, check, env.trusted)}  fired ${state.fired.get(check.path) ?? 0}`,
+  const rows = checks.map((check) =>
+    [check.name, check.path, check.event, check.action, checkStateOf(state, check, env.trusted)]
+      .map(oneLine)
+      .concat(`fired ${state.fired.get(check.path) ?? 0}`),
   );
-  return ["", C.CHECK_REPORT.heading(checks.length), ...lines].map(oneLine);
+  return reportSection(C.CHECK_REPORT.heading, rows);
 }
 
 /** The checks part of `/lazy-agents why <path>`: the file rules a write there meets, and its path conditions. */

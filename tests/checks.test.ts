@@ -511,10 +511,7 @@ both(
     assert.deepEqual(warnings, [
       'pi-lazy-agents: the hookify rule "slow-rule" is skipped for this session: its pattern took too long to match.',
     ]);
-    assert.match(
-      await run.report(),
-      /slow-rule {2}\.claude\/hookify\.slow\.local\.md {2}file {2}block {2}timed out {2}fired 0/,
-    );
+    assert.match(await run.report(), /slow-rule +\.claude\/hookify\.slow\.local\.md +file +block +timed out +fired 0/);
   },
 );
 
@@ -539,7 +536,7 @@ both(
     const warnings = run.notifications.filter((n) => /bad-rule/.test(n));
     assert.equal(warnings.length, 1);
     assert.doesNotMatch(warnings[0]!, /unclosed/);
-    assert.match(await run.report(), /bad-rule {2}\.claude\/hookify\.bad\.local\.md {2}bash {2}block {2}invalid/);
+    assert.match(await run.report(), /bad-rule +\.claude\/hookify\.bad\.local\.md +bash +block +invalid/);
   },
 );
 
@@ -560,7 +557,7 @@ both(
     assert.equal(run.results[0]!.isError, false);
     assert.match(
       await run.report(),
-      /block-dangerous-rm {2}\.claude\/hookify\.dangerous-rm\.local\.md {2}bash {2}block {2}untrusted {2}fired 0/,
+      /block-dangerous-rm +\.claude\/hookify\.dangerous-rm\.local\.md +bash +block +untrusted +fired 0/,
     );
   },
 );
@@ -598,11 +595,11 @@ both(
     assert.match(report, /Checks \(2\):/);
     assert.match(
       report,
-      /block-dangerous-rm {2}\.claude\/hookify\.dangerous-rm\.local\.md {2}bash {2}block {2}active {2}fired 2/,
+      /block-dangerous-rm +\.claude\/hookify\.dangerous-rm\.local\.md +bash +block +active +fired 2/,
     );
     assert.match(
       report,
-      /require-tests-run {2}\.claude\/hookify\.require-tests\.local\.md {2}stop {2}block {2}disabled {2}fired 0/,
+      /require-tests-run +\.claude\/hookify\.require-tests\.local\.md +stop +block +disabled +fired 0/,
     );
   },
 );
