@@ -938,10 +938,11 @@ export class LazyAgents {
       gatedScopes: this.gate?.scopes.size ?? 0,
       gateRetries: this.gate?.retries.size ?? 0,
       ...this.inspection.sizes(),
-      ledgerFiles: this.ledger.files.size,
-      ledgerScopes: this.ledger.pathsByScope.size,
+      ledgerFiles: this.ledger.all("file").length,
+      ledgerScopes: this.ledger.byScope.size,
       ledgerImports: this.ledger.importsByScope.size,
-      ledgerSkills: this.ledger.skills.size,
+      ledgerSkills: this.ledger.all("skill").length,
+      ledgerWithdrawn: this.ledger.withdrawn.size,
       ledgerSkipped: this.ledger.skipped.size,
       ledgerAlsoGoverns: this.ledger.alsoGoverns.size,
       ...this.discovery?.cacheSizes(),
@@ -1800,10 +1801,6 @@ const SECTIONS = ["files", "skills", "rules", "ruleListings"] as const;
 
 type Section = (typeof SECTIONS)[number];
 
-function sectionOf(entry: unknown): Section | undefined {
-  return (SECTIONS as readonly unknown[]).includes(entry) ? (entry as Section) : undefined;
-}
-
 interface Skip {
   path: string;
   reason: C.Reason;
@@ -1836,80 +1833,89 @@ function isRecordEmpty(record: LedgerRecord): boolean {
 // Exported for tests: they read the records stored in details.
 /**
  * The ledger record in a tool result's details. Session files outlive versions of this extension:
- * each entry is checked on its own, and one that does not fit is dropped alone.
+ * each entry is checked on its own against its kind's fields, and one that does not fit is dropped alone.
  */
 export function readRecord(details: unknown): LedgerRecord | undefined {
-  if (!isObject(details)) return undefined;
-  const record = details[C.DETAILS_KEY];
-  if (!isObject(record) || record.v !== C.LEDGER_VERSION) return undefined;
-  return {
-    v: C.LEDGER_VERSION,
-    files: entriesOf(record.files, fileRecordOf),
-    skills: entriesOf(record.skills, skillRecordOf),
-    retracted: entriesOf(record.retracted, scopedPathOf),
-    retractedSkills: entriesOf(record.retractedSkills, scopedPathOf),
-    skipped: entriesOf(record.skipped, skipOf),
-    ...(Array.isArray(record.alsoGoverns) ? { alsoGoverns: entriesOf(record.alsoGoverns, scopedPathOf) } : {}),
-    ...ruleFieldsOf(record),
-    ...(Array.isArray(record.explained) ? { explained: entriesOf(record.explained, sectionOf) } : {}),
-    ...(typeof record.reminder === "string" ? { reminder: record.reminder } : {}),
-  };
+  const stored = isObject(details) ? details[C.DETAILS_KEY] : undefined;
+  if (!isObject(stored) || stored.v !== C.LEDGER_VERSION) return undefined;
+  const record = { ...fieldsOf(stored, RECORD_FIELDS), v: C.LEDGER_VERSION } as unknown as LedgerRecord;
+  if (typeof stored.reminder === "string") record.reminder = stored.reminder;
+  return record;
+}
+
+/**
+ * A field's type: a typeof name, a list of strings, one of a set of values, or a list of entries of a
+ * spec. A name ending in `?` is optional; an optional list is kept only when stored, an optional
+ * flag only when true, so that records without them read back with the shape they were written in.
+ */
+type Field = "string" | "number" | "boolean" | "strings" | ReadonlySet<unknown> | { list: Spec | ReadonlySet<unknown> };
+
+type Spec = Readonly<Record<string, Field>>;
+
+const SCOPED_FIELDS: Spec = { path: "string", scope: "string" };
+
+const RECORD_FIELDS: Spec = {
+  files: {
+    list: {
+      path: "string",
+      scope: "string",
+      version: "string",
+      bytes: "number",
+      via: new Set(["reminder", "read"]),
+      "importedBy?": "string",
+      "imports?": "strings",
+      "truncated?": "boolean",
+    },
+  },
+  skills: { list: { path: "string", name: "string", scope: "string", version: "string" } },
+  retracted: { list: SCOPED_FIELDS },
+  retractedSkills: { list: SCOPED_FIELDS },
+  skipped: { list: { path: "string", reason: new Set(Object.keys(C.REASONS)), "inImport?": "boolean" } },
+  "alsoGoverns?": { list: SCOPED_FIELDS },
+  "rules?": {
+    list: {
+      path: "string",
+      dir: "string",
+      version: "string",
+      as: new Set(["text", "listing"]),
+      "bytes?": "number",
+      "importedBy?": "string",
+      "truncated?": "boolean",
+    },
+  },
+  "retractedRules?": { list: { path: "string", dir: "string" } },
+  "explained?": { list: new Set(SECTIONS) },
+};
+
+function fieldsOf(entry: Record<string, unknown>, spec: Spec): Record<string, unknown> | undefined {
+  const fields: Record<string, unknown> = {};
+  for (const [name, type] of Object.entries(spec)) {
+    const key = name.endsWith("?") ? name.slice(0, -1) : name;
+    const value = entry[key];
+    if (typeof type === "object" && "list" in type) {
+      if (Array.isArray(value)) fields[key] = value.flatMap((item) => entryOf(item, type.list) ?? []);
+      else if (key === name) fields[key] = [];
+    } else if (key === name || (value !== undefined && value !== false)) {
+      if (!fits(value, type)) return undefined;
+      fields[key] = value;
+    }
+  }
+  return fields;
+}
+
+function entryOf(entry: unknown, type: Spec | ReadonlySet<unknown>): unknown {
+  if (type instanceof Set) return type.has(entry) ? entry : undefined;
+  return isObject(entry) ? fieldsOf(entry, type as Spec) : undefined;
+}
+
+function fits(value: unknown, type: Exclude<Field, { list: unknown }>): boolean {
+  if (type instanceof Set) return type.has(value);
+  if (type === "strings") return Array.isArray(value) && value.every((item) => typeof item === "string");
+  return typeof value === type;
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-function areStrings(...values: unknown[]): boolean {
-  return values.every((value) => typeof value === "string");
-}
-
-function entriesOf<T>(value: unknown, read: (entry: unknown) => T | undefined): T[] {
-  if (!Array.isArray(value)) return [];
-  const entries: T[] = [];
-  for (const entry of value) {
-    const parsed = read(entry);
-    if (parsed !== undefined) entries.push(parsed);
-  }
-  return entries;
-}
-
-function fileRecordOf(entry: unknown): FileRecord | undefined {
-  if (!isObject(entry)) return undefined;
-  const { path, scope, version, bytes, via, importedBy, imports, truncated } = entry;
-  if (!areStrings(path, scope, version) || typeof bytes !== "number" || (via !== "reminder" && via !== "read"))
-    return undefined;
-  if (
-    (importedBy !== undefined && typeof importedBy !== "string") ||
-    (imports !== undefined && !(Array.isArray(imports) && areStrings(...imports))) ||
-    (truncated !== undefined && typeof truncated !== "boolean")
-  )
-    return undefined;
-  const record: FileRecord = { path: path as string, scope: scope as string, version: version as string, bytes, via };
-  if (importedBy !== undefined) record.importedBy = importedBy;
-  if (imports !== undefined) record.imports = imports as string[];
-  if (truncated) record.truncated = true;
-  return record;
-}
-
-function skillRecordOf(entry: unknown): SkillRecord | undefined {
-  if (!isObject(entry) || !areStrings(entry.path, entry.name, entry.scope, entry.version)) return undefined;
-  const { path, name, scope, version } = entry as unknown as SkillRecord;
-  return { path, name, scope, version };
-}
-
-function scopedPathOf(entry: unknown): { path: string; scope: string } | undefined {
-  if (!isObject(entry) || !areStrings(entry.path, entry.scope)) return undefined;
-  return { path: entry.path as string, scope: entry.scope as string };
-}
-
-function skipOf(entry: unknown): Skip | undefined {
-  if (!isObject(entry) || typeof entry.path !== "string" || typeof entry.reason !== "string") return undefined;
-  if (!Object.hasOwn(C.REASONS, entry.reason) || (entry.inImport !== undefined && typeof entry.inImport !== "boolean"))
-    return undefined;
-  const skip: Skip = { path: entry.path, reason: entry.reason as C.Reason };
-  if (entry.inImport) skip.inImport = true;
-  return skip;
 }
 
 /** The set a map holds under a key, made when it holds none yet. */
@@ -1919,76 +1925,123 @@ function setIn<K, V>(map: Map<K, Set<V>>, key: K): Set<V> {
   return set;
 }
 
+/** What the model can hold: an instruction file or an import of one, a skill, a rule or a rule's import. */
+type Kind = "file" | "skill" | "rule";
+
+interface HeldRecords {
+  file: FileRecord;
+  skill: SkillRecord;
+  rule: RuleRecord;
+}
+
+/** One thing the model holds, for its scope (a rule's scope is its rule folder). */
+interface Held {
+  kind: Kind;
+  scope: string;
+  record: HeldRecords[Kind];
+}
+
+/** A delivery (with `record`) or a withdrawal a stored record makes. */
+interface Change {
+  kind: Kind;
+  scope: string;
+  path: string;
+  record?: HeldRecords[Kind];
+}
+
+function keyOf(kind: Kind, path: string): string {
+  return `${kind}\0${path}`;
+}
+
+/** A record's withdrawals, then its deliveries: a record that withdraws and sends one path ends holding it. */
+function changesOf(record: LedgerRecord): Change[] {
+  const change = (kind: Kind, scope: string, path: string, held?: HeldRecords[Kind]): Change =>
+    held ? { kind, scope, path, record: held } : { kind, scope, path };
+  return [
+    ...record.retracted.map(({ path, scope }) => change("file", scope, path)),
+    ...record.retractedSkills.map(({ path, scope }) => change("skill", scope, path)),
+    ...(record.retractedRules ?? []).map(({ path, dir }) => change("rule", dir, path)),
+    ...record.files.map((file) => change("file", file.scope, file.path, file)),
+    ...record.skills.map((skill) => change("skill", skill.scope, skill.path, skill)),
+    ...(record.rules ?? []).map((rule) => change("rule", rule.dir, rule.path, rule)),
+  ];
+}
+
 class Ledger {
-  /** Instruction files the model holds: path → what it holds. */
-  readonly files = new Map<string, FileRecord>();
-  /** Paths delivered for each scope: its instruction file and that file's imports. */
-  readonly pathsByScope = new Map<string, Set<string>>();
+  /** What the model holds, by kind and path (`keyOf`). */
+  readonly held = new Map<string, Held>();
+  /** Keys held for each scope: what a view of that scope may withdraw. */
+  readonly byScope = new Map<string, Set<string>>();
+  /** Keys whose withdrawal notice the model holds. */
+  readonly withdrawn = new Set<string>();
   /** What the instruction file the model holds for each scope imports: an import stays while one still does. */
   readonly importsByScope = new Map<string, Set<string>>();
-  readonly skills = new Map<string, SkillRecord>();
-  readonly skillsByScope = new Map<string, Set<string>>();
   /** Skip notices the model holds, by skipKey → reason. */
   readonly skipped = new Map<string, C.Reason>();
-  /** Paths whose withdrawal notice the model holds. */
-  readonly retracted = new Set<string>();
   /** Further scopes the model was told a held file governs: path → scopes. */
   readonly alsoGoverns = new Map<string, Set<string>>();
-  /** Rules the model holds: path → record; and the paths held per rule folder. */
-  readonly rules = new Map<string, RuleRecord>();
-  readonly ruleDirs = new Map<string, Set<string>>();
-  readonly retractedRules = new Set<string>();
   /** Sections whose full explanation the model can still see. */
   readonly explained = new Set<Section>();
 
+  get<K extends Kind>(kind: K, path: string): HeldRecords[K] | undefined {
+    return this.held.get(keyOf(kind, path))?.record as HeldRecords[K] | undefined;
+  }
+
+  all<K extends Kind>(kind: K): Array<HeldRecords[K]> {
+    return [...this.held.values()].filter((held) => held.kind === kind).map((held) => held.record as HeldRecords[K]);
+  }
+
+  wasWithdrawn(kind: Kind, path: string): boolean {
+    return this.withdrawn.has(keyOf(kind, path));
+  }
+
+  withdrawnPaths(kind: Kind): string[] {
+    const prefix = keyOf(kind, "");
+    return [...this.withdrawn].filter((key) => key.startsWith(prefix)).map((key) => key.slice(prefix.length));
+  }
+
   clear(): void {
-    this.retracted.clear();
-    this.alsoGoverns.clear();
-    this.files.clear();
-    this.pathsByScope.clear();
-    this.importsByScope.clear();
-    this.skills.clear();
-    this.skillsByScope.clear();
-    this.skipped.clear();
-    this.rules.clear();
-    this.ruleDirs.clear();
-    this.retractedRules.clear();
+    for (const map of [this.held, this.byScope, this.withdrawn, this.importsByScope, this.skipped, this.alsoGoverns])
+      map.clear();
     this.explained.clear();
   }
 
   apply(record: LedgerRecord): void {
-    for (const { path, scope } of record.retracted) {
-      if (this.files.get(path)?.importedBy === undefined) this.importsByScope.delete(scope);
-      else this.importsByScope.get(scope)?.delete(path);
-      this.files.delete(path);
-      this.pathsByScope.get(scope)?.delete(path);
-      this.retracted.add(path);
-      this.alsoGoverns.delete(path);
-    }
-    for (const { path, scope } of record.retractedSkills) {
-      this.skills.delete(path);
-      this.skillsByScope.get(scope)?.delete(path);
-    }
-    for (const file of record.files) {
-      const earlier = this.files.get(file.path);
-      if (earlier && earlier.scope !== file.scope) this.pathsByScope.get(earlier.scope)?.delete(file.path);
-      if (earlier?.version !== file.version) this.alsoGoverns.delete(file.path);
-      this.files.set(file.path, file);
-      this.retracted.delete(file.path);
-      setIn(this.pathsByScope, file.scope).add(file.path);
-      this.skipped.delete(file.path);
-      if (file.importedBy !== undefined) this.importsByScope.get(file.scope)?.add(file.path);
-      else if (file.imports) this.importsByScope.set(file.scope, new Set(file.imports));
-      else this.importsByScope.delete(file.scope);
-    }
-    for (const skill of record.skills) {
-      this.skills.set(skill.path, skill);
-      setIn(this.skillsByScope, skill.scope).add(skill.path);
+    for (const change of changesOf(record)) {
+      if (change.record) this.hold(change, change.record);
+      else this.withdraw(change);
     }
     for (const skip of record.skipped) this.skipped.set(skipKey(skip), skip.reason);
     for (const { path, scope } of record.alsoGoverns ?? []) setIn(this.alsoGoverns, path).add(scope);
-    if (recordHasRules(record)) applyRuleRecords(this, record);
     for (const section of record.explained ?? []) this.explained.add(section);
+  }
+
+  private withdraw({ kind, scope, path }: Change): void {
+    const key = keyOf(kind, path);
+    if (kind === "file") {
+      if (this.get("file", path)?.importedBy === undefined) this.importsByScope.delete(scope);
+      else this.importsByScope.get(scope)?.delete(path);
+      this.alsoGoverns.delete(path);
+    }
+    this.held.delete(key);
+    this.byScope.get(scope)?.delete(key);
+    this.withdrawn.add(key);
+  }
+
+  private hold({ kind, scope, path }: Change, record: HeldRecords[Kind]): void {
+    const key = keyOf(kind, path);
+    const earlier = this.held.get(key);
+    if (earlier && earlier.scope !== scope) this.byScope.get(earlier.scope)?.delete(key);
+    this.held.set(key, { kind, scope, record });
+    setIn(this.byScope, scope).add(key);
+    this.withdrawn.delete(key);
+    if (kind !== "file") return;
+    const file = record as FileRecord;
+    if (earlier?.record.version !== file.version) this.alsoGoverns.delete(path);
+    this.skipped.delete(path);
+    if (file.importedBy !== undefined) this.importsByScope.get(scope)?.add(path);
+    else if (file.imports) this.importsByScope.set(scope, new Set(file.imports));
+    else this.importsByScope.delete(scope);
   }
 
   /** Whether the file the model holds for a scope other than `scope` imports this path. */
@@ -2063,7 +2116,9 @@ function planDelivery(ledger: Ledger, input: PlanInput): DeliveryPlan {
   const planned = new Set<string>();
   const offered = offeredPaths(input.views);
   for (const view of input.views) {
-    planRetraction(ledger, view, offered, plan);
+    if (!isUnknown(view, false)) planRetraction(ledger, plan, "file", view.scope, (path) => offered.has(path));
+    if (!isUnknown(view, true))
+      planRetraction(ledger, plan, "skill", view.scope, (path) => view.skills.some((skill) => skill.path === path));
     planSkips(ledger, view, plan);
     if (view.file) planFile(ledger, input, plan, planned, { file: view.file, scope: view.scope });
     const root = plan.record.files.at(-1);
@@ -2084,7 +2139,7 @@ function planFile(
 ): void {
   const { file, scope, importedBy } = entry;
   if (file.realPath === input.shownInPart || input.leaveAlone?.has(file.realPath)) return;
-  const held = ledger.files.get(file.path);
+  const held = ledger.get("file", file.path);
   // One file linked into several folders: the model, holding its text, learns the other scopes.
   const sentWith = plan.record.files.find((record) => record.path === file.path)?.scope ?? held?.scope;
   const alsoGoverns = () => {
@@ -2109,7 +2164,7 @@ function planAlsoGoverns(ledger: Ledger, plan: DeliveryPlan, path: string, sentW
 }
 
 function planSkill(ledger: Ledger, input: PlanInput, plan: DeliveryPlan, skill: Skill, scope: string): void {
-  if (ledger.skills.get(skill.path)?.version === skill.version) return;
+  if (ledger.get("skill", skill.path)?.version === skill.version) return;
   if (plan.skills.some((s) => s.path === skill.path)) return;
   const startup = input.startupSkills?.get(skill.name);
   const sameAsStartup =
@@ -2136,30 +2191,33 @@ function isUnknown(view: DirectoryView, skills: boolean): boolean {
   );
 }
 
-/** What the model holds for this scope and the folder no longer offers is withdrawn. */
-function planRetraction(ledger: Ledger, view: DirectoryView, offered: Set<string>, plan: DeliveryPlan): void {
-  if (!isUnknown(view, false)) planFileRetraction(ledger, view, offered, plan);
-  if (!isUnknown(view, true)) planSkillRetraction(ledger, view, plan);
-}
-
-/** Files are withdrawn unless the chain still offers them, or another file the model holds still imports them. */
-function planFileRetraction(ledger: Ledger, view: DirectoryView, offered: Set<string>, plan: DeliveryPlan): void {
-  for (const path of ledger.pathsByScope.get(view.scope) ?? []) {
-    const held = ledger.files.get(path);
-    if (offered.has(path) || held?.scope !== view.scope) continue;
-    if (held.importedBy !== undefined && ledger.importedElsewhere(path, view.scope)) continue;
-    plan.record.retracted.push({ path, scope: view.scope });
-  }
-}
-
-function planSkillRetraction(ledger: Ledger, view: DirectoryView, plan: DeliveryPlan): void {
-  const held = ledger.skillsByScope.get(view.scope);
-  if (!held || held.size === 0) return;
-  const present = new Set(view.skills.map((skill) => skill.path));
-  for (const path of held) {
-    if (!present.has(path) && ledger.skills.get(path)?.scope === view.scope) {
-      plan.record.retractedSkills.push({ path, scope: view.scope });
-    }
+/**
+ * What the model holds of a kind for a scope (a rule's: its rule folder) that the scope no longer
+ * offers is withdrawn. An import stays while another file the model holds still imports it; a
+ * rule's imports go with their rule.
+ */
+function planRetraction(
+  ledger: Ledger,
+  plan: DeliveryPlan,
+  kind: Kind,
+  scope: string,
+  offers: (path: string) => boolean,
+) {
+  const keys = ledger.byScope.get(scope);
+  for (const key of keys ?? []) {
+    const held = ledger.held.get(key);
+    if (held?.kind !== kind || held.scope !== scope || offers(held.record.path)) continue;
+    const { path } = held.record;
+    const importedBy = kind === "skill" ? undefined : (held.record as FileRecord | RuleRecord).importedBy;
+    if (importedBy !== undefined && (kind === "rule" || ledger.importedElsewhere(path, scope))) continue;
+    if (kind === "file") plan.record.retracted.push({ path, scope });
+    else if (kind === "skill") plan.record.retractedSkills.push({ path, scope });
+    else
+      for (const other of keys!) {
+        const rule = ledger.held.get(other);
+        if (rule?.kind === "rule" && (other === key || (rule.record as RuleRecord).importedBy === path))
+          (plan.record.retractedRules ??= []).push({ path: rule.record.path, dir: scope });
+      }
   }
 }
 
@@ -2168,7 +2226,7 @@ function planSkips(ledger: Ledger, view: DirectoryView, plan: DeliveryPlan): voi
   for (const rejection of view.rejected) {
     if (rejection.kind !== "instruction" && rejection.kind !== "import" && rejection.kind !== "cap") continue;
     // A file the model holds stays as it is while it cannot be read: nothing to tell.
-    if (rejection.reason === "unreadable" && ledger.files.has(rejection.path)) continue;
+    if (rejection.reason === "unreadable" && ledger.get("file", rejection.path) !== undefined) continue;
     const skip: Skip =
       rejection.kind === "import"
         ? { path: rejection.path, reason: rejection.reason, inImport: true }
@@ -2213,36 +2271,6 @@ function recordHasRules(record: LedgerRecord): boolean {
   return (record.rules?.length ?? 0) + (record.retractedRules?.length ?? 0) > 0;
 }
 
-function isRuleEntry(value: unknown): value is { path: string; dir: string; version?: string } {
-  const entry = value as Partial<RuleRecord> | null;
-  return typeof entry === "object" && entry !== null && typeof entry.path === "string" && typeof entry.dir === "string";
-}
-
-/** The rule fields of a stored record, only when present: records without rules keep their shape. */
-function ruleFieldsOf(record: Partial<LedgerRecord>): Pick<LedgerRecord, "rules" | "retractedRules"> {
-  const fields: Pick<LedgerRecord, "rules" | "retractedRules"> = {};
-  if (Array.isArray(record.rules)) {
-    fields.rules = record.rules.filter((r): r is RuleRecord => isRuleEntry(r) && typeof r.version === "string");
-  }
-  if (Array.isArray(record.retractedRules)) fields.retractedRules = record.retractedRules.filter(isRuleEntry);
-  return fields;
-}
-
-function applyRuleRecords(ledger: Ledger, record: LedgerRecord): void {
-  for (const { path, dir } of record.retractedRules ?? []) {
-    ledger.rules.delete(path);
-    ledger.ruleDirs.get(dir)?.delete(path);
-    ledger.retractedRules.add(path);
-  }
-  for (const rule of record.rules ?? []) {
-    const earlier = ledger.rules.get(rule.path);
-    if (earlier && earlier.dir !== rule.dir) ledger.ruleDirs.get(earlier.dir)?.delete(rule.path);
-    ledger.rules.set(rule.path, rule);
-    setIn(ledger.ruleDirs, rule.dir).add(rule.path);
-    ledger.retractedRules.delete(rule.path);
-  }
-}
-
 interface RulePlanInput {
   book: RuleBook;
   views: DirectoryView[];
@@ -2254,7 +2282,9 @@ interface RulePlanInput {
 function planRules(ledger: Ledger, plan: DeliveryPlan, input: RulePlanInput): void {
   const folders = input.book.foldersFor(input.views, input.options.ruleSources);
   for (const folder of folders) {
-    planRuleRetractions(ledger, plan, folder);
+    folder.offered ??= new Set(folder.rules.filter((rule) => rule.meta.kind !== "manual").map((rule) => rule.path));
+    const offered = folder.offered;
+    planRetraction(ledger, plan, "rule", folder.place.display, (path) => offered.has(path));
     if (folder.rejected.length > 0)
       planSkips(ledger, { ...emptyView(folder.place.display), rejected: folder.rejected }, plan);
   }
@@ -2273,7 +2303,7 @@ function planRuleText(ledger: Ledger, plan: DeliveryPlan, input: RulePlanInput, 
     if (rejected.length > 0) planSkips(ledger, { ...emptyView(rule.dir), rejected }, plan);
   }
   for (const { file, importedBy } of entries) {
-    const held = ledger.rules.get(file.path);
+    const held = ledger.get("rule", file.path);
     if (held?.as === "text" && held.version === file.version) continue;
     if (!claimRule(plan, file.path)) continue;
     const record: RuleRecord = { path: file.path, dir: rule.dir, version: file.version, as: "text", bytes: file.bytes };
@@ -2285,7 +2315,7 @@ function planRuleText(ledger: Ledger, plan: DeliveryPlan, input: RulePlanInput, 
 }
 
 function planRuleListing(ledger: Ledger, plan: DeliveryPlan, input: RulePlanInput, rule: Rule): void {
-  if (ledger.rules.get(rule.path)?.version === rule.listingVersion) return;
+  if (ledger.get("rule", rule.path)?.version === rule.listingVersion) return;
   if (!claimRule(plan, rule.path)) return;
   (plan.record.rules ??= []).push({ path: rule.path, dir: rule.dir, version: rule.listingVersion, as: "listing" });
   const { name, description } = rule.meta;
@@ -2295,20 +2325,6 @@ function planRuleListing(ledger: Ledger, plan: DeliveryPlan, input: RulePlanInpu
 /** False when this plan already has the path (a file two rules import). */
 function claimRule(plan: DeliveryPlan, path: string): boolean {
   return !plan.record.rules?.some((record) => record.path === path);
-}
-
-/** A rule the model holds whose file is gone, refused or now manual is withdrawn, with its imports. */
-function planRuleRetractions(ledger: Ledger, plan: DeliveryPlan, folder: RuleFolder): void {
-  const held = ledger.ruleDirs.get(folder.place.display);
-  if (!held || held.size === 0) return;
-  folder.offered ??= new Set(folder.rules.filter((rule) => rule.meta.kind !== "manual").map((rule) => rule.path));
-  for (const path of held) {
-    if (folder.offered.has(path)) continue;
-    const record = ledger.rules.get(path);
-    if (!record || record.importedBy !== undefined) continue;
-    const gone = [...held].filter((other) => other === path || ledger.rules.get(other)?.importedBy === path);
-    for (const withdrawn of gone) (plan.record.retractedRules ??= []).push({ path: withdrawn, dir: record.dir });
-  }
 }
 
 // The session projection: which records the model still sees after compaction and context edits.
@@ -4976,8 +4992,8 @@ function seenFile(file: InstructionFile, scope: string): SeenFile {
 }
 
 function fileState(ledger: Ledger, file: SeenFile): string {
-  const held = ledger.files.get(file.path);
-  if (!held) return ledger.retracted.has(file.path) ? C.REPORT_STATES.retracted : C.REPORT_STATES.pending;
+  const held = ledger.get("file", file.path);
+  if (!held) return ledger.wasWithdrawn("file", file.path) ? C.REPORT_STATES.retracted : C.REPORT_STATES.pending;
   if (held.version !== file.version) return C.REPORT_STATES.changed;
   if (held.truncated) return C.REPORT_STATES.truncated;
   return held.via === "read" ? C.REPORT_STATES.readByModel : C.REPORT_STATES.delivered;
@@ -4994,7 +5010,8 @@ function formatBytes(bytes: number): string {
 function reportedFiles(engine: LazyAgents): SeenFile[] {
   const seen = engine.inspection.files();
   const seenPaths = new Set(seen.map((file) => file.path));
-  const held = [...engine.ledger.files.values()]
+  const held = engine.ledger
+    .all("file")
     .filter((file) => !seenPaths.has(file.path))
     .map(({ path, scope, bytes, version, importedBy }) => ({ path, scope, bytes, version, importedBy }));
   return [...seen, ...held];
@@ -5004,7 +5021,7 @@ function reportedFiles(engine: LazyAgents): SeenFile[] {
 function reportedSkills(engine: LazyAgents): Array<Pick<Skill, "name" | "path" | "version"> & { scope: string }> {
   const seen = engine.inspection.skills();
   const seenPaths = new Set(seen.map((skill) => skill.path));
-  return [...seen, ...[...engine.ledger.skills.values()].filter((skill) => !seenPaths.has(skill.path))];
+  return [...seen, ...engine.ledger.all("skill").filter((skill) => !seenPaths.has(skill.path))];
 }
 
 /** Rows as columns: each cell padded to its column's widest, two spaces apart, indented by two. */
@@ -5026,7 +5043,7 @@ function formatInspection(engine: LazyAgents, verbose = false): string {
   const { ledger, inspection } = engine;
   const files = reportedFiles(engine);
   const seenPaths = new Set(files.map((file) => file.path));
-  const retractedOnly = [...ledger.retracted].filter((path) => !seenPaths.has(path));
+  const retractedOnly = ledger.withdrawnPaths("file").filter((path) => !seenPaths.has(path));
   const skills = reportedSkills(engine);
   const rules = reportedRules(engine);
   const notUsed: Array<Pick<Rejection, "path" | "reason" | "counts">> = [
@@ -5057,7 +5074,7 @@ function formatInspection(engine: LazyAgents, verbose = false): string {
     skill.name,
     `scope ${scopeGlob(skill.scope)}`,
     skill.path,
-    ledger.skills.get(skill.path)?.version === skill.version ? C.REPORT_STATES.listed : C.REPORT_STATES.pending,
+    ledger.get("skill", skill.path)?.version === skill.version ? C.REPORT_STATES.listed : C.REPORT_STATES.pending,
     ...version(skill.version),
   ]);
   lines.push(...reportSection(C.REPORT_TEXT.skillsHeading, skillRows));
@@ -5142,8 +5159,8 @@ function commandCompletions(engine: LazyAgents, prefix: string): Array<{ value: 
 
 /** What the model holds, counted one way for the status line, the notification and the report. */
 function heldCounts(ledger: Ledger): C.Counts {
-  const rules = [...ledger.rules.values()].filter((rule) => rule.as === "text").length;
-  return { files: ledger.files.size, rules, skills: ledger.skills.size };
+  const rules = ledger.all("rule").filter((rule) => rule.as === "text").length;
+  return { files: ledger.all("file").length, rules, skills: ledger.all("skill").length };
 }
 
 function statusText(ledger: Ledger): string | undefined {
@@ -5180,10 +5197,10 @@ function ruleSourcesOf(value: unknown): Set<C.RuleSource> | undefined {
 
 function ruleState(ledger: Ledger, rule: Rule): string {
   if (rule.meta.kind === "manual") return C.REPORT_STATES.manual;
-  const held = ledger.rules.get(rule.path);
+  const held = ledger.get("rule", rule.path);
   if (rule.meta.kind === "described")
     return held?.version === rule.listingVersion ? C.REPORT_STATES.listed : C.REPORT_STATES.pending;
-  if (!held) return ledger.retractedRules.has(rule.path) ? C.REPORT_STATES.retracted : C.REPORT_STATES.pending;
+  if (!held) return ledger.wasWithdrawn("rule", rule.path) ? C.REPORT_STATES.retracted : C.REPORT_STATES.pending;
   if (held.version !== rule.loaded.version) return C.REPORT_STATES.changed;
   return held.truncated ? C.REPORT_STATES.truncated : C.REPORT_STATES.delivered;
 }
@@ -5203,7 +5220,7 @@ function reportedRules(engine: LazyAgents): { rows: string[][]; rejected: Reject
   const rules = folders.flatMap((folder) => folder.rules);
   const rows = rules.map((rule) => ruleRow(engine.ledger, rule));
   const listed = new Set(rules.map((rule) => rule.path));
-  for (const path of engine.ledger.retractedRules)
+  for (const path of engine.ledger.withdrawnPaths("rule"))
     if (!listed.has(path)) rows.push([path, "", "", "", C.REPORT_STATES.retracted]);
   return { rows, rejected: folders.flatMap((folder) => folder.rejected) };
 }
