@@ -217,42 +217,27 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
     });
 
     const block = (ctx: ExtensionContext, gate: GateOutcome | undefined) => {
-      if (!gate) return undefined;
-      announce(ctx, gate.plan);
-      return { block: true as const, reason: gate.reason };
+      if (gate) announce(ctx, gate.plan);
+      return gate && { block: true as const, reason: gate.reason };
     };
-
     // Never block a tool by accident: a failed discovery only means nothing is appended.
     pi.on("tool_call", (event, ctx) =>
       guarded(
         ctx,
         "toolCall",
-        () => {
-          const env = { cwd: ctx.cwd, trusted: ctx.isProjectTrusted() };
-          const gate = engine.onToolCall(event, env);
-          return gate instanceof Promise ? gate.then((held) => block(ctx, held)) : block(ctx, gate);
-        },
+        () =>
+          then(engine.onToolCall(event, { cwd: ctx.cwd, trusted: ctx.isProjectTrusted() }), (held) => block(ctx, held)),
         nothing,
       ),
     );
 
     const patch = (ctx: ExtensionContext, outcome: ResultOutcome | undefined) => {
-      if (!outcome) return undefined;
-      announce(ctx, outcome.plan);
-      return outcome.patch;
+      if (outcome) announce(ctx, outcome.plan);
+      return outcome?.patch;
     };
-
     // Only a call that entered new folders or imports waits, for git; the plan-and-apply never follows an await.
     pi.on("tool_result", (event, ctx) =>
-      guarded(
-        ctx,
-        "toolResult",
-        () => {
-          const outcome = engine.onToolResult(event);
-          return outcome instanceof Promise ? outcome.then((done) => patch(ctx, done)) : patch(ctx, outcome);
-        },
-        nothing,
-      ),
+      guarded(ctx, "toolResult", () => then(engine.onToolResult(event), (done) => patch(ctx, done)), nothing),
     );
 
     // Per-call state ends with each result; what calls without a result (blocked, aborted) leave
@@ -288,6 +273,11 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
       },
     });
   };
+}
+
+/** `next` of a value that may still be on its way: synchronous when it is already there. */
+function then<T, R>(value: T | Promise<T>, next: (value: T) => R): R | Promise<R> {
+  return value instanceof Promise ? value.then(next) : next(value);
 }
 
 /** The text `/lazy-agents [why <path>]` shows. */
@@ -532,7 +522,6 @@ function shellNamesInstruction(commands: ShellCommand[], fileNames: readonly str
 const FILE_TOOLS: ReadonlySet<string> = new Set(["read", "edit", "write"]);
 
 interface GateOutcome {
-  block: true;
   reason: string;
   plan: DeliveryPlan;
 }
@@ -699,12 +688,12 @@ export class LazyAgents {
     if (!call) return undefined;
     if (call.writes !== undefined) this.calls.written.add(call.writes);
     call.gitAnswer = joinAnswers(...call.chains.map((located) => this.learnGitIgnores(discovery, located.links)));
-    if (!this.gate?.covers(event)) {
+    // The gate looks at outermost writes and edits: it views and plans before the tool runs, once git has answered.
+    const gate = this.gate;
+    if (!gate || event.parentToolCallId !== undefined || (event.toolName !== "write" && event.toolName !== "edit")) {
       this.calls.pending.set(event.toolCallId, call);
       return undefined;
     }
-    // The gate views and plans before the tool runs, once git has answered what the views ask.
-    const gate = this.gate;
     return this.settle([call], {}, call.gitAnswer, 0, (views, plan) => {
       this.inspection.record(views);
       const held = gate.hold(event.toolCallId, call.target, plan, views, this.ledger, this.options.budgetBytes);
@@ -1054,11 +1043,6 @@ class WriteGate {
   /** Targets held back once, whose next write or edit goes through (the retry the reason asks for). */
   readonly retries = new Set<string>();
 
-  /** The calls the gate looks at: outermost writes and edits. */
-  covers(event: ToolCallEvent): boolean {
-    return event.parentToolCallId === undefined && (event.toolName === "write" || event.toolName === "edit");
-  }
-
   /**
    * Holds the call back when the plan carries instructions (or a sibling's do); undefined lets it
    * run. A target held once goes through when it is tried again, as the reason promises, even when
@@ -1083,14 +1067,13 @@ class WriteGate {
     if (this.retries.size >= C.MAX_UNCONFIRMED_RESULTS) this.retries.delete(this.retries.values().next().value!);
     this.retries.add(target);
     for (const entry of plan.files) this.scopes.add(entry.scope);
-    const reason = `${text}\n${C.GATE_RETRY_TEXT}`;
-    return { block: true, reason, plan };
+    return { reason: `${text}\n${C.GATE_RETRY_TEXT}`, plan };
   }
 
   /** Holds a write into a scope gated in this turn: its instructions reach the model only after it. */
   private holdSibling(views: DirectoryView[]): GateOutcome | undefined {
     if (this.scopes.size === 0 || !views.some((view) => this.scopes.has(view.scope))) return undefined;
-    return { block: true, reason: C.GATE_SIBLING_TEXT, plan: { record: emptyRecord(), files: [], skills: [] } };
+    return { reason: C.GATE_SIBLING_TEXT, plan: { record: emptyRecord(), files: [], skills: [] } };
   }
 
   /** The gate's ledger record for the error result Pi persists for a held-back call. */
@@ -1854,34 +1837,25 @@ type Spec = Readonly<Record<string, Field>>;
 
 const SCOPED_FIELDS: Spec = { path: "string", scope: "string" };
 
+const IMPORT_FIELDS: Spec = { version: "string", "importedBy?": "string", "truncated?": "boolean" };
+
 const RECORD_FIELDS: Spec = {
   files: {
     list: {
-      path: "string",
-      scope: "string",
-      version: "string",
+      ...SCOPED_FIELDS,
+      ...IMPORT_FIELDS,
       bytes: "number",
       via: new Set(["reminder", "read"]),
-      "importedBy?": "string",
       "imports?": "strings",
-      "truncated?": "boolean",
     },
   },
-  skills: { list: { path: "string", name: "string", scope: "string", version: "string" } },
+  skills: { list: { ...SCOPED_FIELDS, name: "string", version: "string" } },
   retracted: { list: SCOPED_FIELDS },
   retractedSkills: { list: SCOPED_FIELDS },
   skipped: { list: { path: "string", reason: new Set(Object.keys(C.REASONS)), "inImport?": "boolean" } },
   "alsoGoverns?": { list: SCOPED_FIELDS },
   "rules?": {
-    list: {
-      path: "string",
-      dir: "string",
-      version: "string",
-      as: new Set(["text", "listing"]),
-      "bytes?": "number",
-      "importedBy?": "string",
-      "truncated?": "boolean",
-    },
+    list: { path: "string", dir: "string", ...IMPORT_FIELDS, as: new Set(["text", "listing"]), "bytes?": "number" },
   },
   "retractedRules?": { list: { path: "string", dir: "string" } },
   "explained?": { list: new Set(SECTIONS) },
@@ -1941,30 +1915,8 @@ interface Held {
   record: HeldRecords[Kind];
 }
 
-/** A delivery (with `record`) or a withdrawal a stored record makes. */
-interface Change {
-  kind: Kind;
-  scope: string;
-  path: string;
-  record?: HeldRecords[Kind];
-}
-
 function keyOf(kind: Kind, path: string): string {
   return `${kind}\0${path}`;
-}
-
-/** A record's withdrawals, then its deliveries: a record that withdraws and sends one path ends holding it. */
-function changesOf(record: LedgerRecord): Change[] {
-  const change = (kind: Kind, scope: string, path: string, held?: HeldRecords[Kind]): Change =>
-    held ? { kind, scope, path, record: held } : { kind, scope, path };
-  return [
-    ...record.retracted.map(({ path, scope }) => change("file", scope, path)),
-    ...record.retractedSkills.map(({ path, scope }) => change("skill", scope, path)),
-    ...(record.retractedRules ?? []).map(({ path, dir }) => change("rule", dir, path)),
-    ...record.files.map((file) => change("file", file.scope, file.path, file)),
-    ...record.skills.map((skill) => change("skill", skill.scope, skill.path, skill)),
-    ...(record.rules ?? []).map((rule) => change("rule", rule.dir, rule.path, rule)),
-  ];
 }
 
 class Ledger {
@@ -2006,17 +1958,20 @@ class Ledger {
     this.explained.clear();
   }
 
+  /** Withdrawals first: a record that withdraws and sends one path ends holding it. */
   apply(record: LedgerRecord): void {
-    for (const change of changesOf(record)) {
-      if (change.record) this.hold(change, change.record);
-      else this.withdraw(change);
-    }
+    for (const { path, scope } of record.retracted) this.withdraw("file", scope, path);
+    for (const { path, scope } of record.retractedSkills) this.withdraw("skill", scope, path);
+    for (const { path, dir } of record.retractedRules ?? []) this.withdraw("rule", dir, path);
+    for (const file of record.files) this.hold("file", file.scope, file);
+    for (const skill of record.skills) this.hold("skill", skill.scope, skill);
+    for (const rule of record.rules ?? []) this.hold("rule", rule.dir, rule);
     for (const skip of record.skipped) this.skipped.set(skipKey(skip), skip.reason);
     for (const { path, scope } of record.alsoGoverns ?? []) setIn(this.alsoGoverns, path).add(scope);
     for (const section of record.explained ?? []) this.explained.add(section);
   }
 
-  private withdraw({ kind, scope, path }: Change): void {
+  private withdraw(kind: Kind, scope: string, path: string): void {
     const key = keyOf(kind, path);
     if (kind === "file") {
       if (this.get("file", path)?.importedBy === undefined) this.importsByScope.delete(scope);
@@ -2028,7 +1983,8 @@ class Ledger {
     this.withdrawn.add(key);
   }
 
-  private hold({ kind, scope, path }: Change, record: HeldRecords[Kind]): void {
+  private hold(kind: Kind, scope: string, record: HeldRecords[Kind]): void {
+    const { path } = record;
     const key = keyOf(kind, path);
     const earlier = this.held.get(key);
     if (earlier && earlier.scope !== scope) this.byScope.get(earlier.scope)?.delete(key);
