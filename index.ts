@@ -1802,15 +1802,7 @@ function emptyRecord(): LedgerRecord {
 }
 
 function isRecordEmpty(record: LedgerRecord): boolean {
-  return (
-    record.files.length === 0 &&
-    record.skills.length === 0 &&
-    record.retracted.length === 0 &&
-    record.retractedSkills.length === 0 &&
-    record.skipped.length === 0 &&
-    (record.alsoGoverns?.length ?? 0) === 0 &&
-    !recordHasRules(record)
-  );
+  return record.files.length === 0 && !recordShowsText(record);
 }
 
 // Exported for tests: they read the records stored in details.
@@ -2069,18 +2061,17 @@ function planDelivery(ledger: Ledger, input: PlanInput): DeliveryPlan {
   const plan: DeliveryPlan = { record: emptyRecord(), files: [], skills: [] };
   // A copy: the gate applies its record before it formats the reminder.
   if (ledger.explained.size > 0) plan.explainedEarlier = new Set(ledger.explained);
-  const planned = new Set<string>();
   const offered = offeredPaths(input.views);
   for (const view of input.views) {
     if (!isUnknown(view, false)) planRetraction(ledger, plan, "file", view.scope, (path) => offered.has(path));
     if (!isUnknown(view, true))
       planRetraction(ledger, plan, "skill", view.scope, (path) => view.skills.some((skill) => skill.path === path));
     planSkips(ledger, view, plan);
-    if (view.file) planFile(ledger, input, plan, planned, { file: view.file, scope: view.scope });
+    if (view.file) planFile(ledger, input, plan, { file: view.file, scope: view.scope });
     const root = plan.record.files.at(-1);
     if (root?.path === view.file?.path && view.imports.length > 0) root!.imports = view.imports.map((i) => i.file.path);
     for (const { file, importedBy } of view.imports)
-      planFile(ledger, input, plan, planned, { file, scope: view.scope, importedBy });
+      planFile(ledger, input, plan, { file, scope: view.scope, importedBy });
     for (const skill of view.skills) planSkill(ledger, input, plan, skill, view.scope);
   }
   return plan;
@@ -2090,7 +2081,6 @@ function planFile(
   ledger: Ledger,
   input: PlanInput,
   plan: DeliveryPlan,
-  planned: Set<string>,
   entry: { file: InstructionFile; scope: string; importedBy?: string },
 ): void {
   const { file, scope, importedBy } = entry;
@@ -2098,19 +2088,29 @@ function planFile(
   const held = ledger.get("file", file.path);
   // One file linked into several folders: the model, holding its text, learns the other scopes.
   const sentWith = plan.record.files.find((record) => record.path === file.path)?.scope ?? held?.scope;
-  const alsoGoverns = () => {
-    if (importedBy === undefined && sentWith !== undefined) planAlsoGoverns(ledger, plan, file.path, sentWith, scope);
-  };
-  if (planned.has(file.path)) return alsoGoverns();
-  // A whole read is recorded even when the model already held the file: if a compaction later
-  // drops the earlier delivery but keeps this read, the ledger must still see the file.
   const via = file.realPath === input.shownWhole ? "read" : "reminder";
-  if (held?.version === file.version && via === "reminder") return alsoGoverns();
-  planned.add(file.path);
   const record: FileRecord = { path: file.path, scope, version: file.version, bytes: file.bytes, via };
   if (importedBy !== undefined) record.importedBy = importedBy;
-  plan.record.files.push(record);
-  if (via === "reminder") plan.files.push({ file, scope, supersedes: held !== undefined, importedBy });
+  // A whole read is recorded even when the model already held the file: if a compaction later
+  // drops the earlier delivery but keeps this read, the ledger must still see the file.
+  if (takes(ledger, plan, "file", record, via === "read")) {
+    if (via === "reminder") plan.files.push({ file, scope, supersedes: held !== undefined, importedBy });
+  } else if (importedBy === undefined && sentWith !== undefined)
+    planAlsoGoverns(ledger, plan, file.path, sentWith, scope);
+}
+
+/**
+ * Whether the plan takes this record into its own: the model lacks this version (or `always`, for
+ * a whole read of a file it holds) and the plan has no entry of that path yet (a file two rules import).
+ */
+function takes<K extends Kind>(ledger: Ledger, plan: DeliveryPlan, kind: K, record: HeldRecords[K], always = false) {
+  const held: Partial<RuleRecord> | undefined = ledger.get(kind, record.path);
+  if (!always && held?.version === record.version && held.as === (record as Partial<RuleRecord>).as) return false;
+  const taken: Array<HeldRecords[Kind]> =
+    kind === "file" ? plan.record.files : kind === "skill" ? plan.record.skills : (plan.record.rules ??= []);
+  if (taken.some((entry) => entry.path === record.path)) return false;
+  taken.push(record);
+  return true;
 }
 
 function planAlsoGoverns(ledger: Ledger, plan: DeliveryPlan, path: string, sentWith: string, scope: string): void {
@@ -2120,14 +2120,11 @@ function planAlsoGoverns(ledger: Ledger, plan: DeliveryPlan, path: string, sentW
 }
 
 function planSkill(ledger: Ledger, input: PlanInput, plan: DeliveryPlan, skill: Skill, scope: string): void {
-  if (ledger.get("skill", skill.path)?.version === skill.version) return;
-  if (plan.skills.some((s) => s.path === skill.path)) return;
   const startup = input.startupSkills?.get(skill.name);
-  const sameAsStartup =
-    startup !== undefined && input.cwdReal !== undefined && resolve(input.cwdReal, skill.path) === resolve(startup);
-  if (sameAsStartup) return;
-  plan.record.skills.push({ path: skill.path, name: skill.name, scope, version: skill.version });
-  plan.skills.push({ ...skill, scope, overridesStartup: startup !== undefined });
+  if (startup !== undefined && input.cwdReal !== undefined && resolve(input.cwdReal, skill.path) === resolve(startup))
+    return;
+  if (takes(ledger, plan, "skill", { path: skill.path, name: skill.name, scope, version: skill.version }))
+    plan.skills.push({ ...skill, scope, overridesStartup: startup !== undefined });
 }
 
 /** Every path the chain offers: instruction files and their imports, in any of its folders. */
@@ -2198,7 +2195,8 @@ function planSkips(ledger: Ledger, view: DirectoryView, plan: DeliveryPlan): voi
 function recordShowsText(r: LedgerRecord): boolean {
   const appended = r.files.some((file) => file.via === "reminder");
   const notices = r.retracted.length + r.retractedSkills.length + r.skipped.length + (r.alsoGoverns?.length ?? 0);
-  return appended || recordHasRules(r) || r.skills.length + notices > 0;
+  const rules = (r.rules?.length ?? 0) + (r.retractedRules?.length ?? 0);
+  return appended || r.skills.length + notices + rules > 0;
 }
 
 // Rules in the ledger and in planning.
@@ -2221,10 +2219,6 @@ interface RuleListing {
   description: string;
   path: string;
   scope: string;
-}
-
-function recordHasRules(record: LedgerRecord): boolean {
-  return (record.rules?.length ?? 0) + (record.retractedRules?.length ?? 0) > 0;
 }
 
 interface RulePlanInput {
@@ -2259,28 +2253,19 @@ function planRuleText(ledger: Ledger, plan: DeliveryPlan, input: RulePlanInput, 
     if (rejected.length > 0) planSkips(ledger, { ...emptyView(rule.dir), rejected }, plan);
   }
   for (const { file, importedBy } of entries) {
-    const held = ledger.get("rule", file.path);
-    if (held?.as === "text" && held.version === file.version) continue;
-    if (!claimRule(plan, file.path)) continue;
+    const supersedes = ledger.get("rule", file.path) !== undefined;
     const record: RuleRecord = { path: file.path, dir: rule.dir, version: file.version, as: "text", bytes: file.bytes };
     if (importedBy !== undefined) record.importedBy = importedBy;
-    (plan.record.rules ??= []).push(record);
-    const supersedes = held !== undefined;
+    if (!takes(ledger, plan, "rule", record)) continue;
     (plan.rules ??= []).push({ file, scope: rule.base, scopeText: shownRuleScope(rule.scope), supersedes, importedBy });
   }
 }
 
 function planRuleListing(ledger: Ledger, plan: DeliveryPlan, input: RulePlanInput, rule: Rule): void {
-  if (ledger.get("rule", rule.path)?.version === rule.listingVersion) return;
-  if (!claimRule(plan, rule.path)) return;
-  (plan.record.rules ??= []).push({ path: rule.path, dir: rule.dir, version: rule.listingVersion, as: "listing" });
+  if (!takes(ledger, plan, "rule", { path: rule.path, dir: rule.dir, version: rule.listingVersion, as: "listing" }))
+    return;
   const { name, description } = rule.meta;
   (plan.ruleListings ??= []).push({ name, description, path: rule.path, scope: rule.scope });
-}
-
-/** False when this plan already has the path (a file two rules import). */
-function claimRule(plan: DeliveryPlan, path: string): boolean {
-  return !plan.record.rules?.some((record) => record.path === path);
 }
 
 // The session projection: which records the model still sees after compaction and context edits.
