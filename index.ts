@@ -217,42 +217,27 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
     });
 
     const block = (ctx: ExtensionContext, gate: GateOutcome | undefined) => {
-      if (!gate) return undefined;
-      announce(ctx, gate.plan);
-      return { block: true as const, reason: gate.reason };
+      if (gate) announce(ctx, gate.plan);
+      return gate && { block: true as const, reason: gate.reason };
     };
-
     // Never block a tool by accident: a failed discovery only means nothing is appended.
     pi.on("tool_call", (event, ctx) =>
       guarded(
         ctx,
         "toolCall",
-        () => {
-          const env = { cwd: ctx.cwd, trusted: ctx.isProjectTrusted() };
-          const gate = engine.onToolCall(event, env);
-          return gate instanceof Promise ? gate.then((held) => block(ctx, held)) : block(ctx, gate);
-        },
+        () =>
+          then(engine.onToolCall(event, { cwd: ctx.cwd, trusted: ctx.isProjectTrusted() }), (held) => block(ctx, held)),
         nothing,
       ),
     );
 
     const patch = (ctx: ExtensionContext, outcome: ResultOutcome | undefined) => {
-      if (!outcome) return undefined;
-      announce(ctx, outcome.plan);
-      return outcome.patch;
+      if (outcome) announce(ctx, outcome.plan);
+      return outcome?.patch;
     };
-
     // Only a call that entered new folders or imports waits, for git; the plan-and-apply never follows an await.
     pi.on("tool_result", (event, ctx) =>
-      guarded(
-        ctx,
-        "toolResult",
-        () => {
-          const outcome = engine.onToolResult(event);
-          return outcome instanceof Promise ? outcome.then((done) => patch(ctx, done)) : patch(ctx, outcome);
-        },
-        nothing,
-      ),
+      guarded(ctx, "toolResult", () => then(engine.onToolResult(event), (done) => patch(ctx, done)), nothing),
     );
 
     // Per-call state ends with each result; what calls without a result (blocked, aborted) leave
@@ -288,6 +273,11 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
       },
     });
   };
+}
+
+/** `next` of a value that may still be on its way: synchronous when it is already there. */
+function then<T, R>(value: T | Promise<T>, next: (value: T) => R): R | Promise<R> {
+  return value instanceof Promise ? value.then(next) : next(value);
 }
 
 /** The text `/lazy-agents [why <path>]` shows. */
@@ -532,7 +522,6 @@ function shellNamesInstruction(commands: ShellCommand[], fileNames: readonly str
 const FILE_TOOLS: ReadonlySet<string> = new Set(["read", "edit", "write"]);
 
 interface GateOutcome {
-  block: true;
   reason: string;
   plan: DeliveryPlan;
 }
@@ -699,12 +688,12 @@ export class LazyAgents {
     if (!call) return undefined;
     if (call.writes !== undefined) this.calls.written.add(call.writes);
     call.gitAnswer = joinAnswers(...call.chains.map((located) => this.learnGitIgnores(discovery, located.links)));
-    if (!this.gate?.covers(event)) {
+    // The gate looks at outermost writes and edits: it views and plans before the tool runs, once git has answered.
+    const gate = this.gate;
+    if (!gate || event.parentToolCallId !== undefined || (event.toolName !== "write" && event.toolName !== "edit")) {
       this.calls.pending.set(event.toolCallId, call);
       return undefined;
     }
-    // The gate views and plans before the tool runs, once git has answered what the views ask.
-    const gate = this.gate;
     return this.settle([call], {}, call.gitAnswer, 0, (views, plan) => {
       this.inspection.record(views);
       const held = gate.hold(event.toolCallId, call.target, plan, views, this.ledger, this.options.budgetBytes);
@@ -938,10 +927,11 @@ export class LazyAgents {
       gatedScopes: this.gate?.scopes.size ?? 0,
       gateRetries: this.gate?.retries.size ?? 0,
       ...this.inspection.sizes(),
-      ledgerFiles: this.ledger.files.size,
-      ledgerScopes: this.ledger.pathsByScope.size,
+      ledgerFiles: this.ledger.all("file").length,
+      ledgerScopes: this.ledger.byScope.size,
       ledgerImports: this.ledger.importsByScope.size,
-      ledgerSkills: this.ledger.skills.size,
+      ledgerSkills: this.ledger.all("skill").length,
+      ledgerWithdrawn: this.ledger.withdrawn.size,
       ledgerSkipped: this.ledger.skipped.size,
       ledgerAlsoGoverns: this.ledger.alsoGoverns.size,
       ...this.discovery?.cacheSizes(),
@@ -1053,11 +1043,6 @@ class WriteGate {
   /** Targets held back once, whose next write or edit goes through (the retry the reason asks for). */
   readonly retries = new Set<string>();
 
-  /** The calls the gate looks at: outermost writes and edits. */
-  covers(event: ToolCallEvent): boolean {
-    return event.parentToolCallId === undefined && (event.toolName === "write" || event.toolName === "edit");
-  }
-
   /**
    * Holds the call back when the plan carries instructions (or a sibling's do); undefined lets it
    * run. A target held once goes through when it is tried again, as the reason promises, even when
@@ -1082,14 +1067,13 @@ class WriteGate {
     if (this.retries.size >= C.MAX_UNCONFIRMED_RESULTS) this.retries.delete(this.retries.values().next().value!);
     this.retries.add(target);
     for (const entry of plan.files) this.scopes.add(entry.scope);
-    const reason = `${text}\n${C.GATE_RETRY_TEXT}`;
-    return { block: true, reason, plan };
+    return { reason: `${text}\n${C.GATE_RETRY_TEXT}`, plan };
   }
 
   /** Holds a write into a scope gated in this turn: its instructions reach the model only after it. */
   private holdSibling(views: DirectoryView[]): GateOutcome | undefined {
     if (this.scopes.size === 0 || !views.some((view) => this.scopes.has(view.scope))) return undefined;
-    return { block: true, reason: C.GATE_SIBLING_TEXT, plan: { record: emptyRecord(), files: [], skills: [] } };
+    return { reason: C.GATE_SIBLING_TEXT, plan: { record: emptyRecord(), files: [], skills: [] } };
   }
 
   /** The gate's ledger record for the error result Pi persists for a held-back call. */
@@ -1801,10 +1785,6 @@ const SECTIONS = ["files", "skills", "rules", "ruleListings"] as const;
 
 type Section = (typeof SECTIONS)[number];
 
-function sectionOf(entry: unknown): Section | undefined {
-  return (SECTIONS as readonly unknown[]).includes(entry) ? (entry as Section) : undefined;
-}
-
 interface Skip {
   path: string;
   reason: C.Reason;
@@ -1823,94 +1803,86 @@ function emptyRecord(): LedgerRecord {
 }
 
 function isRecordEmpty(record: LedgerRecord): boolean {
-  return (
-    record.files.length === 0 &&
-    record.skills.length === 0 &&
-    record.retracted.length === 0 &&
-    record.retractedSkills.length === 0 &&
-    record.skipped.length === 0 &&
-    (record.alsoGoverns?.length ?? 0) === 0 &&
-    !recordHasRules(record)
-  );
+  return record.files.length === 0 && !recordShowsText(record);
 }
 
 // Exported for tests: they read the records stored in details.
 /**
  * The ledger record in a tool result's details. Session files outlive versions of this extension:
- * each entry is checked on its own, and one that does not fit is dropped alone.
+ * each entry is checked on its own against its kind's fields, and one that does not fit is dropped alone.
  */
 export function readRecord(details: unknown): LedgerRecord | undefined {
-  if (!isObject(details)) return undefined;
-  const record = details[C.DETAILS_KEY];
-  if (!isObject(record) || record.v !== C.LEDGER_VERSION) return undefined;
-  return {
-    v: C.LEDGER_VERSION,
-    files: entriesOf(record.files, fileRecordOf),
-    skills: entriesOf(record.skills, skillRecordOf),
-    retracted: entriesOf(record.retracted, scopedPathOf),
-    retractedSkills: entriesOf(record.retractedSkills, scopedPathOf),
-    skipped: entriesOf(record.skipped, skipOf),
-    ...(Array.isArray(record.alsoGoverns) ? { alsoGoverns: entriesOf(record.alsoGoverns, scopedPathOf) } : {}),
-    ...ruleFieldsOf(record),
-    ...(Array.isArray(record.explained) ? { explained: entriesOf(record.explained, sectionOf) } : {}),
-    ...(typeof record.reminder === "string" ? { reminder: record.reminder } : {}),
-  };
+  const stored = isObject(details) ? details[C.DETAILS_KEY] : undefined;
+  if (!isObject(stored) || stored.v !== C.LEDGER_VERSION) return undefined;
+  const record = { ...fieldsOf(stored, RECORD_FIELDS), v: C.LEDGER_VERSION } as unknown as LedgerRecord;
+  if (typeof stored.reminder === "string") record.reminder = stored.reminder;
+  return record;
+}
+
+/**
+ * A field's type: a typeof name, a list of strings, one of a set of values, or a list of entries of a
+ * spec. A name ending in `?` is optional; an optional list is kept only when stored, an optional
+ * flag only when true, so that records without them read back with the shape they were written in.
+ */
+type Field = "string" | "number" | "boolean" | "strings" | ReadonlySet<unknown> | { list: Spec | ReadonlySet<unknown> };
+
+type Spec = Readonly<Record<string, Field>>;
+
+const SCOPED_FIELDS: Spec = { path: "string", scope: "string" };
+
+const IMPORT_FIELDS: Spec = { version: "string", "importedBy?": "string", "truncated?": "boolean" };
+
+const RECORD_FIELDS: Spec = {
+  files: {
+    list: {
+      ...SCOPED_FIELDS,
+      ...IMPORT_FIELDS,
+      bytes: "number",
+      via: new Set(["reminder", "read"]),
+      "imports?": "strings",
+    },
+  },
+  skills: { list: { ...SCOPED_FIELDS, name: "string", version: "string" } },
+  retracted: { list: SCOPED_FIELDS },
+  retractedSkills: { list: SCOPED_FIELDS },
+  skipped: { list: { path: "string", reason: new Set(Object.keys(C.REASONS)), "inImport?": "boolean" } },
+  "alsoGoverns?": { list: SCOPED_FIELDS },
+  "rules?": {
+    list: { path: "string", dir: "string", ...IMPORT_FIELDS, as: new Set(["text", "listing"]), "bytes?": "number" },
+  },
+  "retractedRules?": { list: { path: "string", dir: "string" } },
+  "explained?": { list: new Set(SECTIONS) },
+};
+
+function fieldsOf(entry: Record<string, unknown>, spec: Spec): Record<string, unknown> | undefined {
+  const fields: Record<string, unknown> = {};
+  for (const [name, type] of Object.entries(spec)) {
+    const key = name.endsWith("?") ? name.slice(0, -1) : name;
+    const value = entry[key];
+    if (typeof type === "object" && "list" in type) {
+      if (Array.isArray(value)) fields[key] = value.flatMap((item) => entryOf(item, type.list) ?? []);
+      else if (key === name) fields[key] = [];
+    } else if (key === name || (value !== undefined && value !== false)) {
+      if (!fits(value, type)) return undefined;
+      fields[key] = value;
+    }
+  }
+  return fields;
+}
+
+function entryOf(entry: unknown, type: Spec | ReadonlySet<unknown>): unknown {
+  if (type instanceof Set) return type.has(entry) ? entry : undefined;
+  return isObject(entry) ? fieldsOf(entry, type as Spec) : undefined;
+}
+
+function fits(value: unknown, type: Exclude<Field, { list: unknown }>): boolean {
+  if (type instanceof Set) return type.has(value);
+  if (type === "strings") return Array.isArray(value) && value.every((item) => typeof item === "string");
+  return typeof value === type;
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-function areStrings(...values: unknown[]): boolean {
-  return values.every((value) => typeof value === "string");
-}
-
-function entriesOf<T>(value: unknown, read: (entry: unknown) => T | undefined): T[] {
-  if (!Array.isArray(value)) return [];
-  const entries: T[] = [];
-  for (const entry of value) {
-    const parsed = read(entry);
-    if (parsed !== undefined) entries.push(parsed);
-  }
-  return entries;
-}
-
-function fileRecordOf(entry: unknown): FileRecord | undefined {
-  if (!isObject(entry)) return undefined;
-  const { path, scope, version, bytes, via, importedBy, imports, truncated } = entry;
-  if (!areStrings(path, scope, version) || typeof bytes !== "number" || (via !== "reminder" && via !== "read"))
-    return undefined;
-  if (
-    (importedBy !== undefined && typeof importedBy !== "string") ||
-    (imports !== undefined && !(Array.isArray(imports) && areStrings(...imports))) ||
-    (truncated !== undefined && typeof truncated !== "boolean")
-  )
-    return undefined;
-  const record: FileRecord = { path: path as string, scope: scope as string, version: version as string, bytes, via };
-  if (importedBy !== undefined) record.importedBy = importedBy;
-  if (imports !== undefined) record.imports = imports as string[];
-  if (truncated) record.truncated = true;
-  return record;
-}
-
-function skillRecordOf(entry: unknown): SkillRecord | undefined {
-  if (!isObject(entry) || !areStrings(entry.path, entry.name, entry.scope, entry.version)) return undefined;
-  const { path, name, scope, version } = entry as unknown as SkillRecord;
-  return { path, name, scope, version };
-}
-
-function scopedPathOf(entry: unknown): { path: string; scope: string } | undefined {
-  if (!isObject(entry) || !areStrings(entry.path, entry.scope)) return undefined;
-  return { path: entry.path as string, scope: entry.scope as string };
-}
-
-function skipOf(entry: unknown): Skip | undefined {
-  if (!isObject(entry) || typeof entry.path !== "string" || typeof entry.reason !== "string") return undefined;
-  if (!Object.hasOwn(C.REASONS, entry.reason) || (entry.inImport !== undefined && typeof entry.inImport !== "boolean"))
-    return undefined;
-  const skip: Skip = { path: entry.path, reason: entry.reason as C.Reason };
-  if (entry.inImport) skip.inImport = true;
-  return skip;
 }
 
 /** The set a map holds under a key, made when it holds none yet. */
@@ -1920,76 +1892,105 @@ function setIn<K, V>(map: Map<K, Set<V>>, key: K): Set<V> {
   return set;
 }
 
+/** What the model can hold: an instruction file or an import of one, a skill, a rule or a rule's import. */
+type Kind = "file" | "skill" | "rule";
+
+interface HeldRecords {
+  file: FileRecord;
+  skill: SkillRecord;
+  rule: RuleRecord;
+}
+
+/** One thing the model holds, for its scope (a rule's scope is its rule folder). */
+interface Held {
+  kind: Kind;
+  scope: string;
+  record: HeldRecords[Kind];
+}
+
+function keyOf(kind: Kind, path: string): string {
+  return `${kind}\0${path}`;
+}
+
 class Ledger {
-  /** Instruction files the model holds: path → what it holds. */
-  readonly files = new Map<string, FileRecord>();
-  /** Paths delivered for each scope: its instruction file and that file's imports. */
-  readonly pathsByScope = new Map<string, Set<string>>();
+  /** What the model holds, by kind and path (`keyOf`). */
+  readonly held = new Map<string, Held>();
+  /** Keys held for each scope: what a view of that scope may withdraw. */
+  readonly byScope = new Map<string, Set<string>>();
+  /** Keys whose withdrawal notice the model holds. */
+  readonly withdrawn = new Set<string>();
   /** What the instruction file the model holds for each scope imports: an import stays while one still does. */
   readonly importsByScope = new Map<string, Set<string>>();
-  readonly skills = new Map<string, SkillRecord>();
-  readonly skillsByScope = new Map<string, Set<string>>();
   /** Skip notices the model holds, by skipKey → reason. */
   readonly skipped = new Map<string, C.Reason>();
-  /** Paths whose withdrawal notice the model holds. */
-  readonly retracted = new Set<string>();
   /** Further scopes the model was told a held file governs: path → scopes. */
   readonly alsoGoverns = new Map<string, Set<string>>();
-  /** Rules the model holds: path → record; and the paths held per rule folder. */
-  readonly rules = new Map<string, RuleRecord>();
-  readonly ruleDirs = new Map<string, Set<string>>();
-  readonly retractedRules = new Set<string>();
   /** Sections whose full explanation the model can still see. */
   readonly explained = new Set<Section>();
 
+  get<K extends Kind>(kind: K, path: string): HeldRecords[K] | undefined {
+    return this.held.get(keyOf(kind, path))?.record as HeldRecords[K] | undefined;
+  }
+
+  all<K extends Kind>(kind: K): Array<HeldRecords[K]> {
+    return [...this.held.values()].filter((held) => held.kind === kind).map((held) => held.record as HeldRecords[K]);
+  }
+
+  wasWithdrawn(kind: Kind, path: string): boolean {
+    return this.withdrawn.has(keyOf(kind, path));
+  }
+
+  withdrawnPaths(kind: Kind): string[] {
+    const prefix = keyOf(kind, "");
+    return [...this.withdrawn].filter((key) => key.startsWith(prefix)).map((key) => key.slice(prefix.length));
+  }
+
   clear(): void {
-    this.retracted.clear();
-    this.alsoGoverns.clear();
-    this.files.clear();
-    this.pathsByScope.clear();
-    this.importsByScope.clear();
-    this.skills.clear();
-    this.skillsByScope.clear();
-    this.skipped.clear();
-    this.rules.clear();
-    this.ruleDirs.clear();
-    this.retractedRules.clear();
+    for (const map of [this.held, this.byScope, this.withdrawn, this.importsByScope, this.skipped, this.alsoGoverns])
+      map.clear();
     this.explained.clear();
   }
 
+  /** Withdrawals first: a record that withdraws and sends one path ends holding it. */
   apply(record: LedgerRecord): void {
-    for (const { path, scope } of record.retracted) {
-      if (this.files.get(path)?.importedBy === undefined) this.importsByScope.delete(scope);
-      else this.importsByScope.get(scope)?.delete(path);
-      this.files.delete(path);
-      this.pathsByScope.get(scope)?.delete(path);
-      this.retracted.add(path);
-      this.alsoGoverns.delete(path);
-    }
-    for (const { path, scope } of record.retractedSkills) {
-      this.skills.delete(path);
-      this.skillsByScope.get(scope)?.delete(path);
-    }
-    for (const file of record.files) {
-      const earlier = this.files.get(file.path);
-      if (earlier && earlier.scope !== file.scope) this.pathsByScope.get(earlier.scope)?.delete(file.path);
-      if (earlier?.version !== file.version) this.alsoGoverns.delete(file.path);
-      this.files.set(file.path, file);
-      this.retracted.delete(file.path);
-      setIn(this.pathsByScope, file.scope).add(file.path);
-      this.skipped.delete(file.path);
-      if (file.importedBy !== undefined) this.importsByScope.get(file.scope)?.add(file.path);
-      else if (file.imports) this.importsByScope.set(file.scope, new Set(file.imports));
-      else this.importsByScope.delete(file.scope);
-    }
-    for (const skill of record.skills) {
-      this.skills.set(skill.path, skill);
-      setIn(this.skillsByScope, skill.scope).add(skill.path);
-    }
+    for (const { path, scope } of record.retracted) this.withdraw("file", scope, path);
+    for (const { path, scope } of record.retractedSkills) this.withdraw("skill", scope, path);
+    for (const { path, dir } of record.retractedRules ?? []) this.withdraw("rule", dir, path);
+    for (const file of record.files) this.hold("file", file.scope, file);
+    for (const skill of record.skills) this.hold("skill", skill.scope, skill);
+    for (const rule of record.rules ?? []) this.hold("rule", rule.dir, rule);
     for (const skip of record.skipped) this.skipped.set(skipKey(skip), skip.reason);
     for (const { path, scope } of record.alsoGoverns ?? []) setIn(this.alsoGoverns, path).add(scope);
-    if (recordHasRules(record)) applyRuleRecords(this, record);
     for (const section of record.explained ?? []) this.explained.add(section);
+  }
+
+  private withdraw(kind: Kind, scope: string, path: string): void {
+    const key = keyOf(kind, path);
+    if (kind === "file") {
+      if (this.get("file", path)?.importedBy === undefined) this.importsByScope.delete(scope);
+      else this.importsByScope.get(scope)?.delete(path);
+      this.alsoGoverns.delete(path);
+    }
+    this.held.delete(key);
+    this.byScope.get(scope)?.delete(key);
+    this.withdrawn.add(key);
+  }
+
+  private hold(kind: Kind, scope: string, record: HeldRecords[Kind]): void {
+    const { path } = record;
+    const key = keyOf(kind, path);
+    const earlier = this.held.get(key);
+    if (earlier && earlier.scope !== scope) this.byScope.get(earlier.scope)?.delete(key);
+    this.held.set(key, { kind, scope, record });
+    setIn(this.byScope, scope).add(key);
+    this.withdrawn.delete(key);
+    if (kind !== "file") return;
+    const file = record as FileRecord;
+    if (earlier?.record.version !== file.version) this.alsoGoverns.delete(path);
+    this.skipped.delete(path);
+    if (file.importedBy !== undefined) this.importsByScope.get(scope)?.add(path);
+    else if (file.imports) this.importsByScope.set(scope, new Set(file.imports));
+    else this.importsByScope.delete(scope);
   }
 
   /** Whether the file the model holds for a scope other than `scope` imports this path. */
@@ -2061,16 +2062,17 @@ function planDelivery(ledger: Ledger, input: PlanInput): DeliveryPlan {
   const plan: DeliveryPlan = { record: emptyRecord(), files: [], skills: [] };
   // A copy: the gate applies its record before it formats the reminder.
   if (ledger.explained.size > 0) plan.explainedEarlier = new Set(ledger.explained);
-  const planned = new Set<string>();
   const offered = offeredPaths(input.views);
   for (const view of input.views) {
-    planRetraction(ledger, view, offered, plan);
+    if (!isUnknown(view, false)) planRetraction(ledger, plan, "file", view.scope, (path) => offered.has(path));
+    if (!isUnknown(view, true))
+      planRetraction(ledger, plan, "skill", view.scope, (path) => view.skills.some((skill) => skill.path === path));
     planSkips(ledger, view, plan);
-    if (view.file) planFile(ledger, input, plan, planned, { file: view.file, scope: view.scope });
+    if (view.file) planFile(ledger, input, plan, { file: view.file, scope: view.scope });
     const root = plan.record.files.at(-1);
     if (root?.path === view.file?.path && view.imports.length > 0) root!.imports = view.imports.map((i) => i.file.path);
     for (const { file, importedBy } of view.imports)
-      planFile(ledger, input, plan, planned, { file, scope: view.scope, importedBy });
+      planFile(ledger, input, plan, { file, scope: view.scope, importedBy });
     for (const skill of view.skills) planSkill(ledger, input, plan, skill, view.scope);
   }
   return plan;
@@ -2080,27 +2082,36 @@ function planFile(
   ledger: Ledger,
   input: PlanInput,
   plan: DeliveryPlan,
-  planned: Set<string>,
   entry: { file: InstructionFile; scope: string; importedBy?: string },
 ): void {
   const { file, scope, importedBy } = entry;
   if (file.realPath === input.shownInPart || input.leaveAlone?.has(file.realPath)) return;
-  const held = ledger.files.get(file.path);
+  const held = ledger.get("file", file.path);
   // One file linked into several folders: the model, holding its text, learns the other scopes.
   const sentWith = plan.record.files.find((record) => record.path === file.path)?.scope ?? held?.scope;
-  const alsoGoverns = () => {
-    if (importedBy === undefined && sentWith !== undefined) planAlsoGoverns(ledger, plan, file.path, sentWith, scope);
-  };
-  if (planned.has(file.path)) return alsoGoverns();
-  // A whole read is recorded even when the model already held the file: if a compaction later
-  // drops the earlier delivery but keeps this read, the ledger must still see the file.
   const via = file.realPath === input.shownWhole ? "read" : "reminder";
-  if (held?.version === file.version && via === "reminder") return alsoGoverns();
-  planned.add(file.path);
   const record: FileRecord = { path: file.path, scope, version: file.version, bytes: file.bytes, via };
   if (importedBy !== undefined) record.importedBy = importedBy;
-  plan.record.files.push(record);
-  if (via === "reminder") plan.files.push({ file, scope, supersedes: held !== undefined, importedBy });
+  // A whole read is recorded even when the model already held the file: if a compaction later
+  // drops the earlier delivery but keeps this read, the ledger must still see the file.
+  if (takes(ledger, plan, "file", record, via === "read")) {
+    if (via === "reminder") plan.files.push({ file, scope, supersedes: held !== undefined, importedBy });
+  } else if (importedBy === undefined && sentWith !== undefined)
+    planAlsoGoverns(ledger, plan, file.path, sentWith, scope);
+}
+
+/**
+ * Whether the plan takes this record into its own: the model lacks this version (or `always`, for
+ * a whole read of a file it holds) and the plan has no entry of that path yet (a file two rules import).
+ */
+function takes<K extends Kind>(ledger: Ledger, plan: DeliveryPlan, kind: K, record: HeldRecords[K], always = false) {
+  const held: Partial<RuleRecord> | undefined = ledger.get(kind, record.path);
+  if (!always && held?.version === record.version && held.as === (record as Partial<RuleRecord>).as) return false;
+  const taken: Array<HeldRecords[Kind]> =
+    kind === "file" ? plan.record.files : kind === "skill" ? plan.record.skills : (plan.record.rules ??= []);
+  if (taken.some((entry) => entry.path === record.path)) return false;
+  taken.push(record);
+  return true;
 }
 
 function planAlsoGoverns(ledger: Ledger, plan: DeliveryPlan, path: string, sentWith: string, scope: string): void {
@@ -2110,14 +2121,11 @@ function planAlsoGoverns(ledger: Ledger, plan: DeliveryPlan, path: string, sentW
 }
 
 function planSkill(ledger: Ledger, input: PlanInput, plan: DeliveryPlan, skill: Skill, scope: string): void {
-  if (ledger.skills.get(skill.path)?.version === skill.version) return;
-  if (plan.skills.some((s) => s.path === skill.path)) return;
   const startup = input.startupSkills?.get(skill.name);
-  const sameAsStartup =
-    startup !== undefined && input.cwdReal !== undefined && resolve(input.cwdReal, skill.path) === resolve(startup);
-  if (sameAsStartup) return;
-  plan.record.skills.push({ path: skill.path, name: skill.name, scope, version: skill.version });
-  plan.skills.push({ ...skill, scope, overridesStartup: startup !== undefined });
+  if (startup !== undefined && input.cwdReal !== undefined && resolve(input.cwdReal, skill.path) === resolve(startup))
+    return;
+  if (takes(ledger, plan, "skill", { path: skill.path, name: skill.name, scope, version: skill.version }))
+    plan.skills.push({ ...skill, scope, overridesStartup: startup !== undefined });
 }
 
 /** Every path the chain offers: instruction files and their imports, in any of its folders. */
@@ -2137,30 +2145,33 @@ function isUnknown(view: DirectoryView, skills: boolean): boolean {
   );
 }
 
-/** What the model holds for this scope and the folder no longer offers is withdrawn. */
-function planRetraction(ledger: Ledger, view: DirectoryView, offered: Set<string>, plan: DeliveryPlan): void {
-  if (!isUnknown(view, false)) planFileRetraction(ledger, view, offered, plan);
-  if (!isUnknown(view, true)) planSkillRetraction(ledger, view, plan);
-}
-
-/** Files are withdrawn unless the chain still offers them, or another file the model holds still imports them. */
-function planFileRetraction(ledger: Ledger, view: DirectoryView, offered: Set<string>, plan: DeliveryPlan): void {
-  for (const path of ledger.pathsByScope.get(view.scope) ?? []) {
-    const held = ledger.files.get(path);
-    if (offered.has(path) || held?.scope !== view.scope) continue;
-    if (held.importedBy !== undefined && ledger.importedElsewhere(path, view.scope)) continue;
-    plan.record.retracted.push({ path, scope: view.scope });
-  }
-}
-
-function planSkillRetraction(ledger: Ledger, view: DirectoryView, plan: DeliveryPlan): void {
-  const held = ledger.skillsByScope.get(view.scope);
-  if (!held || held.size === 0) return;
-  const present = new Set(view.skills.map((skill) => skill.path));
-  for (const path of held) {
-    if (!present.has(path) && ledger.skills.get(path)?.scope === view.scope) {
-      plan.record.retractedSkills.push({ path, scope: view.scope });
-    }
+/**
+ * What the model holds of a kind for a scope (a rule's: its rule folder) that the scope no longer
+ * offers is withdrawn. An import stays while another file the model holds still imports it; a
+ * rule's imports go with their rule.
+ */
+function planRetraction(
+  ledger: Ledger,
+  plan: DeliveryPlan,
+  kind: Kind,
+  scope: string,
+  offers: (path: string) => boolean,
+) {
+  const keys = ledger.byScope.get(scope);
+  for (const key of keys ?? []) {
+    const held = ledger.held.get(key);
+    if (held?.kind !== kind || held.scope !== scope || offers(held.record.path)) continue;
+    const { path } = held.record;
+    const importedBy = kind === "skill" ? undefined : (held.record as FileRecord | RuleRecord).importedBy;
+    if (importedBy !== undefined && (kind === "rule" || ledger.importedElsewhere(path, scope))) continue;
+    if (kind === "file") plan.record.retracted.push({ path, scope });
+    else if (kind === "skill") plan.record.retractedSkills.push({ path, scope });
+    else
+      for (const other of keys!) {
+        const rule = ledger.held.get(other);
+        if (rule?.kind === "rule" && (other === key || (rule.record as RuleRecord).importedBy === path))
+          (plan.record.retractedRules ??= []).push({ path: rule.record.path, dir: scope });
+      }
   }
 }
 
@@ -2169,7 +2180,7 @@ function planSkips(ledger: Ledger, view: DirectoryView, plan: DeliveryPlan): voi
   for (const rejection of view.rejected) {
     if (rejection.kind !== "instruction" && rejection.kind !== "import" && rejection.kind !== "cap") continue;
     // A file the model holds stays as it is while it cannot be read: nothing to tell.
-    if (rejection.reason === "unreadable" && ledger.files.has(rejection.path)) continue;
+    if (rejection.reason === "unreadable" && ledger.get("file", rejection.path) !== undefined) continue;
     const skip: Skip =
       rejection.kind === "import"
         ? { path: rejection.path, reason: rejection.reason, inImport: true }
@@ -2185,7 +2196,8 @@ function planSkips(ledger: Ledger, view: DirectoryView, plan: DeliveryPlan): voi
 function recordShowsText(r: LedgerRecord): boolean {
   const appended = r.files.some((file) => file.via === "reminder");
   const notices = r.retracted.length + r.retractedSkills.length + r.skipped.length + (r.alsoGoverns?.length ?? 0);
-  return appended || recordHasRules(r) || r.skills.length + notices > 0;
+  const rules = (r.rules?.length ?? 0) + (r.retractedRules?.length ?? 0);
+  return appended || r.skills.length + notices + rules > 0;
 }
 
 // Rules in the ledger and in planning.
@@ -2210,40 +2222,6 @@ interface RuleListing {
   scope: string;
 }
 
-function recordHasRules(record: LedgerRecord): boolean {
-  return (record.rules?.length ?? 0) + (record.retractedRules?.length ?? 0) > 0;
-}
-
-function isRuleEntry(value: unknown): value is { path: string; dir: string; version?: string } {
-  const entry = value as Partial<RuleRecord> | null;
-  return typeof entry === "object" && entry !== null && typeof entry.path === "string" && typeof entry.dir === "string";
-}
-
-/** The rule fields of a stored record, only when present: records without rules keep their shape. */
-function ruleFieldsOf(record: Partial<LedgerRecord>): Pick<LedgerRecord, "rules" | "retractedRules"> {
-  const fields: Pick<LedgerRecord, "rules" | "retractedRules"> = {};
-  if (Array.isArray(record.rules)) {
-    fields.rules = record.rules.filter((r): r is RuleRecord => isRuleEntry(r) && typeof r.version === "string");
-  }
-  if (Array.isArray(record.retractedRules)) fields.retractedRules = record.retractedRules.filter(isRuleEntry);
-  return fields;
-}
-
-function applyRuleRecords(ledger: Ledger, record: LedgerRecord): void {
-  for (const { path, dir } of record.retractedRules ?? []) {
-    ledger.rules.delete(path);
-    ledger.ruleDirs.get(dir)?.delete(path);
-    ledger.retractedRules.add(path);
-  }
-  for (const rule of record.rules ?? []) {
-    const earlier = ledger.rules.get(rule.path);
-    if (earlier && earlier.dir !== rule.dir) ledger.ruleDirs.get(earlier.dir)?.delete(rule.path);
-    ledger.rules.set(rule.path, rule);
-    setIn(ledger.ruleDirs, rule.dir).add(rule.path);
-    ledger.retractedRules.delete(rule.path);
-  }
-}
-
 interface RulePlanInput {
   book: RuleBook;
   views: DirectoryView[];
@@ -2255,7 +2233,9 @@ interface RulePlanInput {
 function planRules(ledger: Ledger, plan: DeliveryPlan, input: RulePlanInput): void {
   const folders = input.book.foldersFor(input.views, input.options.ruleSources);
   for (const folder of folders) {
-    planRuleRetractions(ledger, plan, folder);
+    folder.offered ??= new Set(folder.rules.filter((rule) => rule.meta.kind !== "manual").map((rule) => rule.path));
+    const offered = folder.offered;
+    planRetraction(ledger, plan, "rule", folder.place.display, (path) => offered.has(path));
     if (folder.rejected.length > 0)
       planSkips(ledger, { ...emptyView(folder.place.display), rejected: folder.rejected }, plan);
   }
@@ -2274,42 +2254,19 @@ function planRuleText(ledger: Ledger, plan: DeliveryPlan, input: RulePlanInput, 
     if (rejected.length > 0) planSkips(ledger, { ...emptyView(rule.dir), rejected }, plan);
   }
   for (const { file, importedBy } of entries) {
-    const held = ledger.rules.get(file.path);
-    if (held?.as === "text" && held.version === file.version) continue;
-    if (!claimRule(plan, file.path)) continue;
+    const supersedes = ledger.get("rule", file.path) !== undefined;
     const record: RuleRecord = { path: file.path, dir: rule.dir, version: file.version, as: "text", bytes: file.bytes };
     if (importedBy !== undefined) record.importedBy = importedBy;
-    (plan.record.rules ??= []).push(record);
-    const supersedes = held !== undefined;
+    if (!takes(ledger, plan, "rule", record)) continue;
     (plan.rules ??= []).push({ file, scope: rule.base, scopeText: shownRuleScope(rule.scope), supersedes, importedBy });
   }
 }
 
 function planRuleListing(ledger: Ledger, plan: DeliveryPlan, input: RulePlanInput, rule: Rule): void {
-  if (ledger.rules.get(rule.path)?.version === rule.listingVersion) return;
-  if (!claimRule(plan, rule.path)) return;
-  (plan.record.rules ??= []).push({ path: rule.path, dir: rule.dir, version: rule.listingVersion, as: "listing" });
+  if (!takes(ledger, plan, "rule", { path: rule.path, dir: rule.dir, version: rule.listingVersion, as: "listing" }))
+    return;
   const { name, description } = rule.meta;
   (plan.ruleListings ??= []).push({ name, description, path: rule.path, scope: rule.scope });
-}
-
-/** False when this plan already has the path (a file two rules import). */
-function claimRule(plan: DeliveryPlan, path: string): boolean {
-  return !plan.record.rules?.some((record) => record.path === path);
-}
-
-/** A rule the model holds whose file is gone, refused or now manual is withdrawn, with its imports. */
-function planRuleRetractions(ledger: Ledger, plan: DeliveryPlan, folder: RuleFolder): void {
-  const held = ledger.ruleDirs.get(folder.place.display);
-  if (!held || held.size === 0) return;
-  folder.offered ??= new Set(folder.rules.filter((rule) => rule.meta.kind !== "manual").map((rule) => rule.path));
-  for (const path of held) {
-    if (folder.offered.has(path)) continue;
-    const record = ledger.rules.get(path);
-    if (!record || record.importedBy !== undefined) continue;
-    const gone = [...held].filter((other) => other === path || ledger.rules.get(other)?.importedBy === path);
-    for (const withdrawn of gone) (plan.record.retractedRules ??= []).push({ path: withdrawn, dir: record.dir });
-  }
 }
 
 // The session projection: which records the model still sees after compaction and context edits.
@@ -4977,8 +4934,8 @@ function seenFile(file: InstructionFile, scope: string): SeenFile {
 }
 
 function fileState(ledger: Ledger, file: SeenFile): string {
-  const held = ledger.files.get(file.path);
-  if (!held) return ledger.retracted.has(file.path) ? C.REPORT_STATES.retracted : C.REPORT_STATES.pending;
+  const held = ledger.get("file", file.path);
+  if (!held) return ledger.wasWithdrawn("file", file.path) ? C.REPORT_STATES.retracted : C.REPORT_STATES.pending;
   if (held.version !== file.version) return C.REPORT_STATES.changed;
   if (held.truncated) return C.REPORT_STATES.truncated;
   return held.via === "read" ? C.REPORT_STATES.readByModel : C.REPORT_STATES.delivered;
@@ -4995,7 +4952,8 @@ function formatBytes(bytes: number): string {
 function reportedFiles(engine: LazyAgents): SeenFile[] {
   const seen = engine.inspection.files();
   const seenPaths = new Set(seen.map((file) => file.path));
-  const held = [...engine.ledger.files.values()]
+  const held = engine.ledger
+    .all("file")
     .filter((file) => !seenPaths.has(file.path))
     .map(({ path, scope, bytes, version, importedBy }) => ({ path, scope, bytes, version, importedBy }));
   return [...seen, ...held];
@@ -5005,7 +4963,7 @@ function reportedFiles(engine: LazyAgents): SeenFile[] {
 function reportedSkills(engine: LazyAgents): Array<Pick<Skill, "name" | "path" | "version"> & { scope: string }> {
   const seen = engine.inspection.skills();
   const seenPaths = new Set(seen.map((skill) => skill.path));
-  return [...seen, ...[...engine.ledger.skills.values()].filter((skill) => !seenPaths.has(skill.path))];
+  return [...seen, ...engine.ledger.all("skill").filter((skill) => !seenPaths.has(skill.path))];
 }
 
 /** Rows as columns: each cell padded to its column's widest, two spaces apart, indented by two. */
@@ -5027,7 +4985,7 @@ function formatInspection(engine: LazyAgents, verbose = false): string {
   const { ledger, inspection } = engine;
   const files = reportedFiles(engine);
   const seenPaths = new Set(files.map((file) => file.path));
-  const retractedOnly = [...ledger.retracted].filter((path) => !seenPaths.has(path));
+  const retractedOnly = ledger.withdrawnPaths("file").filter((path) => !seenPaths.has(path));
   const skills = reportedSkills(engine);
   const rules = reportedRules(engine);
   const notUsed: Array<Pick<Rejection, "path" | "reason" | "counts">> = [
@@ -5058,7 +5016,7 @@ function formatInspection(engine: LazyAgents, verbose = false): string {
     skill.name,
     `scope ${scopeGlob(skill.scope)}`,
     skill.path,
-    ledger.skills.get(skill.path)?.version === skill.version ? C.REPORT_STATES.listed : C.REPORT_STATES.pending,
+    ledger.get("skill", skill.path)?.version === skill.version ? C.REPORT_STATES.listed : C.REPORT_STATES.pending,
     ...version(skill.version),
   ]);
   lines.push(...reportSection(C.REPORT_TEXT.skillsHeading, skillRows));
@@ -5143,8 +5101,8 @@ function commandCompletions(engine: LazyAgents, prefix: string): Array<{ value: 
 
 /** What the model holds, counted one way for the status line, the notification and the report. */
 function heldCounts(ledger: Ledger): C.Counts {
-  const rules = [...ledger.rules.values()].filter((rule) => rule.as === "text").length;
-  return { files: ledger.files.size, rules, skills: ledger.skills.size };
+  const rules = ledger.all("rule").filter((rule) => rule.as === "text").length;
+  return { files: ledger.all("file").length, rules, skills: ledger.all("skill").length };
 }
 
 function statusText(ledger: Ledger): string | undefined {
@@ -5181,10 +5139,10 @@ function ruleSourcesOf(value: unknown): Set<C.RuleSource> | undefined {
 
 function ruleState(ledger: Ledger, rule: Rule): string {
   if (rule.meta.kind === "manual") return C.REPORT_STATES.manual;
-  const held = ledger.rules.get(rule.path);
+  const held = ledger.get("rule", rule.path);
   if (rule.meta.kind === "described")
     return held?.version === rule.listingVersion ? C.REPORT_STATES.listed : C.REPORT_STATES.pending;
-  if (!held) return ledger.retractedRules.has(rule.path) ? C.REPORT_STATES.retracted : C.REPORT_STATES.pending;
+  if (!held) return ledger.wasWithdrawn("rule", rule.path) ? C.REPORT_STATES.retracted : C.REPORT_STATES.pending;
   if (held.version !== rule.loaded.version) return C.REPORT_STATES.changed;
   return held.truncated ? C.REPORT_STATES.truncated : C.REPORT_STATES.delivered;
 }
@@ -5204,7 +5162,7 @@ function reportedRules(engine: LazyAgents): { rows: string[][]; rejected: Reject
   const rules = folders.flatMap((folder) => folder.rules);
   const rows = rules.map((rule) => ruleRow(engine.ledger, rule));
   const listed = new Set(rules.map((rule) => rule.path));
-  for (const path of engine.ledger.retractedRules)
+  for (const path of engine.ledger.withdrawnPaths("rule"))
     if (!listed.has(path)) rows.push([path, "", "", "", C.REPORT_STATES.retracted]);
   return { rows, rejected: folders.flatMap((folder) => folder.rejected) };
 }

@@ -190,7 +190,7 @@ test("200 parallel tool calls over 20 scopes in one turn deliver every version e
         assert.equal(recorded.length, SCOPES, "one ledger entry per scope");
         assert.equal(new Set(recorded.map((f) => f.path)).size, SCOPES);
         assertNoPerCallState(engine());
-        assert.equal(engine().ledger.files.size, SCOPES);
+        assert.equal(engine().ledger.all("file").length, SCOPES);
       } finally {
         h.dispose();
       }
@@ -224,7 +224,11 @@ for (const order of ["before", "after"] as const) {
           assert.equal(countOccurrences(text, rules(3)), 1);
           for (const result of first.filter((r) => r.isError)) assert.equal(reminderOf(result.content), undefined);
           assertNoPerCallState(engine());
-          assert.equal(engine().ledger.files.has("pkg/s00/AGENTS.md"), false, "not counted as delivered");
+          assert.equal(
+            engine().ledger.get("file", "pkg/s00/AGENTS.md") !== undefined,
+            false,
+            "not counted as delivered",
+          );
           // A second turn into the blocked scope: blocked again, still nothing activated or left over.
           await h.session.prompt("again");
           const second = persistedToolResults(h.sessionManager).slice(first.length);
