@@ -1,7 +1,6 @@
 // Fixtures that several test files share: small trees, the session reads they script, and the extension
 // built with a test seam.
 
-import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { ExtensionFactory } from "@earendil-works/pi-coding-agent";
@@ -64,16 +63,6 @@ export const PNG = Buffer.from(
   "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==",
   "base64",
 );
-
-/** Where users work: every real-session test of imports, rules, skills or ignores runs in both. */
-export const REPOSITORY_KINDS = ["plain folder", "git repository"] as const;
-
-export type RepositoryKind = (typeof REPOSITORY_KINDS)[number];
-
-/** Makes cwd the kind of folder a test runs in. */
-export function makeRepository(cwd: string, kind: RepositoryKind): void {
-  if (kind === "git repository") execFileSync("git", ["init", "-q"], { cwd });
-}
 
 /** A repository beside cwd with one commit (`src/AGENTS.md` says LIB-RULES), to add as a submodule. */
 export function makeLibrary(tree: Tree): string {

@@ -270,23 +270,20 @@ for (const seed of [1, 2, 3]) {
     const { spec, folders, next } = seededTree(seed);
     const script = seededScript(folders, next);
     const appended: string[][] = [];
-    for (const git of [false, true]) {
-      await withTree(spec, async (tree) => {
-        if (git) gitInit(tree.cwd);
-        const h = await loadRunner(tree);
-        const texts: string[] = [];
-        for (const [tool, input] of script) {
-          const result = await h.call(tool, input);
-          texts.push(
-            `${tool} ${JSON.stringify(input)}\n${result.content
-              .slice(result.original.length)
-              .map((b) => b.text)
-              .join("\n")}`,
-          );
-        }
-        appended.push(texts);
-      });
-    }
+    await twoTrees(spec, async (tree) => {
+      const h = await loadRunner(tree);
+      const texts: string[] = [];
+      for (const [tool, input] of script) {
+        const result = await h.call(tool, input);
+        texts.push(
+          `${tool} ${JSON.stringify(input)}\n${result.content
+            .slice(result.original.length)
+            .map((b) => b.text)
+            .join("\n")}`,
+        );
+      }
+      appended.push(texts);
+    });
     assert.ok(
       appended[0]!.some((text) => text.includes("HOP")),
       "the script reaches imports",
