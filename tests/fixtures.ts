@@ -35,6 +35,29 @@ export const files = {
   "other/b.ts": "b\n",
 };
 
+/** Folders that decide between one listing of a folder and probing it name by name. */
+export const probedFolders = {
+  small: { "a/AGENTS.md": "A-RULES\n", "a/x.ts": "x\n" },
+  large: {
+    "a/AGENTS.md": "A-RULES\n",
+    "a/x.ts": "x\n",
+    ...Object.fromEntries(Array.from({ length: 400 }, (_, index) => [`a/generated-source-file-${index}.ts`, "y\n"])),
+  },
+  caseOnly: { "a/agents.md": "lower\n", "a/x.ts": "x\n" },
+};
+
+const skill = (name: string, description: string) => `---\nname: ${name}\ndescription: ${description}\n---\nBODY\n`;
+
+/** A folder with an import and two skills folders, one of them grouped, to change between calls. */
+export const skillFolders = {
+  "pkg/AGENTS.md": "Rules: @rules",
+  "pkg/rules/a.md": "RULE-A",
+  "pkg/.agents/skills/group/deploy/SKILL.md": skill("deploy", "Deploy it"),
+  "pkg/.agents/skills/lint/SKILL.md": skill("lint", "Lint it"),
+  "pkg/a.ts": "a",
+  "pkg/b.ts": "b",
+};
+
 export const readA = toolTurn(["read", { path: "pkg/a.ts" }]);
 
 /** Every reminder text in the current session file, oldest first. */
