@@ -1,7 +1,12 @@
 // Constants and defaults of pi-lazy-agents. The rule of this file: every tunable constant and every
 // fixed sentence the model or the user reads (the reminder's preamble and headers, notices, reasons,
 // warnings, the gate's texts, the report's words) lives here, so reviewing wording means reading this
-// file. Settings may override the defaults marked "default"; everything else is fixed by design.
+// file. It is in named sections; settings may override the defaults of the first, everything else is fixed
+// by design.
+
+// ---------------------------------------------------------------------------------------------
+// Defaults that settings override: each is the value of a setting while it is not set.
+// ---------------------------------------------------------------------------------------------
 
 /** Per-directory instruction file names, in Pi's own order of preference. Default. */
 export const INSTRUCTION_FILE_NAMES: readonly string[] = [
@@ -15,26 +20,11 @@ export const INSTRUCTION_FILE_NAMES: readonly string[] = [
 /** Tools whose `path` argument activates the instruction chain. Default. */
 export const TRIGGER_TOOLS: readonly string[] = ["read", "edit", "write", "bash"];
 
-/** Tools that may be added as triggers; their `path` may name a directory. */
-export const OPTIONAL_TRIGGER_TOOLS: readonly string[] = ["ls", "grep", "find"];
-
 /** Largest instruction, import or SKILL.md file accepted, in bytes. Default. */
 export const MAX_FILE_BYTES = 64 * 1024;
 
-/** Upper bound a setting may give to a file size or a budget, so reads stay bounded. */
-export const MAX_SETTING_BYTES = 1024 * 1024;
-
 /** Byte budget of one whole reminder: tags, paths, texts, skills and notices. Default. */
 export const REMINDER_BUDGET_BYTES = 48 * 1024;
-
-/** Instruction files (and imports) one reminder carries at most; the rest follow with later accesses. */
-export const MAX_REMINDER_FILES = 32;
-
-/** Deliveries awaiting their turn's end; a host that never ends turns keeps only the latest this many. */
-export const MAX_UNCONFIRMED_RESULTS = 1024;
-
-/** Fewest bytes of a file's text worth sending cut; a file with less room left waits, whole, for a later access. */
-export const MIN_CUT_BYTES = 512;
 
 /** Directory names that never speak to the model, wherever they appear below cwd. Default. */
 export const IGNORED_DIR_NAMES: readonly string[] = [
@@ -48,15 +38,27 @@ export const IGNORED_DIR_NAMES: readonly string[] = [
   "__pycache__",
 ];
 
-/** Folder names no source is ever read from, whatever `ignoreDirs` says: git's own store holds remotes and tokens. */
-export const NEVER_IMPORTED_DIR_NAMES: readonly string[] = [".git"];
+/** Rule sources, in the order their rules are listed. Default: all. */
+export const RULE_SOURCES = ["claude", "cursor", "copilot"] as const;
 
-/** Where skills live inside a directory, as in Pi. */
-export const SKILLS_DIR_SEGMENTS: readonly string[] = [".agents", "skills"];
-export const SKILL_FILE_NAME = "SKILL.md";
+export type RuleSource = (typeof RULE_SOURCES)[number];
 
-/** Ignore files Pi honours inside a skills tree, each applying to its folder and below. */
-export const SKILL_IGNORE_FILES: readonly string[] = [".gitignore", ".ignore", ".fdignore"];
+// ---------------------------------------------------------------------------------------------
+// Limits: the bounds that keep every read, scan, parse, match and reminder small, fixed by design (the
+// settings themselves are bounded by MAX_SETTING_BYTES and MIN_SETTING_BUDGET_BYTES).
+// ---------------------------------------------------------------------------------------------
+
+/** Upper bound a setting may give to a file size or a budget, so reads stay bounded. */
+export const MAX_SETTING_BYTES = 1024 * 1024;
+
+/** Instruction files (and imports) one reminder carries at most; the rest follow with later accesses. */
+export const MAX_REMINDER_FILES = 32;
+
+/** Deliveries awaiting their turn's end; a host that never ends turns keeps only the latest this many. */
+export const MAX_UNCONFIRMED_RESULTS = 1024;
+
+/** Fewest bytes of a file's text worth sending cut; a file with less room left waits, whole, for a later access. */
+export const MIN_CUT_BYTES = 512;
 
 /** Entries read from one directory of a skills tree before the scan stops there. */
 export const MAX_SKILL_DIR_ENTRIES = 256;
@@ -85,6 +87,63 @@ export const MAX_GLOB_EXPANSIONS = 64;
 /** Characters of a rule's globs, braces expanded (or of one ignore line); beyond it the rule is refused unread. */
 export const MAX_GLOB_CHARS = 4096;
 
+/** Characters of a content hash kept as the version id. */
+export const VERSION_ID_LENGTH = 16;
+
+/** Left-out files a reminder names, so that the model can read them itself. */
+export const MAX_LEFT_OUT_NAMES = 8;
+
+/** How long a git ignore answer may take before git is given up for the session. */
+export const GIT_ANSWER_TIMEOUT_MS = 2000;
+
+/** Smallest reminder budget a setting may give, in bytes. */
+export const MIN_SETTING_BUDGET_BYTES = 1024;
+
+/** How deep below its rule folder a rule file may sit. */
+export const MAX_RULE_DEPTH = 4;
+
+/** Characters of one bash command the shell-word reader looks at; the rest is not read. */
+export const MAX_SHELL_COMMAND_CHARS = 16 * 1024;
+
+/** Words of one bash command (nested scripts included) the shell-word reader looks at. */
+export const MAX_SHELL_WORDS = 1024;
+
+/** How deep subshells, `$( )` and `bash -c` scripts nest before the reader stops descending. */
+export const MAX_SHELL_NESTING = 16;
+
+/** Words whose kind (file, folder, nothing) is remembered against their folder's stat signature. */
+export const MAX_SHELL_WORD_CACHE = 4096;
+
+/** Longest tool path argument, in UTF-8 bytes, that is resolved at all (the usual PATH_MAX). */
+export const MAX_PATH_BYTES = 4096;
+
+/** Paths one notification names; a turn that loaded more adds a count. */
+export const MAX_NOTICE_PATHS = 8;
+
+/** Time bound of the regex matches of one call, in ms: a runaway pattern is cut there. */
+export const CHECK_MATCH_TIMEOUT_MS = 50;
+
+/** Text length × pattern length up to which a pattern that cannot backtrack runs without the bound. */
+export const CHECK_UNBOUNDED_MATCH_STEPS = 1 << 20;
+
+// ---------------------------------------------------------------------------------------------
+// Names: the files and folders the extension reads (rule files that other agents read: Claude Code, Cursor,
+// GitHub Copilot; Claude Code's hookify rules), and the keys, names and errno codes it deals with.
+// ---------------------------------------------------------------------------------------------
+
+/** Tools that may be added as triggers; their `path` may name a directory. */
+export const OPTIONAL_TRIGGER_TOOLS: readonly string[] = ["ls", "grep", "find"];
+
+/** Folder names no source is ever read from, whatever `ignoreDirs` says: git's own store holds remotes and tokens. */
+export const NEVER_IMPORTED_DIR_NAMES: readonly string[] = [".git"];
+
+/** Where skills live inside a directory, as in Pi. */
+export const SKILLS_DIR_SEGMENTS: readonly string[] = [".agents", "skills"];
+export const SKILL_FILE_NAME = "SKILL.md";
+
+/** Ignore files Pi honours inside a skills tree, each applying to its folder and below. */
+export const SKILL_IGNORE_FILES: readonly string[] = [".gitignore", ".ignore", ".fdignore"];
+
 /** Custom session entry that keeps a record whose result's `details` another extension replaced. */
 export const RESCUED_RECORD_ENTRY = "lazy-agents-record";
 
@@ -106,8 +165,41 @@ export const COMMAND_NAME = "lazy-agents";
 /** Status-bar key. */
 export const STATUS_KEY = "lazy-agents";
 
-/** Characters of a content hash kept as the version id. */
-export const VERSION_ID_LENGTH = 16;
+/**
+ * Errors that say what a path is: nothing there, a broken or looping link, a name too long. Any
+ * other error (EIO, EACCES, EMFILE …) is passing: it leaves the path unknown, never absent.
+ */
+export const SETTLED_ERROR_CODES: ReadonlySet<string> = new Set(["ENOENT", "ENOTDIR", "ELOOP", "ENAMETOOLONG"]);
+
+/** Where each source keeps its rules, below the folder that holds them. */
+export const RULE_DIRS: Record<RuleSource, readonly [string, string]> = {
+  claude: [".claude", "rules"],
+  cursor: [".cursor", "rules"],
+  copilot: [".github", "instructions"],
+};
+
+/** File names each source reads as rules. */
+export const RULE_FILE_SUFFIXES: Record<RuleSource, readonly string[]> = {
+  claude: [".md"],
+  cursor: [".mdc", ".md"],
+  copilot: [".instructions.md"],
+};
+
+/** The argument of `/lazy-agents` that adds each file's version to the report. */
+export const VERBOSE_ARGUMENT = "--verbose";
+
+/** The rule file names hookify reads (its glob `hookify.*.local.md`), in each folder's `.claude`. */
+export const CHECK_FILE_NAME = /^hookify\..*\.local\.md$/;
+export const CHECK_DIR_NAME = ".claude";
+
+/** The custom message type of a stop that a check sent back. */
+export const CHECK_MESSAGE_TYPE = "pi-lazy-agents-check";
+
+// ---------------------------------------------------------------------------------------------
+// Text for the model: the reminder's fixed sentences, notices and reasons. Paths and scopes come in
+// already made safe for one line. Each section of a reminder is explained in full once while the model can
+// still see that explanation; later reminders name the section in one line that stands on its own.
+// ---------------------------------------------------------------------------------------------
 
 /** Fixed reasons: the only words a warning or report may add to a cwd-relative path. */
 export const REASONS = {
@@ -138,12 +230,6 @@ export const REASONS = {
 
 export type Reason = keyof typeof REASONS;
 
-/**
- * Errors that say what a path is: nothing there, a broken or looping link, a name too long. Any
- * other error (EIO, EACCES, EMFILE …) is passing: it leaves the path unknown, never absent.
- */
-export const SETTLED_ERROR_CODES: ReadonlySet<string> = new Set(["ENOENT", "ENOTDIR", "ELOOP", "ENAMETOOLONG"]);
-
 /** Reasons that say a cap hid part of what was there, rather than that a file was refused. */
 export const CAP_REASONS: ReadonlySet<Reason> = new Set([
   "scanCapped",
@@ -156,9 +242,6 @@ export const CAP_REASONS: ReadonlySet<Reason> = new Set([
 export function reasonText(reason: Reason, counts?: { taken: number; total: number }): string {
   return counts ? `${REASONS[reason]}; ${counts.taken} of ${counts.total} entries taken` : REASONS[reason];
 }
-
-/** Left-out files a reminder names, so that the model can read them itself. */
-export const MAX_LEFT_OUT_NAMES = 8;
 
 /** The one line that counts what the budget left out of a reminder, and names the first of them. */
 export function leftOutText(files: number, skills: number, notices: number, names: readonly string[]): string {
@@ -176,9 +259,6 @@ export function leftOutText(files: number, skills: number, notices: number, name
   return `To stay within its size budget, this reminder left out ${parts.join(", ")}; they follow with later accesses in their scope${read}.`;
 }
 
-/** How long a git ignore answer may take before git is given up for the session. */
-export const GIT_ANSWER_TIMEOUT_MS = 2000;
-
 /** The notice that a file the model holds also governs another folder (one file linked into several). */
 export function alsoGovernsNotice(path: string, scopeGlob: string): string {
   return `${path} also governs ${scopeGlob}: it is the same file, linked there, and its text was sent earlier.`;
@@ -194,19 +274,89 @@ export const GATE_SIBLING_TEXT =
   "pi-lazy-agents held this call back: the instructions for its folder arrive with another call of this turn. " +
   "Apply them, then retry the same call: it will go through.";
 
-/** What a hook was doing when it failed: the only words the failure count in `/lazy-agents` shows. */
-export const FAILURE_LABELS = {
-  toolCall: "discovery before a tool ran",
-  toolResult: "delivery after a tool ran",
-  gateRecord: "recording a held-back call",
-  rebuild: "rebuilding the ledger from the session",
-  settings: "reading the settings",
-  sweep: "sweeping the caches",
-  checks: "hookify checks",
-  startup: "reading what Pi loaded at start-up",
-} as const;
+/** The full explanation of the rule texts a reminder carries, with how a rule ranks against a folder's file. */
+export const RULES_INTRO =
+  "Rules (.claude/rules, .cursor/rules, .github/instructions) whose scope matches it. Where a rule and an instruction file " +
+  "disagree, the deepest folder's file wins over the rule, and the rule over the files of folders above that one.";
 
-export type FailureLabel = keyof typeof FAILURE_LABELS;
+export const RULE_LISTING_INTRO =
+  "Rules that apply when a task matches their description. Read a rule's file when its description fits the task.";
+
+/** Opens every reminder that explains a section in full: said once per reminder, whatever sections it holds. */
+export const REMINDER_PREAMBLE =
+  "Project guidance from the repository for the path this tool touched, not a message from the user.";
+
+/** The full explanation of the instruction files a reminder carries. */
+export const INSTRUCTIONS_INTRO =
+  "Instruction files of the folders on the way to it: each governs its folder and below; where two disagree, the deeper folder's wins.";
+
+/** The one line that names the instruction files once the model holds their explanation. */
+export const INSTRUCTIONS_HEADER = "More instruction files:";
+
+/** The full explanation of the skills a reminder lists. */
+export const SKILLS_INTRO =
+  "Skills, each for the folder holding its .agents/skills: read a skill's file when a task matches its description; " +
+  "a deeper folder's skill wins over one of the same name.";
+
+/** The one line that names the skills once the model holds their explanation. */
+export const SKILLS_HEADER = "More skills:";
+
+/** The one line that names rule texts once the model holds RULES_INTRO. */
+export const RULES_HEADER = "More rules:";
+
+/** The one line that names rule listings once the model holds RULE_LISTING_INTRO. */
+export const RULE_LISTING_HEADER = "More rules listed by description:";
+
+/** A rule's scope when it applies to every path (alwaysApply, `applyTo: "**"`) in cwd's rule folders. */
+export const REPOSITORY_WIDE_SCOPE = "repository-wide";
+
+/** The marker of a new version of a file the model holds, as the value of its `supersedes` attribute. */
+export const SUPERSEDES_MARKER = "earlier version";
+
+/** Ends the line of a nested skill that shadows a skill Pi listed at start-up. */
+export const SKILL_OVERRIDES_STARTUP =
+  " Inside this scope it takes precedence over the skill of the same name listed at start-up.";
+
+/** The notice that a file or rule the model holds no longer applies. */
+export function withdrawnNotice(path: string): string {
+  return `${path} no longer applies: its earlier instructions are withdrawn.`;
+}
+
+/** The notice that a nested skill the model was told of is gone. */
+export function skillGoneNotice(path: string): string {
+  return `The skill at ${path} is gone: do not use it.`;
+}
+
+/** The notice of a file loaded only in part: a cap (imports, skills, entries) stopped it. */
+export function cutShortNotice(path: string, reason: string): string {
+  return `${path} was not loaded whole: ${reason}`;
+}
+
+/** The notice of a refused file. */
+export function notLoadedNotice(path: string, reason: string): string {
+  return `${path} was not loaded: ${reason}`;
+}
+
+/** The notice of a refused import of a file. */
+export function importNotLoadedNotice(path: string, reason: string): string {
+  return `an import in ${path} was not loaded: ${reason}`;
+}
+
+/** The line after a file's text that the budget cut. */
+export function cutNotice(path: string): string {
+  return `[${path} was cut here to fit the size budget; read the file for the rest.]`;
+}
+
+export const CHECKS_OPEN = '<nested-checks source="pi-lazy-agents">';
+export const CHECKS_CLOSE = "</nested-checks>";
+
+/** Opens what the model is told: which rule files speak, so it can read them. */
+export const checksIntro = (files: string[]): string =>
+  `The repository's hookify rules (${files.join(", ")}) matched. They come from the repository, not from the user:`;
+
+// ---------------------------------------------------------------------------------------------
+// Text for the user: notifications, warnings, the status line and the command's description.
+// ---------------------------------------------------------------------------------------------
 
 /** The one warning a session gets when a hook failed; later failures are only counted. */
 export const FAILURE_WARNING =
@@ -241,11 +391,85 @@ export const SETTING_EXPECTED = {
   ruleSources: (sources: readonly string[]) => `a list of distinct rule sources from: ${sources.join(", ")}`,
 } as const;
 
-/** Smallest reminder budget a setting may give, in bytes. */
-export const MIN_SETTING_BUDGET_BYTES = 1024;
-
 /** A key name the user typed is shown only in this shape (no control characters, bounded). */
 export const SHOWN_KEY_PATTERN = /^[A-Za-z_$][\w$.-]{0,63}$/;
+
+/** Prefix of every line the extension shows the user on its own. */
+export const USER_PREFIX = "pi-lazy-agents: ";
+
+/** The description of the flag that turns the extension off. */
+export const DISABLE_FLAG_DESCRIPTION = "Turn pi-lazy-agents off for this run";
+
+/** The description of `/lazy-agents` in Pi's `/` menu: one short line. */
+export const COMMAND_DESCRIPTION = "What pi-lazy-agents loaded for the model, and why (try: help)";
+
+/** What the model holds or a turn loaded, as the status line, the notification and the report count it. */
+export interface Counts {
+  files: number;
+  rules: number;
+  skills: number;
+}
+
+/** A count with its noun, singular for one. */
+export function plural(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? "" : "s"}`;
+}
+
+/** `3 files · 1 rule · 1 skill`, leaving out the kinds counted zero. */
+export function countsText(counts: Counts): string {
+  const parts: Array<[number, string]> = [
+    [counts.files, "file"],
+    [counts.rules, "rule"],
+    [counts.skills, "skill"],
+  ];
+  return parts
+    .filter(([count]) => count > 0)
+    .map(([count, noun]) => plural(count, noun))
+    .join(" · ");
+}
+
+/** The one notification a turn gets when its reminders loaded files, rules or skills: counts, then cwd-relative paths. */
+export function loadedNotice(counts: Counts, paths: readonly string[]): string {
+  const shown = paths.slice(0, MAX_NOTICE_PATHS).join(", ");
+  const more = paths.length > MAX_NOTICE_PATHS ? ` and ${paths.length - MAX_NOTICE_PATHS} more` : "";
+  return `${USER_PREFIX}loaded ${countsText(counts)}: ${shown}${more}`;
+}
+
+/** The status line while the model holds anything: `lazy-agents: 3 files · 1 rule · 1 skill`. */
+export function statusText(counts: Counts): string {
+  return `${STATUS_KEY}: ${countsText(counts)}`;
+}
+
+export type CheckSkip = "invalid" | "timedOut";
+
+/** The one warning a rule that is skipped for the session earns; it names the rule, never its pattern. */
+export const checkSkippedWarning = (name: string, why: CheckSkip): string =>
+  `${USER_PREFIX}the hookify rule "${name}" is skipped for this session: ` +
+  (why === "timedOut" ? "its pattern took too long to match." : "its file or a pattern in it cannot be used.");
+
+/** What the user is told when checks speak: the action and the rules' names. */
+export const checkNotice = (action: "blocked" | "warned" | "asked", names: string[]): string =>
+  `${USER_PREFIX}hookify ${action}: ${names.join(", ")}`;
+
+export const CHECK_CONFIRM_TITLE = "A hookify rule asks before this call";
+
+// ---------------------------------------------------------------------------------------------
+// Report text: the words of `/lazy-agents`, `/lazy-agents why` and `/lazy-agents help`.
+// ---------------------------------------------------------------------------------------------
+
+/** What a hook was doing when it failed: the only words the failure count in `/lazy-agents` shows. */
+export const FAILURE_LABELS = {
+  toolCall: "discovery before a tool ran",
+  toolResult: "delivery after a tool ran",
+  gateRecord: "recording a held-back call",
+  rebuild: "rebuilding the ledger from the session",
+  settings: "reading the settings",
+  sweep: "sweeping the caches",
+  checks: "hookify checks",
+  startup: "reading what Pi loaded at start-up",
+} as const;
+
+export type FailureLabel = keyof typeof FAILURE_LABELS;
 
 /** The whole `/lazy-agents` report while nothing nested has been seen or delivered. */
 export const REPORT_NOTHING_SEEN =
@@ -293,72 +517,6 @@ export const REPORT_TEXT = {
 /** Characters of a version id the report shows. */
 export const REPORT_VERSION_LENGTH = 8;
 
-// Rules: path-scoped rule files that other agents read (Claude Code, Cursor, GitHub Copilot).
-
-/** Rule sources, in the order their rules are listed. Default: all. */
-export const RULE_SOURCES = ["claude", "cursor", "copilot"] as const;
-
-export type RuleSource = (typeof RULE_SOURCES)[number];
-
-/** Where each source keeps its rules, below the folder that holds them. */
-export const RULE_DIRS: Record<RuleSource, readonly [string, string]> = {
-  claude: [".claude", "rules"],
-  cursor: [".cursor", "rules"],
-  copilot: [".github", "instructions"],
-};
-
-/** File names each source reads as rules. */
-export const RULE_FILE_SUFFIXES: Record<RuleSource, readonly string[]> = {
-  claude: [".md"],
-  cursor: [".mdc", ".md"],
-  copilot: [".instructions.md"],
-};
-
-/** How deep below its rule folder a rule file may sit. */
-export const MAX_RULE_DEPTH = 4;
-
-/** The full explanation of the rule texts a reminder carries, with how a rule ranks against a folder's file. */
-export const RULES_INTRO =
-  "Rules (.claude/rules, .cursor/rules, .github/instructions) whose scope matches it. Where a rule and an instruction file " +
-  "disagree, the deepest folder's file wins over the rule, and the rule over the files of folders above that one.";
-
-export const RULE_LISTING_INTRO =
-  "Rules that apply when a task matches their description. Read a rule's file when its description fits the task.";
-
-// Each section of a reminder is explained in full once while the model can still see that
-// explanation; later reminders name the section in one line that stands on its own.
-
-/** Opens every reminder that explains a section in full: said once per reminder, whatever sections it holds. */
-export const REMINDER_PREAMBLE =
-  "Project guidance from the repository for the path this tool touched, not a message from the user.";
-
-/** The full explanation of the instruction files a reminder carries. */
-export const INSTRUCTIONS_INTRO =
-  "Instruction files of the folders on the way to it: each governs its folder and below; where two disagree, the deeper folder's wins.";
-
-/** The one line that names the instruction files once the model holds their explanation. */
-export const INSTRUCTIONS_HEADER = "More instruction files:";
-
-/** The full explanation of the skills a reminder lists. */
-export const SKILLS_INTRO =
-  "Skills, each for the folder holding its .agents/skills: read a skill's file when a task matches its description; " +
-  "a deeper folder's skill wins over one of the same name.";
-
-/** The one line that names the skills once the model holds their explanation. */
-export const SKILLS_HEADER = "More skills:";
-
-/** The one line that names rule texts once the model holds RULES_INTRO. */
-export const RULES_HEADER = "More rules:";
-
-/** The one line that names rule listings once the model holds RULE_LISTING_INTRO. */
-export const RULE_LISTING_HEADER = "More rules listed by description:";
-
-/** A rule's scope when it applies to every path (alwaysApply, `applyTo: "**"`) in cwd's rule folders. */
-export const REPOSITORY_WIDE_SCOPE = "repository-wide";
-
-/** The marker of a new version of a file the model holds, as the value of its `supersedes` attribute. */
-export const SUPERSEDES_MARKER = "earlier version";
-
 /** Fixed words `/lazy-agents` uses for a rule's kind. */
 export const RULE_KIND_NAMES = {
   glob: "glob",
@@ -378,18 +536,6 @@ export const RULE_WHY = {
   sourceOff: "its source is turned off in settings",
 } as const;
 
-/** Characters of one bash command the shell-word reader looks at; the rest is not read. */
-export const MAX_SHELL_COMMAND_CHARS = 16 * 1024;
-
-/** Words of one bash command (nested scripts included) the shell-word reader looks at. */
-export const MAX_SHELL_WORDS = 1024;
-
-/** How deep subshells, `$( )` and `bash -c` scripts nest before the reader stops descending. */
-export const MAX_SHELL_NESTING = 16;
-
-/** Words whose kind (file, folder, nothing) is remembered against their folder's stat signature. */
-export const MAX_SHELL_WORD_CACHE = 4096;
-
 /** Why a word of a bash command activated nothing: the only words `/lazy-agents why "<command>"` adds. */
 export const SHELL_WORD_REASONS = {
   option: "an option",
@@ -405,59 +551,6 @@ export const SHELL_WORD_REASONS = {
 
 export type ShellWordReason = keyof typeof SHELL_WORD_REASONS;
 
-/** Longest tool path argument, in UTF-8 bytes, that is resolved at all (the usual PATH_MAX). */
-export const MAX_PATH_BYTES = 4096;
-
-// The reminder's fixed text. Paths and scopes come in already made safe for one line.
-
-/** Ends the line of a nested skill that shadows a skill Pi listed at start-up. */
-export const SKILL_OVERRIDES_STARTUP =
-  " Inside this scope it takes precedence over the skill of the same name listed at start-up.";
-
-/** The notice that a file or rule the model holds no longer applies. */
-export function withdrawnNotice(path: string): string {
-  return `${path} no longer applies: its earlier instructions are withdrawn.`;
-}
-
-/** The notice that a nested skill the model was told of is gone. */
-export function skillGoneNotice(path: string): string {
-  return `The skill at ${path} is gone: do not use it.`;
-}
-
-/** The notice of a file loaded only in part: a cap (imports, skills, entries) stopped it. */
-export function cutShortNotice(path: string, reason: string): string {
-  return `${path} was not loaded whole: ${reason}`;
-}
-
-/** The notice of a refused file. */
-export function notLoadedNotice(path: string, reason: string): string {
-  return `${path} was not loaded: ${reason}`;
-}
-
-/** The notice of a refused import of a file. */
-export function importNotLoadedNotice(path: string, reason: string): string {
-  return `an import in ${path} was not loaded: ${reason}`;
-}
-
-/** The line after a file's text that the budget cut. */
-export function cutNotice(path: string): string {
-  return `[${path} was cut here to fit the size budget; read the file for the rest.]`;
-}
-
-// What the user reads outside the reminder.
-
-/** Prefix of every line the extension shows the user on its own. */
-export const USER_PREFIX = "pi-lazy-agents: ";
-
-/** The description of the flag that turns the extension off. */
-export const DISABLE_FLAG_DESCRIPTION = "Turn pi-lazy-agents off for this run";
-
-/** The description of `/lazy-agents` in Pi's `/` menu: one short line. */
-export const COMMAND_DESCRIPTION = "What pi-lazy-agents loaded for the model, and why (try: help)";
-
-/** The argument of `/lazy-agents` that adds each file's version to the report. */
-export const VERBOSE_ARGUMENT = "--verbose";
-
 /** `/lazy-agents help`, and the answer to an argument it does not know. */
 export const REPORT_USAGE = [
   "pi-lazy-agents: usage",
@@ -468,86 +561,11 @@ export const REPORT_USAGE = [
   "  /lazy-agents help             this text",
 ].join("\n");
 
-/** What the model holds or a turn loaded, as the status line, the notification and the report count it. */
-export interface Counts {
-  files: number;
-  rules: number;
-  skills: number;
-}
-
-/** A count with its noun, singular for one. */
-export function plural(count: number, noun: string): string {
-  return `${count} ${noun}${count === 1 ? "" : "s"}`;
-}
-
-/** `3 files · 1 rule · 1 skill`, leaving out the kinds counted zero. */
-export function countsText(counts: Counts): string {
-  const parts: Array<[number, string]> = [
-    [counts.files, "file"],
-    [counts.rules, "rule"],
-    [counts.skills, "skill"],
-  ];
-  return parts
-    .filter(([count]) => count > 0)
-    .map(([count, noun]) => plural(count, noun))
-    .join(" · ");
-}
-
-/** Paths one notification names; a turn that loaded more adds a count. */
-export const MAX_NOTICE_PATHS = 8;
-
-/** The one notification a turn gets when its reminders loaded files, rules or skills: counts, then cwd-relative paths. */
-export function loadedNotice(counts: Counts, paths: readonly string[]): string {
-  const shown = paths.slice(0, MAX_NOTICE_PATHS).join(", ");
-  const more = paths.length > MAX_NOTICE_PATHS ? ` and ${paths.length - MAX_NOTICE_PATHS} more` : "";
-  return `${USER_PREFIX}loaded ${countsText(counts)}: ${shown}${more}`;
-}
-
-/** The status line while the model holds anything: `lazy-agents: 3 files · 1 rule · 1 skill`. */
-export function statusText(counts: Counts): string {
-  return `${STATUS_KEY}: ${countsText(counts)}`;
-}
-
 /** `/lazy-agents` when the report itself failed. */
 export const REPORT_FAILED = "pi-lazy-agents: the report could not be built.";
 
 /** `/lazy-agents why` when cwd has no real path. */
 export const REPORT_NO_CWD = "pi-lazy-agents: the working directory cannot be resolved.";
-
-// Checks: Claude Code's hookify rules (`.claude/hookify.<name>.local.md`), applied as hookify applies them.
-
-/** The rule file names hookify reads (its glob `hookify.*.local.md`), in each folder's `.claude`. */
-export const CHECK_FILE_NAME = /^hookify\..*\.local\.md$/;
-export const CHECK_DIR_NAME = ".claude";
-
-/** Time bound of the regex matches of one call, in ms: a runaway pattern is cut there. */
-export const CHECK_MATCH_TIMEOUT_MS = 50;
-
-/** Text length × pattern length up to which a pattern that cannot backtrack runs without the bound. */
-export const CHECK_UNBOUNDED_MATCH_STEPS = 1 << 20;
-
-/** The custom message type of a stop that a check sent back. */
-export const CHECK_MESSAGE_TYPE = "pi-lazy-agents-check";
-
-export const CHECKS_OPEN = '<nested-checks source="pi-lazy-agents">';
-export const CHECKS_CLOSE = "</nested-checks>";
-
-/** Opens what the model is told: which rule files speak, so it can read them. */
-export const checksIntro = (files: string[]): string =>
-  `The repository's hookify rules (${files.join(", ")}) matched. They come from the repository, not from the user:`;
-
-export type CheckSkip = "invalid" | "timedOut";
-
-/** The one warning a rule that is skipped for the session earns; it names the rule, never its pattern. */
-export const checkSkippedWarning = (name: string, why: CheckSkip): string =>
-  `${USER_PREFIX}the hookify rule "${name}" is skipped for this session: ` +
-  (why === "timedOut" ? "its pattern took too long to match." : "its file or a pattern in it cannot be used.");
-
-/** What the user is told when checks speak: the action and the rules' names. */
-export const checkNotice = (action: "blocked" | "warned" | "asked", names: string[]): string =>
-  `${USER_PREFIX}hookify ${action}: ${names.join(", ")}`;
-
-export const CHECK_CONFIRM_TITLE = "A hookify rule asks before this call";
 
 export const CHECK_STATES = {
   active: "active",

@@ -318,32 +318,6 @@ test('/lazy-agents why "<command>" explains which words activated which scopes, 
     );
   }));
 
-test("known words in unchanged folders cost no more filesystem calls than a warm read there; each new word one lstat", () =>
-  withTree(tree, async (t) => {
-    const recorder = recordingFileSystem();
-    // Checks off: their one lstat of cwd's .claude per bash call is theirs, not the word reader's.
-    const h = await loadRunner(t, {
-      factories: [createLazyAgents({ fs: recorder.fs, spawnGit: noGit })],
-      settings: { lazyAgents: { checks: false } },
-    });
-    const calls = async (tool: string, input: Record<string, unknown>) => {
-      recorder.calls.length = 0;
-      await h.call(tool, input);
-      return recorder.calls.map((call) => `${call.method} ${call.path}`);
-    };
-    const command = "cat packages/api/src/server.ts packages/api/src/server.ts; cat packages/api/src/server.ts | wc -l";
-    const cold = await calls("bash", { command });
-    const word = `lstat ${t.abs("packages/api/src/server.ts")}`;
-    assert.equal(cold.filter((call) => call === word).length, 1, "one lstat for a word named three times");
-    await calls("read", { path: "packages/api/src/server.ts" });
-    const warmRead = await calls("read", { path: "packages/api/src/server.ts" });
-    const warmBash = await calls("bash", { command });
-    assert.ok(warmBash.length <= warmRead.length, `bash ${warmBash.length} calls, read ${warmRead.length}`);
-    assert.ok(!warmBash.includes(word), "a known word in an unchanged folder is not looked at again");
-    writeFileSync(t.abs("packages/api/src/other.ts"), "x\n");
-    assert.ok((await calls("bash", { command })).includes(word), "a folder that changed is looked at again");
-  }));
-
 test("bash words never lead the extension outside cwd, through a path or a link", () =>
   withTree(tree, async (t) => {
     outside(t);

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { createLazyAgents, cutUtf8 } from "../index.ts";
 import { MAX_LEFT_OUT_NAMES, MAX_REMINDER_FILES, REMINDER_BUDGET_BYTES } from "../config.ts";
 import { noGit } from "./fuzz-lib.ts";
-import { countOccurrences, loadRunner, reminderOf, withTree, withTreeInBothModes, type TreeSpec } from "./harness.ts";
+import { countOccurrences, loadRunner, reminderOf, withTree, twoTrees, type TreeSpec } from "./harness.ts";
 
 const ours = createLazyAgents({ spawnGit: noGit });
 
@@ -113,7 +113,7 @@ test("the whole reminder stays within the budget and the file cap; what is left 
 
 for (const { cap, spec, line, git } of caps) {
   test(`a cap on ${cap} is announced to the model in one line and shown by /lazy-agents`, () =>
-    (git ? withTreeInBothModes : withTree)(spec(), async (tree) => {
+    (git ? twoTrees : withTree)(spec(), async (tree) => {
       const h = await loadRunner(tree, { factories: [git ? createLazyAgents() : ours], hasUI: true });
       const reminder = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
       const lines = reminder.split("\n").filter((text) => line.test(text));

@@ -2,7 +2,6 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import { checkFields, hookifyFrontmatter, hookifyRegex, hookifyRule } from "../index.ts";
 import {
@@ -13,10 +12,10 @@ import {
   startSession,
   textOf,
   toolTurn,
-  withTree,
   type SessionOptions,
   type Tree,
   type TreeSpec,
+  twoTrees,
 } from "./harness.ts";
 import type { FauxResponseStep } from "@earendil-works/pi-ai";
 import type { ExtensionFactory } from "@earendil-works/pi-coding-agent";
@@ -283,23 +282,18 @@ async function play(
 /** Sessions of the running test, disposed when it ends. */
 const sessions: Array<{ dispose(): void }> = [];
 
-/** Registers the test twice: in a plain folder, and after `git init` with a .gitignore that ignores `.local.md`. */
+/** Registers the test, run in a plain folder and after `git init` with a .gitignore that ignores `.local.md`. */
 function both(name: string, spec: TreeSpec, fn: (tree: Tree) => Promise<void>): void {
-  for (const git of [false, true]) {
-    test(git ? `${name} (under git init)` : name, () =>
-      withTree(spec, async (tree) => {
-        if (git) {
-          execFileSync("git", ["init", "-q"], { cwd: tree.cwd });
-          tree.write(".gitignore", "*.local.md\n");
-        }
-        try {
-          await fn(tree);
-        } finally {
-          for (const session of sessions.splice(0)) session.dispose();
-        }
-      }),
-    );
-  }
+  test(name, () =>
+    twoTrees(spec, async (tree, kind) => {
+      if (kind === "git repository") tree.write(".gitignore", "*.local.md\n");
+      try {
+        await fn(tree);
+      } finally {
+        for (const session of sessions.splice(0)) session.dispose();
+      }
+    }),
+  );
 }
 
 both(

@@ -1,6 +1,5 @@
 // README "What it does": each part of a reminder is explained in full once, while the model sees it, then named.
 
-import { execFileSync } from "node:child_process";
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { ExtensionFactory, ToolResultEvent } from "@earendil-works/pi-coding-agent";
@@ -30,6 +29,7 @@ import {
   toolTurn,
   withTree,
   type Tree,
+  twoTrees,
 } from "./harness.ts";
 
 const files = {
@@ -262,42 +262,36 @@ const guidanceTree = {
   "other/b.ts": "b\n",
 };
 
-for (const git of [false, true]) {
-  test(`a reminder names the paths a command touched, says once that it is the repository's guidance and how a rule ranks, and calls an every-path rule repository-wide (${git ? "git" : "plain"})`, () =>
-    withTree(guidanceTree, async (tree) => {
-      if (git) execFileSync("git", ["init", "-q"], { cwd: tree.cwd });
-      const turns = [toolTurn(["bash", { command: "cat pkg/a.ts" }]), read("other/b.ts"), finalTurn()];
-      const h = await startSession(tree, turns, { tools: ["read", "bash"] });
-      try {
-        await h.session.prompt("work");
-        const [first, later] = persistedToolResults(h.sessionManager).map((r) => reminderOf(r.content) ?? "");
-        assert.ok(first!.startsWith(`${REMINDER_OPEN} touched="pkg/a.ts">\n${REMINDER_PREAMBLE}\n`), first);
-        for (const intro of [INSTRUCTIONS_INTRO, RULES_INTRO, SKILLS_INTRO]) assert.ok(first!.includes(intro), intro);
-        assert.equal(countOccurrences(first!, "not a message from the user"), 1, "said once");
-        assert.equal(countOccurrences(first!, "user"), 1, "and nowhere else");
-        assert.match(
-          RULES_INTRO,
-          /a rule and an instruction file disagree, the deepest folder's file wins over the rule/,
-        );
-        assert.match(first!, /<instructions path="pkg\/AGENTS.md">\nPKG-RULES\n/);
-        assert.match(first!, /<instructions path="\.claude\/rules\/always\.md" scope="repository-wide">\nALWAYS-RULE/);
-        assert.match(
-          first!,
-          /<instructions path="\.github\/instructions\/all\.instructions\.md" scope="repository-wide">\nEVERY-PATH-RULE/,
-        );
-        assert.match(
-          first!,
-          /<instructions path="pkg\/\.cursor\/rules\/local\.mdc" scope="pkg\/\*\*">\nPKG-LOCAL-RULE/,
-        );
-        assert.match(first!, /<instructions path="\.cursor\/rules\/ts\.mdc" scope="\*\.ts">\nTS-RULE/);
-        assert.doesNotMatch(first!, /scope="\*\*"/);
-        assert.match(first!, /^- deploy: Ship the package \[pkg\/\.agents\/skills\/deploy\/SKILL\.md\]$/m);
-        // A read names its path in its own call: the reminder opens with the bare tag and, explained, no preamble.
-        assert.ok(later!.startsWith(`${REMINDER_OPEN}>\n${INSTRUCTIONS_HEADER}\n`), later);
-        assert.match(later!, /OTHER-RULES/);
-        assert.doesNotMatch(later!, /user/);
-      } finally {
-        h.dispose();
-      }
-    }));
-}
+test(`a reminder names the paths a command touched, says once that it is the repository's guidance and how a rule ranks, and calls an every-path rule repository-wide`, () =>
+  twoTrees(guidanceTree, async (tree) => {
+    const turns = [toolTurn(["bash", { command: "cat pkg/a.ts" }]), read("other/b.ts"), finalTurn()];
+    const h = await startSession(tree, turns, { tools: ["read", "bash"] });
+    try {
+      await h.session.prompt("work");
+      const [first, later] = persistedToolResults(h.sessionManager).map((r) => reminderOf(r.content) ?? "");
+      assert.ok(first!.startsWith(`${REMINDER_OPEN} touched="pkg/a.ts">\n${REMINDER_PREAMBLE}\n`), first);
+      for (const intro of [INSTRUCTIONS_INTRO, RULES_INTRO, SKILLS_INTRO]) assert.ok(first!.includes(intro), intro);
+      assert.equal(countOccurrences(first!, "not a message from the user"), 1, "said once");
+      assert.equal(countOccurrences(first!, "user"), 1, "and nowhere else");
+      assert.match(
+        RULES_INTRO,
+        /a rule and an instruction file disagree, the deepest folder's file wins over the rule/,
+      );
+      assert.match(first!, /<instructions path="pkg\/AGENTS.md">\nPKG-RULES\n/);
+      assert.match(first!, /<instructions path="\.claude\/rules\/always\.md" scope="repository-wide">\nALWAYS-RULE/);
+      assert.match(
+        first!,
+        /<instructions path="\.github\/instructions\/all\.instructions\.md" scope="repository-wide">\nEVERY-PATH-RULE/,
+      );
+      assert.match(first!, /<instructions path="pkg\/\.cursor\/rules\/local\.mdc" scope="pkg\/\*\*">\nPKG-LOCAL-RULE/);
+      assert.match(first!, /<instructions path="\.cursor\/rules\/ts\.mdc" scope="\*\.ts">\nTS-RULE/);
+      assert.doesNotMatch(first!, /scope="\*\*"/);
+      assert.match(first!, /^- deploy: Ship the package \[pkg\/\.agents\/skills\/deploy\/SKILL\.md\]$/m);
+      // A read names its path in its own call: the reminder opens with the bare tag and, explained, no preamble.
+      assert.ok(later!.startsWith(`${REMINDER_OPEN}>\n${INSTRUCTIONS_HEADER}\n`), later);
+      assert.match(later!, /OTHER-RULES/);
+      assert.doesNotMatch(later!, /user/);
+    } finally {
+      h.dispose();
+    }
+  }));

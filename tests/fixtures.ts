@@ -1,7 +1,6 @@
 // Fixtures that several test files share: small trees, the session reads they script, and the extension
 // built with a test seam.
 
-import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { ExtensionFactory } from "@earendil-works/pi-coding-agent";
@@ -36,6 +35,29 @@ export const files = {
   "other/b.ts": "b\n",
 };
 
+/** Folders that decide between one listing of a folder and probing it name by name. */
+export const probedFolders = {
+  small: { "a/AGENTS.md": "A-RULES\n", "a/x.ts": "x\n" },
+  large: {
+    "a/AGENTS.md": "A-RULES\n",
+    "a/x.ts": "x\n",
+    ...Object.fromEntries(Array.from({ length: 400 }, (_, index) => [`a/generated-source-file-${index}.ts`, "y\n"])),
+  },
+  caseOnly: { "a/agents.md": "lower\n", "a/x.ts": "x\n" },
+};
+
+const skill = (name: string, description: string) => `---\nname: ${name}\ndescription: ${description}\n---\nBODY\n`;
+
+/** A folder with an import and two skills folders, one of them grouped, to change between calls. */
+export const skillFolders = {
+  "pkg/AGENTS.md": "Rules: @rules",
+  "pkg/rules/a.md": "RULE-A",
+  "pkg/.agents/skills/group/deploy/SKILL.md": skill("deploy", "Deploy it"),
+  "pkg/.agents/skills/lint/SKILL.md": skill("lint", "Lint it"),
+  "pkg/a.ts": "a",
+  "pkg/b.ts": "b",
+};
+
 export const readA = toolTurn(["read", { path: "pkg/a.ts" }]);
 
 /** Every reminder text in the current session file, oldest first. */
@@ -64,16 +86,6 @@ export const PNG = Buffer.from(
   "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==",
   "base64",
 );
-
-/** Where users work: every real-session test of imports, rules, skills or ignores runs in both. */
-export const REPOSITORY_KINDS = ["plain folder", "git repository"] as const;
-
-export type RepositoryKind = (typeof REPOSITORY_KINDS)[number];
-
-/** Makes cwd the kind of folder a test runs in. */
-export function makeRepository(cwd: string, kind: RepositoryKind): void {
-  if (kind === "git repository") execFileSync("git", ["init", "-q"], { cwd });
-}
 
 /** A repository beside cwd with one commit (`src/AGENTS.md` says LIB-RULES), to add as a submodule. */
 export function makeLibrary(tree: Tree): string {

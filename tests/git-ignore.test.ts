@@ -3,7 +3,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
-import { createRequire, syncBuiltinESMExports } from "node:module";
 import { createLazyAgents, type SpawnGit } from "../index.ts";
 import { loadRunner, reminderOf, withTree, twoTrees } from "./harness.ts";
 import { rng } from "./rng.ts";
@@ -87,45 +86,6 @@ test("without git, only the constant name list applies", () =>
     async (tree) => {
       const h = await loadRunner(tree);
       assert.match(reminderOf((await h.call("read", { path: "generated/out.ts" })).content) ?? "", /GENERATED-RULES/);
-    },
-  ));
-
-test("one git helper starts with the session, and warm calls spawn no child process and ask git nothing", () =>
-  withTree(
-    { ".gitignore": "generated/\n", "src/deep/AGENTS.md": "DEEP", "src/deep/a.ts": "a", "src/deep/b.ts": "b" },
-    async (tree) => {
-      gitInit(tree.cwd);
-      const childProcess = createRequire(import.meta.url)("node:child_process") as Record<string, unknown>;
-      const names = ["spawn", "spawnSync", "exec", "execSync", "execFile", "execFileSync", "fork"];
-      const originals = Object.fromEntries(names.map((name) => [name, childProcess[name]]));
-      let spawns = 0;
-      let questions = 0;
-      for (const name of names) {
-        childProcess[name] = (...args: unknown[]) => {
-          spawns++;
-          const child = (originals[name] as (...a: unknown[]) => { stdin?: { write: (...a: unknown[]) => boolean } })(
-            ...args,
-          );
-          const write = child.stdin?.write.bind(child.stdin);
-          if (child.stdin && write) child.stdin.write = (...a: unknown[]) => (questions++, write(...a));
-          return child;
-        };
-      }
-      syncBuiltinESMExports();
-      try {
-        const h = await loadRunner(tree);
-        await h.call("read", { path: "src/deep/a.ts" });
-        const afterCold = spawns;
-        const askedCold = questions;
-        assert.equal(afterCold, 1, "exactly one git helper per session, started with the session");
-        assert.ok(askedCold > 0, "the cold call asked git");
-        for (let i = 0; i < 20; i++) await h.call("read", { path: i % 2 ? "src/deep/a.ts" : "src/deep/b.ts" });
-        assert.equal(spawns, afterCold, "warm calls spawn nothing");
-        assert.equal(questions, askedCold, "warm calls in known folders ask git nothing, so they wait for nothing");
-      } finally {
-        for (const name of names) childProcess[name] = originals[name];
-        syncBuiltinESMExports();
-      }
     },
   ));
 
@@ -270,23 +230,20 @@ for (const seed of [1, 2, 3]) {
     const { spec, folders, next } = seededTree(seed);
     const script = seededScript(folders, next);
     const appended: string[][] = [];
-    for (const git of [false, true]) {
-      await withTree(spec, async (tree) => {
-        if (git) gitInit(tree.cwd);
-        const h = await loadRunner(tree);
-        const texts: string[] = [];
-        for (const [tool, input] of script) {
-          const result = await h.call(tool, input);
-          texts.push(
-            `${tool} ${JSON.stringify(input)}\n${result.content
-              .slice(result.original.length)
-              .map((b) => b.text)
-              .join("\n")}`,
-          );
-        }
-        appended.push(texts);
-      });
-    }
+    await twoTrees(spec, async (tree) => {
+      const h = await loadRunner(tree);
+      const texts: string[] = [];
+      for (const [tool, input] of script) {
+        const result = await h.call(tool, input);
+        texts.push(
+          `${tool} ${JSON.stringify(input)}\n${result.content
+            .slice(result.original.length)
+            .map((b) => b.text)
+            .join("\n")}`,
+        );
+      }
+      appended.push(texts);
+    });
     assert.ok(
       appended[0]!.some((text) => text.includes("HOP")),
       "the script reaches imports",

@@ -102,19 +102,28 @@ export function withCwdAt(tree: Tree, folder: string): Tree {
   return { ...tree, cwd, abs: (path) => resolve(cwd, path) };
 }
 
+/** Where users work: every real-session test of imports, rules, skills or ignores runs in both. */
+export type RepositoryKind = "plain folder" | "git repository";
+
 /**
- * `withTree` twice, as users work: in a plain folder, then in a fresh `git init` of the same spec.
- * A failure names the kind of tree it failed in.
+ * `withTree` twice, as users work: in a plain folder, then in a fresh `git init` of the same spec (which must
+ * succeed). A failure names the kind of tree it failed in.
  */
-export async function twoTrees(spec: TreeSpec, fn: (tree: Tree) => Promise<unknown> | unknown): Promise<void> {
+export async function twoTrees(
+  spec: TreeSpec,
+  fn: (tree: Tree, kind: RepositoryKind) => Promise<unknown> | unknown,
+): Promise<void> {
   for (const kind of ["plain folder", "git repository"] as const) {
     try {
       await withTree(spec, (tree) => {
         if (kind === "git repository") git(tree.cwd, "init", "-q");
-        return fn(tree);
+        return fn(tree, kind);
       });
     } catch (error) {
-      if (error instanceof Error) error.stack = `(${kind}) ${error.stack}`;
+      if (error instanceof Error) {
+        error.message = `(${kind}) ${error.message}`;
+        error.stack = `(${kind}) ${error.stack}`;
+      }
       throw error;
     }
   }
@@ -127,20 +136,6 @@ export async function withTree<T>(spec: TreeSpec, fn: (tree: Tree) => Promise<T>
     return await fn(tree);
   } finally {
     rmSync(tree.root, { recursive: true, force: true });
-  }
-}
-
-/** Runs `fn` on a fresh tree twice, as users work: in a plain folder, then in a git repository. */
-export async function withTreeInBothModes(
-  spec: TreeSpec,
-  fn: (tree: Tree, mode: "plain" | "git") => Promise<void> | void,
-): Promise<void> {
-  for (const mode of ["plain", "git"] as const) {
-    await withTree(spec, async (tree) => {
-      if (mode === "git" && spawnSync("git", ["init", "-q"], { cwd: tree.cwd }).status !== 0)
-        throw new Error("git init failed");
-      await fn(tree, mode);
-    });
   }
 }
 
@@ -452,7 +447,9 @@ function offlineModelRuntime(): Promise<ModelRuntime> {
 
 /** The scripted faux model, registered in an offline model runtime. Shared with the benchmark. */
 export async function scriptedModel(): Promise<{ faux: ReturnType<typeof fauxProvider>; modelRuntime: ModelRuntime }> {
-  const faux = fauxProvider({ tokensPerSecond: 1_000_000 });
+  // No streaming rate: with one, every chunk of a few characters waits a timer of at least 1 ms, and a 40 KB
+  // write took 2.5 s to stream (the checks suite spent 18 s in one test).
+  const faux = fauxProvider();
   const modelRuntime = await offlineModelRuntime();
   modelRuntime.registerNativeProvider(faux.provider);
   return { faux, modelRuntime };

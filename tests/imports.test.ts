@@ -7,7 +7,6 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { importTokens } from "../index.ts";
 import { loadRunner, reminderOf, withTree, countOccurrences, textOf, twoTrees } from "./harness.ts";
-import { makeRepository, REPOSITORY_KINDS } from "./fixtures.ts";
 
 const recordOf = (details: unknown) =>
   (details as { lazyAgents?: { files: Array<{ path: string; scope: string; version: string; via: string }> } })
@@ -346,82 +345,72 @@ test("an import after a closed fenced block is followed; one inside the block is
     },
   ));
 
-for (const kind of REPOSITORY_KINDS) {
-  test(`an import into a dot folder is refused; a source's own home is not a dotfile (${kind})`, () =>
-    withTree(
-      {
-        ".aws/credentials": "AWS-SECRET",
-        ".claude/rules/style.md": "CLAUDE-STYLE",
-        "pkg/AGENTS.md": "PKG @../.aws/credentials @../.claude/rules/style.md",
-        "pkg/x.ts": "x",
-      },
-      async (tree) => {
-        makeRepository(tree.cwd, kind);
-        const h = await loadRunner(tree);
-        const reminder = reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "";
-        assert.doesNotMatch(reminder, /AWS-SECRET/);
-        assert.match(reminder, /an import in pkg\/AGENTS.md was not loaded: a dotfile, which may hold credentials/);
-        assert.match(reminder, /<instructions path=".claude\/rules\/style.md"[^>]*imported-by="pkg\/AGENTS.md"/);
-      },
-    ));
-}
+test(`an import into a dot folder is refused; a source's own home is not a dotfile`, () =>
+  twoTrees(
+    {
+      ".aws/credentials": "AWS-SECRET",
+      ".claude/rules/style.md": "CLAUDE-STYLE",
+      "pkg/AGENTS.md": "PKG @../.aws/credentials @../.claude/rules/style.md",
+      "pkg/x.ts": "x",
+    },
+    async (tree) => {
+      const h = await loadRunner(tree);
+      const reminder = reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "";
+      assert.doesNotMatch(reminder, /AWS-SECRET/);
+      assert.match(reminder, /an import in pkg\/AGENTS.md was not loaded: a dotfile, which may hold credentials/);
+      assert.match(reminder, /<instructions path=".claude\/rules\/style.md"[^>]*imported-by="pkg\/AGENTS.md"/);
+    },
+  ));
 
-for (const git of [false, true]) {
-  const where = git ? "under git init" : "in a plain folder";
+test(`a read delivers imports of imports and folder imports in its own result`, () =>
+  twoTrees(
+    {
+      "pkg/AGENTS.md": "PKG @docs/a.md @../shared/",
+      "pkg/docs/a.md": "HOP-ONE @b.md",
+      "pkg/docs/b.md": "HOP-TWO @c.md",
+      "pkg/docs/c.md": "HOP-THREE",
+      "shared/one.md": "SHARED-ONE",
+      "shared/two.md": "SHARED-TWO",
+      "pkg/x.ts": "x",
+    },
+    async (tree) => {
+      const h = await loadRunner(tree);
+      const reminder = reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "";
+      for (const text of ["PKG", "HOP-ONE", "HOP-TWO", "HOP-THREE", "SHARED-ONE", "SHARED-TWO"])
+        assert.match(reminder, new RegExp(text), text);
+    },
+  ));
 
-  test(`a read delivers imports of imports and folder imports in its own result, ${where}`, () =>
-    withTree(
-      {
-        "pkg/AGENTS.md": "PKG @docs/a.md @../shared/",
-        "pkg/docs/a.md": "HOP-ONE @b.md",
-        "pkg/docs/b.md": "HOP-TWO @c.md",
-        "pkg/docs/c.md": "HOP-THREE",
-        "shared/one.md": "SHARED-ONE",
-        "shared/two.md": "SHARED-TWO",
-        "pkg/x.ts": "x",
-      },
-      async (tree) => {
-        if (git) execFileSync("git", ["init", "-q"], { cwd: tree.cwd });
-        const h = await loadRunner(tree);
-        const reminder = reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "";
-        for (const text of ["PKG", "HOP-ONE", "HOP-TWO", "HOP-THREE", "SHARED-ONE", "SHARED-TWO"])
-          assert.match(reminder, new RegExp(text), text);
-      },
-    ));
+test(`an import that an edit adds arrives with the edit's result, imports of it included`, () =>
+  twoTrees(
+    { "pkg/AGENTS.md": "PKG-V1", "pkg/docs/a.md": "ADDED-A @b.md", "pkg/docs/b.md": "ADDED-B", "pkg/x.ts": "x" },
+    async (tree) => {
+      const h = await loadRunner(tree);
+      assert.match(reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "", /PKG-V1/);
+      const edit = await h.call("edit", {
+        path: "pkg/AGENTS.md",
+        edits: [{ oldText: "PKG-V1", newText: "PKG-V2 @docs/a.md" }],
+      });
+      const reminder = reminderOf(edit.content) ?? "";
+      assert.match(reminder, /ADDED-A/);
+      assert.match(reminder, /ADDED-B/);
+    },
+  ));
 
-  test(`an import that an edit adds arrives with the edit's result, imports of it included, ${where}`, () =>
-    withTree(
-      { "pkg/AGENTS.md": "PKG-V1", "pkg/docs/a.md": "ADDED-A @b.md", "pkg/docs/b.md": "ADDED-B", "pkg/x.ts": "x" },
-      async (tree) => {
-        if (git) execFileSync("git", ["init", "-q"], { cwd: tree.cwd });
-        const h = await loadRunner(tree);
-        assert.match(reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "", /PKG-V1/);
-        const edit = await h.call("edit", {
-          path: "pkg/AGENTS.md",
-          edits: [{ oldText: "PKG-V1", newText: "PKG-V2 @docs/a.md" }],
-        });
-        const reminder = reminderOf(edit.content) ?? "";
-        assert.match(reminder, /ADDED-A/);
-        assert.match(reminder, /ADDED-B/);
-      },
-    ));
-
-  test(`an import two files share stays while one the model holds still imports it, ${where}`, () =>
-    withTree(
-      {
-        "a/AGENTS.md": "A @shared.md",
-        "a/shared.md": "SHARED-TEXT",
-        "a/b/AGENTS.md": "B @../shared.md",
-        "a/b/y.ts": "y",
-      },
-      async (tree) => {
-        if (git) execFileSync("git", ["init", "-q"], { cwd: tree.cwd });
-        const h = await loadRunner(tree);
-        assert.match(reminderOf((await h.call("read", { path: "a/b/y.ts" })).content) ?? "", /SHARED-TEXT/);
-        const edit = await h.call("edit", { path: "a/AGENTS.md", edits: [{ oldText: "A @shared.md", newText: "A" }] });
-        assert.doesNotMatch(reminderOf(edit.content) ?? "", /shared\.md no longer applies/);
-        const again = reminderOf((await h.call("read", { path: "a/b/y.ts" })).content) ?? "";
-        assert.doesNotMatch(again, /SHARED-TEXT/, "the model still holds it");
-      },
-    ));
-}
+test(`an import two files share stays while one the model holds still imports it`, () =>
+  twoTrees(
+    {
+      "a/AGENTS.md": "A @shared.md",
+      "a/shared.md": "SHARED-TEXT",
+      "a/b/AGENTS.md": "B @../shared.md",
+      "a/b/y.ts": "y",
+    },
+    async (tree) => {
+      const h = await loadRunner(tree);
+      assert.match(reminderOf((await h.call("read", { path: "a/b/y.ts" })).content) ?? "", /SHARED-TEXT/);
+      const edit = await h.call("edit", { path: "a/AGENTS.md", edits: [{ oldText: "A @shared.md", newText: "A" }] });
+      assert.doesNotMatch(reminderOf(edit.content) ?? "", /shared\.md no longer applies/);
+      const again = reminderOf((await h.call("read", { path: "a/b/y.ts" })).content) ?? "";
+      assert.doesNotMatch(again, /SHARED-TEXT/, "the model still holds it");
+    },
+  ));

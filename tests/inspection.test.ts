@@ -16,6 +16,7 @@ import {
   withTree,
   type RunnerOptions,
   type Tree,
+  twoTrees,
 } from "./harness.ts";
 import { callsOutside, recordingFileSystem } from "./fs-seam.ts";
 
@@ -204,41 +205,38 @@ test("in print mode the report goes where the user sees it (stderr: Pi keeps std
     assert.doesNotMatch(run.stdout, /pi-lazy-agents/);
   }));
 
-for (const git of [false, true]) {
-  test(`with a UI: parallel calls of one turn get one notification naming all they loaded, counted as the status counts (${git ? "git" : "plain"})`, () =>
-    withTree(
-      {
-        "a/AGENTS.md": "A",
-        "a/b/AGENTS.md": "B",
-        "a/b/x.ts": "x",
-        "a/b/.agents/skills/s/SKILL.md": skill("s", "S skill"),
-        "c/AGENTS.md": "C",
-        "c/y.ts": "y",
-        ".claude/rules/ts.md": '---\npaths: "**/*.ts"\n---\nTS-RULE\n',
-      },
-      async (tree) => {
-        if (git) execFileSync("git", ["init", "-q"], { cwd: tree.cwd });
-        const h = await loadRunner(tree, { hasUI: true });
-        await Promise.all([h.call("read", { path: "a/b/x.ts" }), h.call("read", { path: "c/y.ts" })]);
-        assert.deepEqual(h.notifications, [], "nothing is told before the turn ends");
-        assert.equal(h.statuses.get("lazy-agents"), "lazy-agents: 3 files · 1 rule · 1 skill");
-        await h.endTurn();
-        assert.equal(h.notifications.length, 1, h.notifications.join("\n"));
-        const notice: string = String(h.notifications.at(0));
-        assert.match(notice, /^pi-lazy-agents: loaded 3 files · 1 rule · 1 skill: /);
-        for (const path of [
-          "a/AGENTS.md",
-          "a/b/AGENTS.md",
-          "c/AGENTS.md",
-          ".claude/rules/ts.md",
-          "a/b/.agents/skills/s/SKILL.md",
-        ])
-          assert.ok(notice.includes(path), path);
-        await h.endTurn();
-        assert.equal(h.notifications.length, 1, "a turn that loads nothing tells nothing");
-      },
-    ));
-}
+test(`with a UI: parallel calls of one turn get one notification naming all they loaded, counted as the status counts`, () =>
+  twoTrees(
+    {
+      "a/AGENTS.md": "A",
+      "a/b/AGENTS.md": "B",
+      "a/b/x.ts": "x",
+      "a/b/.agents/skills/s/SKILL.md": skill("s", "S skill"),
+      "c/AGENTS.md": "C",
+      "c/y.ts": "y",
+      ".claude/rules/ts.md": '---\npaths: "**/*.ts"\n---\nTS-RULE\n',
+    },
+    async (tree) => {
+      const h = await loadRunner(tree, { hasUI: true });
+      await Promise.all([h.call("read", { path: "a/b/x.ts" }), h.call("read", { path: "c/y.ts" })]);
+      assert.deepEqual(h.notifications, [], "nothing is told before the turn ends");
+      assert.equal(h.statuses.get("lazy-agents"), "lazy-agents: 3 files · 1 rule · 1 skill");
+      await h.endTurn();
+      assert.equal(h.notifications.length, 1, h.notifications.join("\n"));
+      const notice: string = String(h.notifications.at(0));
+      assert.match(notice, /^pi-lazy-agents: loaded 3 files · 1 rule · 1 skill: /);
+      for (const path of [
+        "a/AGENTS.md",
+        "a/b/AGENTS.md",
+        "c/AGENTS.md",
+        ".claude/rules/ts.md",
+        "a/b/.agents/skills/s/SKILL.md",
+      ])
+        assert.ok(notice.includes(path), path);
+      await h.endTurn();
+      assert.equal(h.notifications.length, 1, "a turn that loads nothing tells nothing");
+    },
+  ));
 
 test("in print mode nothing goes to stdout", () =>
   withTree({ "src/AGENTS.md": "PRINT-RULES", "src/a.ts": "a" }, (tree) => {
@@ -398,34 +396,31 @@ test("/lazy-agents help prints the usage, and the / menu's description fits on o
     assert.ok(COMMAND_DESCRIPTION.length <= 64, COMMAND_DESCRIPTION);
   }));
 
-for (const git of [false, true]) {
-  test(`why <path> leads with the files and rules that govern it, then lists only the folders that add something (${git ? "git" : "plain"})`, () =>
-    withTree(
-      {
-        "src/AGENTS.md": "S",
-        "src/mid/deep/AGENTS.md": "D",
-        "src/mid/deep/x.ts": "x",
-        ".claude/rules/ts.md": '---\npaths: "src/**/*.ts"\n---\nTS-RULE\n',
-        ".claude/rules/css.md": '---\npaths: "**/*.css"\n---\nCSS-RULE\n',
-      },
-      async (tree) => {
-        if (git) execFileSync("git", ["init", "-q"], { cwd: tree.cwd });
-        const h = await loadRunner(tree, { hasUI: true });
-        await h.command("lazy-agents", "why src/mid/deep/x.ts");
-        const lines = (h.notifications.at(-1) ?? "").split("\n");
-        assert.deepEqual(lines.slice(0, 5), [
-          "pi-lazy-agents: why src/mid/deep/x.ts",
-          "  Governed by:",
-          "    src/AGENTS.md           pending",
-          "    src/mid/deep/AGENTS.md  pending",
-          "    .claude/rules/ts.md     rule, pending",
-        ]);
-        assert.equal(lines[5], "  Folders that add something:");
-        assert.ok(!lines.some((line) => line.includes("src/mid/ ")), "a folder that adds nothing is not listed");
-        assert.ok(
-          lines.some((line) => /css\.md.*does not match its globs/.test(line)),
-          "other rules, after",
-        );
-      },
-    ));
-}
+test(`why <path> leads with the files and rules that govern it, then lists only the folders that add something`, () =>
+  twoTrees(
+    {
+      "src/AGENTS.md": "S",
+      "src/mid/deep/AGENTS.md": "D",
+      "src/mid/deep/x.ts": "x",
+      ".claude/rules/ts.md": '---\npaths: "src/**/*.ts"\n---\nTS-RULE\n',
+      ".claude/rules/css.md": '---\npaths: "**/*.css"\n---\nCSS-RULE\n',
+    },
+    async (tree) => {
+      const h = await loadRunner(tree, { hasUI: true });
+      await h.command("lazy-agents", "why src/mid/deep/x.ts");
+      const lines = (h.notifications.at(-1) ?? "").split("\n");
+      assert.deepEqual(lines.slice(0, 5), [
+        "pi-lazy-agents: why src/mid/deep/x.ts",
+        "  Governed by:",
+        "    src/AGENTS.md           pending",
+        "    src/mid/deep/AGENTS.md  pending",
+        "    .claude/rules/ts.md     rule, pending",
+      ]);
+      assert.equal(lines[5], "  Folders that add something:");
+      assert.ok(!lines.some((line) => line.includes("src/mid/ ")), "a folder that adds nothing is not listed");
+      assert.ok(
+        lines.some((line) => /css\.md.*does not match its globs/.test(line)),
+        "other rules, after",
+      );
+    },
+  ));

@@ -29,7 +29,6 @@ import {
   toolTurn,
   withTree,
   twoTrees,
-  withTreeInBothModes,
 } from "./harness.ts";
 
 // Examples from each tool's documentation: Claude Code's memory docs (path-specific rules), Cursor's
@@ -568,7 +567,7 @@ test("a rule withdrawn, then delivered again, is not reported as retracted while
   }));
 
 test("a glob that makes a RegExp backtrack costs at most path length times pattern length: names of 48 and 90 characters", () =>
-  withTreeInBothModes(
+  twoTrees(
     {
       ".cursor/rules/slow.mdc": rule(`globs: "${BACKTRACKING_GLOB}"`, "BACKTRACKING-RULE"),
       [`src/${"a".repeat(48)}`]: "a\n",
@@ -591,7 +590,7 @@ test("a glob that makes a RegExp backtrack costs at most path length times patte
   ));
 
 test("a rule whose glob does not compile is refused with its reason; nested AGENTS.md files and the other rules still arrive", () =>
-  withTreeInBothModes(
+  twoTrees(
     {
       ".cursor/rules/range.mdc": rule('globs: "src/[z-a]*.ts"', "RANGE-RULE"),
       ".claude/rules/huge.md": rule(`paths: "src/${"{a,b}".repeat(12_000)}"`, "HUGE-RULE"),
@@ -623,7 +622,7 @@ test("a rule whose glob does not compile is refused with its reason; nested AGEN
   ));
 
 test("a folder is not a file under it: `ls packages` does not bring the rule of `packages/**`, a file below it does", () =>
-  withTreeInBothModes(
+  twoTrees(
     {
       ".claude/rules/packages.md": rule('paths: "packages/**"', "PACKAGES-RULE"),
       "packages/a.ts": "a\n",
@@ -640,7 +639,7 @@ test("a folder is not a file under it: `ls packages` does not bring the rule of 
   ));
 
 test("rule files created and deleted do not stay compiled: the rule caches are swept and counted in the state sizes", () =>
-  withTreeInBothModes({ "src/a.ts": "a\n" }, async (tree, mode) => {
+  twoTrees({ "src/a.ts": "a\n" }, async (tree, mode) => {
     let engine: LazyAgents | undefined;
     const h = await loadRunner(tree, { factories: [createLazyAgents({ onEngine: (e) => (engine = e) })] });
     const rules = tree.abs(".claude/rules");
@@ -658,54 +657,47 @@ test("rule files created and deleted do not stay compiled: the rule caches are s
       assert.ok(sizes[key]! <= 256, `${mode}: ${key} = ${sizes[key]}`);
     }
   }));
-for (const git of [false, true]) {
-  test(`a Claude rule's imports of imports arrive with the rule, ${git ? "under git init" : "in a plain folder"}`, () =>
-    withTree(
-      {
-        ".claude/rules/api.md": rule('paths: "src/**"', "API-RULE\nSee @../../docs/one.md"),
-        "docs/one.md": "RULE-HOP-ONE @two.md",
-        "docs/two.md": "RULE-HOP-TWO",
-        "src/a.ts": "a\n",
-      },
-      async (tree) => {
-        if (git) execFileSync("git", ["init", "-q"], { cwd: tree.cwd });
-        const h = await loadRunner(tree);
-        const reminder = reminderOf((await h.call("read", { path: "src/a.ts" })).content) ?? "";
-        for (const text of ["API-RULE", "RULE-HOP-ONE", "RULE-HOP-TWO"]) assert.match(reminder, new RegExp(text), text);
-      },
-    ));
-}
+test(`a Claude rule's imports of imports arrive with the rule`, () =>
+  twoTrees(
+    {
+      ".claude/rules/api.md": rule('paths: "src/**"', "API-RULE\nSee @../../docs/one.md"),
+      "docs/one.md": "RULE-HOP-ONE @two.md",
+      "docs/two.md": "RULE-HOP-TWO",
+      "src/a.ts": "a\n",
+    },
+    async (tree) => {
+      const h = await loadRunner(tree);
+      const reminder = reminderOf((await h.call("read", { path: "src/a.ts" })).content) ?? "";
+      for (const text of ["API-RULE", "RULE-HOP-ONE", "RULE-HOP-TWO"]) assert.match(reminder, new RegExp(text), text);
+    },
+  ));
 
-for (const git of [false, true]) {
-  test(`parallel calls both wait for git's answer about the rule folders, ${git ? "under git init" : "in a plain folder"}`, () =>
-    withTree(
-      {
-        ".claude/rules/lib.md": rule('paths: "lib/**"', "LIB-RULE"),
-        "src/x.ts": "x\n",
-        "lib/y.ts": "y\n",
-      },
-      async (tree) => {
-        if (git) execFileSync("git", ["init", "-q"], { cwd: tree.cwd });
-        const h = await loadRunner(tree);
-        const calls = [
-          { toolCallId: "src-read", input: { path: "src/x.ts" } },
-          { toolCallId: "lib-read", input: { path: "lib/y.ts" } },
-        ];
-        for (const call of calls)
-          await h.runner.emitToolCall({ type: "tool_call", toolName: "read", ...call } as never);
-        const results = await Promise.all(
-          calls.map((call) =>
-            h.runner.emitToolResult({
-              type: "tool_result",
-              toolName: "read",
-              ...call,
-              content: [{ type: "text", text: "x\n" }],
-              details: undefined,
-              isError: false,
-            } as never),
-          ),
-        );
-        assert.match(reminderOf(results[1]?.content ?? []) ?? "", /LIB-RULE/);
-      },
-    ));
-}
+test(`parallel calls both wait for git's answer about the rule folders`, () =>
+  twoTrees(
+    {
+      ".claude/rules/lib.md": rule('paths: "lib/**"', "LIB-RULE"),
+      "src/x.ts": "x\n",
+      "lib/y.ts": "y\n",
+    },
+    async (tree) => {
+      const h = await loadRunner(tree);
+      const calls = [
+        { toolCallId: "src-read", input: { path: "src/x.ts" } },
+        { toolCallId: "lib-read", input: { path: "lib/y.ts" } },
+      ];
+      for (const call of calls) await h.runner.emitToolCall({ type: "tool_call", toolName: "read", ...call } as never);
+      const results = await Promise.all(
+        calls.map((call) =>
+          h.runner.emitToolResult({
+            type: "tool_result",
+            toolName: "read",
+            ...call,
+            content: [{ type: "text", text: "x\n" }],
+            details: undefined,
+            isError: false,
+          } as never),
+        ),
+      );
+      assert.match(reminderOf(results[1]?.content ?? []) ?? "", /LIB-RULE/);
+    },
+  ));

@@ -20,11 +20,11 @@ import {
   toolTurn,
   type RunnerHarness,
   type Tree,
+  twoTrees,
 } from "./harness.ts";
 import type { JsonObject } from "@earendil-works/pi-ai";
 import { callsOutside, insideOrSame, recordingFileSystem, type Recorder } from "./fs-seam.ts";
 import { noGit } from "./fuzz-lib.ts";
-import { makeRepository, REPOSITORY_KINDS } from "./fixtures.ts";
 
 const linkedTree = {
   "docs/pkg-guidelines.md": "PKG-GUIDE",
@@ -414,48 +414,44 @@ const HOSTILE_NAME = "n\u001b]52;c;SGk=\u0007\u202Edm.\u200B\u2066\uFEFF\u0085\u
 /** Control and format characters other than the line breaks a report is made of. */
 const RAW_CONTROL_OR_FORMAT = /[^\P{Cc}\n]|\p{Cf}/u;
 
-test("names with escape sequences and bidi overrides reach the model and the terminal escaped", async () => {
-  for (const git of [false, true]) {
-    await withTree(
-      {
-        [`docs/${HOSTILE_NAME}`]: "LINKED-RULES\n",
-        [`bad-${HOSTILE_NAME}/AGENTS.md`]: new Uint8Array([0xff, 0xfe]),
-        [`bad-${HOSTILE_NAME}/x.ts`]: "x",
-        "pkg/x.ts": "x",
-        [`.claude/rules/${HOSTILE_NAME}.md`]: '---\npaths: ["pkg/**"]\n---\nHOSTILE-RULE\n',
-      },
-      async (tree) => {
-        if (git) execFileSync("git", ["init", "-q"], { cwd: tree.cwd });
-        tree.link("pkg/AGENTS.md", `../docs/${HOSTILE_NAME}`);
-        const h = await loadRunner(tree, { hasUI: true });
-        const shown: Array<[string, string]> = [];
-        const result = await h.call("read", { path: "pkg/x.ts" });
-        const reminder = reminderOf(result.content) ?? "";
-        assert.match(reminder, /LINKED-RULES[\s\S]*HOSTILE-RULE/, `${git}: delivered`);
-        assert.match(reminder, /path="docs\/n\\u001b\]52;c;SGk=\\u0007\\u202edm\./, `${git}: the path attribute`);
-        shown.push(["reminder", reminder.replace(/LINKED-RULES|HOSTILE-RULE/g, "")]);
-        await h.call("read", { path: `bad-${HOSTILE_NAME}/x.ts` });
-        const warnings = h.notifications.splice(0);
-        assert.ok(
-          warnings.some((w) => w.includes("bad-n\\u001b]52")),
-          `${git}: the refused file is named`,
-        );
-        for (const warning of warnings) shown.push(["notification", warning]);
-        const bad = `bad-${HOSTILE_NAME}/x.ts`;
-        for (const args of [`why "cat pkg/x.ts '${bad}'"`, "why pkg/x.ts", `why ${bad}`, "", `why ${HOSTILE_NAME}`]) {
-          await h.command("lazy-agents", args);
-          const report = h.notifications.splice(0).join("\n");
-          assert.ok(args === `why ${HOSTILE_NAME}` || report.includes("\\u202e"), `${git}: ${args} names it`);
-          shown.push([args, report]);
-        }
-        for (const [where, text] of shown) {
-          const raw = RAW_CONTROL_OR_FORMAT.exec(text);
-          assert.equal(raw, null, `${git}: ${where} shows U+${raw?.[0].codePointAt(0)?.toString(16)} raw`);
-        }
-      },
-    );
-  }
-});
+test("names with escape sequences and bidi overrides reach the model and the terminal escaped", () =>
+  twoTrees(
+    {
+      [`docs/${HOSTILE_NAME}`]: "LINKED-RULES\n",
+      [`bad-${HOSTILE_NAME}/AGENTS.md`]: new Uint8Array([0xff, 0xfe]),
+      [`bad-${HOSTILE_NAME}/x.ts`]: "x",
+      "pkg/x.ts": "x",
+      [`.claude/rules/${HOSTILE_NAME}.md`]: '---\npaths: ["pkg/**"]\n---\nHOSTILE-RULE\n',
+    },
+    async (tree, kind) => {
+      tree.link("pkg/AGENTS.md", `../docs/${HOSTILE_NAME}`);
+      const h = await loadRunner(tree, { hasUI: true });
+      const shown: Array<[string, string]> = [];
+      const result = await h.call("read", { path: "pkg/x.ts" });
+      const reminder = reminderOf(result.content) ?? "";
+      assert.match(reminder, /LINKED-RULES[\s\S]*HOSTILE-RULE/, `${kind}: delivered`);
+      assert.match(reminder, /path="docs\/n\\u001b\]52;c;SGk=\\u0007\\u202edm\./, `${kind}: the path attribute`);
+      shown.push(["reminder", reminder.replace(/LINKED-RULES|HOSTILE-RULE/g, "")]);
+      await h.call("read", { path: `bad-${HOSTILE_NAME}/x.ts` });
+      const warnings = h.notifications.splice(0);
+      assert.ok(
+        warnings.some((w) => w.includes("bad-n\\u001b]52")),
+        `${kind}: the refused file is named`,
+      );
+      for (const warning of warnings) shown.push(["notification", warning]);
+      const bad = `bad-${HOSTILE_NAME}/x.ts`;
+      for (const args of [`why "cat pkg/x.ts '${bad}'"`, "why pkg/x.ts", `why ${bad}`, "", `why ${HOSTILE_NAME}`]) {
+        await h.command("lazy-agents", args);
+        const report = h.notifications.splice(0).join("\n");
+        assert.ok(args === `why ${HOSTILE_NAME}` || report.includes("\\u202e"), `${kind}: ${args} names it`);
+        shown.push([args, report]);
+      }
+      for (const [where, text] of shown) {
+        const raw = RAW_CONTROL_OR_FORMAT.exec(text);
+        assert.equal(raw, null, `${kind}: ${where} shows U+${raw?.[0].codePointAt(0)?.toString(16)} raw`);
+      }
+    },
+  ));
 
 test("a skill's name and description cannot close the skill list", () =>
   withTree(
@@ -511,93 +507,86 @@ test("decoding: strict UTF-8, one BOM stripped, CRLF and lone CR become LF", () 
 
 const SECRETS = ["REMOTE-TOKEN", "ENV-SECRET", "AWS-SECRET", "VENDOR-NOTES", "LOCAL-SETTINGS", "PRIVATE-NOTES"];
 
-for (const kind of REPOSITORY_KINDS) {
-  test(`a link cannot send a dotfile, git's store, an ignored folder or what git ignores (${kind})`, () =>
-    withTree(
-      {
-        ".gitignore": "private/\nsecret.txt\n",
-        ".env": "ENV-SECRET",
-        ".aws/credentials": "AWS-SECRET",
-        ".aws/skill.md": "---\nname: aws\ndescription: AWS-SECRET\n---\n",
-        ".claude/settings.local.json": "LOCAL-SETTINGS",
-        "node_modules/dep/NOTES.md": "VENDOR-NOTES",
-        "private/notes.md": "PRIVATE-NOTES",
-        "secret.txt": "PRIVATE-NOTES",
-        "docs/guide.md": "SHARED-GUIDE",
-        ...Object.fromEntries("abcdefgh".split("").map((name) => [`${name}/x.ts`, name])),
-      },
-      async (tree) => {
-        makeRepository(tree.cwd, kind);
-        if (kind === "plain folder")
-          tree.write(".git/config", "[remote]\n\turl = https://REMOTE-TOKEN@example.com/r\n");
-        else execFileSync("git", ["remote", "add", "o", "https://REMOTE-TOKEN@example.com/r"], { cwd: tree.cwd });
-        tree.link("a/AGENTS.md", "../.git/config");
-        tree.link("b/CLAUDE.md", "../.env");
-        tree.link("c/AGENTS.md", "../.aws/credentials");
-        tree.link("d/AGENTS.md", "../node_modules/dep/NOTES.md");
-        tree.link("e/AGENTS.md", "../private/notes.md");
-        tree.link("f/AGENTS.md", "../secret.txt");
-        tree.link("g/.agents/skills/aws/SKILL.md", "../../../../.aws/skill.md");
-        tree.link("h/AGENTS.md", "../docs/guide.md");
-        tree.link(".claude/rules/team.md", "../../.env");
-        tree.link(".claude/rules/local.md", "../settings.local.json");
-        const h = await loadRunner(tree, { hasUI: true });
-        const reminders: Record<string, string> = {};
-        for (const name of "abcdefgh") {
-          reminders[name] = reminderOf((await h.call("read", { path: `${name}/x.ts` })).content) ?? "";
-        }
-        const all = Object.values(reminders).join("\n") + h.notifications.join("\n");
-        // Without git, nothing is git-ignored: only the git repository keeps private/ to itself.
-        const secrets = kind === "git repository" ? SECRETS : SECRETS.filter((secret) => secret !== "PRIVATE-NOTES");
-        for (const secret of secrets) assert.ok(!all.includes(secret), `${secret} is never sent`);
-        const notice = (path: string, reason: string) => `- ${path} was not loaded: ${reason}.`;
-        assert.ok(reminders.a!.includes(notice("a/AGENTS.md", "inside an ignored directory")), reminders.a);
-        assert.ok(reminders.b!.includes(notice("b/CLAUDE.md", "a dotfile, which may hold credentials")));
-        assert.ok(reminders.c!.includes(notice("c/AGENTS.md", "a dotfile, which may hold credentials")));
-        assert.ok(reminders.d!.includes(notice("d/AGENTS.md", "inside an ignored directory")));
-        if (kind === "git repository") {
-          assert.ok(reminders.e!.includes(notice("e/AGENTS.md", "ignored by git")), reminders.e);
-          assert.ok(reminders.f!.includes(notice("f/AGENTS.md", "ignored by git")), reminders.f);
-        }
-        assert.doesNotMatch(reminders.g!, /aws/, "a skill that links into a dot folder is not listed");
-        assert.match(reminders.h!, /SHARED-GUIDE/, "a link that passes the policy arrives with the first read");
-      },
-    ));
-}
+test(`a link cannot send a dotfile, git's store, an ignored folder or what git ignores`, () =>
+  twoTrees(
+    {
+      ".gitignore": "private/\nsecret.txt\n",
+      ".env": "ENV-SECRET",
+      ".aws/credentials": "AWS-SECRET",
+      ".aws/skill.md": "---\nname: aws\ndescription: AWS-SECRET\n---\n",
+      ".claude/settings.local.json": "LOCAL-SETTINGS",
+      "node_modules/dep/NOTES.md": "VENDOR-NOTES",
+      "private/notes.md": "PRIVATE-NOTES",
+      "secret.txt": "PRIVATE-NOTES",
+      "docs/guide.md": "SHARED-GUIDE",
+      ...Object.fromEntries("abcdefgh".split("").map((name) => [`${name}/x.ts`, name])),
+    },
+    async (tree, kind) => {
+      if (kind === "plain folder") tree.write(".git/config", "[remote]\n\turl = https://REMOTE-TOKEN@example.com/r\n");
+      else execFileSync("git", ["remote", "add", "o", "https://REMOTE-TOKEN@example.com/r"], { cwd: tree.cwd });
+      tree.link("a/AGENTS.md", "../.git/config");
+      tree.link("b/CLAUDE.md", "../.env");
+      tree.link("c/AGENTS.md", "../.aws/credentials");
+      tree.link("d/AGENTS.md", "../node_modules/dep/NOTES.md");
+      tree.link("e/AGENTS.md", "../private/notes.md");
+      tree.link("f/AGENTS.md", "../secret.txt");
+      tree.link("g/.agents/skills/aws/SKILL.md", "../../../../.aws/skill.md");
+      tree.link("h/AGENTS.md", "../docs/guide.md");
+      tree.link(".claude/rules/team.md", "../../.env");
+      tree.link(".claude/rules/local.md", "../settings.local.json");
+      const h = await loadRunner(tree, { hasUI: true });
+      const reminders: Record<string, string> = {};
+      for (const name of "abcdefgh") {
+        reminders[name] = reminderOf((await h.call("read", { path: `${name}/x.ts` })).content) ?? "";
+      }
+      const all = Object.values(reminders).join("\n") + h.notifications.join("\n");
+      // Without git, nothing is git-ignored: only the git repository keeps private/ to itself.
+      const secrets = kind === "git repository" ? SECRETS : SECRETS.filter((secret) => secret !== "PRIVATE-NOTES");
+      for (const secret of secrets) assert.ok(!all.includes(secret), `${secret} is never sent`);
+      const notice = (path: string, reason: string) => `- ${path} was not loaded: ${reason}.`;
+      assert.ok(reminders.a!.includes(notice("a/AGENTS.md", "inside an ignored directory")), reminders.a);
+      assert.ok(reminders.b!.includes(notice("b/CLAUDE.md", "a dotfile, which may hold credentials")));
+      assert.ok(reminders.c!.includes(notice("c/AGENTS.md", "a dotfile, which may hold credentials")));
+      assert.ok(reminders.d!.includes(notice("d/AGENTS.md", "inside an ignored directory")));
+      if (kind === "git repository") {
+        assert.ok(reminders.e!.includes(notice("e/AGENTS.md", "ignored by git")), reminders.e);
+        assert.ok(reminders.f!.includes(notice("f/AGENTS.md", "ignored by git")), reminders.f);
+      }
+      assert.doesNotMatch(reminders.g!, /aws/, "a skill that links into a dot folder is not listed");
+      assert.match(reminders.h!, /SHARED-GUIDE/, "a link that passes the policy arrives with the first read");
+    },
+  ));
 
-for (const kind of REPOSITORY_KINDS) {
-  test(`a file Pi loaded at start-up is not sent again, through a link or an import (${kind})`, () =>
-    withTree(
-      {
-        ".agents/AGENTS.md": "PI-ROOT-RULES",
-        "pkg/x.ts": "x",
-        "web/x.ts": "x",
-        "lib/AGENTS.md": "LIB-RULES @../AGENTS.md @../.agents/AGENTS.md",
-        "lib/x.ts": "x",
-      },
-      async (tree) => {
-        makeRepository(tree.cwd, kind);
-        // As in langfuse: the root file Pi reads is a link into .agents.
-        tree.link("AGENTS.md", ".agents/AGENTS.md");
-        tree.link("pkg/AGENTS.md", "../AGENTS.md");
-        tree.link("web/AGENTS.md", "../.agents/AGENTS.md");
-        const reads = ["pkg", "web", "lib"].map((dir) => ["read", { path: `${dir}/x.ts` }] as [string, JsonObject]);
-        const h = await startSession(tree, [toolTurn(...reads), finalTurn()]);
-        try {
-          await h.session.prompt("go");
-          assert.match(h.session.systemPrompt, /PI-ROOT-RULES/, "Pi put the file in its system prompt");
-          const toolText = persistedToolResults(h.sessionManager)
-            .map((result) => textOf(result.content))
-            .join("\n");
-          assert.match(toolText, /LIB-RULES/);
-          assert.doesNotMatch(toolText, /PI-ROOT-RULES/);
-          assert.match(toolText, /pkg\/AGENTS.md was not loaded: the file Pi loaded at start-up/);
-        } finally {
-          h.dispose();
-        }
-      },
-    ));
-}
+test(`a file Pi loaded at start-up is not sent again, through a link or an import`, () =>
+  twoTrees(
+    {
+      ".agents/AGENTS.md": "PI-ROOT-RULES",
+      "pkg/x.ts": "x",
+      "web/x.ts": "x",
+      "lib/AGENTS.md": "LIB-RULES @../AGENTS.md @../.agents/AGENTS.md",
+      "lib/x.ts": "x",
+    },
+    async (tree) => {
+      // As in langfuse: the root file Pi reads is a link into .agents.
+      tree.link("AGENTS.md", ".agents/AGENTS.md");
+      tree.link("pkg/AGENTS.md", "../AGENTS.md");
+      tree.link("web/AGENTS.md", "../.agents/AGENTS.md");
+      const reads = ["pkg", "web", "lib"].map((dir) => ["read", { path: `${dir}/x.ts` }] as [string, JsonObject]);
+      const h = await startSession(tree, [toolTurn(...reads), finalTurn()]);
+      try {
+        await h.session.prompt("go");
+        assert.match(h.session.systemPrompt, /PI-ROOT-RULES/, "Pi put the file in its system prompt");
+        const toolText = persistedToolResults(h.sessionManager)
+          .map((result) => textOf(result.content))
+          .join("\n");
+        assert.match(toolText, /LIB-RULES/);
+        assert.doesNotMatch(toolText, /PI-ROOT-RULES/);
+        assert.match(toolText, /pkg\/AGENTS.md was not loaded: the file Pi loaded at start-up/);
+      } finally {
+        h.dispose();
+      }
+    },
+  ));
 
 // Git reads the repository's config; no setting there may start a program. Each repository names a
 // command that leaves a marker beside cwd, then a session reads in a tracked and an ignored folder.

@@ -11,7 +11,6 @@ import {
   loadRunner,
   reminderOf,
   withTree,
-  withTreeInBothModes,
   finalTurn,
   persistedToolResults,
   startSession,
@@ -21,8 +20,7 @@ import {
 } from "./harness.ts";
 import { noGit } from "./fuzz-lib.ts";
 import { rng } from "./rng.ts";
-import { recordingFileSystem } from "./fs-seam.ts";
-import { makeRepository, REPOSITORY_KINDS, tree } from "./fixtures.ts";
+import { skillFolders, tree } from "./fixtures.ts";
 
 const skill = (name: string, description: string, extra = "") =>
   `---\nname: ${name}\ndescription: ${description}\n${extra}---\nSKILL-BODY-${name}\n`;
@@ -308,44 +306,18 @@ test("a reminder without skills has no skills header", () =>
     },
   ));
 
-test("a warm call lists no unchanged folder again; only a changed one and its new folder are listed", () =>
-  withTree(
-    {
-      "pkg/AGENTS.md": "Rules: @rules",
-      "pkg/rules/a.md": "RULE-A",
-      "pkg/.agents/skills/group/deploy/SKILL.md": skill("deploy", "Deploy it"),
-      "pkg/.agents/skills/lint/SKILL.md": skill("lint", "Lint it"),
-      "pkg/a.ts": "a",
-      "pkg/b.ts": "b",
-    },
-    async (tree) => {
-      const recorder = recordingFileSystem();
-      const h = await loadRunner(tree, { factories: [createLazyAgents({ fs: recorder.fs })] });
-      const cold = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
-      assert.match(cold, /RULE-A[^]*- deploy: [^]*- lint: /);
-      assert.ok(
-        recorder.calls.some((call) => call.method === "readdir"),
-        "the cold call lists the folders",
-      );
-      recorder.calls.length = 0;
-      await h.call("read", { path: "pkg/b.ts" });
-      assert.deepEqual(
-        recorder.calls.filter((call) => call.method === "readdir"),
-        [],
-        "a warm call lists nothing",
-      );
-      tree.write("pkg/.agents/skills/group/review/SKILL.md", skill("review", "Review it"));
-      const later = new Date(Date.now() + 5000);
-      utimesSync(tree.abs("pkg/.agents/skills/group"), later, later);
-      recorder.calls.length = 0;
-      const changed = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
-      assert.match(changed, /- review: /);
-      assert.deepEqual(
-        recorder.calls.filter((call) => call.method === "readdir").map((call) => call.path),
-        [tree.abs("pkg/.agents/skills/group"), tree.abs("pkg/.agents/skills/group/review")],
-      );
-    },
-  ));
+test("a skill added to a folder the model holds is listed by the next call there", () =>
+  withTree(skillFolders, async (tree) => {
+    const h = await loadRunner(tree);
+    const cold = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
+    assert.match(cold, /RULE-A[^]*- deploy: [^]*- lint: /);
+    await h.call("read", { path: "pkg/b.ts" });
+    tree.write("pkg/.agents/skills/group/review/SKILL.md", skill("review", "Review it"));
+    const later = new Date(Date.now() + 5000);
+    utimesSync(tree.abs("pkg/.agents/skills/group"), later, later);
+    const changed = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
+    assert.match(changed, /- review: /);
+  }));
 
 test("the skill scan skips node_modules and dot folders inside a skills folder", () =>
   twoTrees(
@@ -397,72 +369,65 @@ test("a skills folder's ignore file hides a skill named by a one-character class
     },
   ));
 
-for (const kind of REPOSITORY_KINDS) {
-  test(`a skill's own files are skill content: reading its SKILL.md appends no AGENTS.md of the skill folder (${kind})`, () =>
-    withTree(
-      {
-        "pkg/AGENTS.md": "PKG-RULES",
-        "pkg/.agents/skills/react/SKILL.md": skill("react", "React rules"),
-        "pkg/.agents/skills/react/AGENTS.md": `SKILL-FOLDER-AGENTS ${"r".repeat(22 * 1024)}`,
-        "pkg/.agents/skills/react/rules/AGENTS.md": "SKILL-RULES-AGENTS",
-        "pkg/.agents/skills/react/rules/a.md": "a",
-        "pkg/.agents/skills/big/SKILL.md": skill("big", "Big one"),
-        "pkg/.agents/skills/big/AGENTS.md": "b".repeat(81 * 1024),
-        ".agents/skills/root/SKILL.md": skill("root", "Root skill"),
-        ".agents/skills/root/AGENTS.md": "ROOT-SKILL-AGENTS",
-      },
-      async (tree) => {
-        makeRepository(tree.cwd, kind);
-        const h = await loadRunner(tree);
-        const paths = [
-          "pkg/.agents/skills/react/SKILL.md",
-          "pkg/.agents/skills/react/rules/a.md",
-          "pkg/.agents/skills/big/SKILL.md",
-          ".agents/skills/root/SKILL.md",
-        ];
-        const reminders: string[] = [];
-        for (const path of paths) reminders.push(reminderOf((await h.call("read", { path })).content) ?? "");
-        const all = reminders.join("\n");
-        assert.match(reminders[0]!, /PKG-RULES/, "the folder that holds the skills tree still applies");
-        for (const marker of [
-          "SKILL-FOLDER-AGENTS",
-          "SKILL-RULES-AGENTS",
-          "ROOT-SKILL-AGENTS",
-          "larger than the size limit",
-        ])
-          assert.ok(!all.includes(marker), marker);
-      },
-    ));
-}
+test(`a skill's own files are skill content: reading its SKILL.md appends no AGENTS.md of the skill folder`, () =>
+  twoTrees(
+    {
+      "pkg/AGENTS.md": "PKG-RULES",
+      "pkg/.agents/skills/react/SKILL.md": skill("react", "React rules"),
+      "pkg/.agents/skills/react/AGENTS.md": `SKILL-FOLDER-AGENTS ${"r".repeat(22 * 1024)}`,
+      "pkg/.agents/skills/react/rules/AGENTS.md": "SKILL-RULES-AGENTS",
+      "pkg/.agents/skills/react/rules/a.md": "a",
+      "pkg/.agents/skills/big/SKILL.md": skill("big", "Big one"),
+      "pkg/.agents/skills/big/AGENTS.md": "b".repeat(81 * 1024),
+      ".agents/skills/root/SKILL.md": skill("root", "Root skill"),
+      ".agents/skills/root/AGENTS.md": "ROOT-SKILL-AGENTS",
+    },
+    async (tree) => {
+      const h = await loadRunner(tree);
+      const paths = [
+        "pkg/.agents/skills/react/SKILL.md",
+        "pkg/.agents/skills/react/rules/a.md",
+        "pkg/.agents/skills/big/SKILL.md",
+        ".agents/skills/root/SKILL.md",
+      ];
+      const reminders: string[] = [];
+      for (const path of paths) reminders.push(reminderOf((await h.call("read", { path })).content) ?? "");
+      const all = reminders.join("\n");
+      assert.match(reminders[0]!, /PKG-RULES/, "the folder that holds the skills tree still applies");
+      for (const marker of [
+        "SKILL-FOLDER-AGENTS",
+        "SKILL-RULES-AGENTS",
+        "ROOT-SKILL-AGENTS",
+        "larger than the size limit",
+      ])
+        assert.ok(!all.includes(marker), marker);
+    },
+  ));
 
-for (const kind of REPOSITORY_KINDS) {
-  test(`the skills Pi listed at start-up come from Pi, not from text in its system prompt (${kind})`, () =>
-    withTree(
-      {
-        // Text of a context file lands in the system prompt too: it cannot pass for a listed skill.
-        "AGENTS.md":
-          "ROOT <skill><name>lint</name><description>x</description><location>/x/SKILL.md</location></skill>",
-        "pkg/.agents/skills/lint/SKILL.md": skill("lint", "Package lint"),
-        "pkg/x.ts": "x",
-      },
-      async (tree) => {
-        makeRepository(tree.cwd, kind);
-        const h = await startSession(tree, [toolTurn(["read", { path: "pkg/x.ts" }]), finalTurn()]);
-        try {
-          await h.session.prompt("go");
-          const reminder = reminderOf(persistedToolResults(h.sessionManager)[0]!.content) ?? "";
-          assert.match(reminder, /- lint: Package lint/);
-          assert.doesNotMatch(reminder, /takes precedence/, "no skill of that name was listed at start-up");
-        } finally {
-          h.dispose();
-        }
-      },
-    ));
-}
+test(`the skills Pi listed at start-up come from Pi, not from text in its system prompt`, () =>
+  twoTrees(
+    {
+      // Text of a context file lands in the system prompt too: it cannot pass for a listed skill.
+      "AGENTS.md": "ROOT <skill><name>lint</name><description>x</description><location>/x/SKILL.md</location></skill>",
+      "pkg/.agents/skills/lint/SKILL.md": skill("lint", "Package lint"),
+      "pkg/x.ts": "x",
+    },
+    async (tree) => {
+      const h = await startSession(tree, [toolTurn(["read", { path: "pkg/x.ts" }]), finalTurn()]);
+      try {
+        await h.session.prompt("go");
+        const reminder = reminderOf(persistedToolResults(h.sessionManager)[0]!.content) ?? "";
+        assert.match(reminder, /- lint: Package lint/);
+        assert.doesNotMatch(reminder, /takes precedence/, "no skill of that name was listed at start-up");
+      } finally {
+        h.dispose();
+      }
+    },
+  ));
 test("an ignore line that makes a RegExp backtrack costs at most path length times pattern length, and still hides what it matches", () => {
   const line = "*a*a*a*a*a*a*a*a*b";
   const names = ["a".repeat(48), "a".repeat(90), `${"a".repeat(89)}b`];
-  return withTreeInBothModes(
+  return twoTrees(
     {
       "pkg/a.ts": "a\n",
       "pkg/.agents/skills/.gitignore": `${line}\n`,
@@ -487,7 +452,7 @@ test("an ignore line that makes a RegExp backtrack costs at most path length tim
 });
 
 test("an ignore line of 30,000 spaces before one character is read in linear time, not the quadratic of a trailing-space RegExp", () =>
-  withTreeInBothModes(
+  twoTrees(
     {
       "pkg/a.ts": "a\n",
       "pkg/.agents/skills/.ignore": `${" ".repeat(30_000)}x\nhidden\n`,

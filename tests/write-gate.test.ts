@@ -2,7 +2,6 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createLazyAgents, type LazyAgents, type LedgerRecord } from "../index.ts";
 import {
@@ -13,6 +12,7 @@ import {
   toolTurn,
   withTree,
   countOccurrences,
+  twoTrees,
 } from "./harness.ts";
 
 const recordOf = (details: unknown) => (details as { lazyAgents?: LedgerRecord } | undefined)?.lazyAgents;
@@ -132,27 +132,24 @@ test("a write held back for a chain of more files than one reminder takes goes t
   });
 });
 
-for (const git of [false, true]) {
-  test(`a write held back for a Claude rule carries the rule's imports, and the retry goes through, ${git ? "under git init" : "in a plain folder"}`, () =>
-    withTree(
-      {
-        ".claude/rules/api.md": '---\npaths: "src/**"\n---\nAPI-RULE\nSee @../../docs/one.md\n',
-        "docs/one.md": "RULE-IMPORT @two.md",
-        "docs/two.md": "RULE-IMPORT-TWO",
-        "src/a.ts": "a\n",
-      },
-      async (tree) => {
-        if (git) execFileSync("git", ["init", "-q"], { cwd: tree.cwd });
-        const h = await loadRunner(tree, { settings: { lazyAgents: { gateWrites: true } } });
-        const held = await h.call("write", { path: "src/b.ts", content: "b" });
-        assert.equal(held.blocked, true);
-        assert.match(held.reason ?? "", /RULE-IMPORT-TWO/);
-        await h.runner.emit({ type: "turn_end", turnIndex: 0, toolResults: [] } as never);
-        assert.equal(
-          (await h.call("write", { path: "src/b.ts", content: "b" })).blocked,
-          false,
-          "the retry goes through",
-        );
-      },
-    ));
-}
+test(`a write held back for a Claude rule carries the rule's imports, and the retry goes through`, () =>
+  twoTrees(
+    {
+      ".claude/rules/api.md": '---\npaths: "src/**"\n---\nAPI-RULE\nSee @../../docs/one.md\n',
+      "docs/one.md": "RULE-IMPORT @two.md",
+      "docs/two.md": "RULE-IMPORT-TWO",
+      "src/a.ts": "a\n",
+    },
+    async (tree) => {
+      const h = await loadRunner(tree, { settings: { lazyAgents: { gateWrites: true } } });
+      const held = await h.call("write", { path: "src/b.ts", content: "b" });
+      assert.equal(held.blocked, true);
+      assert.match(held.reason ?? "", /RULE-IMPORT-TWO/);
+      await h.runner.emit({ type: "turn_end", turnIndex: 0, toolResults: [] } as never);
+      assert.equal(
+        (await h.call("write", { path: "src/b.ts", content: "b" })).blocked,
+        false,
+        "the retry goes through",
+      );
+    },
+  ));
