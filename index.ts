@@ -2016,8 +2016,6 @@ interface PlannedFile {
   cutText?: string;
   /** The scope as shown, when it is not the folder's (a rule's globs). */
   scopeText?: string;
-  /** Set when the budget left the file out of this reminder. */
-  leftOut?: boolean;
 }
 
 interface PlannedSkill extends Skill {
@@ -2410,7 +2408,7 @@ function reminderField(text: string): string {
   return escapeXml(oneLine(text));
 }
 
-const WRAPPER_CLOSING_TAG = /<(?=\s*\/\s*(?:(?:nested-)?instructions|nested-checks)\b)/gi;
+const WRAPPER_CLOSING_TAG = /<(?=\s*\/\s*(?:file|rule|nested-instructions|nested-checks)\b)/gi;
 
 /**
  * Instruction text as the reminder carries it: byte for byte, except that anything that reads as
@@ -2421,12 +2419,44 @@ function neutralizeClosingTags(text: string): string {
 }
 
 // Exported for tests: they and the bench find the reminder in a result by this prefix of its opening tag.
-export const REMINDER_OPEN = '<nested-instructions source="pi-lazy-agents"';
+export const REMINDER_OPEN = "<nested-instructions";
+
+const REMINDER_CLOSE = "</nested-instructions>";
 
 /** Touched paths the opening tag names; a bash command that touches more adds a count. */
 const SHOWN_TOUCHED_PATHS = 3;
 
-const REMINDER_CLOSE = "</nested-instructions>";
+/** A section's full explanation, and its one-line header once the model holds that; tags name files and rules. */
+const INTROS: Record<Section, readonly [string, string?]> = {
+  files: [C.INSTRUCTIONS_INTRO],
+  skills: [C.SKILLS_INTRO, C.SKILLS_HEADER],
+  rules: [C.RULES_INTRO],
+  ruleListings: [C.RULE_LISTING_INTRO, C.RULE_LISTING_HEADER],
+};
+
+/** Each notice a record carries, as its line. */
+const NOTICE_LINES = {
+  retracted: (notice: { path: string }) => `- ${C.withdrawnNotice(reminderField(notice.path))}`,
+  retractedSkills: (notice: { path: string }) => `- ${C.skillGoneNotice(reminderField(notice.path))}`,
+  retractedRules: (notice: { path: string }) => `- ${C.withdrawnNotice(reminderField(notice.path))}`,
+  skipped: (skip: Skip) => `- ${skipText(skip)}.`,
+  alsoGoverns: (told: { path: string; scope: string }) =>
+    `- ${C.alsoGovernsNotice(reminderField(told.path), reminderField(scopeGlob(told.scope)))}`,
+};
+
+type NoticeKind = keyof typeof NOTICE_LINES;
+
+const NOTICE_KINDS = Object.keys(NOTICE_LINES) as NoticeKind[];
+
+function noticeLines(record: LedgerRecord): string[] {
+  const notices = record as Record<NoticeKind, unknown[] | undefined>;
+  return NOTICE_KINDS.flatMap((kind) => (notices[kind] ?? []).map((notice) => NOTICE_LINES[kind](notice as never)));
+}
+
+/** Bytes a line adds to the reminder, with the newline before it. */
+function lineBytes(line: string): number {
+  return byteLength(`\n${line}`);
+}
 
 /**
  * Fits the whole reminder (tags, paths, texts, skills, notices and the left-out line) into the byte
@@ -2436,155 +2466,116 @@ const REMINDER_CLOSE = "</nested-instructions>";
  * so it stays pending for a later access, and is counted in one line.
  */
 function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
-  const items = plan.files.length + plan.skills.length + noticeCount(plan.record) + ruleCount(plan);
-  const frame = byteLength(formatReminder(plan)) - itemBytes(plan);
-  const longest = [...plan.files, ...(plan.rules ?? []), ...plan.skills]
-    .map((entry) => reminderField("file" in entry ? entry.file.path : entry.path))
+  const { record } = plan;
+  const entries = [...plan.files, ...(plan.rules ?? [])];
+  const itemLines = [...sectionItems(plan).flatMap(([, lines]) => lines), ...noticeLines(record)];
+  const frame = byteLength(formatReminder(plan)) - itemLines.reduce((sum, line) => sum + lineBytes(line), 0);
+  const longest = [...entries.map((entry) => entry.file.path), ...plan.skills.map((skill) => skill.path)]
+    .map(reminderField)
     .sort((a, b) => byteLength(b) - byteLength(a));
-  const reserved = C.leftOutText(items, items, items, longest);
-  let remaining = budgetBytes - frame - byteLength(`\n\n${reserved}`);
+  const count = itemLines.length;
+  let remaining = budgetBytes - frame - byteLength(`\n\n${C.leftOutText(count, count, count, longest)}`);
   const leftOut = { files: 0, skills: 0, notices: 0, names: [] as string[] };
-  remaining = fitNotices(plan.record, remaining, leftOut);
-  // Rules touch point: rule texts share the budget and the file count, ranked after the deepest folder's files.
-  const entries = plan.rules?.length ? [...plan.files, ...plan.rules] : plan.files;
-  let kept = 0;
-  for (const index of rankRules(budgetPriority(plan.files), plan)) {
-    const entry = entries[index]!;
-    const whole = fileBytes(entry);
-    if (kept < C.MAX_REMINDER_FILES && whole <= remaining) {
-      remaining -= whole;
-      kept++;
-      continue;
+  const keep = (line: string, drop: () => void): boolean => {
+    if (lineBytes(line) <= remaining) {
+      remaining -= lineBytes(line);
+      return true;
     }
-    const room = remaining - fileBytes({ ...entry, cutText: "" });
-    if (kept < C.MAX_REMINDER_FILES && room > 0 && (room >= C.MIN_CUT_BYTES || kept === 0)) {
-      entry.cutText = cutUtf8(entry.file.text, room);
-      const recorded =
-        index < plan.files.length
-          ? plan.record.files.find((file) => file.path === entry.file.path && file.via === "reminder")
-          : plan.record.rules?.find((rule) => rule.path === entry.file.path);
-      if (recorded) recorded.truncated = true;
-      remaining -= fileBytes(entry);
-      kept++;
-      continue;
-    }
-    leaveOut(plan, entry, index >= plan.files.length);
-    leftOut.files++;
-    leftOut.names.push(entry.file.path);
+    drop();
+    return false;
+  };
+  // Notices that do not fit stay unsaid (and unrecorded) until a later access.
+  const notices = record as Record<NoticeKind, unknown[] | undefined>;
+  for (const kind of NOTICE_KINDS) {
+    notices[kind] = notices[kind]?.filter((notice) =>
+      keep(NOTICE_LINES[kind](notice as never), () => leftOut.notices++),
+    );
   }
-  plan.files = plan.files.filter((entry) => !entry.leftOut);
-  if (plan.rules) plan.rules = plan.rules.filter((entry) => !entry.leftOut);
-  plan.ruleListings = plan.ruleListings?.filter((listing) => {
-    const size = byteLength(`\n${ruleListingLine(listing)}`);
-    if (size <= remaining) {
-      remaining -= size;
-      return true;
+  const left = new Set<PlannedFile>();
+  let kept = 0;
+  for (const index of budgetOrder(plan)) {
+    const entry = entries[index]!;
+    const isRule = index >= plan.files.length;
+    const room = remaining - lineBytes(formatFile({ ...entry, cutText: "" }, isRule));
+    if (kept < C.MAX_REMINDER_FILES && keep(formatFile(entry, isRule), () => {})) {
+      kept++;
+    } else if (kept < C.MAX_REMINDER_FILES && room > 0 && (room >= C.MIN_CUT_BYTES || kept === 0)) {
+      entry.cutText = cutUtf8(entry.file.text, room);
+      const recorded = isRule
+        ? record.rules?.find((rule) => rule.path === entry.file.path)
+        : record.files.find((file) => file.path === entry.file.path && file.via === "reminder");
+      if (recorded) recorded.truncated = true;
+      remaining -= lineBytes(formatFile(entry, isRule));
+      kept++;
+    } else {
+      left.add(entry);
+      leftOut.files++;
+      leftOut.names.push(entry.file.path);
+      if (isRule) record.rules = record.rules?.filter((rule) => rule.path !== entry.file.path);
+      else record.files = record.files.filter((file) => file.path !== entry.file.path || file.via !== "reminder");
     }
-    plan.record.rules = plan.record.rules?.filter((recorded) => recorded.path !== listing.path);
-    leftOut.files++;
-    leftOut.names.push(listing.path);
-    return false;
-  });
-  plan.skills = plan.skills.filter((skill) => {
-    const size = byteLength(`\n${skillLine(skill)}`);
-    if (size <= remaining) {
-      remaining -= size;
-      return true;
-    }
-    plan.record.skills = plan.record.skills.filter((recorded) => recorded.path !== skill.path);
-    leftOut.skills++;
-    leftOut.names.push(skill.path);
-    return false;
-  });
+  }
+  plan.files = plan.files.filter((entry) => !left.has(entry));
+  plan.rules = plan.rules?.filter((entry) => !left.has(entry));
+  plan.ruleListings = plan.ruleListings?.filter((listing) =>
+    keep(ruleListingLine(listing), () => {
+      record.rules = record.rules?.filter((rule) => rule.path !== listing.path);
+      leftOut.files++;
+      leftOut.names.push(listing.path);
+    }),
+  );
+  plan.skills = plan.skills.filter((skill) =>
+    keep(skillLine(skill), () => {
+      record.skills = record.skills.filter((recorded) => recorded.path !== skill.path);
+      leftOut.skills++;
+      leftOut.names.push(skill.path);
+    }),
+  );
   if (leftOut.files + leftOut.skills + leftOut.notices > 0) plan.leftOut = leftOut;
-  recordExplanations(plan);
+  const explained = sectionsIn(plan).filter((section) => explains(plan, section));
+  if (explained.length > 0) record.explained = explained;
+  else delete record.explained;
+}
+
+/**
+ * Indexes of the plan's files, then its rule texts, in the order they claim the budget: deepest
+ * scope first, a file before its imports; rule texts after the deepest folder's files.
+ */
+function budgetOrder(plan: DeliveryPlan): number[] {
+  const depth = (index: number) => depthOf(plan.files[index]!.scope);
+  const imported = (index: number) => Number(plan.files[index]!.importedBy !== undefined);
+  const files = plan.files
+    .map((_, index) => index)
+    .sort((a, b) => depth(b) - depth(a) || imported(a) - imported(b) || a - b);
+  const rules = (plan.rules ?? []).map((_, index) => plan.files.length + index);
+  const deepest = Math.max(0, ...files.map(depth));
+  const at = files.findIndex((index) => depth(index) < deepest);
+  return at === -1 ? [...files, ...rules] : [...files.slice(0, at), ...rules, ...files.slice(at)];
 }
 
 /** Which sections are in a plan: each opens with its explanation or its one-line header. */
 function sectionsIn(plan: DeliveryPlan): Section[] {
-  const present: Record<Section, boolean> = {
-    files: plan.files.length > 0,
-    skills: plan.skills.length > 0,
-    rules: (plan.rules?.length ?? 0) > 0,
-    ruleListings: (plan.ruleListings?.length ?? 0) > 0,
+  const counts: Record<Section, number> = {
+    files: plan.files.length,
+    skills: plan.skills.length,
+    rules: plan.rules?.length ?? 0,
+    ruleListings: plan.ruleListings?.length ?? 0,
   };
-  return SECTIONS.filter((section) => present[section]);
+  return SECTIONS.filter((section) => counts[section] > 0);
 }
 
 function explains(plan: DeliveryPlan, section: Section): boolean {
   return !plan.explainedEarlier?.has(section);
 }
 
-/** Notes in the record the sections this reminder explains in full, once the budget has fixed what it holds. */
-function recordExplanations(plan: DeliveryPlan): void {
-  const explained = sectionsIn(plan).filter((section) => explains(plan, section));
-  if (explained.length > 0) plan.record.explained = explained;
-  else delete plan.record.explained;
-}
-
-/** A section's opening line: the full explanation while the model cannot see one, else the one-line header. */
-function sectionIntro(plan: DeliveryPlan, section: Section): string {
-  const intros: Record<Section, readonly [string, string]> = {
-    files: [C.INSTRUCTIONS_INTRO, C.INSTRUCTIONS_HEADER],
-    skills: [C.SKILLS_INTRO, C.SKILLS_HEADER],
-    rules: [C.RULES_INTRO, C.RULES_HEADER],
-    ruleListings: [C.RULE_LISTING_INTRO, C.RULE_LISTING_HEADER],
-  };
-  return intros[section][explains(plan, section) ? 0 : 1];
-}
-
-function fileBytes(entry: PlannedFile): number {
-  return byteLength(`\n\n${formatFile(entry).join("\n")}`);
-}
-
-/** Bytes the plan's files, rules, skills and notices add to the reminder's frame. */
-function itemBytes(plan: DeliveryPlan): number {
-  const files = [...plan.files, ...(plan.rules ?? [])].reduce((sum, entry) => sum + fileBytes(entry), 0);
-  const listings = (plan.ruleListings ?? []).reduce((sum, r) => sum + byteLength(`\n${ruleListingLine(r)}`), 0);
-  const skills = plan.skills.reduce((sum, skill) => sum + byteLength(`\n${skillLine(skill)}`), 0);
-  return files + listings + skills + noticeLines(plan.record).reduce((sum, line) => sum + byteLength(`\n${line}`), 0);
-}
-
-function ruleCount(plan: DeliveryPlan): number {
-  return (plan.rules?.length ?? 0) + (plan.ruleListings?.length ?? 0);
-}
-
-function noticeCount(record: LedgerRecord): number {
-  return noticeLines(record).length;
-}
-
-/** Keeps the notices that fit, in order; the others stay unsaid (and unrecorded) until a later access. */
-function fitNotices(record: LedgerRecord, budget: number, leftOut: { notices: number }): number {
-  let remaining = budget;
-  const fits = (line: string): boolean => {
-    const size = byteLength(`\n${line}`);
-    if (size > remaining) {
-      leftOut.notices++;
-      return false;
-    }
-    remaining -= size;
-    return true;
-  };
-  record.retracted = record.retracted.filter((r) => fits(retractionLine(r.path)));
-  record.retractedSkills = record.retractedSkills.filter((r) => fits(skillRetractionLine(r.path)));
-  if (record.retractedRules) record.retractedRules = record.retractedRules.filter((r) => fits(retractionLine(r.path)));
-  record.skipped = record.skipped.filter((r) => fits(`- ${skipText(r)}.`));
-  if (record.alsoGoverns) record.alsoGoverns = record.alsoGoverns.filter((r) => fits(alsoGovernsLine(r)));
-  return remaining;
-}
-
-function leaveOut(plan: DeliveryPlan, entry: PlannedFile, isRule: boolean): void {
-  entry.leftOut = true;
-  if (isRule) plan.record.rules = plan.record.rules?.filter((rule) => rule.path !== entry.file.path);
-  else plan.record.files = plan.record.files.filter((file) => file.path !== entry.file.path || file.via !== "reminder");
-}
-
-/** Indexes of `files` in the order they claim the budget. */
-function budgetPriority(files: PlannedFile[]): number[] {
-  return files
-    .map((entry, index) => ({ index, depth: depthOf(entry.scope), imported: entry.importedBy !== undefined }))
-    .sort((a, b) => b.depth - a.depth || Number(a.imported) - Number(b.imported) || a.index - b.index)
-    .map((entry) => entry.index);
+/** Each section's items as the reminder shows them, in the order it shows them. */
+function sectionItems(plan: DeliveryPlan): Array<[Section, string[]]> {
+  return [
+    ["files", plan.files.map((entry) => formatFile(entry, false))],
+    ["rules", (plan.rules ?? []).map((entry) => formatFile(entry, true))],
+    ["ruleListings", (plan.ruleListings ?? []).map(ruleListingLine)],
+    ["skills", plan.skills.map(skillLine)],
+  ];
 }
 
 /** The opening tag: it names the paths the tool touched, so a reminder says why it came. */
@@ -2596,24 +2587,36 @@ function reminderOpening(touched: readonly string[] | undefined): string {
 }
 
 function formatReminder(plan: DeliveryPlan): string {
-  const lines: string[] = [reminderOpening(plan.touched)];
-  if (sectionsIn(plan).some((section) => explains(plan, section))) lines.push(C.REMINDER_PREAMBLE);
-  if (plan.files.length > 0) {
-    lines.push(sectionIntro(plan, "files"));
-    for (const entry of plan.files) lines.push("", ...formatFile(entry));
-  }
-  lines.push(...formatRules(plan));
-  if (plan.skills.length > 0) {
-    lines.push("", sectionIntro(plan, "skills"));
-    for (const skill of plan.skills) lines.push(skillLine(skill));
+  const blocks: string[] = [];
+  for (const [section, items] of sectionItems(plan)) {
+    const intro = INTROS[section][explains(plan, section) ? 0 : 1];
+    if (items.length > 0) blocks.push([...(intro === undefined ? [] : [intro]), ...items].join("\n"));
   }
   const notices = noticeLines(plan.record);
-  if (notices.length > 0) lines.push("", ...notices);
+  if (notices.length > 0) blocks.push(notices.join("\n"));
   const { leftOut } = plan;
-  if (leftOut)
-    lines.push("", C.leftOutText(leftOut.files, leftOut.skills, leftOut.notices, leftOut.names.map(reminderField)));
-  lines.push(REMINDER_CLOSE);
-  return lines.join("\n");
+  if (leftOut) {
+    blocks.push(C.leftOutText(leftOut.files, leftOut.skills, leftOut.notices, leftOut.names.map(reminderField)));
+  }
+  const preamble = sectionsIn(plan).some((section) => explains(plan, section)) ? [C.REMINDER_PREAMBLE] : [];
+  return [reminderOpening(plan.touched), ...preamble, blocks.join("\n\n"), REMINDER_CLOSE].join("\n");
+}
+
+/** A file's or a rule's text in its tag: the scope is said only where it is not the file's own folder. */
+function formatFile(entry: PlannedFile, isRule: boolean): string {
+  const { file, scope, supersedes, importedBy, cutText } = entry;
+  const tag = isRule ? "rule" : "file";
+  const path = reminderField(file.path);
+  const shownScope = entry.scopeText ?? (posix.dirname(file.path) === scope ? undefined : scopeGlob(scope));
+  const attributes = [
+    `path="${path}"`,
+    ...(shownScope === undefined ? [] : [`scope="${reminderField(shownScope)}"`]),
+    ...(importedBy === undefined ? [] : [`imported-by="${reminderField(importedBy)}"`]),
+    ...(supersedes ? [`supersedes="${C.SUPERSEDES_MARKER}"`] : []),
+  ];
+  const text = neutralizeClosingTags((cutText ?? file.text).replace(/\n+$/, ""));
+  const cut = cutText === undefined ? [] : [C.cutNotice(path)];
+  return [`<${tag} ${attributes.join(" ")}>`, text, ...cut, `</${tag}>`].join("\n");
 }
 
 function skillLine(skill: PlannedSkill): string {
@@ -2624,55 +2627,6 @@ function skillLine(skill: PlannedSkill): string {
   return `- ${reminderField(skill.name)}${scope}: ${reminderField(skill.description)} [${reminderField(skill.path)}]${precedence}`;
 }
 
-function retractionLine(path: string): string {
-  return `- ${C.withdrawnNotice(reminderField(path))}`;
-}
-
-function skillRetractionLine(path: string): string {
-  return `- ${C.skillGoneNotice(reminderField(path))}`;
-}
-
-function alsoGovernsLine(told: { path: string; scope: string }): string {
-  return `- ${C.alsoGovernsNotice(reminderField(told.path), reminderField(scopeGlob(told.scope)))}`;
-}
-
-function noticeLines(record: LedgerRecord): string[] {
-  return [
-    ...record.retracted.map((r) => retractionLine(r.path)),
-    ...record.retractedSkills.map((r) => skillRetractionLine(r.path)),
-    ...(record.retractedRules ?? []).map((r) => retractionLine(r.path)),
-    ...record.skipped.map((r) => `- ${skipText(r)}.`),
-    ...(record.alsoGoverns ?? []).map(alsoGovernsLine),
-  ];
-}
-
-function formatFile(entry: PlannedFile): string[] {
-  const { file, scope, supersedes, importedBy, cutText } = entry;
-  const path = reminderField(file.path);
-  const attributes = [`path="${path}"`];
-  // A file governs its own folder: its scope is said only when it is another (imports, linked files, rules).
-  const shownScope = entry.scopeText ?? (posix.dirname(file.path) === scope ? undefined : scopeGlob(scope));
-  if (shownScope !== undefined) attributes.push(`scope="${reminderField(shownScope)}"`);
-  if (importedBy !== undefined) attributes.push(`imported-by="${reminderField(importedBy)}"`);
-  if (supersedes) attributes.push(`supersedes="${C.SUPERSEDES_MARKER}"`);
-  const lines = [`<instructions ${attributes.join(" ")}>`];
-  lines.push(neutralizeClosingTags((cutText ?? file.text).replace(/\n+$/, "")));
-  if (cutText !== undefined) lines.push(C.cutNotice(path));
-  lines.push("</instructions>");
-  return lines;
-}
-
-/** Budget order with rule texts ranked after the deepest folder's files and before the broader ones. */
-function rankRules(priority: number[], plan: DeliveryPlan): number[] {
-  const count = plan.rules?.length ?? 0;
-  if (count === 0) return priority;
-  const deepest = Math.max(0, ...plan.files.map((entry) => depthOf(entry.scope)));
-  const cut = priority.findIndex((index) => depthOf(plan.files[index]!.scope) < deepest);
-  const at = cut === -1 ? priority.length : cut;
-  const rules = Array.from({ length: count }, (_, k) => plan.files.length + k);
-  return [...priority.slice(0, at), ...rules, ...priority.slice(at)];
-}
-
 /** A rule's scope as the model reads it: one that covers every path is named repository-wide, not `**`. */
 function shownRuleScope(scope: string): string {
   return scope === "**" ? C.REPOSITORY_WIDE_SCOPE : scope;
@@ -2681,19 +2635,6 @@ function shownRuleScope(scope: string): string {
 function ruleListingLine({ name, description, path, scope }: RuleListing): string {
   const fields = [name, shownRuleScope(scope), description, path].map(reminderField);
   return `- ${fields[0]} (scope ${fields[1]}): ${fields[2]} [${fields[3]}]`;
-}
-
-function formatRules(plan: DeliveryPlan): string[] {
-  const lines: string[] = [];
-  if (plan.rules?.length) {
-    lines.push("", sectionIntro(plan, "rules"));
-    for (const entry of plan.rules) lines.push("", ...formatFile(entry));
-  }
-  if (plan.ruleListings?.length) {
-    lines.push("", sectionIntro(plan, "ruleListings"));
-    for (const listing of plan.ruleListings) lines.push(ruleListingLine(listing));
-  }
-  return lines;
 }
 
 // =============================================================================================
