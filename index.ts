@@ -21,7 +21,8 @@
 //  9. A bash command is read, never run: a word names a path to activate when `shellWordUse` says so.
 // 10. A glob rule of .claude/.cursor/.github applies when a touched path matches it: `ruleApplies`.
 // 11. Each part of a reminder (files, skills, rules, rule listings) opens with its full explanation
-//     while the model cannot see one, and with a one-line header after: `explains`.
+//     while the model cannot see one; after that, a list with a one-line header, files and rules
+//     with their tags alone: `explains`.
 // 12. A hookify rule of a `.claude` on the call's path blocks, asks or warns on a bash, edit or
 //     write call, a prompt or a stop; block wins over ask over warn: `checkVerdict`.
 // 13. Every file read for the model (instruction files, imports, rules, skills) and every folder a
@@ -4353,14 +4354,12 @@ class GitAnswers {
     this.mayAnswer = mayAnswer;
   }
 
-  /** The questions for git that the views built since the last call raised. */
   takeWanted(): string[] {
     const wanted = [...this.wanted];
     this.wanted.clear();
     return wanted;
   }
 
-  /** Records git's answer to a question of `takeWanted`. */
   setAnswer(question: string, ignored: boolean): void {
     if (question.endsWith("/")) this.folders.set(question.slice(0, -1), ignored);
     else this.files.set(question, ignored);
@@ -4462,7 +4461,7 @@ class GitIgnoreOracle {
     if (!this.usable) this.send({ path: "", answer: (rule) => this.learnCwd(rule) });
   }
 
-  /** Whether git ignores each folder; false for all when git is absent or cwd is not in a work tree. */
+  /** False for all when git is absent or cwd is not in a work tree. */
   ignored(scopes: string[]): Promise<boolean[]> {
     return this.ask(scopes.map((scope) => `${scope}/`));
   }
@@ -4842,7 +4841,7 @@ async function explainCommand(engine: LazyAgents, command: string, env: CallEnvi
     for (const link of links.slice(0, views.length)) {
       const view = views.find((candidate) => candidate.scope === link.scope);
       const file = view?.file
-        ? `${view.file.path}, ${fileState(engine.ledger, seenFile(view.file, link.scope))}`
+        ? `${view.file.path}, ${fileState(engine.ledger, view.file)}`
         : C.REPORT_TEXT.noInstructionFile;
       const entry = activated.get(link.scope) ?? { label: `${scopeGlob(link.scope)} (${file})`, words: [] };
       entry.words.push(`${word} ${role}`);
@@ -4916,12 +4915,20 @@ function seenFile(file: InstructionFile, scope: string): SeenFile {
   return { path: file.path, scope, bytes: file.bytes, version: file.version };
 }
 
-function fileState(ledger: Ledger, file: SeenFile): string {
-  const held = ledger.files.get(file.path);
-  if (!held) return ledger.retracted.has(file.path) ? C.REPORT_STATES.retracted : C.REPORT_STATES.pending;
-  if (held.version !== file.version) return C.REPORT_STATES.changed;
+/** The state of a file or rule text the ledger may hold, against the version on disk. */
+function heldState(
+  held: { version: string; truncated?: boolean; via?: string } | undefined,
+  retracted: boolean,
+  version: string,
+): string {
+  if (!held) return retracted ? C.REPORT_STATES.retracted : C.REPORT_STATES.pending;
+  if (held.version !== version) return C.REPORT_STATES.changed;
   if (held.truncated) return C.REPORT_STATES.truncated;
   return held.via === "read" ? C.REPORT_STATES.readByModel : C.REPORT_STATES.delivered;
+}
+
+function fileState(ledger: Ledger, file: { path: string; version: string }): string {
+  return heldState(ledger.files.get(file.path), ledger.retracted.has(file.path), file.version);
 }
 
 function formatBytes(bytes: number): string {
@@ -4929,23 +4936,12 @@ function formatBytes(bytes: number): string {
 }
 
 /**
- * The files the report lists: those this run looked at, then those the ledger holds that it has not
- * looked at yet (delivered before a resume), so the list and the closing count agree.
+ * What the report lists: what this run looked at, then what the ledger holds that it has not looked
+ * at yet (delivered before a resume), so the list and the closing count agree.
  */
-function reportedFiles(engine: LazyAgents): SeenFile[] {
-  const seen = engine.inspection.files();
-  const seenPaths = new Set(seen.map((file) => file.path));
-  const held = [...engine.ledger.files.values()]
-    .filter((file) => !seenPaths.has(file.path))
-    .map(({ path, scope, bytes, version, importedBy }) => ({ path, scope, bytes, version, importedBy }));
-  return [...seen, ...held];
-}
-
-/** The nested skills the report lists: seen in this run, then those the ledger holds from before. */
-function reportedSkills(engine: LazyAgents): Array<Pick<Skill, "name" | "path" | "version"> & { scope: string }> {
-  const seen = engine.inspection.skills();
-  const seenPaths = new Set(seen.map((skill) => skill.path));
-  return [...seen, ...[...engine.ledger.skills.values()].filter((skill) => !seenPaths.has(skill.path))];
+function seenThenHeld<T extends { path: string }>(seen: T[], held: Iterable<T>): T[] {
+  const seenPaths = new Set(seen.map((item) => item.path));
+  return [...seen, ...[...held].filter((item) => !seenPaths.has(item.path))];
 }
 
 /** Rows as columns: each cell padded to its column's widest, two spaces apart, indented by two. */
@@ -4965,24 +4961,18 @@ function reportSection(heading: string, rows: string[][]): string[] {
 /** The `/lazy-agents` report: paths, scopes, sizes, states and reasons (versions when verbose); never file contents. */
 function formatInspection(engine: LazyAgents, verbose = false): string {
   const { ledger, inspection } = engine;
-  const files = reportedFiles(engine);
+  const files: SeenFile[] = seenThenHeld(inspection.files(), ledger.files.values());
   const seenPaths = new Set(files.map((file) => file.path));
-  const retractedOnly = [...ledger.retracted].filter((path) => !seenPaths.has(path));
-  const skills = reportedSkills(engine);
+  const skills = seenThenHeld<Pick<Skill, "name" | "path" | "version"> & { scope: string }>(
+    inspection.skills(),
+    ledger.skills.values(),
+  );
   const rules = reportedRules(engine);
   const notUsed: Array<Pick<Rejection, "path" | "reason" | "counts">> = [
     ...[...(engine.discovery?.ignoredSeen ?? new Map<string, C.Reason>())].map(([path, reason]) => ({ path, reason })),
     ...inspection.notUsed(),
     ...rules.rejected,
   ];
-  const lines = ["pi-lazy-agents"];
-  if (!engine.options.enabled) lines.push(C.REPORT_TEXT.off);
-  if (
-    files.length + retractedOnly.length + skills.length + notUsed.length + engine.failures.size + rules.rows.length ===
-    0
-  ) {
-    return engine.options.enabled ? C.REPORT_NOTHING_SEEN : [...lines, C.REPORT_NOTHING_SEEN].join("\n");
-  }
   const version = (id: string) => (verbose ? [`version ${id.slice(0, C.REPORT_VERSION_LENGTH)}`] : []);
   const fileRows = files.map((file) => [
     file.path,
@@ -4991,9 +4981,8 @@ function formatInspection(engine: LazyAgents, verbose = false): string {
     fileState(ledger, file),
     ...version(file.version),
   ]);
-  for (const path of retractedOnly) fileRows.push([path, "", "", C.REPORT_STATES.retracted]);
-  lines.push(...reportSection(C.REPORT_TEXT.filesHeading, fileRows));
-  lines.push(...reportSection(C.REPORT_TEXT.rulesHeading, rules.rows));
+  for (const path of ledger.retracted)
+    if (!seenPaths.has(path)) fileRows.push([path, "", "", C.REPORT_STATES.retracted]);
   const skillRows = skills.map((skill) => [
     skill.name,
     `scope ${scopeGlob(skill.scope)}`,
@@ -5001,9 +4990,20 @@ function formatInspection(engine: LazyAgents, verbose = false): string {
     ledger.skills.get(skill.path)?.version === skill.version ? C.REPORT_STATES.listed : C.REPORT_STATES.pending,
     ...version(skill.version),
   ]);
-  lines.push(...reportSection(C.REPORT_TEXT.skillsHeading, skillRows));
-  const notUsedRows = notUsed.map(({ path, reason, counts }) => [path, C.reasonText(reason, counts)]);
-  lines.push(...reportSection(C.REPORT_TEXT.notUsedHeading, notUsedRows));
+  const sections = [
+    ...reportSection(C.REPORT_TEXT.filesHeading, fileRows),
+    ...reportSection(C.REPORT_TEXT.rulesHeading, rules.rows),
+    ...reportSection(C.REPORT_TEXT.skillsHeading, skillRows),
+    ...reportSection(
+      C.REPORT_TEXT.notUsedHeading,
+      notUsed.map(({ path, reason, counts }) => [path, C.reasonText(reason, counts)]),
+    ),
+  ];
+  const lines = ["pi-lazy-agents", ...(engine.options.enabled ? [] : [C.REPORT_TEXT.off])];
+  if (sections.length + engine.failures.size === 0) {
+    return engine.options.enabled ? C.REPORT_NOTHING_SEEN : [...lines, C.REPORT_NOTHING_SEEN].join("\n");
+  }
+  lines.push(...sections);
   if (engine.failures.size > 0) {
     lines.push("", C.REPORT_TEXT.failuresHeading);
     for (const [label, count] of engine.failures) lines.push(`  ${C.FAILURE_LABELS[label]}: ${count}`);
@@ -5029,9 +5029,8 @@ async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnviron
   // The answer first: what governs the path; then only the folders that add something, and why.
   const governing: string[][] = [];
   for (const view of views) {
-    if (view.file) governing.push([view.file.path, fileState(engine.ledger, seenFile(view.file, view.scope))]);
-    for (const { file } of view.imports)
-      governing.push([file.path, fileState(engine.ledger, seenFile(file, view.scope))]);
+    if (view.file) governing.push([view.file.path, fileState(engine.ledger, view.file)]);
+    for (const { file } of view.imports) governing.push([file.path, fileState(engine.ledger, file)]);
   }
   governing.push(...rules.governing);
   const lines = [`pi-lazy-agents: why ${shown}`];
@@ -5051,11 +5050,11 @@ async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnviron
     }
     if (!view.file && view.imports.length + view.skills.length + view.rejected.length === 0) continue;
     const file = view.file
-      ? `${view.file.path} (${fileState(engine.ledger, seenFile(view.file, scope))})`
+      ? `${view.file.path} (${fileState(engine.ledger, view.file)})`
       : C.REPORT_TEXT.noInstructionFile;
     folderLines.push(`    ${scope}/  scope ${scopeGlob(scope)}: ${file}`);
     for (const { file: imported } of view.imports) {
-      folderLines.push(`      imports ${imported.path} (${fileState(engine.ledger, seenFile(imported, scope))})`);
+      folderLines.push(`      imports ${imported.path} (${fileState(engine.ledger, imported)})`);
     }
     for (const skill of view.skills) folderLines.push(`      skill ${skill.name} at ${skill.path}`);
     for (const rejection of view.rejected)
@@ -5093,11 +5092,7 @@ function statusText(ledger: Ledger): string | undefined {
 }
 
 /** The paths one turn's reminders loaded, kept apart by kind so the notification counts them as the status does. */
-interface TurnLoaded {
-  files: Set<string>;
-  rules: Set<string>;
-  skills: Set<string>;
-}
+type TurnLoaded = Record<keyof C.Counts, Set<string>>;
 
 function emptyLoaded(): TurnLoaded {
   return { files: new Set(), rules: new Set(), skills: new Set() };
@@ -5124,9 +5119,7 @@ function ruleState(ledger: Ledger, rule: Rule): string {
   const held = ledger.rules.get(rule.path);
   if (rule.meta.kind === "described")
     return held?.version === rule.listingVersion ? C.REPORT_STATES.listed : C.REPORT_STATES.pending;
-  if (!held) return ledger.retractedRules.has(rule.path) ? C.REPORT_STATES.retracted : C.REPORT_STATES.pending;
-  if (held.version !== rule.loaded.version) return C.REPORT_STATES.changed;
-  return held.truncated ? C.REPORT_STATES.truncated : C.REPORT_STATES.delivered;
+  return heldState(held, ledger.retractedRules.has(rule.path), rule.loaded.version);
 }
 
 function ruleRow(ledger: Ledger, rule: Rule): string[] {
