@@ -4859,13 +4859,7 @@ async function explainCommand(engine: LazyAgents, command: string, env: CallEnvi
 // Inspection: what the session has seen. Kept per scope and replaced at each view, so it is bounded
 // by the folders visited and always shows their latest state.
 
-interface SeenFile {
-  path: string;
-  scope: string;
-  bytes: number;
-  version: string;
-  importedBy?: string;
-}
+type SeenFile = Pick<FileRecord, "path" | "scope" | "bytes" | "version" | "importedBy">;
 
 class Inspection {
   /** The latest view of each folder a call looked at; reports are built from it on demand. */
@@ -4889,9 +4883,10 @@ class Inspection {
   }
 
   files(): SeenFile[] {
+    const seen = ({ path, bytes, version }: InstructionFile, scope: string) => ({ path, scope, bytes, version });
     return [...this.views.values()].flatMap((view) => [
-      ...(view.file ? [seenFile(view.file, view.scope)] : []),
-      ...view.imports.map(({ file, importedBy }) => ({ ...seenFile(file, view.scope), importedBy })),
+      ...(view.file ? [seen(view.file, view.scope)] : []),
+      ...view.imports.map(({ file, importedBy }) => ({ ...seen(file, view.scope), importedBy })),
     ]);
   }
 
@@ -4909,10 +4904,6 @@ class Inspection {
       .map((skill): Rejection => ({ path: skill.path, reason: "skillShadowed", kind: "skill" }));
     return [...[...this.views.values()].flatMap((view) => view.rejected), ...shadowed];
   }
-}
-
-function seenFile(file: InstructionFile, scope: string): SeenFile {
-  return { path: file.path, scope, bytes: file.bytes, version: file.version };
 }
 
 /** The state of a file or rule text the ledger may hold, against the version on disk. */
