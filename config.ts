@@ -198,7 +198,8 @@ export const CHECK_MESSAGE_TYPE = "pi-lazy-agents-check";
 // ---------------------------------------------------------------------------------------------
 // Text for the model: the reminder's fixed sentences, notices and reasons. Paths and scopes come in
 // already made safe for one line. Each section of a reminder is explained in full once while the model can
-// still see that explanation; later reminders name the section in one line that stands on its own.
+// still see that explanation; later reminders name a list (skills, rule listings) in one line that stands on its
+// own, and files and rules by their tags alone.
 // ---------------------------------------------------------------------------------------------
 
 /** Fixed reasons: the only words a warning or report may add to a cwd-relative path. */
@@ -290,9 +291,6 @@ export const REMINDER_PREAMBLE =
 export const INSTRUCTIONS_INTRO =
   "Instruction files of the folders on the way to it: each governs its folder and below; where two disagree, the deeper folder's wins.";
 
-/** The one line that names the instruction files once the model holds their explanation. */
-export const INSTRUCTIONS_HEADER = "More instruction files:";
-
 /** The full explanation of the skills a reminder lists. */
 export const SKILLS_INTRO =
   "Skills, each for the folder holding its .agents/skills: read a skill's file when a task matches its description; " +
@@ -300,9 +298,6 @@ export const SKILLS_INTRO =
 
 /** The one line that names the skills once the model holds their explanation. */
 export const SKILLS_HEADER = "More skills:";
-
-/** The one line that names rule texts once the model holds RULES_INTRO. */
-export const RULES_HEADER = "More rules:";
 
 /** The one line that names rule listings once the model holds RULE_LISTING_INTRO. */
 export const RULE_LISTING_HEADER = "More rules listed by description:";

@@ -21,7 +21,8 @@
 //  9. A bash command is read, never run: a word names a path to activate when `shellWordUse` says so.
 // 10. A glob rule of .claude/.cursor/.github applies when a touched path matches it: `ruleApplies`.
 // 11. Each part of a reminder (files, skills, rules, rule listings) opens with its full explanation
-//     while the model cannot see one, and with a one-line header after: `explains`.
+//     while the model cannot see one; after that, a list with a one-line header, files and rules
+//     with their tags alone: `explains`.
 // 12. A hookify rule of a `.claude` on the call's path blocks, asks or warns on a bash, edit or
 //     write call, a prompt or a stop; block wins over ask over warn: `checkVerdict`.
 // 13. Every file read for the model (instruction files, imports, rules, skills) and every folder a
@@ -2018,8 +2019,6 @@ interface PlannedFile {
   cutText?: string;
   /** The scope as shown, when it is not the folder's (a rule's globs). */
   scopeText?: string;
-  /** Set when the budget left the file out of this reminder. */
-  leftOut?: boolean;
 }
 
 interface PlannedSkill extends Skill {
@@ -2368,7 +2367,7 @@ function reminderField(text: string): string {
   return escapeXml(oneLine(text));
 }
 
-const WRAPPER_CLOSING_TAG = /<(?=\s*\/\s*(?:(?:nested-)?instructions|nested-checks)\b)/gi;
+const WRAPPER_CLOSING_TAG = /<(?=\s*\/\s*(?:file|rule|nested-instructions|nested-checks)\b)/gi;
 
 /**
  * Instruction text as the reminder carries it: byte for byte, except that anything that reads as
@@ -2379,12 +2378,44 @@ function neutralizeClosingTags(text: string): string {
 }
 
 // Exported for tests: they and the bench find the reminder in a result by this prefix of its opening tag.
-export const REMINDER_OPEN = '<nested-instructions source="pi-lazy-agents"';
+export const REMINDER_OPEN = "<nested-instructions";
+
+const REMINDER_CLOSE = "</nested-instructions>";
 
 /** Touched paths the opening tag names; a bash command that touches more adds a count. */
 const SHOWN_TOUCHED_PATHS = 3;
 
-const REMINDER_CLOSE = "</nested-instructions>";
+/** A section's full explanation, and its one-line header once the model holds that; tags name files and rules. */
+const INTROS: Record<Section, readonly [string, string?]> = {
+  files: [C.INSTRUCTIONS_INTRO],
+  skills: [C.SKILLS_INTRO, C.SKILLS_HEADER],
+  rules: [C.RULES_INTRO],
+  ruleListings: [C.RULE_LISTING_INTRO, C.RULE_LISTING_HEADER],
+};
+
+/** Each notice a record carries, as its line. */
+const NOTICE_LINES = {
+  retracted: (notice: { path: string }) => `- ${C.withdrawnNotice(reminderField(notice.path))}`,
+  retractedSkills: (notice: { path: string }) => `- ${C.skillGoneNotice(reminderField(notice.path))}`,
+  retractedRules: (notice: { path: string }) => `- ${C.withdrawnNotice(reminderField(notice.path))}`,
+  skipped: (skip: Skip) => `- ${skipText(skip)}.`,
+  alsoGoverns: (told: { path: string; scope: string }) =>
+    `- ${C.alsoGovernsNotice(reminderField(told.path), reminderField(scopeGlob(told.scope)))}`,
+};
+
+type NoticeKind = keyof typeof NOTICE_LINES;
+
+const NOTICE_KINDS = Object.keys(NOTICE_LINES) as NoticeKind[];
+
+function noticeLines(record: LedgerRecord): string[] {
+  const notices = record as Record<NoticeKind, unknown[] | undefined>;
+  return NOTICE_KINDS.flatMap((kind) => (notices[kind] ?? []).map((notice) => NOTICE_LINES[kind](notice as never)));
+}
+
+/** Bytes a line adds to the reminder, with the newline before it. */
+function lineBytes(line: string): number {
+  return byteLength(`\n${line}`);
+}
 
 /**
  * Fits the whole reminder (tags, paths, texts, skills, notices and the left-out line) into the byte
@@ -2394,155 +2425,116 @@ const REMINDER_CLOSE = "</nested-instructions>";
  * so it stays pending for a later access, and is counted in one line.
  */
 function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
-  const items = plan.files.length + plan.skills.length + noticeCount(plan.record) + ruleCount(plan);
-  const frame = byteLength(formatReminder(plan)) - itemBytes(plan);
-  const longest = [...plan.files, ...(plan.rules ?? []), ...plan.skills]
-    .map((entry) => reminderField("file" in entry ? entry.file.path : entry.path))
+  const { record } = plan;
+  const entries = [...plan.files, ...(plan.rules ?? [])];
+  const itemLines = [...sectionItems(plan).flatMap(([, lines]) => lines), ...noticeLines(record)];
+  const frame = byteLength(formatReminder(plan)) - itemLines.reduce((sum, line) => sum + lineBytes(line), 0);
+  const longest = [...entries.map((entry) => entry.file.path), ...plan.skills.map((skill) => skill.path)]
+    .map(reminderField)
     .sort((a, b) => byteLength(b) - byteLength(a));
-  const reserved = C.leftOutText(items, items, items, longest);
-  let remaining = budgetBytes - frame - byteLength(`\n\n${reserved}`);
+  const count = itemLines.length;
+  let remaining = budgetBytes - frame - byteLength(`\n\n${C.leftOutText(count, count, count, longest)}`);
   const leftOut = { files: 0, skills: 0, notices: 0, names: [] as string[] };
-  remaining = fitNotices(plan.record, remaining, leftOut);
-  // Rules touch point: rule texts share the budget and the file count, ranked after the deepest folder's files.
-  const entries = plan.rules?.length ? [...plan.files, ...plan.rules] : plan.files;
-  let kept = 0;
-  for (const index of rankRules(budgetPriority(plan.files), plan)) {
-    const entry = entries[index]!;
-    const whole = fileBytes(entry);
-    if (kept < C.MAX_REMINDER_FILES && whole <= remaining) {
-      remaining -= whole;
-      kept++;
-      continue;
+  const keep = (line: string, drop: () => void): boolean => {
+    if (lineBytes(line) <= remaining) {
+      remaining -= lineBytes(line);
+      return true;
     }
-    const room = remaining - fileBytes({ ...entry, cutText: "" });
-    if (kept < C.MAX_REMINDER_FILES && room > 0 && (room >= C.MIN_CUT_BYTES || kept === 0)) {
-      entry.cutText = cutUtf8(entry.file.text, room);
-      const recorded =
-        index < plan.files.length
-          ? plan.record.files.find((file) => file.path === entry.file.path && file.via === "reminder")
-          : plan.record.rules?.find((rule) => rule.path === entry.file.path);
-      if (recorded) recorded.truncated = true;
-      remaining -= fileBytes(entry);
-      kept++;
-      continue;
-    }
-    leaveOut(plan, entry, index >= plan.files.length);
-    leftOut.files++;
-    leftOut.names.push(entry.file.path);
+    drop();
+    return false;
+  };
+  // Notices that do not fit stay unsaid (and unrecorded) until a later access.
+  const notices = record as Record<NoticeKind, unknown[] | undefined>;
+  for (const kind of NOTICE_KINDS) {
+    notices[kind] = notices[kind]?.filter((notice) =>
+      keep(NOTICE_LINES[kind](notice as never), () => leftOut.notices++),
+    );
   }
-  plan.files = plan.files.filter((entry) => !entry.leftOut);
-  if (plan.rules) plan.rules = plan.rules.filter((entry) => !entry.leftOut);
-  plan.ruleListings = plan.ruleListings?.filter((listing) => {
-    const size = byteLength(`\n${ruleListingLine(listing)}`);
-    if (size <= remaining) {
-      remaining -= size;
-      return true;
+  const left = new Set<PlannedFile>();
+  let kept = 0;
+  for (const index of budgetOrder(plan)) {
+    const entry = entries[index]!;
+    const isRule = index >= plan.files.length;
+    const room = remaining - lineBytes(formatFile({ ...entry, cutText: "" }, isRule));
+    if (kept < C.MAX_REMINDER_FILES && keep(formatFile(entry, isRule), () => {})) {
+      kept++;
+    } else if (kept < C.MAX_REMINDER_FILES && room > 0 && (room >= C.MIN_CUT_BYTES || kept === 0)) {
+      entry.cutText = cutUtf8(entry.file.text, room);
+      const recorded = isRule
+        ? record.rules?.find((rule) => rule.path === entry.file.path)
+        : record.files.find((file) => file.path === entry.file.path && file.via === "reminder");
+      if (recorded) recorded.truncated = true;
+      remaining -= lineBytes(formatFile(entry, isRule));
+      kept++;
+    } else {
+      left.add(entry);
+      leftOut.files++;
+      leftOut.names.push(entry.file.path);
+      if (isRule) record.rules = record.rules?.filter((rule) => rule.path !== entry.file.path);
+      else record.files = record.files.filter((file) => file.path !== entry.file.path || file.via !== "reminder");
     }
-    plan.record.rules = plan.record.rules?.filter((recorded) => recorded.path !== listing.path);
-    leftOut.files++;
-    leftOut.names.push(listing.path);
-    return false;
-  });
-  plan.skills = plan.skills.filter((skill) => {
-    const size = byteLength(`\n${skillLine(skill)}`);
-    if (size <= remaining) {
-      remaining -= size;
-      return true;
-    }
-    plan.record.skills = plan.record.skills.filter((recorded) => recorded.path !== skill.path);
-    leftOut.skills++;
-    leftOut.names.push(skill.path);
-    return false;
-  });
+  }
+  plan.files = plan.files.filter((entry) => !left.has(entry));
+  plan.rules = plan.rules?.filter((entry) => !left.has(entry));
+  plan.ruleListings = plan.ruleListings?.filter((listing) =>
+    keep(ruleListingLine(listing), () => {
+      record.rules = record.rules?.filter((rule) => rule.path !== listing.path);
+      leftOut.files++;
+      leftOut.names.push(listing.path);
+    }),
+  );
+  plan.skills = plan.skills.filter((skill) =>
+    keep(skillLine(skill), () => {
+      record.skills = record.skills.filter((recorded) => recorded.path !== skill.path);
+      leftOut.skills++;
+      leftOut.names.push(skill.path);
+    }),
+  );
   if (leftOut.files + leftOut.skills + leftOut.notices > 0) plan.leftOut = leftOut;
-  recordExplanations(plan);
+  const explained = sectionsIn(plan).filter((section) => explains(plan, section));
+  if (explained.length > 0) record.explained = explained;
+  else delete record.explained;
+}
+
+/**
+ * Indexes of the plan's files, then its rule texts, in the order they claim the budget: deepest
+ * scope first, a file before its imports; rule texts after the deepest folder's files.
+ */
+function budgetOrder(plan: DeliveryPlan): number[] {
+  const depth = (index: number) => depthOf(plan.files[index]!.scope);
+  const imported = (index: number) => Number(plan.files[index]!.importedBy !== undefined);
+  const files = plan.files
+    .map((_, index) => index)
+    .sort((a, b) => depth(b) - depth(a) || imported(a) - imported(b) || a - b);
+  const rules = (plan.rules ?? []).map((_, index) => plan.files.length + index);
+  const deepest = Math.max(0, ...files.map(depth));
+  const at = files.findIndex((index) => depth(index) < deepest);
+  return at === -1 ? [...files, ...rules] : [...files.slice(0, at), ...rules, ...files.slice(at)];
 }
 
 /** Which sections are in a plan: each opens with its explanation or its one-line header. */
 function sectionsIn(plan: DeliveryPlan): Section[] {
-  const present: Record<Section, boolean> = {
-    files: plan.files.length > 0,
-    skills: plan.skills.length > 0,
-    rules: (plan.rules?.length ?? 0) > 0,
-    ruleListings: (plan.ruleListings?.length ?? 0) > 0,
+  const counts: Record<Section, number> = {
+    files: plan.files.length,
+    skills: plan.skills.length,
+    rules: plan.rules?.length ?? 0,
+    ruleListings: plan.ruleListings?.length ?? 0,
   };
-  return SECTIONS.filter((section) => present[section]);
+  return SECTIONS.filter((section) => counts[section] > 0);
 }
 
 function explains(plan: DeliveryPlan, section: Section): boolean {
   return !plan.explainedEarlier?.has(section);
 }
 
-/** Notes in the record the sections this reminder explains in full, once the budget has fixed what it holds. */
-function recordExplanations(plan: DeliveryPlan): void {
-  const explained = sectionsIn(plan).filter((section) => explains(plan, section));
-  if (explained.length > 0) plan.record.explained = explained;
-  else delete plan.record.explained;
-}
-
-/** A section's opening line: the full explanation while the model cannot see one, else the one-line header. */
-function sectionIntro(plan: DeliveryPlan, section: Section): string {
-  const intros: Record<Section, readonly [string, string]> = {
-    files: [C.INSTRUCTIONS_INTRO, C.INSTRUCTIONS_HEADER],
-    skills: [C.SKILLS_INTRO, C.SKILLS_HEADER],
-    rules: [C.RULES_INTRO, C.RULES_HEADER],
-    ruleListings: [C.RULE_LISTING_INTRO, C.RULE_LISTING_HEADER],
-  };
-  return intros[section][explains(plan, section) ? 0 : 1];
-}
-
-function fileBytes(entry: PlannedFile): number {
-  return byteLength(`\n\n${formatFile(entry).join("\n")}`);
-}
-
-/** Bytes the plan's files, rules, skills and notices add to the reminder's frame. */
-function itemBytes(plan: DeliveryPlan): number {
-  const files = [...plan.files, ...(plan.rules ?? [])].reduce((sum, entry) => sum + fileBytes(entry), 0);
-  const listings = (plan.ruleListings ?? []).reduce((sum, r) => sum + byteLength(`\n${ruleListingLine(r)}`), 0);
-  const skills = plan.skills.reduce((sum, skill) => sum + byteLength(`\n${skillLine(skill)}`), 0);
-  return files + listings + skills + noticeLines(plan.record).reduce((sum, line) => sum + byteLength(`\n${line}`), 0);
-}
-
-function ruleCount(plan: DeliveryPlan): number {
-  return (plan.rules?.length ?? 0) + (plan.ruleListings?.length ?? 0);
-}
-
-function noticeCount(record: LedgerRecord): number {
-  return noticeLines(record).length;
-}
-
-/** Keeps the notices that fit, in order; the others stay unsaid (and unrecorded) until a later access. */
-function fitNotices(record: LedgerRecord, budget: number, leftOut: { notices: number }): number {
-  let remaining = budget;
-  const fits = (line: string): boolean => {
-    const size = byteLength(`\n${line}`);
-    if (size > remaining) {
-      leftOut.notices++;
-      return false;
-    }
-    remaining -= size;
-    return true;
-  };
-  record.retracted = record.retracted.filter((r) => fits(retractionLine(r.path)));
-  record.retractedSkills = record.retractedSkills.filter((r) => fits(skillRetractionLine(r.path)));
-  if (record.retractedRules) record.retractedRules = record.retractedRules.filter((r) => fits(retractionLine(r.path)));
-  record.skipped = record.skipped.filter((r) => fits(`- ${skipText(r)}.`));
-  if (record.alsoGoverns) record.alsoGoverns = record.alsoGoverns.filter((r) => fits(alsoGovernsLine(r)));
-  return remaining;
-}
-
-function leaveOut(plan: DeliveryPlan, entry: PlannedFile, isRule: boolean): void {
-  entry.leftOut = true;
-  if (isRule) plan.record.rules = plan.record.rules?.filter((rule) => rule.path !== entry.file.path);
-  else plan.record.files = plan.record.files.filter((file) => file.path !== entry.file.path || file.via !== "reminder");
-}
-
-/** Indexes of `files` in the order they claim the budget. */
-function budgetPriority(files: PlannedFile[]): number[] {
-  return files
-    .map((entry, index) => ({ index, depth: depthOf(entry.scope), imported: entry.importedBy !== undefined }))
-    .sort((a, b) => b.depth - a.depth || Number(a.imported) - Number(b.imported) || a.index - b.index)
-    .map((entry) => entry.index);
+/** Each section's items as the reminder shows them, in the order it shows them. */
+function sectionItems(plan: DeliveryPlan): Array<[Section, string[]]> {
+  return [
+    ["files", plan.files.map((entry) => formatFile(entry, false))],
+    ["rules", (plan.rules ?? []).map((entry) => formatFile(entry, true))],
+    ["ruleListings", (plan.ruleListings ?? []).map(ruleListingLine)],
+    ["skills", plan.skills.map(skillLine)],
+  ];
 }
 
 /** The opening tag: it names the paths the tool touched, so a reminder says why it came. */
@@ -2554,24 +2546,36 @@ function reminderOpening(touched: readonly string[] | undefined): string {
 }
 
 function formatReminder(plan: DeliveryPlan): string {
-  const lines: string[] = [reminderOpening(plan.touched)];
-  if (sectionsIn(plan).some((section) => explains(plan, section))) lines.push(C.REMINDER_PREAMBLE);
-  if (plan.files.length > 0) {
-    lines.push(sectionIntro(plan, "files"));
-    for (const entry of plan.files) lines.push("", ...formatFile(entry));
-  }
-  lines.push(...formatRules(plan));
-  if (plan.skills.length > 0) {
-    lines.push("", sectionIntro(plan, "skills"));
-    for (const skill of plan.skills) lines.push(skillLine(skill));
+  const blocks: string[] = [];
+  for (const [section, items] of sectionItems(plan)) {
+    const intro = INTROS[section][explains(plan, section) ? 0 : 1];
+    if (items.length > 0) blocks.push([...(intro === undefined ? [] : [intro]), ...items].join("\n"));
   }
   const notices = noticeLines(plan.record);
-  if (notices.length > 0) lines.push("", ...notices);
+  if (notices.length > 0) blocks.push(notices.join("\n"));
   const { leftOut } = plan;
-  if (leftOut)
-    lines.push("", C.leftOutText(leftOut.files, leftOut.skills, leftOut.notices, leftOut.names.map(reminderField)));
-  lines.push(REMINDER_CLOSE);
-  return lines.join("\n");
+  if (leftOut) {
+    blocks.push(C.leftOutText(leftOut.files, leftOut.skills, leftOut.notices, leftOut.names.map(reminderField)));
+  }
+  const preamble = sectionsIn(plan).some((section) => explains(plan, section)) ? [C.REMINDER_PREAMBLE] : [];
+  return [reminderOpening(plan.touched), ...preamble, blocks.join("\n\n"), REMINDER_CLOSE].join("\n");
+}
+
+/** A file's or a rule's text in its tag: the scope is said only where it is not the file's own folder. */
+function formatFile(entry: PlannedFile, isRule: boolean): string {
+  const { file, scope, supersedes, importedBy, cutText } = entry;
+  const tag = isRule ? "rule" : "file";
+  const path = reminderField(file.path);
+  const shownScope = entry.scopeText ?? (posix.dirname(file.path) === scope ? undefined : scopeGlob(scope));
+  const attributes = [
+    `path="${path}"`,
+    ...(shownScope === undefined ? [] : [`scope="${reminderField(shownScope)}"`]),
+    ...(importedBy === undefined ? [] : [`imported-by="${reminderField(importedBy)}"`]),
+    ...(supersedes ? [`supersedes="${C.SUPERSEDES_MARKER}"`] : []),
+  ];
+  const text = neutralizeClosingTags((cutText ?? file.text).replace(/\n+$/, ""));
+  const cut = cutText === undefined ? [] : [C.cutNotice(path)];
+  return [`<${tag} ${attributes.join(" ")}>`, text, ...cut, `</${tag}>`].join("\n");
 }
 
 function skillLine(skill: PlannedSkill): string {
@@ -2582,55 +2586,6 @@ function skillLine(skill: PlannedSkill): string {
   return `- ${reminderField(skill.name)}${scope}: ${reminderField(skill.description)} [${reminderField(skill.path)}]${precedence}`;
 }
 
-function retractionLine(path: string): string {
-  return `- ${C.withdrawnNotice(reminderField(path))}`;
-}
-
-function skillRetractionLine(path: string): string {
-  return `- ${C.skillGoneNotice(reminderField(path))}`;
-}
-
-function alsoGovernsLine(told: { path: string; scope: string }): string {
-  return `- ${C.alsoGovernsNotice(reminderField(told.path), reminderField(scopeGlob(told.scope)))}`;
-}
-
-function noticeLines(record: LedgerRecord): string[] {
-  return [
-    ...record.retracted.map((r) => retractionLine(r.path)),
-    ...record.retractedSkills.map((r) => skillRetractionLine(r.path)),
-    ...(record.retractedRules ?? []).map((r) => retractionLine(r.path)),
-    ...record.skipped.map((r) => `- ${skipText(r)}.`),
-    ...(record.alsoGoverns ?? []).map(alsoGovernsLine),
-  ];
-}
-
-function formatFile(entry: PlannedFile): string[] {
-  const { file, scope, supersedes, importedBy, cutText } = entry;
-  const path = reminderField(file.path);
-  const attributes = [`path="${path}"`];
-  // A file governs its own folder: its scope is said only when it is another (imports, linked files, rules).
-  const shownScope = entry.scopeText ?? (posix.dirname(file.path) === scope ? undefined : scopeGlob(scope));
-  if (shownScope !== undefined) attributes.push(`scope="${reminderField(shownScope)}"`);
-  if (importedBy !== undefined) attributes.push(`imported-by="${reminderField(importedBy)}"`);
-  if (supersedes) attributes.push(`supersedes="${C.SUPERSEDES_MARKER}"`);
-  const lines = [`<instructions ${attributes.join(" ")}>`];
-  lines.push(neutralizeClosingTags((cutText ?? file.text).replace(/\n+$/, "")));
-  if (cutText !== undefined) lines.push(C.cutNotice(path));
-  lines.push("</instructions>");
-  return lines;
-}
-
-/** Budget order with rule texts ranked after the deepest folder's files and before the broader ones. */
-function rankRules(priority: number[], plan: DeliveryPlan): number[] {
-  const count = plan.rules?.length ?? 0;
-  if (count === 0) return priority;
-  const deepest = Math.max(0, ...plan.files.map((entry) => depthOf(entry.scope)));
-  const cut = priority.findIndex((index) => depthOf(plan.files[index]!.scope) < deepest);
-  const at = cut === -1 ? priority.length : cut;
-  const rules = Array.from({ length: count }, (_, k) => plan.files.length + k);
-  return [...priority.slice(0, at), ...rules, ...priority.slice(at)];
-}
-
 /** A rule's scope as the model reads it: one that covers every path is named repository-wide, not `**`. */
 function shownRuleScope(scope: string): string {
   return scope === "**" ? C.REPOSITORY_WIDE_SCOPE : scope;
@@ -2639,19 +2594,6 @@ function shownRuleScope(scope: string): string {
 function ruleListingLine({ name, description, path, scope }: RuleListing): string {
   const fields = [name, shownRuleScope(scope), description, path].map(reminderField);
   return `- ${fields[0]} (scope ${fields[1]}): ${fields[2]} [${fields[3]}]`;
-}
-
-function formatRules(plan: DeliveryPlan): string[] {
-  const lines: string[] = [];
-  if (plan.rules?.length) {
-    lines.push("", sectionIntro(plan, "rules"));
-    for (const entry of plan.rules) lines.push("", ...formatFile(entry));
-  }
-  if (plan.ruleListings?.length) {
-    lines.push("", sectionIntro(plan, "ruleListings"));
-    for (const listing of plan.ruleListings) lines.push(ruleListingLine(listing));
-  }
-  return lines;
 }
 
 // =============================================================================================
@@ -4370,14 +4312,12 @@ class GitAnswers {
     this.mayAnswer = mayAnswer;
   }
 
-  /** The questions for git that the views built since the last call raised. */
   takeWanted(): string[] {
     const wanted = [...this.wanted];
     this.wanted.clear();
     return wanted;
   }
 
-  /** Records git's answer to a question of `takeWanted`. */
   setAnswer(question: string, ignored: boolean): void {
     if (question.endsWith("/")) this.folders.set(question.slice(0, -1), ignored);
     else this.files.set(question, ignored);
@@ -4479,7 +4419,7 @@ class GitIgnoreOracle {
     if (!this.usable) this.send({ path: "", answer: (rule) => this.learnCwd(rule) });
   }
 
-  /** Whether git ignores each folder; false for all when git is absent or cwd is not in a work tree. */
+  /** False for all when git is absent or cwd is not in a work tree. */
   ignored(scopes: string[]): Promise<boolean[]> {
     return this.ask(scopes.map((scope) => `${scope}/`));
   }
@@ -4859,7 +4799,7 @@ async function explainCommand(engine: LazyAgents, command: string, env: CallEnvi
     for (const link of links.slice(0, views.length)) {
       const view = views.find((candidate) => candidate.scope === link.scope);
       const file = view?.file
-        ? `${view.file.path}, ${fileState(engine.ledger, seenFile(view.file, link.scope))}`
+        ? `${view.file.path}, ${fileState(engine.ledger, view.file)}`
         : C.REPORT_TEXT.noInstructionFile;
       const entry = activated.get(link.scope) ?? { label: `${scopeGlob(link.scope)} (${file})`, words: [] };
       entry.words.push(`${word} ${role}`);
@@ -4877,13 +4817,7 @@ async function explainCommand(engine: LazyAgents, command: string, env: CallEnvi
 // Inspection: what the session has seen. Kept per scope and replaced at each view, so it is bounded
 // by the folders visited and always shows their latest state.
 
-interface SeenFile {
-  path: string;
-  scope: string;
-  bytes: number;
-  version: string;
-  importedBy?: string;
-}
+type SeenFile = Pick<FileRecord, "path" | "scope" | "bytes" | "version" | "importedBy">;
 
 class Inspection {
   /** The latest view of each folder a call looked at; reports are built from it on demand. */
@@ -4907,9 +4841,10 @@ class Inspection {
   }
 
   files(): SeenFile[] {
+    const seen = ({ path, bytes, version }: InstructionFile, scope: string) => ({ path, scope, bytes, version });
     return [...this.views.values()].flatMap((view) => [
-      ...(view.file ? [seenFile(view.file, view.scope)] : []),
-      ...view.imports.map(({ file, importedBy }) => ({ ...seenFile(file, view.scope), importedBy })),
+      ...(view.file ? [seen(view.file, view.scope)] : []),
+      ...view.imports.map(({ file, importedBy }) => ({ ...seen(file, view.scope), importedBy })),
     ]);
   }
 
@@ -4929,16 +4864,20 @@ class Inspection {
   }
 }
 
-function seenFile(file: InstructionFile, scope: string): SeenFile {
-  return { path: file.path, scope, bytes: file.bytes, version: file.version };
-}
-
-function fileState(ledger: Ledger, file: SeenFile): string {
-  const held = ledger.get("file", file.path);
-  if (!held) return ledger.wasWithdrawn("file", file.path) ? C.REPORT_STATES.retracted : C.REPORT_STATES.pending;
-  if (held.version !== file.version) return C.REPORT_STATES.changed;
+/** The state of a file or rule text the ledger may hold, against the version on disk. */
+function heldState(
+  held: { version: string; truncated?: boolean; via?: string } | undefined,
+  retracted: boolean,
+  version: string,
+): string {
+  if (!held) return retracted ? C.REPORT_STATES.retracted : C.REPORT_STATES.pending;
+  if (held.version !== version) return C.REPORT_STATES.changed;
   if (held.truncated) return C.REPORT_STATES.truncated;
   return held.via === "read" ? C.REPORT_STATES.readByModel : C.REPORT_STATES.delivered;
+}
+
+function fileState(ledger: Ledger, file: { path: string; version: string }): string {
+  return heldState(ledger.get("file", file.path), ledger.wasWithdrawn("file", file.path), file.version);
 }
 
 function formatBytes(bytes: number): string {
@@ -4946,24 +4885,12 @@ function formatBytes(bytes: number): string {
 }
 
 /**
- * The files the report lists: those this run looked at, then those the ledger holds that it has not
- * looked at yet (delivered before a resume), so the list and the closing count agree.
+ * What the report lists: what this run looked at, then what the ledger holds that it has not looked
+ * at yet (delivered before a resume), so the list and the closing count agree.
  */
-function reportedFiles(engine: LazyAgents): SeenFile[] {
-  const seen = engine.inspection.files();
-  const seenPaths = new Set(seen.map((file) => file.path));
-  const held = engine.ledger
-    .all("file")
-    .filter((file) => !seenPaths.has(file.path))
-    .map(({ path, scope, bytes, version, importedBy }) => ({ path, scope, bytes, version, importedBy }));
-  return [...seen, ...held];
-}
-
-/** The nested skills the report lists: seen in this run, then those the ledger holds from before. */
-function reportedSkills(engine: LazyAgents): Array<Pick<Skill, "name" | "path" | "version"> & { scope: string }> {
-  const seen = engine.inspection.skills();
-  const seenPaths = new Set(seen.map((skill) => skill.path));
-  return [...seen, ...engine.ledger.all("skill").filter((skill) => !seenPaths.has(skill.path))];
+function seenThenHeld<T extends { path: string }>(seen: T[], held: Iterable<T>): T[] {
+  const seenPaths = new Set(seen.map((item) => item.path));
+  return [...seen, ...[...held].filter((item) => !seenPaths.has(item.path))];
 }
 
 /** Rows as columns: each cell padded to its column's widest, two spaces apart, indented by two. */
@@ -4983,24 +4910,18 @@ function reportSection(heading: string, rows: string[][]): string[] {
 /** The `/lazy-agents` report: paths, scopes, sizes, states and reasons (versions when verbose); never file contents. */
 function formatInspection(engine: LazyAgents, verbose = false): string {
   const { ledger, inspection } = engine;
-  const files = reportedFiles(engine);
+  const files: SeenFile[] = seenThenHeld(inspection.files(), ledger.all("file"));
   const seenPaths = new Set(files.map((file) => file.path));
-  const retractedOnly = ledger.withdrawnPaths("file").filter((path) => !seenPaths.has(path));
-  const skills = reportedSkills(engine);
+  const skills = seenThenHeld<Pick<Skill, "name" | "path" | "version"> & { scope: string }>(
+    inspection.skills(),
+    ledger.all("skill"),
+  );
   const rules = reportedRules(engine);
   const notUsed: Array<Pick<Rejection, "path" | "reason" | "counts">> = [
     ...[...(engine.discovery?.ignoredSeen ?? new Map<string, C.Reason>())].map(([path, reason]) => ({ path, reason })),
     ...inspection.notUsed(),
     ...rules.rejected,
   ];
-  const lines = ["pi-lazy-agents"];
-  if (!engine.options.enabled) lines.push(C.REPORT_TEXT.off);
-  if (
-    files.length + retractedOnly.length + skills.length + notUsed.length + engine.failures.size + rules.rows.length ===
-    0
-  ) {
-    return engine.options.enabled ? C.REPORT_NOTHING_SEEN : [...lines, C.REPORT_NOTHING_SEEN].join("\n");
-  }
   const version = (id: string) => (verbose ? [`version ${id.slice(0, C.REPORT_VERSION_LENGTH)}`] : []);
   const fileRows = files.map((file) => [
     file.path,
@@ -5009,9 +4930,8 @@ function formatInspection(engine: LazyAgents, verbose = false): string {
     fileState(ledger, file),
     ...version(file.version),
   ]);
-  for (const path of retractedOnly) fileRows.push([path, "", "", C.REPORT_STATES.retracted]);
-  lines.push(...reportSection(C.REPORT_TEXT.filesHeading, fileRows));
-  lines.push(...reportSection(C.REPORT_TEXT.rulesHeading, rules.rows));
+  for (const path of ledger.withdrawnPaths("file"))
+    if (!seenPaths.has(path)) fileRows.push([path, "", "", C.REPORT_STATES.retracted]);
   const skillRows = skills.map((skill) => [
     skill.name,
     `scope ${scopeGlob(skill.scope)}`,
@@ -5019,9 +4939,20 @@ function formatInspection(engine: LazyAgents, verbose = false): string {
     ledger.get("skill", skill.path)?.version === skill.version ? C.REPORT_STATES.listed : C.REPORT_STATES.pending,
     ...version(skill.version),
   ]);
-  lines.push(...reportSection(C.REPORT_TEXT.skillsHeading, skillRows));
-  const notUsedRows = notUsed.map(({ path, reason, counts }) => [path, C.reasonText(reason, counts)]);
-  lines.push(...reportSection(C.REPORT_TEXT.notUsedHeading, notUsedRows));
+  const sections = [
+    ...reportSection(C.REPORT_TEXT.filesHeading, fileRows),
+    ...reportSection(C.REPORT_TEXT.rulesHeading, rules.rows),
+    ...reportSection(C.REPORT_TEXT.skillsHeading, skillRows),
+    ...reportSection(
+      C.REPORT_TEXT.notUsedHeading,
+      notUsed.map(({ path, reason, counts }) => [path, C.reasonText(reason, counts)]),
+    ),
+  ];
+  const lines = ["pi-lazy-agents", ...(engine.options.enabled ? [] : [C.REPORT_TEXT.off])];
+  if (sections.length + engine.failures.size === 0) {
+    return engine.options.enabled ? C.REPORT_NOTHING_SEEN : [...lines, C.REPORT_NOTHING_SEEN].join("\n");
+  }
+  lines.push(...sections);
   if (engine.failures.size > 0) {
     lines.push("", C.REPORT_TEXT.failuresHeading);
     for (const [label, count] of engine.failures) lines.push(`  ${C.FAILURE_LABELS[label]}: ${count}`);
@@ -5047,9 +4978,8 @@ async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnviron
   // The answer first: what governs the path; then only the folders that add something, and why.
   const governing: string[][] = [];
   for (const view of views) {
-    if (view.file) governing.push([view.file.path, fileState(engine.ledger, seenFile(view.file, view.scope))]);
-    for (const { file } of view.imports)
-      governing.push([file.path, fileState(engine.ledger, seenFile(file, view.scope))]);
+    if (view.file) governing.push([view.file.path, fileState(engine.ledger, view.file)]);
+    for (const { file } of view.imports) governing.push([file.path, fileState(engine.ledger, file)]);
   }
   governing.push(...rules.governing);
   const lines = [`pi-lazy-agents: why ${shown}`];
@@ -5069,11 +4999,11 @@ async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnviron
     }
     if (!view.file && view.imports.length + view.skills.length + view.rejected.length === 0) continue;
     const file = view.file
-      ? `${view.file.path} (${fileState(engine.ledger, seenFile(view.file, scope))})`
+      ? `${view.file.path} (${fileState(engine.ledger, view.file)})`
       : C.REPORT_TEXT.noInstructionFile;
     folderLines.push(`    ${scope}/  scope ${scopeGlob(scope)}: ${file}`);
     for (const { file: imported } of view.imports) {
-      folderLines.push(`      imports ${imported.path} (${fileState(engine.ledger, seenFile(imported, scope))})`);
+      folderLines.push(`      imports ${imported.path} (${fileState(engine.ledger, imported)})`);
     }
     for (const skill of view.skills) folderLines.push(`      skill ${skill.name} at ${skill.path}`);
     for (const rejection of view.rejected)
@@ -5111,11 +5041,7 @@ function statusText(ledger: Ledger): string | undefined {
 }
 
 /** The paths one turn's reminders loaded, kept apart by kind so the notification counts them as the status does. */
-interface TurnLoaded {
-  files: Set<string>;
-  rules: Set<string>;
-  skills: Set<string>;
-}
+type TurnLoaded = Record<keyof C.Counts, Set<string>>;
 
 function emptyLoaded(): TurnLoaded {
   return { files: new Set(), rules: new Set(), skills: new Set() };
@@ -5142,9 +5068,7 @@ function ruleState(ledger: Ledger, rule: Rule): string {
   const held = ledger.get("rule", rule.path);
   if (rule.meta.kind === "described")
     return held?.version === rule.listingVersion ? C.REPORT_STATES.listed : C.REPORT_STATES.pending;
-  if (!held) return ledger.wasWithdrawn("rule", rule.path) ? C.REPORT_STATES.retracted : C.REPORT_STATES.pending;
-  if (held.version !== rule.loaded.version) return C.REPORT_STATES.changed;
-  return held.truncated ? C.REPORT_STATES.truncated : C.REPORT_STATES.delivered;
+  return heldState(held, ledger.wasWithdrawn("rule", rule.path), rule.loaded.version);
 }
 
 function ruleRow(ledger: Ledger, rule: Rule): string[] {

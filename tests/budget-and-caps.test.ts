@@ -86,7 +86,7 @@ test("the whole reminder stays within the budget and the file cap; what is left 
     const first = await h.call("read", { path: "pkg/deep/x.ts" });
     const reminder = reminderOf(first.content) ?? "";
     assert.ok(Buffer.byteLength(reminder) <= REMINDER_BUDGET_BYTES, `${Buffer.byteLength(reminder)} bytes`);
-    const blocks = countOccurrences(reminder, "<instructions ");
+    const blocks = countOccurrences(reminder, "<file ");
     assert.ok(blocks <= MAX_REMINDER_FILES && blocks > 2, `${blocks} instruction blocks`);
     assert.match(reminder, /DEEP-RULES/, "the deepest file keeps its priority");
     const delivered = (first.details as Recorded).lazyAgents.files.map((file) => file.path);

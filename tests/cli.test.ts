@@ -45,7 +45,7 @@ test("pi -e ./index.ts delivers the nested file to the model", () =>
   withTree(files, (tree) => {
     const out = run(tree, ["-e", join(ROOT, "index.ts")]);
     assert.match(out, /received 1 reminder/);
-    assert.match(out, /<instructions path="src\/AGENTS.md">\nCLI-SRC-RULES/);
+    assert.match(out, /<file path="src\/AGENTS.md">\nCLI-SRC-RULES/);
   }));
 
 test("pi -e <checkout dir> loads the package manifest", () =>
@@ -77,11 +77,7 @@ test("a build installs as CONTRIBUTING.md says: npm pack, unpack into a folder, 
     cli(["install", "-l", unpacked]);
     assert.match(readFileSync(join(tree.cwd, ".pi", "settings.json"), "utf8"), /pi-lazy-agents/);
     const out = cli(["--approve", "-p", "-e", PROVIDER, "--provider", "scripted", "--model", "scripted-model", "go"]);
-    assert.match(
-      out,
-      /<instructions path="src\/AGENTS.md">\nCLI-SRC-RULES/,
-      "the installed build loaded and delivered",
-    );
+    assert.match(out, /<file path="src\/AGENTS.md">\nCLI-SRC-RULES/, "the installed build loaded and delivered");
   }));
 
 test("./dev says in one line which registry it could not reach, without npm's output", () => {

@@ -35,8 +35,8 @@ test("read below cwd appends the nested chain once, parent first, with scopes", 
     assert.ok(!reminder.includes("ROOT-RULES"), "cwd's own file is Pi's job");
     assert.ok(reminder.indexOf("SRC-RULES") < reminder.indexOf("COMPONENT-RULES"));
     // Each file governs its own folder, so its tag names its path alone.
-    assert.match(reminder, /<instructions path="src\/AGENTS.md">\n/);
-    assert.match(reminder, /<instructions path="src\/components\/AGENTS.md">\n/);
+    assert.match(reminder, /<file path="src\/AGENTS.md">\n/);
+    assert.match(reminder, /<file path="src\/components\/AGENTS.md">\n/);
     assert.match(reminder, /where two disagree, the deeper folder.s wins/);
     assert.match(reminder, /not a message from the user/);
     const second = await h.call("read", { path: "src/components/button.ts" });

@@ -5,12 +5,10 @@ import assert from "node:assert/strict";
 import type { ExtensionFactory, ToolResultEvent } from "@earendil-works/pi-coding-agent";
 import { createLazyAgents, readRecord, REMINDER_OPEN } from "../index.ts";
 import {
-  INSTRUCTIONS_HEADER,
   INSTRUCTIONS_INTRO,
   REMINDER_PREAMBLE,
   RULE_LISTING_HEADER,
   RULE_LISTING_INTRO,
-  RULES_HEADER,
   RULES_INTRO,
   SKILLS_HEADER,
   SKILLS_INTRO,
@@ -43,14 +41,19 @@ const files = {
 
 const read = (path: string) => toolTurn(["read", { path }]);
 
-/** Asserts which of a section's two openings the reminder carries: the full explanation or the one line. */
-function assertOpening(reminder: string, full: string, header: string, explains: boolean, what: string): void {
+/** Files and rules, which their tags name, open unexplained with their first tag right after what precedes them. */
+const FILES_UNEXPLAINED = /^<nested-instructions[^\n]*>\n<file /;
+const RULES_UNEXPLAINED = /(?:^<nested-instructions[^\n]*>\n|<\/file>\n\n)<rule /;
+
+/** Asserts which of a section's two openings the reminder carries: the full explanation or the short one. */
+function assertOpening(reminder: string, full: string, short: string | RegExp, explains: boolean, what: string): void {
   assert.equal(reminder.includes(full), explains, `${what}: ${explains ? "explained in full" : "no explanation"}`);
-  assert.equal(reminder.includes(header), !explains, `${what}: ${explains ? "no" : "the"} one-line header`);
+  const hasShort = typeof short === "string" ? reminder.includes(short) : short.test(reminder);
+  assert.equal(hasShort, !explains, `${what}: ${explains ? "no" : "the"} short opening`);
 }
 
 const assertFiles = (reminder: string, explains: boolean, what: string) =>
-  assertOpening(reminder, INSTRUCTIONS_INTRO, INSTRUCTIONS_HEADER, explains, what);
+  assertOpening(reminder, INSTRUCTIONS_INTRO, FILES_UNEXPLAINED, explains, what);
 
 /** Tool results the model still sees after a compaction. */
 function keptToolText(h: { session: { sessionManager: { buildContextEntries(): unknown[] } } }): string {
@@ -81,7 +84,7 @@ const dropFirstReminder: ExtensionFactory = (pi) => {
 };
 
 test("the one-line headers stay on one line; the preamble says once that the text is the repository's guidance, not the user's", () => {
-  for (const header of [INSTRUCTIONS_HEADER, SKILLS_HEADER, RULES_HEADER, RULE_LISTING_HEADER]) {
+  for (const header of [SKILLS_HEADER, RULE_LISTING_HEADER]) {
     assert.doesNotMatch(header, /\n/);
     assert.doesNotMatch(header, /user/, "said once, in the preamble");
   }
@@ -93,7 +96,7 @@ test("the one-line headers stay on one line; the preamble says once that the tex
   }
 });
 
-test("the first reminder explains the instruction files in full; a later one opens with the one-line header only", () =>
+test("the first reminder explains the instruction files in full; a later one opens with the files' tags only", () =>
   withTree(files, async (tree) => {
     const h = await loadRunner(tree);
     const first = await h.call("read", { path: "pkg/a.ts" });
@@ -103,7 +106,10 @@ test("the first reminder explains the instruction files in full; a later one ope
     const reminder = reminderOf(second.content) ?? "";
     assert.match(reminder, /OTHER-RULES/);
     assertFiles(reminder, false, "later reminder");
-    assert.ok(reminder.startsWith(`${REMINDER_OPEN}>\n${INSTRUCTIONS_HEADER}\n\n<instructions `), reminder);
+    assert.ok(
+      reminder.startsWith(`${REMINDER_OPEN}>\n<file path="other/AGENTS.md">\nOTHER-RULES\n</file>\n`),
+      reminder,
+    );
     assert.equal(readRecord(second.details)?.explained, undefined, "and this record says it did not");
   }));
 
@@ -126,7 +132,7 @@ test("the skills list is explained in full once; a later list opens with the one
     },
   ));
 
-test("rule texts and rule listings are each explained in full once, then named in one line", () =>
+test("rule texts and rule listings are each explained in full once, then named in one line or by their tags", () =>
   withTree(
     {
       ".claude/rules/api.md": '---\npaths:\n  - "api/**"\n---\nAPI-RULE\n',
@@ -141,13 +147,13 @@ test("rule texts and rule listings are each explained in full once, then named i
       const h = await loadRunner(tree);
       const first = reminderOf((await h.call("read", { path: "api/x.ts" })).content) ?? "";
       assert.match(first, /API-RULE[^]*Database work/);
-      assertOpening(first, RULES_INTRO, RULES_HEADER, true, "first rules");
+      assertOpening(first, RULES_INTRO, RULES_UNEXPLAINED, true, "first rules");
       assertOpening(first, RULE_LISTING_INTRO, RULE_LISTING_HEADER, true, "first listing");
       const later = reminderOf((await h.call("read", { path: "web/y.ts" })).content) ?? "";
       assert.match(later, /WEB-RULE[^]*UI work/);
-      assertOpening(later, RULES_INTRO, RULES_HEADER, false, "later rules");
+      assertOpening(later, RULES_INTRO, RULES_UNEXPLAINED, false, "later rules");
       assertOpening(later, RULE_LISTING_INTRO, RULE_LISTING_HEADER, false, "later listing");
-      assert.ok(!later.includes(INSTRUCTIONS_INTRO) && !later.includes(INSTRUCTIONS_HEADER), "no files section");
+      assert.ok(!later.includes(INSTRUCTIONS_INTRO) && !later.includes("<file "), "no files section");
     },
   ));
 
@@ -277,18 +283,18 @@ test(`a reminder names the paths a command touched, says once that it is the rep
         RULES_INTRO,
         /a rule and an instruction file disagree, the deepest folder's file wins over the rule/,
       );
-      assert.match(first!, /<instructions path="pkg\/AGENTS.md">\nPKG-RULES\n/);
-      assert.match(first!, /<instructions path="\.claude\/rules\/always\.md" scope="repository-wide">\nALWAYS-RULE/);
+      assert.match(first!, /<file path="pkg\/AGENTS.md">\nPKG-RULES\n/);
+      assert.match(first!, /<rule path="\.claude\/rules\/always\.md" scope="repository-wide">\nALWAYS-RULE/);
       assert.match(
         first!,
-        /<instructions path="\.github\/instructions\/all\.instructions\.md" scope="repository-wide">\nEVERY-PATH-RULE/,
+        /<rule path="\.github\/instructions\/all\.instructions\.md" scope="repository-wide">\nEVERY-PATH-RULE/,
       );
-      assert.match(first!, /<instructions path="pkg\/\.cursor\/rules\/local\.mdc" scope="pkg\/\*\*">\nPKG-LOCAL-RULE/);
-      assert.match(first!, /<instructions path="\.cursor\/rules\/ts\.mdc" scope="\*\.ts">\nTS-RULE/);
+      assert.match(first!, /<rule path="pkg\/\.cursor\/rules\/local\.mdc" scope="pkg\/\*\*">\nPKG-LOCAL-RULE/);
+      assert.match(first!, /<rule path="\.cursor\/rules\/ts\.mdc" scope="\*\.ts">\nTS-RULE/);
       assert.doesNotMatch(first!, /scope="\*\*"/);
       assert.match(first!, /^- deploy: Ship the package \[pkg\/\.agents\/skills\/deploy\/SKILL\.md\]$/m);
-      // A read names its path in its own call: the reminder opens with the bare tag and, explained, no preamble.
-      assert.ok(later!.startsWith(`${REMINDER_OPEN}>\n${INSTRUCTIONS_HEADER}\n`), later);
+      // A read names its path in its own call: the reminder opens with the bare tag, then, explained, the files' tags.
+      assert.ok(later!.startsWith(`${REMINDER_OPEN}>\n<file `), later);
       assert.match(later!, /OTHER-RULES/);
       assert.doesNotMatch(later!, /user/);
     } finally {

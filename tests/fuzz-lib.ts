@@ -27,7 +27,6 @@ import { tmpdir } from "node:os";
 import { basename, dirname, join, posix, resolve } from "node:path";
 import {
   alsoGovernsNotice,
-  INSTRUCTIONS_HEADER,
   INSTRUCTIONS_INTRO,
   REMINDER_PREAMBLE,
   loadedNotice,
@@ -846,18 +845,18 @@ function summarizeActual(record: Record<string, unknown[]>) {
 function checkReminder(label: string, reminder: string, expected: ExpectedRecord, tree: Tree): string[] {
   const problems: string[] = [];
   const appended = expected.files.filter((f) => f.via === "reminder");
-  const blocks = reminder.split("<instructions ").length - 1;
+  const blocks = reminder.split("<file ").length - 1;
   if (blocks !== appended.length) problems.push(`${label}: ${blocks} instruction blocks, expected ${appended.length}`);
   for (const file of appended) {
     // A file names its scope only when it governs another folder than its own (one linked there).
     const scope = posix.dirname(file.path) === file.scope ? "" : ` scope="${file.scope}/**"`;
-    const header = `<instructions path="${file.path}"${scope}${file.supersedes ? ' supersedes="earlier version"' : ""}>\n`;
+    const header = `<file path="${file.path}"${scope}${file.supersedes ? ' supersedes="earlier version"' : ""}>\n`;
     const start = reminder.indexOf(header);
     if (start === -1) {
       problems.push(`${label}: no block for ${file.path} (supersedes: ${file.supersedes})`);
       continue;
     }
-    const body = reminder.slice(start + header.length, reminder.indexOf("\n</instructions>", start));
+    const body = reminder.slice(start + header.length, reminder.indexOf("\n</file>", start));
     if (body !== file.text.replace(/\n+$/, ""))
       problems.push(`${label}: ${file.path} text differs: ${JSON.stringify(body)}`);
   }
@@ -882,14 +881,17 @@ function checkReminder(label: string, reminder: string, expected: ExpectedRecord
   return problems;
 }
 
-/** Each section opens with its full explanation when the record explains it, else with its one-line header. */
+/**
+ * Each section opens with its full explanation when the record explains it; else skills with their
+ * one-line header, and files with their first tag right after the opening (or the preamble).
+ */
 function checkOpenings(label: string, reminder: string, expected: ExpectedRecord): string[] {
   const sections = [
     {
       name: "files",
       has: expected.files.some((f) => f.via === "reminder"),
       full: INSTRUCTIONS_INTRO,
-      short: INSTRUCTIONS_HEADER,
+      short: undefined,
     },
     { name: "skills", has: expected.skills.length > 0, full: SKILLS_INTRO, short: SKILLS_HEADER },
   ] as const;
@@ -901,11 +903,19 @@ function checkOpenings(label: string, reminder: string, expected: ExpectedRecord
   if (preambles !== (explainsAny ? 1 : 0)) problems.push(`${label}: ${preambles} preambles, explains: ${explainsAny}`);
   for (const { name, has, full, short } of sections) {
     const explains = expected.explained.includes(name);
-    const want = !has ? [] : [explains ? full : short];
+    const want = !has ? [] : explains ? [full] : short === undefined ? [] : [short];
     const got = lines.filter((line) => line === full || line === short);
     if (JSON.stringify(got) !== JSON.stringify(want))
       problems.push(`${label}: ${name} opens with ${JSON.stringify(got)}, expected ${JSON.stringify(want)}`);
   }
+  const firstFile = lines.findIndex((line) => line.startsWith("<file "));
+  const beforeFiles = lines[firstFile - 1] ?? "";
+  if (
+    firstFile !== -1 &&
+    !expected.explained.includes("files") &&
+    !(beforeFiles.startsWith("<nested-instructions") || beforeFiles === REMINDER_PREAMBLE)
+  )
+    problems.push(`${label}: the unexplained files follow ${JSON.stringify(beforeFiles)}, not the opening`);
   return problems;
 }
 

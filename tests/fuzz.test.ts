@@ -90,7 +90,7 @@ test("a second BOM at the start of an instruction file is kept as text", () =>
   withTree({ "src/AGENTS.md": "\uFEFF\uFEFFTWO-BOMS\n", "src/a.ts": "a" }, async (tree) => {
     const h = await loadRunner(tree, { factories: [createLazyAgents({ spawnGit: noGit })] });
     const reminder = reminderOf((await h.call("read", { path: "src/a.ts" })).content) ?? "";
-    assert.match(reminder, />\n\uFEFFTWO-BOMS\n<\/instructions>/, "one BOM dropped, the second one is content");
+    assert.match(reminder, />\n\uFEFFTWO-BOMS\n<\/file>/, "one BOM dropped, the second one is content");
   }));
 
 test("writing an instruction file into a new folder directly below cwd counts as its delivery, rules on or off", async () => {

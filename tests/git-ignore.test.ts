@@ -155,7 +155,7 @@ test("one loaded extension hosted on a second cwd rebinds to it: its files, its 
         assert.match(reminderOf((await one.call("read", { path: "gen/x.ts" })).content) ?? "", /FIRST-GEN/);
         const two = await loadRunner(second, { loaded: one.loaded });
         const reminder = reminderOf((await two.call("read", { path: "b/x.ts" })).content) ?? "";
-        assert.match(reminder, /<instructions path="b\/AGENTS.md">\nSECOND-RULES/);
+        assert.match(reminder, /<file path="b\/AGENTS.md">\nSECOND-RULES/);
         const ignored = await two.call("read", { path: "gen/x.ts" });
         assert.deepEqual(ignored.content, ignored.original, "the second cwd's .gitignore applies");
       },

@@ -284,7 +284,7 @@ test("an imported folder takes a symlinked file that stays inside cwd, and refus
       assert.match(reminder, /RULE-A/);
       assert.match(
         reminder,
-        /<instructions path="shared\/b.md" scope="pkg\/\*\*" imported-by="pkg\/AGENTS.md">\nRULE-B-SHARED/,
+        /<file path="shared\/b.md" scope="pkg\/\*\*" imported-by="pkg\/AGENTS.md">\nRULE-B-SHARED/,
       );
       assert.doesNotMatch(reminder, /OUTSIDE-SECRET/);
       assert.match(reminder, /an import in pkg\/AGENTS.md was not loaded: a link that leads outside/);
@@ -358,7 +358,7 @@ test(`an import into a dot folder is refused; a source's own home is not a dotfi
       const reminder = reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "";
       assert.doesNotMatch(reminder, /AWS-SECRET/);
       assert.match(reminder, /an import in pkg\/AGENTS.md was not loaded: a dotfile, which may hold credentials/);
-      assert.match(reminder, /<instructions path=".claude\/rules\/style.md"[^>]*imported-by="pkg\/AGENTS.md"/);
+      assert.match(reminder, /<file path=".claude\/rules\/style.md"[^>]*imported-by="pkg\/AGENTS.md"/);
     },
   ));
 

@@ -93,7 +93,7 @@ test("in a real session a touch re-sends nothing and a same-size edit with its m
       const reminders = remindersIn(h.session.sessionFile!);
       assert.equal(reminders.length, 2);
       assert.match(reminders[1]!, /PKG-RULEZ/);
-      assert.match(reminders[1]!, /<instructions path="[^"]*" supersedes="earlier version">\n/);
+      assert.match(reminders[1]!, /<file path="[^"]*" supersedes="earlier version">\n/);
     } finally {
       await h.dispose();
     }
