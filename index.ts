@@ -587,8 +587,6 @@ export class LazyAgents {
   readonly failures = new Map<C.FailureLabel, number>();
   /** hookify rules of cwd and the folders seen (see the Checks section). */
   readonly checks: CheckState = newCheckState();
-  /** Rule folders and compiled rules of the bound cwd (see the Rules section). */
-  ruleBook?: RuleBook;
   git?: GitIgnoreOracle;
   private readonly spawner: SpawnGit;
   private boundCwd?: string;
@@ -643,36 +641,10 @@ export class LazyAgents {
     this.discovery = undefined;
   }
 
-  /** Asks git about the chain's folders it has not answered for yet; a warm chain asks nothing. */
-  learnGitIgnores(discovery: Discovery, links: ChainLink[]): Promise<void> | undefined {
-    const unknown = scopesWithoutGitAnswer(discovery, links);
-    const git = this.git;
-    if (unknown.length === 0 || !git) return undefined;
-    return git.ignored(unknown).then((answers) => {
-      unknown.forEach((scope, index) => discovery.gitAnswers.folders.set(scope, answers[index]!));
-    });
-  }
-
   /** Asks git what the views and plan just built left open (imports, rule folders); undefined when nothing. */
-  private learnOpenQuestions(
-    discovery: Discovery,
-    calls: PendingCall[],
-    views: DirectoryView[],
-  ): Promise<void> | undefined {
-    const questions = discovery.gitAnswers.takeWanted();
-    const git = this.git;
-    if (!git) return undefined;
-    const imports =
-      questions.length === 0
-        ? undefined
-        : git.ask(questions).then((answers) => {
-            questions.forEach((question, index) => discovery.gitAnswers.setAnswer(question, answers[index]!));
-          });
-    const chains = calls.flatMap((call) =>
-      call.chains.map((located) => this.learnGitIgnores(discovery, located.links)),
-    );
-    const rules = this.options.rules ? this.rulesOf(discovery).learnGitIgnores(views, git) : undefined;
-    return joinAnswers(imports, rules, ...chains);
+  private learnOpenQuestions(discovery: Discovery, calls: PendingCall[]): Promise<void> | undefined {
+    const chains = calls.flatMap((call) => call.chains.flatMap((located) => chainQuestions(discovery, located.links)));
+    return askGit(discovery, this.git, [...discovery.gitAnswers.takeWanted(), ...chains]);
   }
 
   /**
@@ -698,7 +670,8 @@ export class LazyAgents {
     const call = this.locate(discovery, event, env);
     if (!call) return undefined;
     if (call.writes !== undefined) this.calls.written.add(call.writes);
-    call.gitAnswer = joinAnswers(...call.chains.map((located) => this.learnGitIgnores(discovery, located.links)));
+    const questions = call.chains.flatMap((located) => chainQuestions(discovery, located.links));
+    call.gitAnswer = askGit(discovery, this.git, questions);
     if (!this.gate?.covers(event)) {
       this.calls.pending.set(event.toolCallId, call);
       return undefined;
@@ -776,8 +749,7 @@ export class LazyAgents {
       calls.flatMap((call) => call.touched),
       this.calls.leftAloneBy(calls),
     );
-    const open =
-      discovery && round <= C.MAX_IMPORT_DEPTH ? this.learnOpenQuestions(discovery, calls, views) : undefined;
+    const open = discovery && round <= C.MAX_IMPORT_DEPTH ? this.learnOpenQuestions(discovery, calls) : undefined;
     return open ? this.settle(calls, shown, open, round, finish) : finish(views, plan);
   }
 
@@ -812,7 +784,6 @@ export class LazyAgents {
       try {
         if (discovery === this.discovery && discovery.sweep()) {
           this.inspection.prune((scope) => discovery.exists(join(discovery.cwdReal, scope)));
-          if (this.ruleBook?.discovery === discovery) this.ruleBook.sweep();
         }
       } catch {
         // Outside any hook: counted as a hook's failure is. The caches stay as they were: correct, only larger.
@@ -837,19 +808,13 @@ export class LazyAgents {
     // Rules touch point: rules contribute planned entries alongside the views.
     if (this.options.rules && this.discovery) {
       planRules(this.ledger, plan, {
-        book: this.rulesOf(this.discovery),
+        book: this.discovery.rules,
         views,
         touched,
         options: this.options,
       });
     }
     return plan;
-  }
-
-  /** The rule book of the bound cwd, made anew when discovery starts over. */
-  rulesOf(discovery: Discovery): RuleBook {
-    if (this.ruleBook?.discovery !== discovery) this.ruleBook = new RuleBook(discovery);
-    return this.ruleBook;
   }
 
   /**
@@ -945,7 +910,6 @@ export class LazyAgents {
       ledgerSkipped: this.ledger.skipped.size,
       ledgerAlsoGoverns: this.ledger.alsoGoverns.size,
       ...this.discovery?.cacheSizes(),
-      ...this.ruleBook?.sizes(),
     };
   }
 }
@@ -2939,14 +2903,22 @@ function targetDirectory(ctx: LocateContext, target: string, targetIsDirectory: 
 
 // The folder view: what each folder on a chain offers, parent first, up to the first ignored one.
 
-/** Scopes on the chain whose git status is not known yet. */
-function scopesWithoutGitAnswer(ctx: Discovery, links: ChainLink[]): string[] {
-  const unknown: string[] = [];
+/** Questions for git about the chain's folders it has not answered for, down to the first ignored one. */
+function chainQuestions(ctx: Discovery, links: ChainLink[]): string[] {
+  const questions: string[] = [];
   for (const link of links) {
     if (ignoredReasonOf(ctx, link) !== undefined) break;
-    if (!ctx.gitAnswers.folders.has(link.scope)) unknown.push(link.scope);
+    if (!ctx.gitAnswers.folders.has(link.scope)) questions.push(`${link.scope}/`);
   }
-  return unknown;
+  return questions;
+}
+
+/** The one way to ask git: questions as `GitAnswers.setAnswer` takes them; undefined when none. */
+function askGit(ctx: Discovery, git: GitIgnoreOracle | undefined, questions: string[]): Promise<void> | undefined {
+  if (!git || questions.length === 0) return undefined;
+  return git.ask(questions).then((answers) => {
+    questions.forEach((question, index) => ctx.gitAnswers.setAnswer(question, answers[index]!));
+  });
 }
 
 /** Views of the chain's folders, parent first, up to the first ignored one. */
@@ -3055,12 +3027,15 @@ class Discovery {
   startupContext: ReadonlySet<string> = new Set();
   /** Sources held back for git so far; a view that saw it grow is pending. */
   held = 0;
+  /** Rule folders and compiled rules of this cwd (see the Rules part below). */
+  readonly rules: RuleBook;
 
   constructor(fs: FileSystem, cwdReal: string, options: Options, gitMayAnswer: () => boolean) {
     this.fs = fs;
     this.cwdReal = cwdReal;
     this.options = options;
     this.gitAnswers = new GitAnswers(gitMayAnswer);
+    this.rules = new RuleBook(this);
   }
 
   /** Sizes of the internal caches, for the soak test and the inspection command. */
@@ -3073,6 +3048,9 @@ class Discovery {
       gitAnswers: this.gitAnswers.folders.size,
       gitFileAnswers: this.gitAnswers.files.size,
       ignoredSeen: this.ignoredSeen.size,
+      ruleFolders: this.rules.folders.size,
+      rulePlaces: this.rules.nestedPlaces.size,
+      compiledRules: this.rules.compiled.size,
     };
   }
 
@@ -3087,11 +3065,18 @@ class Discovery {
   sweep(): boolean {
     if (!this.wantsSweep()) return false;
     const byPath = [this.directories, this.files, this.listings];
-    const byScope = [this.chains, this.gitAnswers.folders, this.gitAnswers.files, this.ignoredSeen] as Array<
-      Map<string, unknown>
-    >;
     for (const cache of byPath) cache.sweep((path) => this.exists(path));
-    for (const map of byScope) {
+    for (const path of this.rules.compiled.keys()) if (!this.exists(path)) this.rules.compiled.delete(path);
+    const { folders, nestedPlaces } = this.rules;
+    const byScope = [
+      this.chains,
+      this.gitAnswers.folders,
+      this.gitAnswers.files,
+      this.ignoredSeen,
+      folders,
+      nestedPlaces,
+    ];
+    for (const map of byScope as Array<Map<string, unknown>>) {
       for (const scope of map.keys()) if (!this.exists(join(this.cwdReal, scope))) map.delete(scope);
     }
     this.sweepAt = Math.max(256, 2 * this.cachedEntries());
@@ -3103,17 +3088,8 @@ class Discovery {
     return this.cachedEntries() >= this.sweepAt;
   }
 
-  /** Entries held by every cache that `sweep` prunes. */
   private cachedEntries(): number {
-    return (
-      this.directories.size +
-      this.files.size +
-      this.listings.size +
-      this.chains.size +
-      this.gitAnswers.folders.size +
-      this.gitAnswers.files.size +
-      this.ignoredSeen.size
-    );
+    return Object.values(this.cacheSizes()).reduce((sum, size) => sum + size, 0);
   }
 
   exists(path: string): boolean {
@@ -3213,8 +3189,8 @@ class Discovery {
     let ruleParent: ParentKind = "none";
     for (const dirent of dirents) {
       const name = dirent.name;
-      if (name === C.SKILLS_DIR_SEGMENTS[0]) agents = direntParentKind(dirent);
-      else if (name === C.RULE_DIRS.cursor[0]) ruleParent = direntParentKind(dirent);
+      if (name === C.SKILLS_DIR_SEGMENTS[0]) agents = kindOfEntry(dirent);
+      else if (name === C.RULE_DIRS.cursor[0]) ruleParent = kindOfEntry(dirent);
       else if (wanted.includes(name)) found.add(name);
       else if (this.foldedNames().has(name.toLowerCase())) return undefined;
     }
@@ -3362,7 +3338,15 @@ function importsOf(ctx: Discovery, root: InstructionFile, scope: string, rejecte
   const seen = new Set([root.realPath]);
   const visit = (file: InstructionFile, depth: number): void => {
     for (const target of importTargetsOf(ctx, file)) {
-      for (const imported of resolveImportOrUnknown(ctx, file, target, scope, rejected)) {
+      let found: InstructionFile[];
+      try {
+        found = importedFiles(ctx, file, target, scope, rejected, true);
+      } catch (error) {
+        errorCode(error);
+        rejected.push({ path: file.path, reason: "unreadable", kind: "import" });
+        continue;
+      }
+      for (const imported of found) {
         if (seen.has(imported.realPath)) continue;
         seen.add(imported.realPath);
         imports.push({ file: imported, importedBy: file.path });
@@ -3382,33 +3366,18 @@ function importTargetsOf(ctx: Discovery, file: InstructionFile): string[] {
   return entry ? (entry.importTargets ??= parse()) : parse();
 }
 
-function resolveImportOrUnknown(
-  ctx: Discovery,
-  from: InstructionFile,
-  target: string,
-  scope: string,
-  rejected: Rejection[],
-): InstructionFile[] {
-  try {
-    return resolveImport(ctx, from, target, scope, rejected);
-  } catch (error) {
-    errorCode(error);
-    rejected.push({ path: from.path, reason: "unreadable", kind: "import" });
-    return [];
-  }
-}
-
 /**
- * The files one target names; nothing for a token that names nothing (an npm scope, an email),
- * nor for a target git has yet to answer for. `inDirectory` marks an entry of an imported folder.
+ * The files one target names: a file, or the files of a folder by name (one level, dot names
+ * aside, up to the cap). Nothing for a token that names nothing (an npm scope, an email), nor
+ * for a target git has yet to answer for.
  */
-function resolveImport(
+function importedFiles(
   ctx: Discovery,
   from: InstructionFile,
   target: string,
   scope: string,
   rejected: Rejection[],
-  inDirectory = false,
+  folderToo: boolean,
 ): InstructionFile[] {
   // The token itself is file content: a rejection names only the importing file.
   const reject = (reason: C.Reason): InstructionFile[] => {
@@ -3419,10 +3388,24 @@ function resolveImport(
   if ("reason" in resolved)
     return resolved.reason === "skip" || resolved.reason === "held" ? [] : reject(resolved.reason);
   const { real, stats } = resolved;
-  if (stats.isDirectory()) return inDirectory ? [] : importDirectory(ctx, real, from, scope, rejected);
-  if (!stats.isFile()) return reject("notRegular");
-  const file = ctx.loadedFile(real, stats);
-  return "reason" in file ? reject(file.reason) : [file];
+  if (stats.isFile()) {
+    const file = ctx.loadedFile(real, stats);
+    return "reason" in file ? reject(file.reason) : [file];
+  }
+  if (!stats.isDirectory()) return reject("notRegular");
+  const listing = folderToo ? ctx.listing(real) : undefined;
+  if (!listing) return [];
+  const files: InstructionFile[] = [];
+  for (const entry of sortedNames(listing)) {
+    if (entry.name.startsWith(".") || (entry.kind !== "file" && entry.kind !== "link")) continue;
+    if (files.length >= C.MAX_IMPORT_DIR_FILES) {
+      const counts = { taken: files.length, total: listing.total };
+      rejected.push({ path: from.path, reason: "importDirCapped", kind: "cap", counts });
+      break;
+    }
+    files.push(...importedFiles(ctx, from, join(real, entry.name), scope, rejected, false));
+  }
+  return files;
 }
 
 // The source policy. Every file the extension reads for the model (instruction files, imports,
@@ -3496,28 +3479,6 @@ function gitRefusal(ctx: Discovery, segments: string[], isDirectory: boolean): C
   for (const question of questions) ctx.gitAnswers.wanted.add(question);
   ctx.held++;
   return "held";
-}
-
-function importDirectory(
-  ctx: Discovery,
-  dir: string,
-  from: InstructionFile,
-  scope: string,
-  rejected: Rejection[],
-): InstructionFile[] {
-  const listing = ctx.listing(dir);
-  if (!listing) return [];
-  const files: InstructionFile[] = [];
-  for (const entry of sortedNames(listing)) {
-    if (entry.name.startsWith(".") || (entry.kind !== "file" && entry.kind !== "link")) continue;
-    if (files.length >= C.MAX_IMPORT_DIR_FILES) {
-      const counts = { taken: files.length, total: listing.total };
-      rejected.push({ path: from.path, reason: "importDirCapped", kind: "cap", counts });
-      break;
-    }
-    files.push(...resolveImport(ctx, from, join(dir, entry.name), scope, rejected, true));
-  }
-  return files;
 }
 
 // Skills, by Pi's rules for `.agents/skills`: a directory holding SKILL.md is one skill and is not
@@ -3848,13 +3809,9 @@ function ruleGlob(globs: readonly string[], floating: boolean): ReturnType<typeo
 
 type ParentKind = "none" | "dir" | "link";
 
-function kindOfEntry(stats: nodeFs.Stats | undefined): ParentKind {
-  if (!stats) return "none";
-  return direntParentKind(stats);
-}
-
-/** The same from a listing's entry, which carries what lstat would say of its type. */
-function direntParentKind(entry: nodeFs.Stats | nodeFs.Dirent): ParentKind {
+/** What an lstat, or a listing's entry (which carries what lstat says of its type), finds. */
+function kindOfEntry(entry: nodeFs.Stats | nodeFs.Dirent | undefined): ParentKind {
+  if (!entry) return "none";
   return entry.isSymbolicLink() ? "link" : entry.isDirectory() ? "dir" : "none";
 }
 
@@ -4012,22 +3969,17 @@ function joinAnswers(...answers: Array<Promise<void> | undefined>): Promise<void
   return pending.length <= 1 ? pending[0] : Promise.all(pending).then(() => undefined);
 }
 
-const ALL_RULE_SOURCES: ReadonlySet<C.RuleSource> = new Set(C.RULE_SOURCES);
-
 /** The rule folders of one cwd: where they are, what they hold, and git's answers about them. */
 class RuleBook {
   readonly discovery: Discovery;
   /** Rule folders read this session, by cwd-relative folder. */
   readonly folders = new Map<string, RuleFolder>();
   private readonly rootPlaces: RulePlace[];
-  private readonly nestedPlaces = new Map<string, RulePlace>();
+  readonly nestedPlaces = new Map<string, RulePlace>();
   /** Rules compiled once per version: a warm call passes over them without parsing a glob again. */
-  private readonly compiled = new Map<string, Rule>();
+  readonly compiled = new Map<string, Rule>();
   /** What `.claude`, `.cursor` and `.github` are in cwd, by cwd's signature. */
   private readonly rootParents = new SignatureCache<Map<C.RuleSource, ParentKind>>();
-  /** Rule-folder scopes git was asked about, and those still without an answer. */
-  private readonly asked = new Set<string>();
-  private readonly unanswered = new Map<string, Promise<void>>();
 
   constructor(discovery: Discovery) {
     this.discovery = discovery;
@@ -4059,43 +4011,13 @@ class RuleBook {
     return places;
   }
 
-  /**
-   * Asks git once about the parent of each rule folder these views lead to (`.cursor`, `.claude`,
-   * `.github`). Never about a path below it: git gives up on a path beyond a link. Resolves once
-   * git has answered for all of them, those another call asked about included.
-   */
-  learnGitIgnores(views: DirectoryView[], git: GitIgnoreOracle | undefined): Promise<void> | undefined {
-    if (!git) return undefined;
-    const scopes: string[] = [];
-    const waiting = new Set<Promise<void>>();
-    for (const place of this.places(views, ALL_RULE_SOURCES)) {
-      const asked = this.unanswered.get(place.parentScope);
-      if (asked) waiting.add(asked);
-      else if (!this.asked.has(place.parentScope)) scopes.push(place.parentScope);
-    }
-    if (scopes.length > 0) {
-      const answer = git.ignored(scopes).then((answers) => {
-        scopes.forEach((scope, index) => {
-          this.discovery.gitAnswers.folders.set(scope, answers[index]!);
-          this.unanswered.delete(scope);
-        });
-      });
-      for (const scope of scopes) {
-        this.asked.add(scope);
-        this.unanswered.set(scope, answer);
-      }
-      waiting.add(answer);
-    }
-    return joinAnswers(...waiting);
-  }
-
   /** The rule folders that govern these views; folders git has not answered for yet wait. */
   foldersFor(views: DirectoryView[], sources: ReadonlySet<C.RuleSource>): RuleFolder[] {
     const folders: RuleFolder[] = [];
     const rootKinds = this.rootParentKinds();
     for (const place of this.places(views, sources)) {
       const ignored = this.ignoredReason(place);
-      if (ignored === "pending") continue;
+      if (ignored === "held") continue;
       if (ignored !== undefined) {
         this.discovery.ignoredSeen.set(place.display, ignored);
         continue;
@@ -4106,12 +4028,19 @@ class RuleBook {
     return folders;
   }
 
-  private ignoredReason(place: RulePlace): C.Reason | "pending" | undefined {
+  /**
+   * Why a rule folder is not read, "held" while git has to answer for its parent (`.cursor`,
+   * `.claude`, `.github`). Never a path below it: git gives up on a path beyond a link.
+   */
+  private ignoredReason(place: RulePlace): C.Reason | "held" | undefined {
     const [parent, child] = C.RULE_DIRS[place.source];
-    if (this.discovery.options.ignoredDirs.has(parent) || this.discovery.options.ignoredDirs.has(child))
-      return "ignoredDir";
-    if (this.discovery.gitAnswers.folders.get(place.parentScope) === true) return "gitIgnored";
-    return this.unanswered.has(place.parentScope) ? "pending" : undefined;
+    const { options, gitAnswers } = this.discovery;
+    if (options.ignoredDirs.has(parent) || options.ignoredDirs.has(child)) return "ignoredDir";
+    const answer = gitAnswers.folders.get(place.parentScope);
+    if (answer === true) return "gitIgnored";
+    if (answer !== undefined || !gitAnswers.mayAnswer()) return undefined;
+    gitAnswers.wanted.add(`${place.parentScope}/`);
+    return "held";
   }
 
   /** What `.claude`, `.cursor` and `.github` are in cwd: one lstat of cwd while it stands. */
@@ -4237,27 +4166,6 @@ class RuleBook {
     folder.rules[index] = fresh;
     folder.offered = undefined;
     return fresh;
-  }
-
-  /** Drops what belongs to rule files and folders that are gone; runs with the discovery caches' sweep. */
-  sweep(): void {
-    const gone = (path: string) => !this.discovery.exists(path);
-    for (const candidate of this.compiled.keys()) if (gone(candidate)) this.compiled.delete(candidate);
-    for (const [display, folder] of this.folders) if (gone(folder.place.ruleDir)) this.folders.delete(display);
-    for (const [scope, place] of this.nestedPlaces) if (gone(place.parentDir)) this.nestedPlaces.delete(scope);
-    for (const scope of this.asked) {
-      if (!this.unanswered.has(scope) && gone(join(this.discovery.cwdReal, scope))) this.asked.delete(scope);
-    }
-  }
-
-  /** Sizes of its maps, for the soak run. */
-  sizes(): Record<string, number> {
-    return {
-      ruleFolders: this.folders.size,
-      rulePlaces: this.nestedPlaces.size,
-      compiledRules: this.compiled.size,
-      ruleScopesAsked: this.asked.size,
-    };
   }
 }
 
@@ -5197,7 +5105,7 @@ function ruleRow(ledger: Ledger, rule: Rule): string[] {
 function reportedRules(engine: LazyAgents): { rows: string[][]; rejected: Rejection[] } {
   const discovery = engine.discovery;
   if (!engine.options.rules || !discovery) return { rows: [], rejected: [] };
-  const book = engine.rulesOf(discovery);
+  const book = discovery.rules;
   book.foldersFor([], engine.options.ruleSources);
   const folders = [...book.folders.values()].filter((folder) => engine.options.ruleSources.has(folder.place.source));
   const rules = folders.flatMap((folder) => folder.rules);
@@ -5216,7 +5124,7 @@ function explainRules(
 ): { governing: string[][]; lines: string[] } {
   const discovery = engine.discovery;
   if (!engine.options.rules || !discovery || touched === undefined) return { governing: [], lines: [] };
-  const book = engine.rulesOf(discovery);
+  const book = discovery.rules;
   const inScope = new Set(book.foldersFor(views, engine.options.ruleSources));
   const lines: string[] = [];
   const governing: string[][] = [];
