@@ -808,7 +808,7 @@ export class LazyAgents {
     // Rules touch point: rules contribute planned entries alongside the views.
     if (this.options.rules && this.discovery) {
       planRules(this.ledger, plan, {
-        book: this.discovery.rules,
+        discovery: this.discovery,
         views,
         touched,
         options: this.options,
@@ -2208,7 +2208,7 @@ function applyRuleRecords(ledger: Ledger, record: LedgerRecord): void {
 }
 
 interface RulePlanInput {
-  book: RuleBook;
+  discovery: Discovery;
   views: DirectoryView[];
   touched: readonly string[];
   options: Options;
@@ -2216,14 +2216,14 @@ interface RulePlanInput {
 
 /** Adds to a plan the rules the model lacks for these paths, and withdraws rules that are gone. */
 function planRules(ledger: Ledger, plan: DeliveryPlan, input: RulePlanInput): void {
-  const folders = input.book.foldersFor(input.views, input.options.ruleSources);
+  const folders = ruleFoldersFor(input.discovery, input.views, input.options.ruleSources);
   for (const folder of folders) {
     planRuleRetractions(ledger, plan, folder);
     if (folder.rejected.length > 0)
       planSkips(ledger, { ...emptyView(folder.place.display), rejected: folder.rejected }, plan);
   }
   if (input.touched.length === 0) return;
-  for (const rule of input.book.applying(folders, input.touched)) {
+  for (const rule of applyingRules(input.discovery, folders, input.touched)) {
     if (rule.meta.kind === "described") planRuleListing(ledger, plan, input, rule);
     else planRuleText(ledger, plan, input, rule);
   }
@@ -2233,7 +2233,7 @@ function planRuleText(ledger: Ledger, plan: DeliveryPlan, input: RulePlanInput, 
   const entries: Array<{ file: InstructionFile; importedBy?: string }> = [{ file: rule.body }];
   if (rule.source === "claude" && input.options.imports) {
     const rejected: Rejection[] = [];
-    entries.push(...importsOf(input.book.discovery, rule.loaded, rule.base, rejected));
+    entries.push(...importsOf(input.discovery, rule.loaded, rule.base, rejected));
     if (rejected.length > 0) planSkips(ledger, { ...emptyView(rule.dir), rejected }, plan);
   }
   for (const { file, importedBy } of entries) {
@@ -2769,25 +2769,25 @@ interface Located {
   stats?: nodeFs.Stats[];
 }
 
-/** What locating a path needs: cwd's real and logical paths, and the chains built so far. */
-interface LocateContext {
-  readonly fs: FileSystem;
-  readonly cwdReal: string;
-  readonly logicalCwd?: string;
-  readonly chains: Map<string, ChainLink[]>;
-  folds?: boolean;
-  realpathOrUndefined(path: string): string | undefined;
+/** What a filesystem call gives, or `fallback` when it fails with an errno code; other errors propagate. */
+function fsOr<T, F>(fallback: F, call: () => T): T | F {
+  try {
+    return call();
+  } catch (error) {
+    errorCode(error);
+    return fallback;
+  }
 }
 
 /** True when `path` is inside cwd by its real or its logical (possibly linked) form. */
-function mayBeInside(ctx: LocateContext, path: string): boolean {
+function mayBeInside(ctx: Discovery, path: string): boolean {
   return (
     isPathInsideOrSame(ctx.cwdReal, path) || (ctx.logicalCwd !== undefined && isPathInsideOrSame(ctx.logicalCwd, path))
   );
 }
 
 /** The folders strictly below cwd down to the cwd-relative `rel`, parent first; cached. */
-function chainFor(ctx: LocateContext, rel: string): ChainLink[] {
+function chainFor(ctx: Discovery, rel: string): ChainLink[] {
   const cached = ctx.chains.get(rel);
   if (cached) return cached;
   const links: ChainLink[] = [];
@@ -2811,7 +2811,7 @@ function chainFor(ctx: LocateContext, rel: string): ChainLink[] {
  * nearest existing folder for targets that do not exist yet. Paths outside cwd by their text are
  * refused before any filesystem call.
  */
-function locateChain(ctx: LocateContext, target: string, targetIsDirectory: boolean): Located | undefined {
+function locateChain(ctx: Discovery, target: string, targetIsDirectory: boolean): Located | undefined {
   const dir = targetIsDirectory ? target : dirname(target);
   const rel = relativeInside(ctx.cwdReal, dir);
   if (rel === "") return { links: [] };
@@ -2861,18 +2861,12 @@ function lstatChain(
  * Whether a new chain, whose folders lstat found as typed, is spelled as on disk. Only a
  * filesystem that folds names can find `PKG` for `pkg`; there one realpath per new chain tells.
  */
-function spelledAsOnDisk(ctx: LocateContext, links: ChainLink[], stats: nodeFs.Stats[]): boolean {
+function spelledAsOnDisk(ctx: Discovery, links: ChainLink[], stats: nodeFs.Stats[]): boolean {
   const first = links[0]!;
   if (ctx.folds === undefined) {
     const swapped = swapCase(first.name);
     if (swapped === first.name) return true;
-    let other: nodeFs.Stats | undefined;
-    try {
-      other = ctx.fs.lstat(join(ctx.cwdReal, swapped));
-    } catch (error) {
-      errorCode(error);
-      other = undefined;
-    }
+    const other = fsOr(undefined, () => ctx.fs.lstat(join(ctx.cwdReal, swapped)));
     ctx.folds = other !== undefined && other.ino === stats[0]!.ino && other.dev === stats[0]!.dev;
   }
   if (!ctx.folds) return true;
@@ -2881,7 +2875,7 @@ function spelledAsOnDisk(ctx: LocateContext, links: ChainLink[], stats: nodeFs.S
 }
 
 /** Real folder of a target, or of its nearest existing ancestor; undefined outside cwd. */
-function targetDirectory(ctx: LocateContext, target: string, targetIsDirectory: boolean): string | undefined {
+function targetDirectory(ctx: Discovery, target: string, targetIsDirectory: boolean): string | undefined {
   let dir = targetIsDirectory ? target : dirname(target);
   // Outside cwd by its text, a path may still lead into it through a link (`/tmp` to
   // `/private/tmp`): only its own folder's real path, a name lookup, can tell.
@@ -2933,12 +2927,9 @@ function viewChain(ctx: Discovery, located: Located, withSkills: boolean): Direc
       ctx.ignoredSeen.set(link.scope, ignored);
       break;
     }
-    try {
-      views.push(viewDirectory(ctx, link, withSkills, located.stats?.[index]));
-    } catch (error) {
-      errorCode(error);
-      // A folder that cannot be examined now (EIO, EACCES) is left out; the others still count.
-    }
+    // A folder that cannot be examined now (EIO, EACCES) is left out; the others still count.
+    const view = fsOr(undefined, () => viewDirectory(ctx, link, withSkills, located.stats?.[index]));
+    if (view) views.push(view);
   }
   return views;
 }
@@ -3027,15 +3018,21 @@ class Discovery {
   startupContext: ReadonlySet<string> = new Set();
   /** Sources held back for git so far; a view that saw it grow is pending. */
   held = 0;
-  /** Rule folders and compiled rules of this cwd (see the Rules part below). */
-  readonly rules: RuleBook;
+  // Rules (see the Rules part below): folders read this session by cwd-relative folder, the nested
+  // `.cursor/rules` places by the viewed folder holding one, and each rule compiled once per version.
+  readonly ruleFolders = new Map<string, RuleFolder>();
+  readonly rulePlaces = new Map<string, RulePlace>();
+  readonly compiledRules = new Map<string, Rule>();
+  readonly rootRulePlaces: RulePlace[];
+  /** What `.claude`, `.cursor` and `.github` are in cwd, by cwd's signature. */
+  readonly rootRuleParents = new SignatureCache<Map<C.RuleSource, ParentKind>>();
 
   constructor(fs: FileSystem, cwdReal: string, options: Options, gitMayAnswer: () => boolean) {
     this.fs = fs;
     this.cwdReal = cwdReal;
     this.options = options;
     this.gitAnswers = new GitAnswers(gitMayAnswer);
-    this.rules = new RuleBook(this);
+    this.rootRulePlaces = C.RULE_SOURCES.map((source) => rulePlace(this, source, ""));
   }
 
   /** Sizes of the internal caches, for the soak test and the inspection command. */
@@ -3048,9 +3045,9 @@ class Discovery {
       gitAnswers: this.gitAnswers.folders.size,
       gitFileAnswers: this.gitAnswers.files.size,
       ignoredSeen: this.ignoredSeen.size,
-      ruleFolders: this.rules.folders.size,
-      rulePlaces: this.rules.nestedPlaces.size,
-      compiledRules: this.rules.compiled.size,
+      ruleFolders: this.ruleFolders.size,
+      rulePlaces: this.rulePlaces.size,
+      compiledRules: this.compiledRules.size,
     };
   }
 
@@ -3066,16 +3063,9 @@ class Discovery {
     if (!this.wantsSweep()) return false;
     const byPath = [this.directories, this.files, this.listings];
     for (const cache of byPath) cache.sweep((path) => this.exists(path));
-    for (const path of this.rules.compiled.keys()) if (!this.exists(path)) this.rules.compiled.delete(path);
-    const { folders, nestedPlaces } = this.rules;
-    const byScope = [
-      this.chains,
-      this.gitAnswers.folders,
-      this.gitAnswers.files,
-      this.ignoredSeen,
-      folders,
-      nestedPlaces,
-    ];
+    for (const path of this.compiledRules.keys()) if (!this.exists(path)) this.compiledRules.delete(path);
+    const { chains, gitAnswers, ignoredSeen, ruleFolders, rulePlaces } = this;
+    const byScope = [chains, gitAnswers.folders, gitAnswers.files, ignoredSeen, ruleFolders, rulePlaces];
     for (const map of byScope as Array<Map<string, unknown>>) {
       for (const scope of map.keys()) if (!this.exists(join(this.cwdReal, scope))) map.delete(scope);
     }
@@ -3093,32 +3083,15 @@ class Discovery {
   }
 
   exists(path: string): boolean {
-    try {
-      return this.fs.lstat(path) !== undefined;
-    } catch (error) {
-      errorCode(error);
-      return true;
-    }
+    return fsOr(true, () => this.fs.lstat(path) !== undefined);
   }
 
   /** Whether a spelling Pi's read tool falls back to is there; only asked inside cwd. */
-  readonly readFallback = (path: string): boolean => {
-    if (!mayBeInside(this, path)) return false;
-    try {
-      return this.fs.stat(path) !== undefined;
-    } catch (error) {
-      errorCode(error);
-      return false;
-    }
-  };
+  readonly readFallback = (path: string): boolean =>
+    mayBeInside(this, path) && fsOr(false, () => this.fs.stat(path) !== undefined);
 
   realpathOrUndefined(path: string): string | undefined {
-    try {
-      return this.fs.realpath(path);
-    } catch (error) {
-      errorCode(error);
-      return undefined;
-    }
+    return fsOr(undefined, () => this.fs.realpath(path));
   }
 
   /** Real path, or undefined when nothing resolves there; a passing I/O error is thrown. */
@@ -3176,13 +3149,8 @@ class Discovery {
    * filesystem the probes find such a file, so they answer for that folder.
    */
   private namesByListing(dir: string): FolderNames | undefined {
-    let dirents: nodeFs.Dirent[];
-    try {
-      dirents = this.fs.readdir(dir);
-    } catch (error) {
-      errorCode(error);
-      return undefined;
-    }
+    const dirents = fsOr(undefined, () => this.fs.readdir(dir));
+    if (!dirents) return undefined;
     const wanted = this.options.fileNames;
     const found = new Set<string>();
     let agents: ParentKind = "none";
@@ -3289,12 +3257,7 @@ class Discovery {
 
   /** As instructionFile, with a passing I/O error reported as "unreadable": the file is unknown. */
   instructionFileOrUnknown(candidate: string, scope: string): InstructionFile | { reason: C.Reason | "skip" | "held" } {
-    try {
-      return this.instructionFile(candidate, scope);
-    } catch (error) {
-      errorCode(error);
-      return { reason: "unreadable" };
-    }
+    return fsOr({ reason: "unreadable" as const }, () => this.instructionFile(candidate, scope));
   }
 
   loadedFile(real: string, stats: nodeFs.Stats): InstructionFile | { reason: C.Reason } {
@@ -3338,15 +3301,9 @@ function importsOf(ctx: Discovery, root: InstructionFile, scope: string, rejecte
   const seen = new Set([root.realPath]);
   const visit = (file: InstructionFile, depth: number): void => {
     for (const target of importTargetsOf(ctx, file)) {
-      let found: InstructionFile[];
-      try {
-        found = importedFiles(ctx, file, target, scope, rejected, true);
-      } catch (error) {
-        errorCode(error);
-        rejected.push({ path: file.path, reason: "unreadable", kind: "import" });
-        continue;
-      }
-      for (const imported of found) {
+      const found = fsOr(undefined, () => importedFiles(ctx, file, target, scope, rejected, true));
+      if (!found) rejected.push({ path: file.path, reason: "unreadable", kind: "import" });
+      for (const imported of found ?? []) {
         if (seen.has(imported.realPath)) continue;
         seen.add(imported.realPath);
         imports.push({ file: imported, importedBy: file.path });
@@ -3514,23 +3471,16 @@ function scanSkillDirectory(
   inherited: IgnoreRule[],
 ): void {
   const below = (name: string) => (rel === "" ? name : `${rel}/${name}`);
+  const isSkill = (rules: IgnoreRule[]) =>
+    !isIgnored(rules, below(C.SKILL_FILE_NAME), false) && addSkill(ctx, join(dir, C.SKILL_FILE_NAME), true, scan);
   // A folder known to hold SKILL.md stays a skill while that file exists: nothing else there matters.
   const known = ctx.listings.peek(dir);
-  if (known?.hasSkillFile) {
-    const rules = ignoreRules(ctx, dir, rel, known, inherited);
-    if (!isIgnored(rules, below(C.SKILL_FILE_NAME), false) && addSkill(ctx, join(dir, C.SKILL_FILE_NAME), true, scan))
-      return;
-  }
+  if (known?.hasSkillFile && isSkill(ignoreRules(ctx, dir, rel, known, inherited))) return;
   const listing = ctx.listing(dir);
   if (!listing) return;
   const rules = ignoreRules(ctx, dir, rel, listing, inherited);
   if (listing.capped) scan.rejected.push(scanCap(ctx, dir, listing));
-  if (
-    listing.hasSkillFile &&
-    !isIgnored(rules, below(C.SKILL_FILE_NAME), false) &&
-    addSkill(ctx, join(dir, C.SKILL_FILE_NAME), true, scan)
-  )
-    return;
+  if (listing.hasSkillFile && isSkill(rules)) return;
   for (const entry of listing.names) {
     if (entry.name.startsWith(".") || entry.name === "node_modules" || entry.kind === "other") continue;
     const path = join(dir, entry.name);
@@ -3700,18 +3650,23 @@ function isIgnored(rules: readonly IgnoreRule[], path: string, isDirectory: bool
   return ignored;
 }
 
+/** The skill a file defines, through Pi's own frontmatter parser; `path` is the file's cwd-relative path. */
 function skillOf(
   text: string,
   directoryName: string,
   path: string,
 ): { ok: true; skill: Skill; hidden: boolean } | { ok: false; reason: C.Reason } {
-  const parsed = parseSkill(text, directoryName);
-  if (!parsed.ok) return parsed;
-  const { name, description, hidden } = parsed;
+  const frontmatter = yamlFrontmatter(text)?.frontmatter as Record<string, unknown> | undefined;
+  if (!frontmatter) return { ok: false, reason: "skillInvalid" };
+  const described = frontmatter.description;
+  if (typeof described !== "string" || described.trim() === "") return { ok: false, reason: "skillNoDescription" };
+  const name = typeof frontmatter.name === "string" && frontmatter.name !== "" ? frontmatter.name : directoryName;
+  const description = described.trim();
+  const version = versionOf(`${name}\n${description}\n${path}`);
   return {
     ok: true,
-    hidden,
-    skill: { name, description, path, version: versionOf(`${name}\n${description}\n${path}`) },
+    hidden: frontmatter["disable-model-invocation"] === true,
+    skill: { name, description, path, version },
   };
 }
 
@@ -3719,19 +3674,6 @@ function direntKind(dirent: nodeFs.Dirent): "file" | "dir" | "link" | "other" {
   if (dirent.isSymbolicLink()) return "link";
   if (dirent.isDirectory()) return "dir";
   return dirent.isFile() ? "file" : "other";
-}
-
-/** Name, description and visibility of a skill file, through Pi's own frontmatter parser. */
-function parseSkill(
-  text: string,
-  directoryName: string,
-): { ok: true; name: string; description: string; hidden: boolean } | { ok: false; reason: C.Reason } {
-  const frontmatter = yamlFrontmatter(text)?.frontmatter as Record<string, unknown> | undefined;
-  if (!frontmatter) return { ok: false, reason: "skillInvalid" };
-  const description = frontmatter.description;
-  if (typeof description !== "string" || description.trim() === "") return { ok: false, reason: "skillNoDescription" };
-  const name = typeof frontmatter.name === "string" && frontmatter.name !== "" ? frontmatter.name : directoryName;
-  return { ok: true, name, description: description.trim(), hidden: frontmatter["disable-model-invocation"] === true };
 }
 
 // Rules: `.claude/rules`, `.cursor/rules` and `.github/instructions`, the path-scoped rule files other
@@ -3969,204 +3911,192 @@ function joinAnswers(...answers: Array<Promise<void> | undefined>): Promise<void
   return pending.length <= 1 ? pending[0] : Promise.all(pending).then(() => undefined);
 }
 
-/** The rule folders of one cwd: where they are, what they hold, and git's answers about them. */
-class RuleBook {
-  readonly discovery: Discovery;
-  /** Rule folders read this session, by cwd-relative folder. */
-  readonly folders = new Map<string, RuleFolder>();
-  private readonly rootPlaces: RulePlace[];
-  readonly nestedPlaces = new Map<string, RulePlace>();
-  /** Rules compiled once per version: a warm call passes over them without parsing a glob again. */
-  readonly compiled = new Map<string, Rule>();
-  /** What `.claude`, `.cursor` and `.github` are in cwd, by cwd's signature. */
-  private readonly rootParents = new SignatureCache<Map<C.RuleSource, ParentKind>>();
+function rulePlace(ctx: Discovery, source: C.RuleSource, base: string): RulePlace {
+  const [parent, child] = C.RULE_DIRS[source];
+  const parentScope = base === "" ? parent : `${base}/${parent}`;
+  const display = `${parentScope}/${child}`;
+  const parentDir = join(ctx.cwdReal, parentScope);
+  const ruleDir = join(parentDir, child);
+  const place: RulePlace = { source, base, parentDir, ruleDir, parentScope, display, empty: undefined as never };
+  place.empty = { place, listings: [], rules: [], rejected: [] };
+  return place;
+}
 
-  constructor(discovery: Discovery) {
-    this.discovery = discovery;
-    this.rootPlaces = C.RULE_SOURCES.map((source) => this.place(source, ""));
-  }
-
-  private place(source: C.RuleSource, base: string): RulePlace {
-    const [parent, child] = C.RULE_DIRS[source];
-    const parentScope = base === "" ? parent : `${base}/${parent}`;
-    const display = `${parentScope}/${child}`;
-    const parentDir = join(this.discovery.cwdReal, parentScope);
-    const ruleDir = join(parentDir, child);
-    const place: RulePlace = { source, base, parentDir, ruleDir, parentScope, display, empty: undefined as never };
-    place.empty = { place, listings: [], rules: [], rejected: [] };
-    return place;
-  }
-
-  /** cwd's places, then the `.cursor/rules` of each viewed folder that holds or held one. */
-  places(views: DirectoryView[], sources: ReadonlySet<C.RuleSource>): RulePlace[] {
-    const places = this.rootPlaces.filter((place) => sources.has(place.source));
-    if (!sources.has("cursor")) return places;
-    for (const view of views) {
-      let place = this.nestedPlaces.get(view.scope);
-      if (!place && this.discovery.ruleParentKind(view.scope) !== "none") {
-        this.nestedPlaces.set(view.scope, (place = this.place("cursor", view.scope)));
-      }
-      if (place) places.push(place);
+/** cwd's places, then the `.cursor/rules` of each viewed folder that holds or held one. */
+function rulePlaces(ctx: Discovery, views: DirectoryView[], sources: ReadonlySet<C.RuleSource>): RulePlace[] {
+  const places = ctx.rootRulePlaces.filter((place) => sources.has(place.source));
+  if (!sources.has("cursor")) return places;
+  for (const view of views) {
+    let place = ctx.rulePlaces.get(view.scope);
+    if (!place && ctx.ruleParentKind(view.scope) !== "none") {
+      ctx.rulePlaces.set(view.scope, (place = rulePlace(ctx, "cursor", view.scope)));
     }
-    return places;
+    if (place) places.push(place);
   }
+  return places;
+}
 
-  /** The rule folders that govern these views; folders git has not answered for yet wait. */
-  foldersFor(views: DirectoryView[], sources: ReadonlySet<C.RuleSource>): RuleFolder[] {
-    const folders: RuleFolder[] = [];
-    const rootKinds = this.rootParentKinds();
-    for (const place of this.places(views, sources)) {
-      const ignored = this.ignoredReason(place);
-      if (ignored === "held") continue;
-      if (ignored !== undefined) {
-        this.discovery.ignoredSeen.set(place.display, ignored);
-        continue;
-      }
-      const kind = place.base === "" ? rootKinds.get(place.source)! : this.discovery.ruleParentKind(place.base);
-      folders.push(this.folder(place, kind));
+/** The rule folders that govern these views; folders git has not answered for yet wait. */
+function ruleFoldersFor(ctx: Discovery, views: DirectoryView[], sources: ReadonlySet<C.RuleSource>): RuleFolder[] {
+  const folders: RuleFolder[] = [];
+  const rootKinds = rootRuleParentKinds(ctx);
+  for (const place of rulePlaces(ctx, views, sources)) {
+    const ignored = ruleFolderRefusal(ctx, place);
+    if (ignored === "held") continue;
+    if (ignored !== undefined) {
+      ctx.ignoredSeen.set(place.display, ignored);
+      continue;
     }
-    return folders;
+    const kind = place.base === "" ? rootKinds.get(place.source)! : ctx.ruleParentKind(place.base);
+    folders.push(ruleFolder(ctx, place, kind));
   }
+  return folders;
+}
 
-  /**
-   * Why a rule folder is not read, "held" while git has to answer for its parent (`.cursor`,
-   * `.claude`, `.github`). Never a path below it: git gives up on a path beyond a link.
-   */
-  private ignoredReason(place: RulePlace): C.Reason | "held" | undefined {
-    const [parent, child] = C.RULE_DIRS[place.source];
-    const { options, gitAnswers } = this.discovery;
-    if (options.ignoredDirs.has(parent) || options.ignoredDirs.has(child)) return "ignoredDir";
-    const answer = gitAnswers.folders.get(place.parentScope);
-    if (answer === true) return "gitIgnored";
-    if (answer !== undefined || !gitAnswers.mayAnswer()) return undefined;
-    gitAnswers.wanted.add(`${place.parentScope}/`);
-    return "held";
+/**
+ * Why a rule folder is not read, "held" while git has to answer for its parent (`.cursor`,
+ * `.claude`, `.github`). Never a path below it: git gives up on a path beyond a link.
+ */
+function ruleFolderRefusal(ctx: Discovery, place: RulePlace): C.Reason | "held" | undefined {
+  const [parent, child] = C.RULE_DIRS[place.source];
+  if (ctx.options.ignoredDirs.has(parent) || ctx.options.ignoredDirs.has(child)) return "ignoredDir";
+  const answer = ctx.gitAnswers.folders.get(place.parentScope);
+  if (answer === true) return "gitIgnored";
+  if (answer !== undefined || !ctx.gitAnswers.mayAnswer()) return undefined;
+  ctx.gitAnswers.wanted.add(`${place.parentScope}/`);
+  return "held";
+}
+
+/** What `.claude`, `.cursor` and `.github` are in cwd: one lstat of cwd while it stands. */
+function rootRuleParentKinds(ctx: Discovery): Map<C.RuleSource, ParentKind> {
+  const stats = ctx.fs.lstat(ctx.cwdReal);
+  const build = () => {
+    const kinds = new Map<C.RuleSource, ParentKind>();
+    for (const source of C.RULE_SOURCES)
+      kinds.set(source, kindOfEntry(ctx.fs.lstat(join(ctx.cwdReal, C.RULE_DIRS[source][0]))));
+    return kinds;
+  };
+  return stats ? ctx.rootRuleParents.get(ctx.cwdReal, stats, build) : build();
+}
+
+function ruleFolder(ctx: Discovery, place: RulePlace, parentKind: ParentKind): RuleFolder {
+  // A parent that is a link must resolve inside cwd before anything below it is listed.
+  let ruleDir: string | undefined = place.ruleDir;
+  if (parentKind === "link") {
+    const parentDir = ctx.sourceFolder(place.parentDir, place.base);
+    if (parentDir === undefined) ctx.ignoredSeen.set(place.display, "symlinkEscape");
+    ruleDir = parentDir === undefined ? undefined : join(parentDir, C.RULE_DIRS[place.source][1]);
   }
-
-  /** What `.claude`, `.cursor` and `.github` are in cwd: one lstat of cwd while it stands. */
-  private rootParentKinds(): Map<C.RuleSource, ParentKind> {
-    const { fs, cwdReal } = this.discovery;
-    const stats = fs.lstat(cwdReal);
-    const build = () => {
-      const kinds = new Map<C.RuleSource, ParentKind>();
-      for (const source of C.RULE_SOURCES)
-        kinds.set(source, kindOfEntry(fs.lstat(join(cwdReal, C.RULE_DIRS[source][0]))));
-      return kinds;
-    };
-    return stats ? this.rootParents.get(cwdReal, stats, build) : build();
+  if (parentKind === "none" || ruleDir === undefined) {
+    ctx.ruleFolders.delete(place.display);
+    return place.empty;
   }
+  const found: Array<{ dir: string; listing: ListingEntry }> = [];
+  walkRuleFolder(ctx, ruleDir, 0, found);
+  const known = ctx.ruleFolders.get(place.display);
+  const same =
+    known !== undefined &&
+    known.listings.length === found.length &&
+    found.every((entry, index) => entry.listing === known.listings[index]);
+  if (same) return known;
+  const folder = readRuleFolder(ctx, place, found);
+  ctx.ruleFolders.set(place.display, folder);
+  return folder;
+}
 
-  private folder(place: RulePlace, parentKind: ParentKind): RuleFolder {
-    // A parent that is a link must resolve inside cwd before anything below it is listed.
-    let ruleDir: string | undefined = place.ruleDir;
-    if (parentKind === "link") {
-      const parentDir = this.discovery.sourceFolder(place.parentDir, place.base);
-      if (parentDir === undefined) this.discovery.ignoredSeen.set(place.display, "symlinkEscape");
-      ruleDir = parentDir === undefined ? undefined : join(parentDir, C.RULE_DIRS[place.source][1]);
-    }
-    if (parentKind === "none" || ruleDir === undefined) {
-      this.folders.delete(place.display);
-      return place.empty;
-    }
-    const found: Array<{ dir: string; listing: ListingEntry }> = [];
-    this.walk(ruleDir, 0, found);
-    const known = this.folders.get(place.display);
-    const same =
-      known !== undefined &&
-      known.listings.length === found.length &&
-      found.every((entry, index) => entry.listing === known.listings[index]);
-    if (same) return known;
-    const folder = this.read(place, found);
-    this.folders.set(place.display, folder);
-    return folder;
+function walkRuleFolder(
+  ctx: Discovery,
+  dir: string,
+  depth: number,
+  found: Array<{ dir: string; listing: ListingEntry }>,
+): void {
+  const listing = ctx.listing(dir);
+  if (!listing) return;
+  found.push({ dir, listing });
+  if (depth >= C.MAX_RULE_DEPTH) return;
+  for (const entry of sortedNames(listing)) {
+    if (entry.kind !== "dir" || entry.name.startsWith(".") || ctx.options.ignoredDirs.has(entry.name)) continue;
+    walkRuleFolder(ctx, join(dir, entry.name), depth + 1, found);
   }
+}
 
-  private walk(dir: string, depth: number, found: Array<{ dir: string; listing: ListingEntry }>): void {
-    const listing = this.discovery.listing(dir);
-    if (!listing) return;
-    found.push({ dir, listing });
-    if (depth >= C.MAX_RULE_DEPTH) return;
+function readRuleFolder(
+  ctx: Discovery,
+  place: RulePlace,
+  found: Array<{ dir: string; listing: ListingEntry }>,
+): RuleFolder {
+  const folder: RuleFolder = { place, listings: found.map((entry) => entry.listing), rules: [], rejected: [] };
+  for (const { dir, listing } of found) {
+    if (listing.capped) folder.rejected.push(scanCap(ctx, dir, listing));
     for (const entry of sortedNames(listing)) {
-      if (entry.kind !== "dir" || entry.name.startsWith(".")) continue;
-      if (this.discovery.options.ignoredDirs.has(entry.name)) continue;
-      this.walk(join(dir, entry.name), depth + 1, found);
-    }
-  }
-
-  private read(place: RulePlace, found: Array<{ dir: string; listing: ListingEntry }>): RuleFolder {
-    const folder: RuleFolder = { place, listings: found.map((entry) => entry.listing), rules: [], rejected: [] };
-    for (const { dir, listing } of found) {
-      if (listing.capped) folder.rejected.push(scanCap(this.discovery, dir, listing));
-      for (const entry of sortedNames(listing)) {
-        if ((entry.kind !== "file" && entry.kind !== "link") || !isRuleFileName(entry.name, place.source)) continue;
-        const candidate = join(dir, entry.name);
-        const file = this.discovery.instructionFile(candidate, place.base);
-        const rule = "reason" in file ? undefined : this.compile(place, candidate, file);
-        const reason = "reason" in file ? file.reason : rule?.refused;
-        if (rule && reason === undefined) folder.rules.push(rule);
-        // A rule that waits for git: the folder is read again at the next call.
-        else if (reason === "held") folder.listings = [];
-        else if (reason !== undefined && reason !== "skip") {
-          folder.rejected.push({ path: toDisplayPath(this.discovery.cwdReal, candidate), reason, kind: "instruction" });
-        }
+      if ((entry.kind !== "file" && entry.kind !== "link") || !isRuleFileName(entry.name, place.source)) continue;
+      const candidate = join(dir, entry.name);
+      const file = ctx.instructionFile(candidate, place.base);
+      const rule = "reason" in file ? undefined : compileRule(ctx, place, candidate, file);
+      const reason = "reason" in file ? file.reason : rule?.refused;
+      if (rule && reason === undefined) folder.rules.push(rule);
+      // A rule that waits for git: the folder is read again at the next call.
+      else if (reason === "held") folder.listings = [];
+      else if (reason !== undefined && reason !== "skip") {
+        folder.rejected.push({ path: toDisplayPath(ctx.cwdReal, candidate), reason, kind: "instruction" });
       }
     }
-    return folder;
   }
+  return folder;
+}
 
-  /** The rule a file version defines, compiled once per version. */
-  private compile(place: RulePlace, candidate: string, file: InstructionFile): Rule {
-    const cached = this.compiled.get(candidate);
-    if (cached && cached.loaded === file && cached.dir === place.display) return cached;
-    const adapter = RULE_ADAPTERS[place.source];
-    const { frontmatter, body } = ruleFrontmatter(file.text);
-    const meta = adapter.read(frontmatter, basename(candidate));
-    const glob = meta.kind === "glob" ? ruleGlob(meta.globs, adapter.floating) : undefined;
-    const rule: Rule = {
-      source: place.source,
-      path: file.path,
-      candidate,
-      base: place.base,
-      dir: place.display,
-      meta,
-      scope: ruleScope(meta, place.base, adapter.floating),
-      ...(glob?.ok === true && { matches: glob.matches }),
-      ...(glob?.ok === false && { refused: glob.reason }),
-      loaded: file,
-      body: { ...file, text: body, bytes: Buffer.byteLength(body) },
-      listingVersion: versionOf(`${meta.name}\n${meta.description}\n${file.path}`),
-    };
-    this.compiled.set(candidate, rule);
-    return rule;
-  }
+/** The rule a file version defines, compiled once per version. */
+function compileRule(ctx: Discovery, place: RulePlace, candidate: string, file: InstructionFile): Rule {
+  const cached = ctx.compiledRules.get(candidate);
+  if (cached && cached.loaded === file && cached.dir === place.display) return cached;
+  const adapter = RULE_ADAPTERS[place.source];
+  const { frontmatter, body } = ruleFrontmatter(file.text);
+  const meta = adapter.read(frontmatter, basename(candidate));
+  const glob = meta.kind === "glob" ? ruleGlob(meta.globs, adapter.floating) : undefined;
+  const rule: Rule = {
+    source: place.source,
+    path: file.path,
+    candidate,
+    base: place.base,
+    dir: place.display,
+    meta,
+    scope: ruleScope(meta, place.base, adapter.floating),
+    ...(glob?.ok === true && { matches: glob.matches }),
+    ...(glob?.ok === false && { refused: glob.reason }),
+    loaded: file,
+    body: { ...file, text: body, bytes: Buffer.byteLength(body) },
+    listingVersion: versionOf(`${meta.name}\n${meta.description}\n${file.path}`),
+  };
+  ctx.compiledRules.set(candidate, rule);
+  return rule;
+}
 
-  /** The rules that apply to these paths, each stat-checked again: one pass over the compiled rules. */
-  applying(folders: RuleFolder[], touched: readonly string[]): Rule[] {
-    const rules: Rule[] = [];
-    for (const folder of folders) {
-      for (let index = 0; index < folder.rules.length; index++) {
-        if (!ruleApplies(folder.rules[index]!, touched)) continue;
-        const fresh = this.refresh(folder, index);
-        if (fresh && ruleApplies(fresh, touched)) rules.push(fresh);
-      }
+/** The rules that apply to these paths, each stat-checked again: one pass over the compiled rules. */
+function applyingRules(ctx: Discovery, folders: RuleFolder[], touched: readonly string[]): Rule[] {
+  const rules: Rule[] = [];
+  for (const folder of folders) {
+    for (let index = 0; index < folder.rules.length; index++) {
+      if (!ruleApplies(folder.rules[index]!, touched)) continue;
+      const fresh = refreshRule(ctx, folder, index);
+      if (fresh && ruleApplies(fresh, touched)) rules.push(fresh);
     }
-    return rules;
   }
+  return rules;
+}
 
-  private refresh(folder: RuleFolder, index: number): Rule | undefined {
-    const rule = folder.rules[index]!;
-    const file = this.discovery.instructionFile(rule.candidate, folder.place.base);
-    if (!("reason" in file) && file === rule.loaded) return rule;
-    const fresh = "reason" in file ? undefined : this.compile(folder.place, rule.candidate, file);
-    if (!fresh || fresh.refused) {
-      // Gone or refused since the folder was read: read the folder again at the next call.
-      folder.listings = [];
-      return undefined;
-    }
-    folder.rules[index] = fresh;
-    folder.offered = undefined;
-    return fresh;
+function refreshRule(ctx: Discovery, folder: RuleFolder, index: number): Rule | undefined {
+  const rule = folder.rules[index]!;
+  const file = ctx.instructionFile(rule.candidate, folder.place.base);
+  if (!("reason" in file) && file === rule.loaded) return rule;
+  const fresh = "reason" in file ? undefined : compileRule(ctx, folder.place, rule.candidate, file);
+  if (!fresh || fresh.refused) {
+    // Gone or refused since the folder was read: read the folder again at the next call.
+    folder.listings = [];
+    return undefined;
   }
+  folder.rules[index] = fresh;
+  folder.offered = undefined;
+  return fresh;
 }
 
 // =============================================================================================
@@ -5105,9 +5035,10 @@ function ruleRow(ledger: Ledger, rule: Rule): string[] {
 function reportedRules(engine: LazyAgents): { rows: string[][]; rejected: Rejection[] } {
   const discovery = engine.discovery;
   if (!engine.options.rules || !discovery) return { rows: [], rejected: [] };
-  const book = discovery.rules;
-  book.foldersFor([], engine.options.ruleSources);
-  const folders = [...book.folders.values()].filter((folder) => engine.options.ruleSources.has(folder.place.source));
+  ruleFoldersFor(discovery, [], engine.options.ruleSources);
+  const folders = [...discovery.ruleFolders.values()].filter((folder) =>
+    engine.options.ruleSources.has(folder.place.source),
+  );
   const rules = folders.flatMap((folder) => folder.rules);
   const rows = rules.map((rule) => ruleRow(engine.ledger, rule));
   const listed = new Set(rules.map((rule) => rule.path));
@@ -5124,11 +5055,10 @@ function explainRules(
 ): { governing: string[][]; lines: string[] } {
   const discovery = engine.discovery;
   if (!engine.options.rules || !discovery || touched === undefined) return { governing: [], lines: [] };
-  const book = discovery.rules;
-  const inScope = new Set(book.foldersFor(views, engine.options.ruleSources));
+  const inScope = new Set(ruleFoldersFor(discovery, views, engine.options.ruleSources));
   const lines: string[] = [];
   const governing: string[][] = [];
-  for (const folder of book.folders.values()) {
+  for (const folder of discovery.ruleFolders.values()) {
     for (const rule of folder.rules) {
       const why = !engine.options.ruleSources.has(rule.source)
         ? C.RULE_WHY.sourceOff
