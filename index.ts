@@ -1364,7 +1364,7 @@ function checksIn(discovery: Discovery, state: CheckState, bases: string[]): Che
       state.folders.set(base, folder);
     }
     for (const candidate of folder.candidates) {
-      const file = discovery.instructionFileOrUnknown(candidate, base);
+      const file = discovery.sourceFileOrUnknown(candidate, base);
       if ("reason" in file) continue;
       let check = state.compiled.get(candidate);
       if (check?.loaded !== file || check.base !== base) {
@@ -2726,6 +2726,9 @@ interface DirectoryEntry {
 
 type FolderNames = Pick<DirectoryEntry, "present" | "agents" | "ruleParent" | "listed">;
 
+/** A source file, or why there is none; `real` names a file that is there but was refused as read. */
+type SourceFile = InstructionFile | { reason: C.Reason | "skip" | "held"; real?: string };
+
 interface FileEntry {
   loaded: Loaded;
   /** The loaded file as views show it, built once per content. */
@@ -2915,6 +2918,12 @@ function askGit(ctx: Discovery, git: GitIgnoreOracle | undefined, questions: str
   });
 }
 
+/** One promise for the git answers a call waits on; undefined when it waits on none. */
+function joinAnswers(...answers: Array<Promise<void> | undefined>): Promise<void> | undefined {
+  const pending = answers.filter((answer) => answer !== undefined);
+  return pending.length <= 1 ? pending[0] : Promise.all(pending).then(() => undefined);
+}
+
 /** Views of the chain's folders, parent first, up to the first ignored one. */
 function viewChain(ctx: Discovery, located: Located, withSkills: boolean): DirectoryView[] {
   const views: DirectoryView[] = [];
@@ -2954,13 +2963,12 @@ function viewDirectory(ctx: Discovery, link: ChainLink, withSkills: boolean, sta
   // Most folders look the same call after call: reuse their view instead of building it again.
   if (entry.candidates.length === 0 && !skillsToo) return (entry.plainView ??= emptyView(link.scope));
   const held = ctx.held;
-  const first =
-    entry.candidates.length > 0 ? ctx.instructionFileOrUnknown(entry.candidates[0]!, link.scope) : undefined;
+  const first = entry.candidates.length > 0 ? ctx.sourceFileOrUnknown(entry.candidates[0]!, link.scope) : undefined;
   if (!skillsToo && first !== undefined && entry.plainView?.file === first) return entry.plainView;
   const view: DirectoryView = { scope: link.scope, imports: [], rejected: [], skills: [] };
   for (let index = 0; index < entry.candidates.length; index++) {
     const candidate = entry.candidates[index]!;
-    const result = index === 0 && first !== undefined ? first : ctx.instructionFileOrUnknown(candidate, link.scope);
+    const result = index === 0 && first !== undefined ? first : ctx.sourceFileOrUnknown(candidate, link.scope);
     if ("reason" in result) {
       // A file that waits for git may be the one that applies: the names after it wait with it.
       if (result.reason === "held") break;
@@ -3226,18 +3234,24 @@ class Discovery {
     return found ? { real, stats: found } : { reason: "skip" };
   }
 
-  /** A source file's real path and stats; folders are nothing, other kinds are not regular. */
-  resolveSourceFile(
-    written: string,
-    scope: string,
-    how: "layout" | "control" = "layout",
-  ): { real: string; stats: nodeFs.Stats } | { reason: C.Reason | "skip" | "held" } {
+  /**
+   * The one reader of a source file (instruction, rule, skill or ignore file) found by its source's
+   * layout, or, `how` "control", read only to decide. Folders are nothing, other kinds not regular.
+   */
+  sourceFile(written: string, scope: string, how: "layout" | "control" = "layout"): SourceFile {
     const resolved = this.resolveSource(written, scope, how);
-    if ("reason" in resolved || resolved.stats.isFile()) return resolved;
+    if ("reason" in resolved) return resolved;
+    if (resolved.stats.isFile()) return this.fileAt(resolved.real, resolved.stats);
     return { reason: resolved.stats.isDirectory() ? "skip" : "notRegular" };
   }
 
-  fileEntry(real: string, stats: nodeFs.Stats): FileEntry {
+  /** As sourceFile, with a passing I/O error reported as "unreadable": the file is unknown. */
+  sourceFileOrUnknown(written: string, scope: string): SourceFile {
+    return fsOr({ reason: "unreadable" as const }, () => this.sourceFile(written, scope));
+  }
+
+  /** The file at a real path, read once per content (its cache entry under `files`). */
+  fileAt(real: string, stats: nodeFs.Stats): InstructionFile | { reason: C.Reason; real: string } {
     const load = (): FileEntry => ({
       loaded:
         stats.size > this.options.maxFileBytes
@@ -3245,24 +3259,8 @@ class Discovery {
           : readBounded(this.fs, real, this.options.maxFileBytes),
     });
     // A read that failed (EIO, EACCES, a race) may succeed next time without the file changing.
-    return this.files.get(real, stats, load, ({ loaded }) => loaded.ok || loaded.reason !== "unreadable");
-  }
-
-  /** An instruction or rule file found in `scope` by its source's layout. */
-  instructionFile(candidate: string, scope: string): InstructionFile | { reason: C.Reason | "skip" | "held" } {
-    const resolved = this.resolveSourceFile(candidate, scope);
-    if ("reason" in resolved) return resolved;
-    return this.loadedFile(resolved.real, resolved.stats);
-  }
-
-  /** As instructionFile, with a passing I/O error reported as "unreadable": the file is unknown. */
-  instructionFileOrUnknown(candidate: string, scope: string): InstructionFile | { reason: C.Reason | "skip" | "held" } {
-    return fsOr({ reason: "unreadable" as const }, () => this.instructionFile(candidate, scope));
-  }
-
-  loadedFile(real: string, stats: nodeFs.Stats): InstructionFile | { reason: C.Reason } {
-    const entry = this.fileEntry(real, stats);
-    if (!entry.loaded.ok) return { reason: entry.loaded.reason };
+    const entry = this.files.get(real, stats, load, ({ loaded }) => loaded.ok || loaded.reason !== "unreadable");
+    if (!entry.loaded.ok) return { reason: entry.loaded.reason, real };
     const { text, version, bytes } = entry.loaded;
     return (entry.file ??= { path: toDisplayPath(this.cwdReal, real), realPath: real, text, version, bytes });
   }
@@ -3346,7 +3344,7 @@ function importedFiles(
     return resolved.reason === "skip" || resolved.reason === "held" ? [] : reject(resolved.reason);
   const { real, stats } = resolved;
   if (stats.isFile()) {
-    const file = ctx.loadedFile(real, stats);
+    const file = ctx.fileAt(real, stats);
     return "reason" in file ? reject(file.reason) : [file];
   }
   if (!stats.isDirectory()) return reject("notRegular");
@@ -3515,12 +3513,11 @@ function ignoreRules(
 ): IgnoreRule[] {
   let rules = inherited;
   for (const name of listing.ignoreFiles) {
-    const resolved = ctx.resolveSourceFile(join(dir, name), "", "control");
-    if ("reason" in resolved) continue;
-    const entry = ctx.fileEntry(resolved.real, resolved.stats);
-    if (!entry.loaded.ok) continue;
+    const file = ctx.sourceFile(join(dir, name), "", "control");
+    if ("reason" in file) continue;
+    const entry = ctx.files.peek(file.realPath)!;
     const prefix = rel === "" ? "" : `${rel}/`;
-    if (entry.ignore?.prefix !== prefix) entry.ignore = { prefix, rules: ignoreRulesOf(entry.loaded.text, prefix) };
+    if (entry.ignore?.prefix !== prefix) entry.ignore = { prefix, rules: ignoreRulesOf(file.text, prefix) };
     if (entry.ignore.rules.length > 0) rules = [...rules, ...entry.ignore.rules];
   }
   return rules;
@@ -3535,20 +3532,16 @@ function scanCap(ctx: Discovery, dir: string, listing: ListingEntry): Rejection 
 /** Adds the skill a file defines; false when the file is not there. */
 function addSkill(ctx: Discovery, candidate: string, declared: boolean, scan: SkillScan): boolean {
   const { skills, rejected } = scan;
-  const resolved = ctx.resolveSourceFile(candidate, scan.scope);
-  if ("reason" in resolved) {
-    if (resolved.reason === "skip") return false;
-    if (resolved.reason === "held") return true;
-    rejected.push({ path: toDisplayPath(ctx.cwdReal, candidate), reason: resolved.reason, kind: "skill" });
+  const file = ctx.sourceFile(candidate, scan.scope);
+  if ("reason" in file) {
+    if (file.reason === "skip") return false;
+    if (file.reason === "held") return true;
+    rejected.push({ path: toDisplayPath(ctx.cwdReal, file.real ?? candidate), reason: file.reason, kind: "skill" });
     return true;
   }
-  const entry = ctx.fileEntry(resolved.real, resolved.stats);
-  const path = toDisplayPath(ctx.cwdReal, resolved.real);
-  if (!entry.loaded.ok) {
-    rejected.push({ path, reason: entry.loaded.reason, kind: "skill" });
-    return true;
-  }
-  entry.skill ??= skillOf(entry.loaded.text, basename(dirname(resolved.real)), path);
+  const { path } = file;
+  const entry = ctx.files.peek(file.realPath)!;
+  entry.skill ??= skillOf(file.text, basename(dirname(file.realPath)), path);
   const parsed = entry.skill;
   if (!parsed.ok) {
     if (declared) rejected.push({ path, reason: parsed.reason, kind: "skill" });
@@ -3618,27 +3611,19 @@ function ignoreRulesOf(text: string, prefix: string): IgnoreRule[] {
   for (const line of text.split(/\r?\n/)) {
     const trimmed = line.trim();
     if (trimmed === "" || (trimmed.startsWith("#") && !trimmed.startsWith("\\#"))) continue;
-    let pattern = line;
-    const negate = pattern.startsWith("!");
-    if (negate || pattern.startsWith("\\!")) pattern = pattern.slice(1);
-    if (pattern.startsWith("/")) pattern = pattern.slice(1);
-    const rule = ignoreRule(`${prefix}${pattern}`, negate);
-    if (rule) rules.push(rule);
+    const negate = line.startsWith("!");
+    let pattern = negate || line.startsWith("\\!") ? line.slice(1) : line;
+    pattern = `${prefix}${pattern.startsWith("/") ? pattern.slice(1) : pattern}`;
+    // Trailing whitespace goes unless escaped; a loop, as `\s+$` takes quadratic time on a line of spaces.
+    let end = pattern.length;
+    while (end > 0 && /\s/.test(pattern[end - 1]!) && pattern[end - 2] !== "\\") end--;
+    const dirOnly = pattern[end - 1] === "/";
+    pattern = pattern.slice(0, dirOnly ? end - 1 : end);
+    // A line that matches nothing or does not compile is skipped.
+    const glob = pattern === "" ? undefined : compileGlob(pattern, { braces: false, floating: true });
+    if (glob?.ok) rules.push({ matches: glob.matches, negate, dirOnly });
   }
   return rules;
-}
-
-/** One line's rule; undefined for a line that matches nothing or does not compile, which is skipped. */
-function ignoreRule(raw: string, negate: boolean): IgnoreRule | undefined {
-  // Trailing whitespace goes unless escaped; a loop, as `\s+$` takes quadratic time on a line of spaces.
-  let end = raw.length;
-  while (end > 0 && /\s/.test(raw[end - 1]!) && raw[end - 2] !== "\\") end--;
-  let pattern = raw.slice(0, end);
-  const dirOnly = pattern.endsWith("/");
-  if (dirOnly) pattern = pattern.slice(0, -1);
-  if (pattern === "") return undefined;
-  const glob = compileGlob(pattern, { braces: false, floating: true });
-  return glob.ok ? { matches: glob.matches, negate, dirOnly } : undefined;
 }
 
 /** Whether the rules hide `path` (relative to the skills root); the last matching rule wins. */
@@ -3905,12 +3890,6 @@ function ruleApplies(rule: Rule, touched: readonly string[]): boolean {
   return rule.meta.kind !== "glob" || touched.some((path) => ruleMatches(rule, path));
 }
 
-/** One promise for the git answers a call waits on; undefined when it waits on none. */
-function joinAnswers(...answers: Array<Promise<void> | undefined>): Promise<void> | undefined {
-  const pending = answers.filter((answer) => answer !== undefined);
-  return pending.length <= 1 ? pending[0] : Promise.all(pending).then(() => undefined);
-}
-
 function rulePlace(ctx: Discovery, source: C.RuleSource, base: string): RulePlace {
   const [parent, child] = C.RULE_DIRS[source];
   const parentScope = base === "" ? parent : `${base}/${parent}`;
@@ -3953,18 +3932,13 @@ function ruleFoldersFor(ctx: Discovery, views: DirectoryView[], sources: Readonl
   return folders;
 }
 
-/**
- * Why a rule folder is not read, "held" while git has to answer for its parent (`.cursor`,
- * `.claude`, `.github`). Never a path below it: git gives up on a path beyond a link.
- */
+/** Why a rule folder is not read; "held" while git has to answer for it. */
 function ruleFolderRefusal(ctx: Discovery, place: RulePlace): C.Reason | "held" | undefined {
   const [parent, child] = C.RULE_DIRS[place.source];
   if (ctx.options.ignoredDirs.has(parent) || ctx.options.ignoredDirs.has(child)) return "ignoredDir";
-  const answer = ctx.gitAnswers.folders.get(place.parentScope);
-  if (answer === true) return "gitIgnored";
-  if (answer !== undefined || !ctx.gitAnswers.mayAnswer()) return undefined;
-  ctx.gitAnswers.wanted.add(`${place.parentScope}/`);
-  return "held";
+  // Git is asked about the folder's parent (`.cursor`, `.claude`, `.github`), never below it:
+  // git gives up on a path beyond a link.
+  return gitRefusal(ctx, place.parentScope.split("/"), true);
 }
 
 /** What `.claude`, `.cursor` and `.github` are in cwd: one lstat of cwd while it stands. */
@@ -4031,7 +4005,7 @@ function readRuleFolder(
     for (const entry of sortedNames(listing)) {
       if ((entry.kind !== "file" && entry.kind !== "link") || !isRuleFileName(entry.name, place.source)) continue;
       const candidate = join(dir, entry.name);
-      const file = ctx.instructionFile(candidate, place.base);
+      const file = ctx.sourceFile(candidate, place.base);
       const rule = "reason" in file ? undefined : compileRule(ctx, place, candidate, file);
       const reason = "reason" in file ? file.reason : rule?.refused;
       if (rule && reason === undefined) folder.rules.push(rule);
@@ -4086,7 +4060,7 @@ function applyingRules(ctx: Discovery, folders: RuleFolder[], touched: readonly 
 
 function refreshRule(ctx: Discovery, folder: RuleFolder, index: number): Rule | undefined {
   const rule = folder.rules[index]!;
-  const file = ctx.instructionFile(rule.candidate, folder.place.base);
+  const file = ctx.sourceFile(rule.candidate, folder.place.base);
   if (!("reason" in file) && file === rule.loaded) return rule;
   const fresh = "reason" in file ? undefined : compileRule(ctx, folder.place, rule.candidate, file);
   if (!fresh || fresh.refused) {
