@@ -2846,13 +2846,8 @@ function lstatChain(
 ): { stats: nodeFs.Stats[]; stop?: nodeFs.Stats | "missing" | "error" } {
   const stats: nodeFs.Stats[] = [];
   for (const link of links) {
-    let stat: nodeFs.Stats | undefined;
-    try {
-      stat = fs.lstat(link.dir);
-    } catch (error) {
-      errorCode(error);
-      return { stats, stop: "error" };
-    }
+    const stat = fsOr("error" as const, () => fs.lstat(link.dir));
+    if (stat === "error") return { stats, stop: stat };
     if (!stat) return { stats, stop: "missing" };
     if (!stat.isDirectory()) return { stats, stop: stat };
     stats.push(stat);
@@ -2943,14 +2938,6 @@ function viewChain(ctx: Discovery, located: Located, withSkills: boolean): Direc
   return views;
 }
 
-/** The views above the first folder git turned out to ignore (answers that came after the views). */
-function dropGitIgnored(ctx: Discovery, views: DirectoryView[]): DirectoryView[] {
-  const cut = views.findIndex((view) => ctx.gitAnswers.folders.get(view.scope) === true);
-  if (cut === -1) return views;
-  ctx.ignoredSeen.set(views[cut]!.scope, "gitIgnored");
-  return views.slice(0, cut);
-}
-
 function ignoredReasonOf(ctx: Discovery, link: ChainLink): C.Reason | undefined {
   if (ctx.options.ignoredDirs.has(link.name)) return "ignoredDir";
   return ctx.gitAnswers.folders.get(link.scope) === true ? "gitIgnored" : undefined;
@@ -2965,29 +2952,20 @@ function viewDirectory(ctx: Discovery, link: ChainLink, withSkills: boolean, sta
   const held = ctx.held;
   const first = entry.candidates.length > 0 ? ctx.sourceFileOrUnknown(entry.candidates[0]!, link.scope) : undefined;
   if (!skillsToo && first !== undefined && entry.plainView?.file === first) return entry.plainView;
-  const view: DirectoryView = { scope: link.scope, imports: [], rejected: [], skills: [] };
-  for (let index = 0; index < entry.candidates.length; index++) {
-    const candidate = entry.candidates[index]!;
-    const result = index === 0 && first !== undefined ? first : ctx.sourceFileOrUnknown(candidate, link.scope);
-    if ("reason" in result) {
-      // A file that waits for git may be the one that applies: the names after it wait with it.
-      if (result.reason === "held") break;
-      if (result.reason !== "skip") {
-        view.rejected.push({
-          path: toDisplayPath(ctx.cwdReal, candidate),
-          reason: result.reason,
-          kind: "instruction",
-        });
-      }
-      // An unreadable file may be the one that applies: the names after it must wait.
-      if (result.reason === "unreadable") break;
-      continue;
+  const view = emptyView(link.scope);
+  for (const [index, candidate] of entry.candidates.entries()) {
+    const result = index === 0 ? first! : ctx.sourceFileOrUnknown(candidate, link.scope);
+    if (!("reason" in result)) {
+      view.file = result;
+      for (const later of entry.present.slice(index + 1))
+        view.rejected.push({ path: `${link.scope}/${later}`, reason: "overridden", kind: "overridden" });
+      break;
     }
-    view.file = result;
-    for (const later of entry.present.slice(index + 1)) {
-      view.rejected.push({ path: `${link.scope}/${later}`, reason: "overridden", kind: "overridden" });
-    }
-    break;
+    // A file that waits for git, or cannot be read now, may be the one that applies: the names after it wait.
+    if (result.reason === "held") break;
+    if (result.reason !== "skip")
+      view.rejected.push({ path: toDisplayPath(ctx.cwdReal, candidate), reason: result.reason, kind: "instruction" });
+    if (result.reason === "unreadable") break;
   }
   if (view.file && ctx.options.imports) view.imports = importsOf(ctx, view.file, view.scope, view.rejected);
   if (skillsToo) view.skills = skillsOf(ctx, link, entry, view.rejected);
@@ -4692,7 +4670,7 @@ async function explainCommand(engine: LazyAgents, command: string, env: CallEnvi
   await engine.settled(chains, withSkills);
   const viewed = new Map<string, DirectoryView[]>();
   for (const located of chains) {
-    const views = dropGitIgnored(discovery, viewChain(discovery, located, withSkills));
+    const views = viewChain(discovery, located, withSkills);
     engine.inspection.record(views);
     viewed.set(located.links.at(-1)!.scope, views);
   }
