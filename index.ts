@@ -3064,8 +3064,11 @@ class Discovery {
     return this.cachedEntries() >= this.sweepAt;
   }
 
+  /** Entries of the caches whose growth schedules a sweep; the rule maps are swept along with them. */
   private cachedEntries(): number {
-    return Object.values(this.cacheSizes()).reduce((sum, size) => sum + size, 0);
+    const { directories, files, listings, chains, gitAnswers, ignoredSeen } = this;
+    const sizes = [directories, files, listings, chains, gitAnswers.folders, gitAnswers.files, ignoredSeen];
+    return sizes.reduce((sum, cache) => sum + cache.size, 0);
   }
 
   exists(path: string): boolean {
