@@ -577,8 +577,6 @@ export class LazyAgents {
   readonly failures = new Map<C.FailureLabel, number>();
   /** hookify rules of cwd and the folders seen (see the Checks section). */
   readonly checks: CheckState = newCheckState();
-  /** Rule folders and compiled rules of the bound cwd (see the Rules section). */
-  ruleBook?: RuleBook;
   git?: GitIgnoreOracle;
   private readonly spawner: SpawnGit;
   private boundCwd?: string;
@@ -633,36 +631,10 @@ export class LazyAgents {
     this.discovery = undefined;
   }
 
-  /** Asks git about the chain's folders it has not answered for yet; a warm chain asks nothing. */
-  learnGitIgnores(discovery: Discovery, links: ChainLink[]): Promise<void> | undefined {
-    const unknown = scopesWithoutGitAnswer(discovery, links);
-    const git = this.git;
-    if (unknown.length === 0 || !git) return undefined;
-    return git.ignored(unknown).then((answers) => {
-      unknown.forEach((scope, index) => discovery.gitAnswers.folders.set(scope, answers[index]!));
-    });
-  }
-
   /** Asks git what the views and plan just built left open (imports, rule folders); undefined when nothing. */
-  private learnOpenQuestions(
-    discovery: Discovery,
-    calls: PendingCall[],
-    views: DirectoryView[],
-  ): Promise<void> | undefined {
-    const questions = discovery.gitAnswers.takeWanted();
-    const git = this.git;
-    if (!git) return undefined;
-    const imports =
-      questions.length === 0
-        ? undefined
-        : git.ask(questions).then((answers) => {
-            questions.forEach((question, index) => discovery.gitAnswers.setAnswer(question, answers[index]!));
-          });
-    const chains = calls.flatMap((call) =>
-      call.chains.map((located) => this.learnGitIgnores(discovery, located.links)),
-    );
-    const rules = this.options.rules ? this.rulesOf(discovery).learnGitIgnores(views, git) : undefined;
-    return joinAnswers(imports, rules, ...chains);
+  private learnOpenQuestions(discovery: Discovery, calls: PendingCall[]): Promise<void> | undefined {
+    const chains = calls.flatMap((call) => call.chains.flatMap((located) => chainQuestions(discovery, located.links)));
+    return askGit(discovery, this.git, [...discovery.gitAnswers.takeWanted(), ...chains]);
   }
 
   /**
@@ -688,7 +660,8 @@ export class LazyAgents {
     const call = this.locate(discovery, event, env);
     if (!call) return undefined;
     if (call.writes !== undefined) this.calls.written.add(call.writes);
-    call.gitAnswer = joinAnswers(...call.chains.map((located) => this.learnGitIgnores(discovery, located.links)));
+    const questions = call.chains.flatMap((located) => chainQuestions(discovery, located.links));
+    call.gitAnswer = askGit(discovery, this.git, questions);
     // The gate looks at outermost writes and edits: it views and plans before the tool runs, once git has answered.
     const gate = this.gate;
     if (!gate || event.parentToolCallId !== undefined || (event.toolName !== "write" && event.toolName !== "edit")) {
@@ -766,8 +739,7 @@ export class LazyAgents {
       calls.flatMap((call) => call.touched),
       this.calls.leftAloneBy(calls),
     );
-    const open =
-      discovery && round <= C.MAX_IMPORT_DEPTH ? this.learnOpenQuestions(discovery, calls, views) : undefined;
+    const open = discovery && round <= C.MAX_IMPORT_DEPTH ? this.learnOpenQuestions(discovery, calls) : undefined;
     return open ? this.settle(calls, shown, open, round, finish) : finish(views, plan);
   }
 
@@ -802,7 +774,6 @@ export class LazyAgents {
       try {
         if (discovery === this.discovery && discovery.sweep()) {
           this.inspection.prune((scope) => discovery.exists(join(discovery.cwdReal, scope)));
-          if (this.ruleBook?.discovery === discovery) this.ruleBook.sweep();
         }
       } catch {
         // Outside any hook: counted as a hook's failure is. The caches stay as they were: correct, only larger.
@@ -827,19 +798,13 @@ export class LazyAgents {
     // Rules touch point: rules contribute planned entries alongside the views.
     if (this.options.rules && this.discovery) {
       planRules(this.ledger, plan, {
-        book: this.rulesOf(this.discovery),
+        discovery: this.discovery,
         views,
         touched,
         options: this.options,
       });
     }
     return plan;
-  }
-
-  /** The rule book of the bound cwd, made anew when discovery starts over. */
-  rulesOf(discovery: Discovery): RuleBook {
-    if (this.ruleBook?.discovery !== discovery) this.ruleBook = new RuleBook(discovery);
-    return this.ruleBook;
   }
 
   /**
@@ -936,7 +901,6 @@ export class LazyAgents {
       ledgerSkipped: this.ledger.skipped.size,
       ledgerAlsoGoverns: this.ledger.alsoGoverns.size,
       ...this.discovery?.cacheSizes(),
-      ...this.ruleBook?.sizes(),
     };
   }
 }
@@ -1385,7 +1349,7 @@ function checksIn(discovery: Discovery, state: CheckState, bases: string[]): Che
       state.folders.set(base, folder);
     }
     for (const candidate of folder.candidates) {
-      const file = discovery.instructionFileOrUnknown(candidate, base);
+      const file = discovery.sourceFileOrUnknown(candidate, base);
       if ("reason" in file) continue;
       let check = state.compiled.get(candidate);
       if (check?.loaded !== file || check.base !== base) {
@@ -2222,7 +2186,7 @@ interface RuleListing {
 }
 
 interface RulePlanInput {
-  book: RuleBook;
+  discovery: Discovery;
   views: DirectoryView[];
   touched: readonly string[];
   options: Options;
@@ -2230,7 +2194,7 @@ interface RulePlanInput {
 
 /** Adds to a plan the rules the model lacks for these paths, and withdraws rules that are gone. */
 function planRules(ledger: Ledger, plan: DeliveryPlan, input: RulePlanInput): void {
-  const folders = input.book.foldersFor(input.views, input.options.ruleSources);
+  const folders = ruleFoldersFor(input.discovery, input.views, input.options.ruleSources);
   for (const folder of folders) {
     folder.offered ??= new Set(folder.rules.filter((rule) => rule.meta.kind !== "manual").map((rule) => rule.path));
     const offered = folder.offered;
@@ -2239,7 +2203,7 @@ function planRules(ledger: Ledger, plan: DeliveryPlan, input: RulePlanInput): vo
       planSkips(ledger, { ...emptyView(folder.place.display), rejected: folder.rejected }, plan);
   }
   if (input.touched.length === 0) return;
-  for (const rule of input.book.applying(folders, input.touched)) {
+  for (const rule of applyingRules(input.discovery, folders, input.touched)) {
     if (rule.meta.kind === "described") planRuleListing(ledger, plan, input, rule);
     else planRuleText(ledger, plan, input, rule);
   }
@@ -2249,7 +2213,7 @@ function planRuleText(ledger: Ledger, plan: DeliveryPlan, input: RulePlanInput, 
   const entries: Array<{ file: InstructionFile; importedBy?: string }> = [{ file: rule.body }];
   if (rule.source === "claude" && input.options.imports) {
     const rejected: Rejection[] = [];
-    entries.push(...importsOf(input.book.discovery, rule.loaded, rule.base, rejected));
+    entries.push(...importsOf(input.discovery, rule.loaded, rule.base, rejected));
     if (rejected.length > 0) planSkips(ledger, { ...emptyView(rule.dir), rejected }, plan);
   }
   for (const { file, importedBy } of entries) {
@@ -2662,6 +2626,9 @@ interface DirectoryEntry {
 
 type FolderNames = Pick<DirectoryEntry, "present" | "agents" | "ruleParent" | "listed">;
 
+/** A source file, or why there is none; `real` names a file that is there but was refused as read. */
+type SourceFile = InstructionFile | { reason: C.Reason | "skip" | "held"; real?: string };
+
 interface FileEntry {
   loaded: Loaded;
   /** The loaded file as views show it, built once per content. */
@@ -2705,25 +2672,25 @@ interface Located {
   stats?: nodeFs.Stats[];
 }
 
-/** What locating a path needs: cwd's real and logical paths, and the chains built so far. */
-interface LocateContext {
-  readonly fs: FileSystem;
-  readonly cwdReal: string;
-  readonly logicalCwd?: string;
-  readonly chains: Map<string, ChainLink[]>;
-  folds?: boolean;
-  realpathOrUndefined(path: string): string | undefined;
+/** What a filesystem call gives, or `fallback` when it fails with an errno code; other errors propagate. */
+function fsOr<T, F>(fallback: F, call: () => T): T | F {
+  try {
+    return call();
+  } catch (error) {
+    errorCode(error);
+    return fallback;
+  }
 }
 
 /** True when `path` is inside cwd by its real or its logical (possibly linked) form. */
-function mayBeInside(ctx: LocateContext, path: string): boolean {
+function mayBeInside(ctx: Discovery, path: string): boolean {
   return (
     isPathInsideOrSame(ctx.cwdReal, path) || (ctx.logicalCwd !== undefined && isPathInsideOrSame(ctx.logicalCwd, path))
   );
 }
 
 /** The folders strictly below cwd down to the cwd-relative `rel`, parent first; cached. */
-function chainFor(ctx: LocateContext, rel: string): ChainLink[] {
+function chainFor(ctx: Discovery, rel: string): ChainLink[] {
   const cached = ctx.chains.get(rel);
   if (cached) return cached;
   const links: ChainLink[] = [];
@@ -2747,7 +2714,7 @@ function chainFor(ctx: LocateContext, rel: string): ChainLink[] {
  * nearest existing folder for targets that do not exist yet. Paths outside cwd by their text are
  * refused before any filesystem call.
  */
-function locateChain(ctx: LocateContext, target: string, targetIsDirectory: boolean): Located | undefined {
+function locateChain(ctx: Discovery, target: string, targetIsDirectory: boolean): Located | undefined {
   const dir = targetIsDirectory ? target : dirname(target);
   const rel = relativeInside(ctx.cwdReal, dir);
   if (rel === "") return { links: [] };
@@ -2779,13 +2746,8 @@ function lstatChain(
 ): { stats: nodeFs.Stats[]; stop?: nodeFs.Stats | "missing" | "error" } {
   const stats: nodeFs.Stats[] = [];
   for (const link of links) {
-    let stat: nodeFs.Stats | undefined;
-    try {
-      stat = fs.lstat(link.dir);
-    } catch (error) {
-      errorCode(error);
-      return { stats, stop: "error" };
-    }
+    const stat = fsOr("error" as const, () => fs.lstat(link.dir));
+    if (stat === "error") return { stats, stop: stat };
     if (!stat) return { stats, stop: "missing" };
     if (!stat.isDirectory()) return { stats, stop: stat };
     stats.push(stat);
@@ -2797,18 +2759,12 @@ function lstatChain(
  * Whether a new chain, whose folders lstat found as typed, is spelled as on disk. Only a
  * filesystem that folds names can find `PKG` for `pkg`; there one realpath per new chain tells.
  */
-function spelledAsOnDisk(ctx: LocateContext, links: ChainLink[], stats: nodeFs.Stats[]): boolean {
+function spelledAsOnDisk(ctx: Discovery, links: ChainLink[], stats: nodeFs.Stats[]): boolean {
   const first = links[0]!;
   if (ctx.folds === undefined) {
     const swapped = swapCase(first.name);
     if (swapped === first.name) return true;
-    let other: nodeFs.Stats | undefined;
-    try {
-      other = ctx.fs.lstat(join(ctx.cwdReal, swapped));
-    } catch (error) {
-      errorCode(error);
-      other = undefined;
-    }
+    const other = fsOr(undefined, () => ctx.fs.lstat(join(ctx.cwdReal, swapped)));
     ctx.folds = other !== undefined && other.ino === stats[0]!.ino && other.dev === stats[0]!.dev;
   }
   if (!ctx.folds) return true;
@@ -2817,7 +2773,7 @@ function spelledAsOnDisk(ctx: LocateContext, links: ChainLink[], stats: nodeFs.S
 }
 
 /** Real folder of a target, or of its nearest existing ancestor; undefined outside cwd. */
-function targetDirectory(ctx: LocateContext, target: string, targetIsDirectory: boolean): string | undefined {
+function targetDirectory(ctx: Discovery, target: string, targetIsDirectory: boolean): string | undefined {
   let dir = targetIsDirectory ? target : dirname(target);
   // Outside cwd by its text, a path may still lead into it through a link (`/tmp` to
   // `/private/tmp`): only its own folder's real path, a name lookup, can tell.
@@ -2839,14 +2795,28 @@ function targetDirectory(ctx: LocateContext, target: string, targetIsDirectory: 
 
 // The folder view: what each folder on a chain offers, parent first, up to the first ignored one.
 
-/** Scopes on the chain whose git status is not known yet. */
-function scopesWithoutGitAnswer(ctx: Discovery, links: ChainLink[]): string[] {
-  const unknown: string[] = [];
+/** Questions for git about the chain's folders it has not answered for, down to the first ignored one. */
+function chainQuestions(ctx: Discovery, links: ChainLink[]): string[] {
+  const questions: string[] = [];
   for (const link of links) {
     if (ignoredReasonOf(ctx, link) !== undefined) break;
-    if (!ctx.gitAnswers.folders.has(link.scope)) unknown.push(link.scope);
+    if (!ctx.gitAnswers.folders.has(link.scope)) questions.push(`${link.scope}/`);
   }
-  return unknown;
+  return questions;
+}
+
+/** The one way to ask git: questions as `GitAnswers.setAnswer` takes them; undefined when none. */
+function askGit(ctx: Discovery, git: GitIgnoreOracle | undefined, questions: string[]): Promise<void> | undefined {
+  if (!git || questions.length === 0) return undefined;
+  return git.ask(questions).then((answers) => {
+    questions.forEach((question, index) => ctx.gitAnswers.setAnswer(question, answers[index]!));
+  });
+}
+
+/** One promise for the git answers a call waits on; undefined when it waits on none. */
+function joinAnswers(...answers: Array<Promise<void> | undefined>): Promise<void> | undefined {
+  const pending = answers.filter((answer) => answer !== undefined);
+  return pending.length <= 1 ? pending[0] : Promise.all(pending).then(() => undefined);
 }
 
 /** Views of the chain's folders, parent first, up to the first ignored one. */
@@ -2861,22 +2831,11 @@ function viewChain(ctx: Discovery, located: Located, withSkills: boolean): Direc
       ctx.ignoredSeen.set(link.scope, ignored);
       break;
     }
-    try {
-      views.push(viewDirectory(ctx, link, withSkills, located.stats?.[index]));
-    } catch (error) {
-      errorCode(error);
-      // A folder that cannot be examined now (EIO, EACCES) is left out; the others still count.
-    }
+    // A folder that cannot be examined now (EIO, EACCES) is left out; the others still count.
+    const view = fsOr(undefined, () => viewDirectory(ctx, link, withSkills, located.stats?.[index]));
+    if (view) views.push(view);
   }
   return views;
-}
-
-/** The views above the first folder git turned out to ignore (answers that came after the views). */
-function dropGitIgnored(ctx: Discovery, views: DirectoryView[]): DirectoryView[] {
-  const cut = views.findIndex((view) => ctx.gitAnswers.folders.get(view.scope) === true);
-  if (cut === -1) return views;
-  ctx.ignoredSeen.set(views[cut]!.scope, "gitIgnored");
-  return views.slice(0, cut);
 }
 
 function ignoredReasonOf(ctx: Discovery, link: ChainLink): C.Reason | undefined {
@@ -2891,32 +2850,22 @@ function viewDirectory(ctx: Discovery, link: ChainLink, withSkills: boolean, sta
   // Most folders look the same call after call: reuse their view instead of building it again.
   if (entry.candidates.length === 0 && !skillsToo) return (entry.plainView ??= emptyView(link.scope));
   const held = ctx.held;
-  const first =
-    entry.candidates.length > 0 ? ctx.instructionFileOrUnknown(entry.candidates[0]!, link.scope) : undefined;
+  const first = entry.candidates.length > 0 ? ctx.sourceFileOrUnknown(entry.candidates[0]!, link.scope) : undefined;
   if (!skillsToo && first !== undefined && entry.plainView?.file === first) return entry.plainView;
-  const view: DirectoryView = { scope: link.scope, imports: [], rejected: [], skills: [] };
-  for (let index = 0; index < entry.candidates.length; index++) {
-    const candidate = entry.candidates[index]!;
-    const result = index === 0 && first !== undefined ? first : ctx.instructionFileOrUnknown(candidate, link.scope);
-    if ("reason" in result) {
-      // A file that waits for git may be the one that applies: the names after it wait with it.
-      if (result.reason === "held") break;
-      if (result.reason !== "skip") {
-        view.rejected.push({
-          path: toDisplayPath(ctx.cwdReal, candidate),
-          reason: result.reason,
-          kind: "instruction",
-        });
-      }
-      // An unreadable file may be the one that applies: the names after it must wait.
-      if (result.reason === "unreadable") break;
-      continue;
+  const view = emptyView(link.scope);
+  for (const [index, candidate] of entry.candidates.entries()) {
+    const result = index === 0 ? first! : ctx.sourceFileOrUnknown(candidate, link.scope);
+    if (!("reason" in result)) {
+      view.file = result;
+      for (const later of entry.present.slice(index + 1))
+        view.rejected.push({ path: `${link.scope}/${later}`, reason: "overridden", kind: "overridden" });
+      break;
     }
-    view.file = result;
-    for (const later of entry.present.slice(index + 1)) {
-      view.rejected.push({ path: `${link.scope}/${later}`, reason: "overridden", kind: "overridden" });
-    }
-    break;
+    // A file that waits for git, or cannot be read now, may be the one that applies: the names after it wait.
+    if (result.reason === "held") break;
+    if (result.reason !== "skip")
+      view.rejected.push({ path: toDisplayPath(ctx.cwdReal, candidate), reason: result.reason, kind: "instruction" });
+    if (result.reason === "unreadable") break;
   }
   if (view.file && ctx.options.imports) view.imports = importsOf(ctx, view.file, view.scope, view.rejected);
   if (skillsToo) view.skills = skillsOf(ctx, link, entry, view.rejected);
@@ -2955,12 +2904,21 @@ class Discovery {
   startupContext: ReadonlySet<string> = new Set();
   /** Sources held back for git so far; a view that saw it grow is pending. */
   held = 0;
+  // Rules (see the Rules part below): folders read this session by cwd-relative folder, the nested
+  // `.cursor/rules` places by the viewed folder holding one, and each rule compiled once per version.
+  readonly ruleFolders = new Map<string, RuleFolder>();
+  readonly rulePlaces = new Map<string, RulePlace>();
+  readonly compiledRules = new Map<string, Rule>();
+  readonly rootRulePlaces: RulePlace[];
+  /** What `.claude`, `.cursor` and `.github` are in cwd, by cwd's signature. */
+  readonly rootRuleParents = new SignatureCache<Map<C.RuleSource, ParentKind>>();
 
   constructor(fs: FileSystem, cwdReal: string, options: Options, gitMayAnswer: () => boolean) {
     this.fs = fs;
     this.cwdReal = cwdReal;
     this.options = options;
     this.gitAnswers = new GitAnswers(gitMayAnswer);
+    this.rootRulePlaces = C.RULE_SOURCES.map((source) => rulePlace(this, source, ""));
   }
 
   /** Sizes of the internal caches, for the soak test and the inspection command. */
@@ -2973,6 +2931,9 @@ class Discovery {
       gitAnswers: this.gitAnswers.folders.size,
       gitFileAnswers: this.gitAnswers.files.size,
       ignoredSeen: this.ignoredSeen.size,
+      ruleFolders: this.ruleFolders.size,
+      rulePlaces: this.rulePlaces.size,
+      compiledRules: this.compiledRules.size,
     };
   }
 
@@ -2987,11 +2948,11 @@ class Discovery {
   sweep(): boolean {
     if (!this.wantsSweep()) return false;
     const byPath = [this.directories, this.files, this.listings];
-    const byScope = [this.chains, this.gitAnswers.folders, this.gitAnswers.files, this.ignoredSeen] as Array<
-      Map<string, unknown>
-    >;
     for (const cache of byPath) cache.sweep((path) => this.exists(path));
-    for (const map of byScope) {
+    for (const path of this.compiledRules.keys()) if (!this.exists(path)) this.compiledRules.delete(path);
+    const { chains, gitAnswers, ignoredSeen, ruleFolders, rulePlaces } = this;
+    const byScope = [chains, gitAnswers.folders, gitAnswers.files, ignoredSeen, ruleFolders, rulePlaces];
+    for (const map of byScope as Array<Map<string, unknown>>) {
       for (const scope of map.keys()) if (!this.exists(join(this.cwdReal, scope))) map.delete(scope);
     }
     this.sweepAt = Math.max(256, 2 * this.cachedEntries());
@@ -3003,46 +2964,23 @@ class Discovery {
     return this.cachedEntries() >= this.sweepAt;
   }
 
-  /** Entries held by every cache that `sweep` prunes. */
+  /** Entries of the caches whose growth schedules a sweep; the rule maps are swept along with them. */
   private cachedEntries(): number {
-    return (
-      this.directories.size +
-      this.files.size +
-      this.listings.size +
-      this.chains.size +
-      this.gitAnswers.folders.size +
-      this.gitAnswers.files.size +
-      this.ignoredSeen.size
-    );
+    const { directories, files, listings, chains, gitAnswers, ignoredSeen } = this;
+    const sizes = [directories, files, listings, chains, gitAnswers.folders, gitAnswers.files, ignoredSeen];
+    return sizes.reduce((sum, cache) => sum + cache.size, 0);
   }
 
   exists(path: string): boolean {
-    try {
-      return this.fs.lstat(path) !== undefined;
-    } catch (error) {
-      errorCode(error);
-      return true;
-    }
+    return fsOr(true, () => this.fs.lstat(path) !== undefined);
   }
 
   /** Whether a spelling Pi's read tool falls back to is there; only asked inside cwd. */
-  readonly readFallback = (path: string): boolean => {
-    if (!mayBeInside(this, path)) return false;
-    try {
-      return this.fs.stat(path) !== undefined;
-    } catch (error) {
-      errorCode(error);
-      return false;
-    }
-  };
+  readonly readFallback = (path: string): boolean =>
+    mayBeInside(this, path) && fsOr(false, () => this.fs.stat(path) !== undefined);
 
   realpathOrUndefined(path: string): string | undefined {
-    try {
-      return this.fs.realpath(path);
-    } catch (error) {
-      errorCode(error);
-      return undefined;
-    }
+    return fsOr(undefined, () => this.fs.realpath(path));
   }
 
   /** Real path, or undefined when nothing resolves there; a passing I/O error is thrown. */
@@ -3100,21 +3038,16 @@ class Discovery {
    * filesystem the probes find such a file, so they answer for that folder.
    */
   private namesByListing(dir: string): FolderNames | undefined {
-    let dirents: nodeFs.Dirent[];
-    try {
-      dirents = this.fs.readdir(dir);
-    } catch (error) {
-      errorCode(error);
-      return undefined;
-    }
+    const dirents = fsOr(undefined, () => this.fs.readdir(dir));
+    if (!dirents) return undefined;
     const wanted = this.options.fileNames;
     const found = new Set<string>();
     let agents: ParentKind = "none";
     let ruleParent: ParentKind = "none";
     for (const dirent of dirents) {
       const name = dirent.name;
-      if (name === C.SKILLS_DIR_SEGMENTS[0]) agents = direntParentKind(dirent);
-      else if (name === C.RULE_DIRS.cursor[0]) ruleParent = direntParentKind(dirent);
+      if (name === C.SKILLS_DIR_SEGMENTS[0]) agents = kindOfEntry(dirent);
+      else if (name === C.RULE_DIRS.cursor[0]) ruleParent = kindOfEntry(dirent);
       else if (wanted.includes(name)) found.add(name);
       else if (this.foldedNames().has(name.toLowerCase())) return undefined;
     }
@@ -3182,18 +3115,24 @@ class Discovery {
     return found ? { real, stats: found } : { reason: "skip" };
   }
 
-  /** A source file's real path and stats; folders are nothing, other kinds are not regular. */
-  resolveSourceFile(
-    written: string,
-    scope: string,
-    how: "layout" | "control" = "layout",
-  ): { real: string; stats: nodeFs.Stats } | { reason: C.Reason | "skip" | "held" } {
+  /**
+   * The one reader of a source file (instruction, rule, skill or ignore file) found by its source's
+   * layout, or, `how` "control", read only to decide. Folders are nothing, other kinds not regular.
+   */
+  sourceFile(written: string, scope: string, how: "layout" | "control" = "layout"): SourceFile {
     const resolved = this.resolveSource(written, scope, how);
-    if ("reason" in resolved || resolved.stats.isFile()) return resolved;
+    if ("reason" in resolved) return resolved;
+    if (resolved.stats.isFile()) return this.fileAt(resolved.real, resolved.stats);
     return { reason: resolved.stats.isDirectory() ? "skip" : "notRegular" };
   }
 
-  fileEntry(real: string, stats: nodeFs.Stats): FileEntry {
+  /** As sourceFile, with a passing I/O error reported as "unreadable": the file is unknown. */
+  sourceFileOrUnknown(written: string, scope: string): SourceFile {
+    return fsOr({ reason: "unreadable" as const }, () => this.sourceFile(written, scope));
+  }
+
+  /** The file at a real path, read once per content (its cache entry under `files`). */
+  fileAt(real: string, stats: nodeFs.Stats): InstructionFile | { reason: C.Reason; real: string } {
     const load = (): FileEntry => ({
       loaded:
         stats.size > this.options.maxFileBytes
@@ -3201,29 +3140,8 @@ class Discovery {
           : readBounded(this.fs, real, this.options.maxFileBytes),
     });
     // A read that failed (EIO, EACCES, a race) may succeed next time without the file changing.
-    return this.files.get(real, stats, load, ({ loaded }) => loaded.ok || loaded.reason !== "unreadable");
-  }
-
-  /** An instruction or rule file found in `scope` by its source's layout. */
-  instructionFile(candidate: string, scope: string): InstructionFile | { reason: C.Reason | "skip" | "held" } {
-    const resolved = this.resolveSourceFile(candidate, scope);
-    if ("reason" in resolved) return resolved;
-    return this.loadedFile(resolved.real, resolved.stats);
-  }
-
-  /** As instructionFile, with a passing I/O error reported as "unreadable": the file is unknown. */
-  instructionFileOrUnknown(candidate: string, scope: string): InstructionFile | { reason: C.Reason | "skip" | "held" } {
-    try {
-      return this.instructionFile(candidate, scope);
-    } catch (error) {
-      errorCode(error);
-      return { reason: "unreadable" };
-    }
-  }
-
-  loadedFile(real: string, stats: nodeFs.Stats): InstructionFile | { reason: C.Reason } {
-    const entry = this.fileEntry(real, stats);
-    if (!entry.loaded.ok) return { reason: entry.loaded.reason };
+    const entry = this.files.get(real, stats, load, ({ loaded }) => loaded.ok || loaded.reason !== "unreadable");
+    if (!entry.loaded.ok) return { reason: entry.loaded.reason, real };
     const { text, version, bytes } = entry.loaded;
     return (entry.file ??= { path: toDisplayPath(this.cwdReal, real), realPath: real, text, version, bytes });
   }
@@ -3262,7 +3180,9 @@ function importsOf(ctx: Discovery, root: InstructionFile, scope: string, rejecte
   const seen = new Set([root.realPath]);
   const visit = (file: InstructionFile, depth: number): void => {
     for (const target of importTargetsOf(ctx, file)) {
-      for (const imported of resolveImportOrUnknown(ctx, file, target, scope, rejected)) {
+      const found = fsOr(undefined, () => importedFiles(ctx, file, target, scope, rejected, true));
+      if (!found) rejected.push({ path: file.path, reason: "unreadable", kind: "import" });
+      for (const imported of found ?? []) {
         if (seen.has(imported.realPath)) continue;
         seen.add(imported.realPath);
         imports.push({ file: imported, importedBy: file.path });
@@ -3282,33 +3202,18 @@ function importTargetsOf(ctx: Discovery, file: InstructionFile): string[] {
   return entry ? (entry.importTargets ??= parse()) : parse();
 }
 
-function resolveImportOrUnknown(
-  ctx: Discovery,
-  from: InstructionFile,
-  target: string,
-  scope: string,
-  rejected: Rejection[],
-): InstructionFile[] {
-  try {
-    return resolveImport(ctx, from, target, scope, rejected);
-  } catch (error) {
-    errorCode(error);
-    rejected.push({ path: from.path, reason: "unreadable", kind: "import" });
-    return [];
-  }
-}
-
 /**
- * The files one target names; nothing for a token that names nothing (an npm scope, an email),
- * nor for a target git has yet to answer for. `inDirectory` marks an entry of an imported folder.
+ * The files one target names: a file, or the files of a folder by name (one level, dot names
+ * aside, up to the cap). Nothing for a token that names nothing (an npm scope, an email), nor
+ * for a target git has yet to answer for.
  */
-function resolveImport(
+function importedFiles(
   ctx: Discovery,
   from: InstructionFile,
   target: string,
   scope: string,
   rejected: Rejection[],
-  inDirectory = false,
+  folderToo: boolean,
 ): InstructionFile[] {
   // The token itself is file content: a rejection names only the importing file.
   const reject = (reason: C.Reason): InstructionFile[] => {
@@ -3319,10 +3224,24 @@ function resolveImport(
   if ("reason" in resolved)
     return resolved.reason === "skip" || resolved.reason === "held" ? [] : reject(resolved.reason);
   const { real, stats } = resolved;
-  if (stats.isDirectory()) return inDirectory ? [] : importDirectory(ctx, real, from, scope, rejected);
-  if (!stats.isFile()) return reject("notRegular");
-  const file = ctx.loadedFile(real, stats);
-  return "reason" in file ? reject(file.reason) : [file];
+  if (stats.isFile()) {
+    const file = ctx.fileAt(real, stats);
+    return "reason" in file ? reject(file.reason) : [file];
+  }
+  if (!stats.isDirectory()) return reject("notRegular");
+  const listing = folderToo ? ctx.listing(real) : undefined;
+  if (!listing) return [];
+  const files: InstructionFile[] = [];
+  for (const entry of sortedNames(listing)) {
+    if (entry.name.startsWith(".") || (entry.kind !== "file" && entry.kind !== "link")) continue;
+    if (files.length >= C.MAX_IMPORT_DIR_FILES) {
+      const counts = { taken: files.length, total: listing.total };
+      rejected.push({ path: from.path, reason: "importDirCapped", kind: "cap", counts });
+      break;
+    }
+    files.push(...importedFiles(ctx, from, join(real, entry.name), scope, rejected, false));
+  }
+  return files;
 }
 
 // The source policy. Every file the extension reads for the model (instruction files, imports,
@@ -3398,28 +3317,6 @@ function gitRefusal(ctx: Discovery, segments: string[], isDirectory: boolean): C
   return "held";
 }
 
-function importDirectory(
-  ctx: Discovery,
-  dir: string,
-  from: InstructionFile,
-  scope: string,
-  rejected: Rejection[],
-): InstructionFile[] {
-  const listing = ctx.listing(dir);
-  if (!listing) return [];
-  const files: InstructionFile[] = [];
-  for (const entry of sortedNames(listing)) {
-    if (entry.name.startsWith(".") || (entry.kind !== "file" && entry.kind !== "link")) continue;
-    if (files.length >= C.MAX_IMPORT_DIR_FILES) {
-      const counts = { taken: files.length, total: listing.total };
-      rejected.push({ path: from.path, reason: "importDirCapped", kind: "cap", counts });
-      break;
-    }
-    files.push(...resolveImport(ctx, from, join(dir, entry.name), scope, rejected, true));
-  }
-  return files;
-}
-
 // Skills, by Pi's rules for `.agents/skills`: a directory holding SKILL.md is one skill and is not
 // searched further; other `.md` files count only below the root; dot names and node_modules are
 // skipped; `.gitignore`, `.ignore` and `.fdignore` files inside the tree hide what they match;
@@ -3453,23 +3350,16 @@ function scanSkillDirectory(
   inherited: IgnoreRule[],
 ): void {
   const below = (name: string) => (rel === "" ? name : `${rel}/${name}`);
+  const isSkill = (rules: IgnoreRule[]) =>
+    !isIgnored(rules, below(C.SKILL_FILE_NAME), false) && addSkill(ctx, join(dir, C.SKILL_FILE_NAME), true, scan);
   // A folder known to hold SKILL.md stays a skill while that file exists: nothing else there matters.
   const known = ctx.listings.peek(dir);
-  if (known?.hasSkillFile) {
-    const rules = ignoreRules(ctx, dir, rel, known, inherited);
-    if (!isIgnored(rules, below(C.SKILL_FILE_NAME), false) && addSkill(ctx, join(dir, C.SKILL_FILE_NAME), true, scan))
-      return;
-  }
+  if (known?.hasSkillFile && isSkill(ignoreRules(ctx, dir, rel, known, inherited))) return;
   const listing = ctx.listing(dir);
   if (!listing) return;
   const rules = ignoreRules(ctx, dir, rel, listing, inherited);
   if (listing.capped) scan.rejected.push(scanCap(ctx, dir, listing));
-  if (
-    listing.hasSkillFile &&
-    !isIgnored(rules, below(C.SKILL_FILE_NAME), false) &&
-    addSkill(ctx, join(dir, C.SKILL_FILE_NAME), true, scan)
-  )
-    return;
+  if (listing.hasSkillFile && isSkill(rules)) return;
   for (const entry of listing.names) {
     if (entry.name.startsWith(".") || entry.name === "node_modules" || entry.kind === "other") continue;
     const path = join(dir, entry.name);
@@ -3504,12 +3394,11 @@ function ignoreRules(
 ): IgnoreRule[] {
   let rules = inherited;
   for (const name of listing.ignoreFiles) {
-    const resolved = ctx.resolveSourceFile(join(dir, name), "", "control");
-    if ("reason" in resolved) continue;
-    const entry = ctx.fileEntry(resolved.real, resolved.stats);
-    if (!entry.loaded.ok) continue;
+    const file = ctx.sourceFile(join(dir, name), "", "control");
+    if ("reason" in file) continue;
+    const entry = ctx.files.peek(file.realPath)!;
     const prefix = rel === "" ? "" : `${rel}/`;
-    if (entry.ignore?.prefix !== prefix) entry.ignore = { prefix, rules: ignoreRulesOf(entry.loaded.text, prefix) };
+    if (entry.ignore?.prefix !== prefix) entry.ignore = { prefix, rules: ignoreRulesOf(file.text, prefix) };
     if (entry.ignore.rules.length > 0) rules = [...rules, ...entry.ignore.rules];
   }
   return rules;
@@ -3524,20 +3413,16 @@ function scanCap(ctx: Discovery, dir: string, listing: ListingEntry): Rejection 
 /** Adds the skill a file defines; false when the file is not there. */
 function addSkill(ctx: Discovery, candidate: string, declared: boolean, scan: SkillScan): boolean {
   const { skills, rejected } = scan;
-  const resolved = ctx.resolveSourceFile(candidate, scan.scope);
-  if ("reason" in resolved) {
-    if (resolved.reason === "skip") return false;
-    if (resolved.reason === "held") return true;
-    rejected.push({ path: toDisplayPath(ctx.cwdReal, candidate), reason: resolved.reason, kind: "skill" });
+  const file = ctx.sourceFile(candidate, scan.scope);
+  if ("reason" in file) {
+    if (file.reason === "skip") return false;
+    if (file.reason === "held") return true;
+    rejected.push({ path: toDisplayPath(ctx.cwdReal, file.real ?? candidate), reason: file.reason, kind: "skill" });
     return true;
   }
-  const entry = ctx.fileEntry(resolved.real, resolved.stats);
-  const path = toDisplayPath(ctx.cwdReal, resolved.real);
-  if (!entry.loaded.ok) {
-    rejected.push({ path, reason: entry.loaded.reason, kind: "skill" });
-    return true;
-  }
-  entry.skill ??= skillOf(entry.loaded.text, basename(dirname(resolved.real)), path);
+  const { path } = file;
+  const entry = ctx.files.peek(file.realPath)!;
+  entry.skill ??= skillOf(file.text, basename(dirname(file.realPath)), path);
   const parsed = entry.skill;
   if (!parsed.ok) {
     if (declared) rejected.push({ path, reason: parsed.reason, kind: "skill" });
@@ -3607,27 +3492,19 @@ function ignoreRulesOf(text: string, prefix: string): IgnoreRule[] {
   for (const line of text.split(/\r?\n/)) {
     const trimmed = line.trim();
     if (trimmed === "" || (trimmed.startsWith("#") && !trimmed.startsWith("\\#"))) continue;
-    let pattern = line;
-    const negate = pattern.startsWith("!");
-    if (negate || pattern.startsWith("\\!")) pattern = pattern.slice(1);
-    if (pattern.startsWith("/")) pattern = pattern.slice(1);
-    const rule = ignoreRule(`${prefix}${pattern}`, negate);
-    if (rule) rules.push(rule);
+    const negate = line.startsWith("!");
+    let pattern = negate || line.startsWith("\\!") ? line.slice(1) : line;
+    pattern = `${prefix}${pattern.startsWith("/") ? pattern.slice(1) : pattern}`;
+    // Trailing whitespace goes unless escaped; a loop, as `\s+$` takes quadratic time on a line of spaces.
+    let end = pattern.length;
+    while (end > 0 && /\s/.test(pattern[end - 1]!) && pattern[end - 2] !== "\\") end--;
+    const dirOnly = pattern[end - 1] === "/";
+    pattern = pattern.slice(0, dirOnly ? end - 1 : end);
+    // A line that matches nothing or does not compile is skipped.
+    const glob = pattern === "" ? undefined : compileGlob(pattern, { braces: false, floating: true });
+    if (glob?.ok) rules.push({ matches: glob.matches, negate, dirOnly });
   }
   return rules;
-}
-
-/** One line's rule; undefined for a line that matches nothing or does not compile, which is skipped. */
-function ignoreRule(raw: string, negate: boolean): IgnoreRule | undefined {
-  // Trailing whitespace goes unless escaped; a loop, as `\s+$` takes quadratic time on a line of spaces.
-  let end = raw.length;
-  while (end > 0 && /\s/.test(raw[end - 1]!) && raw[end - 2] !== "\\") end--;
-  let pattern = raw.slice(0, end);
-  const dirOnly = pattern.endsWith("/");
-  if (dirOnly) pattern = pattern.slice(0, -1);
-  if (pattern === "") return undefined;
-  const glob = compileGlob(pattern, { braces: false, floating: true });
-  return glob.ok ? { matches: glob.matches, negate, dirOnly } : undefined;
 }
 
 /** Whether the rules hide `path` (relative to the skills root); the last matching rule wins. */
@@ -3639,18 +3516,23 @@ function isIgnored(rules: readonly IgnoreRule[], path: string, isDirectory: bool
   return ignored;
 }
 
+/** The skill a file defines, through Pi's own frontmatter parser; `path` is the file's cwd-relative path. */
 function skillOf(
   text: string,
   directoryName: string,
   path: string,
 ): { ok: true; skill: Skill; hidden: boolean } | { ok: false; reason: C.Reason } {
-  const parsed = parseSkill(text, directoryName);
-  if (!parsed.ok) return parsed;
-  const { name, description, hidden } = parsed;
+  const frontmatter = yamlFrontmatter(text)?.frontmatter as Record<string, unknown> | undefined;
+  if (!frontmatter) return { ok: false, reason: "skillInvalid" };
+  const described = frontmatter.description;
+  if (typeof described !== "string" || described.trim() === "") return { ok: false, reason: "skillNoDescription" };
+  const name = typeof frontmatter.name === "string" && frontmatter.name !== "" ? frontmatter.name : directoryName;
+  const description = described.trim();
+  const version = versionOf(`${name}\n${description}\n${path}`);
   return {
     ok: true,
-    hidden,
-    skill: { name, description, path, version: versionOf(`${name}\n${description}\n${path}`) },
+    hidden: frontmatter["disable-model-invocation"] === true,
+    skill: { name, description, path, version },
   };
 }
 
@@ -3658,19 +3540,6 @@ function direntKind(dirent: nodeFs.Dirent): "file" | "dir" | "link" | "other" {
   if (dirent.isSymbolicLink()) return "link";
   if (dirent.isDirectory()) return "dir";
   return dirent.isFile() ? "file" : "other";
-}
-
-/** Name, description and visibility of a skill file, through Pi's own frontmatter parser. */
-function parseSkill(
-  text: string,
-  directoryName: string,
-): { ok: true; name: string; description: string; hidden: boolean } | { ok: false; reason: C.Reason } {
-  const frontmatter = yamlFrontmatter(text)?.frontmatter as Record<string, unknown> | undefined;
-  if (!frontmatter) return { ok: false, reason: "skillInvalid" };
-  const description = frontmatter.description;
-  if (typeof description !== "string" || description.trim() === "") return { ok: false, reason: "skillNoDescription" };
-  const name = typeof frontmatter.name === "string" && frontmatter.name !== "" ? frontmatter.name : directoryName;
-  return { ok: true, name, description: description.trim(), hidden: frontmatter["disable-model-invocation"] === true };
 }
 
 // Rules: `.claude/rules`, `.cursor/rules` and `.github/instructions`, the path-scoped rule files other
@@ -3748,13 +3617,9 @@ function ruleGlob(globs: readonly string[], floating: boolean): ReturnType<typeo
 
 type ParentKind = "none" | "dir" | "link";
 
-function kindOfEntry(stats: nodeFs.Stats | undefined): ParentKind {
-  if (!stats) return "none";
-  return direntParentKind(stats);
-}
-
-/** The same from a listing's entry, which carries what lstat would say of its type. */
-function direntParentKind(entry: nodeFs.Stats | nodeFs.Dirent): ParentKind {
+/** What an lstat, or a listing's entry (which carries what lstat says of its type), finds. */
+function kindOfEntry(entry: nodeFs.Stats | nodeFs.Dirent | undefined): ParentKind {
+  if (!entry) return "none";
   return entry.isSymbolicLink() ? "link" : entry.isDirectory() ? "dir" : "none";
 }
 
@@ -3906,259 +3771,187 @@ function ruleApplies(rule: Rule, touched: readonly string[]): boolean {
   return rule.meta.kind !== "glob" || touched.some((path) => ruleMatches(rule, path));
 }
 
-/** One promise for the git answers a call waits on; undefined when it waits on none. */
-function joinAnswers(...answers: Array<Promise<void> | undefined>): Promise<void> | undefined {
-  const pending = answers.filter((answer) => answer !== undefined);
-  return pending.length <= 1 ? pending[0] : Promise.all(pending).then(() => undefined);
+function rulePlace(ctx: Discovery, source: C.RuleSource, base: string): RulePlace {
+  const [parent, child] = C.RULE_DIRS[source];
+  const parentScope = base === "" ? parent : `${base}/${parent}`;
+  const display = `${parentScope}/${child}`;
+  const parentDir = join(ctx.cwdReal, parentScope);
+  const ruleDir = join(parentDir, child);
+  const place: RulePlace = { source, base, parentDir, ruleDir, parentScope, display, empty: undefined as never };
+  place.empty = { place, listings: [], rules: [], rejected: [] };
+  return place;
 }
 
-const ALL_RULE_SOURCES: ReadonlySet<C.RuleSource> = new Set(C.RULE_SOURCES);
-
-/** The rule folders of one cwd: where they are, what they hold, and git's answers about them. */
-class RuleBook {
-  readonly discovery: Discovery;
-  /** Rule folders read this session, by cwd-relative folder. */
-  readonly folders = new Map<string, RuleFolder>();
-  private readonly rootPlaces: RulePlace[];
-  private readonly nestedPlaces = new Map<string, RulePlace>();
-  /** Rules compiled once per version: a warm call passes over them without parsing a glob again. */
-  private readonly compiled = new Map<string, Rule>();
-  /** What `.claude`, `.cursor` and `.github` are in cwd, by cwd's signature. */
-  private readonly rootParents = new SignatureCache<Map<C.RuleSource, ParentKind>>();
-  /** Rule-folder scopes git was asked about, and those still without an answer. */
-  private readonly asked = new Set<string>();
-  private readonly unanswered = new Map<string, Promise<void>>();
-
-  constructor(discovery: Discovery) {
-    this.discovery = discovery;
-    this.rootPlaces = C.RULE_SOURCES.map((source) => this.place(source, ""));
-  }
-
-  private place(source: C.RuleSource, base: string): RulePlace {
-    const [parent, child] = C.RULE_DIRS[source];
-    const parentScope = base === "" ? parent : `${base}/${parent}`;
-    const display = `${parentScope}/${child}`;
-    const parentDir = join(this.discovery.cwdReal, parentScope);
-    const ruleDir = join(parentDir, child);
-    const place: RulePlace = { source, base, parentDir, ruleDir, parentScope, display, empty: undefined as never };
-    place.empty = { place, listings: [], rules: [], rejected: [] };
-    return place;
-  }
-
-  /** cwd's places, then the `.cursor/rules` of each viewed folder that holds or held one. */
-  places(views: DirectoryView[], sources: ReadonlySet<C.RuleSource>): RulePlace[] {
-    const places = this.rootPlaces.filter((place) => sources.has(place.source));
-    if (!sources.has("cursor")) return places;
-    for (const view of views) {
-      let place = this.nestedPlaces.get(view.scope);
-      if (!place && this.discovery.ruleParentKind(view.scope) !== "none") {
-        this.nestedPlaces.set(view.scope, (place = this.place("cursor", view.scope)));
-      }
-      if (place) places.push(place);
+/** cwd's places, then the `.cursor/rules` of each viewed folder that holds or held one. */
+function rulePlaces(ctx: Discovery, views: DirectoryView[], sources: ReadonlySet<C.RuleSource>): RulePlace[] {
+  const places = ctx.rootRulePlaces.filter((place) => sources.has(place.source));
+  if (!sources.has("cursor")) return places;
+  for (const view of views) {
+    let place = ctx.rulePlaces.get(view.scope);
+    if (!place && ctx.ruleParentKind(view.scope) !== "none") {
+      ctx.rulePlaces.set(view.scope, (place = rulePlace(ctx, "cursor", view.scope)));
     }
-    return places;
+    if (place) places.push(place);
   }
+  return places;
+}
 
-  /**
-   * Asks git once about the parent of each rule folder these views lead to (`.cursor`, `.claude`,
-   * `.github`). Never about a path below it: git gives up on a path beyond a link. Resolves once
-   * git has answered for all of them, those another call asked about included.
-   */
-  learnGitIgnores(views: DirectoryView[], git: GitIgnoreOracle | undefined): Promise<void> | undefined {
-    if (!git) return undefined;
-    const scopes: string[] = [];
-    const waiting = new Set<Promise<void>>();
-    for (const place of this.places(views, ALL_RULE_SOURCES)) {
-      const asked = this.unanswered.get(place.parentScope);
-      if (asked) waiting.add(asked);
-      else if (!this.asked.has(place.parentScope)) scopes.push(place.parentScope);
+/** The rule folders that govern these views; folders git has not answered for yet wait. */
+function ruleFoldersFor(ctx: Discovery, views: DirectoryView[], sources: ReadonlySet<C.RuleSource>): RuleFolder[] {
+  const folders: RuleFolder[] = [];
+  const rootKinds = rootRuleParentKinds(ctx);
+  for (const place of rulePlaces(ctx, views, sources)) {
+    const ignored = ruleFolderRefusal(ctx, place);
+    if (ignored === "held") continue;
+    if (ignored !== undefined) {
+      ctx.ignoredSeen.set(place.display, ignored);
+      continue;
     }
-    if (scopes.length > 0) {
-      const answer = git.ignored(scopes).then((answers) => {
-        scopes.forEach((scope, index) => {
-          this.discovery.gitAnswers.folders.set(scope, answers[index]!);
-          this.unanswered.delete(scope);
-        });
-      });
-      for (const scope of scopes) {
-        this.asked.add(scope);
-        this.unanswered.set(scope, answer);
-      }
-      waiting.add(answer);
-    }
-    return joinAnswers(...waiting);
+    const kind = place.base === "" ? rootKinds.get(place.source)! : ctx.ruleParentKind(place.base);
+    folders.push(ruleFolder(ctx, place, kind));
   }
+  return folders;
+}
 
-  /** The rule folders that govern these views; folders git has not answered for yet wait. */
-  foldersFor(views: DirectoryView[], sources: ReadonlySet<C.RuleSource>): RuleFolder[] {
-    const folders: RuleFolder[] = [];
-    const rootKinds = this.rootParentKinds();
-    for (const place of this.places(views, sources)) {
-      const ignored = this.ignoredReason(place);
-      if (ignored === "pending") continue;
-      if (ignored !== undefined) {
-        this.discovery.ignoredSeen.set(place.display, ignored);
-        continue;
-      }
-      const kind = place.base === "" ? rootKinds.get(place.source)! : this.discovery.ruleParentKind(place.base);
-      folders.push(this.folder(place, kind));
-    }
-    return folders;
+/** Why a rule folder is not read; "held" while git has to answer for it. */
+function ruleFolderRefusal(ctx: Discovery, place: RulePlace): C.Reason | "held" | undefined {
+  const [parent, child] = C.RULE_DIRS[place.source];
+  if (ctx.options.ignoredDirs.has(parent) || ctx.options.ignoredDirs.has(child)) return "ignoredDir";
+  // Git is asked about the folder's parent (`.cursor`, `.claude`, `.github`), never below it:
+  // git gives up on a path beyond a link.
+  return gitRefusal(ctx, place.parentScope.split("/"), true);
+}
+
+/** What `.claude`, `.cursor` and `.github` are in cwd: one lstat of cwd while it stands. */
+function rootRuleParentKinds(ctx: Discovery): Map<C.RuleSource, ParentKind> {
+  const stats = ctx.fs.lstat(ctx.cwdReal);
+  const build = () => {
+    const kinds = new Map<C.RuleSource, ParentKind>();
+    for (const source of C.RULE_SOURCES)
+      kinds.set(source, kindOfEntry(ctx.fs.lstat(join(ctx.cwdReal, C.RULE_DIRS[source][0]))));
+    return kinds;
+  };
+  return stats ? ctx.rootRuleParents.get(ctx.cwdReal, stats, build) : build();
+}
+
+function ruleFolder(ctx: Discovery, place: RulePlace, parentKind: ParentKind): RuleFolder {
+  // A parent that is a link must resolve inside cwd before anything below it is listed.
+  let ruleDir: string | undefined = place.ruleDir;
+  if (parentKind === "link") {
+    const parentDir = ctx.sourceFolder(place.parentDir, place.base);
+    if (parentDir === undefined) ctx.ignoredSeen.set(place.display, "symlinkEscape");
+    ruleDir = parentDir === undefined ? undefined : join(parentDir, C.RULE_DIRS[place.source][1]);
   }
-
-  private ignoredReason(place: RulePlace): C.Reason | "pending" | undefined {
-    const [parent, child] = C.RULE_DIRS[place.source];
-    if (this.discovery.options.ignoredDirs.has(parent) || this.discovery.options.ignoredDirs.has(child))
-      return "ignoredDir";
-    if (this.discovery.gitAnswers.folders.get(place.parentScope) === true) return "gitIgnored";
-    return this.unanswered.has(place.parentScope) ? "pending" : undefined;
+  if (parentKind === "none" || ruleDir === undefined) {
+    ctx.ruleFolders.delete(place.display);
+    return place.empty;
   }
+  const found: Array<{ dir: string; listing: ListingEntry }> = [];
+  walkRuleFolder(ctx, ruleDir, 0, found);
+  const known = ctx.ruleFolders.get(place.display);
+  const same =
+    known !== undefined &&
+    known.listings.length === found.length &&
+    found.every((entry, index) => entry.listing === known.listings[index]);
+  if (same) return known;
+  const folder = readRuleFolder(ctx, place, found);
+  ctx.ruleFolders.set(place.display, folder);
+  return folder;
+}
 
-  /** What `.claude`, `.cursor` and `.github` are in cwd: one lstat of cwd while it stands. */
-  private rootParentKinds(): Map<C.RuleSource, ParentKind> {
-    const { fs, cwdReal } = this.discovery;
-    const stats = fs.lstat(cwdReal);
-    const build = () => {
-      const kinds = new Map<C.RuleSource, ParentKind>();
-      for (const source of C.RULE_SOURCES)
-        kinds.set(source, kindOfEntry(fs.lstat(join(cwdReal, C.RULE_DIRS[source][0]))));
-      return kinds;
-    };
-    return stats ? this.rootParents.get(cwdReal, stats, build) : build();
+function walkRuleFolder(
+  ctx: Discovery,
+  dir: string,
+  depth: number,
+  found: Array<{ dir: string; listing: ListingEntry }>,
+): void {
+  const listing = ctx.listing(dir);
+  if (!listing) return;
+  found.push({ dir, listing });
+  if (depth >= C.MAX_RULE_DEPTH) return;
+  for (const entry of sortedNames(listing)) {
+    if (entry.kind !== "dir" || entry.name.startsWith(".") || ctx.options.ignoredDirs.has(entry.name)) continue;
+    walkRuleFolder(ctx, join(dir, entry.name), depth + 1, found);
   }
+}
 
-  private folder(place: RulePlace, parentKind: ParentKind): RuleFolder {
-    // A parent that is a link must resolve inside cwd before anything below it is listed.
-    let ruleDir: string | undefined = place.ruleDir;
-    if (parentKind === "link") {
-      const parentDir = this.discovery.sourceFolder(place.parentDir, place.base);
-      if (parentDir === undefined) this.discovery.ignoredSeen.set(place.display, "symlinkEscape");
-      ruleDir = parentDir === undefined ? undefined : join(parentDir, C.RULE_DIRS[place.source][1]);
-    }
-    if (parentKind === "none" || ruleDir === undefined) {
-      this.folders.delete(place.display);
-      return place.empty;
-    }
-    const found: Array<{ dir: string; listing: ListingEntry }> = [];
-    this.walk(ruleDir, 0, found);
-    const known = this.folders.get(place.display);
-    const same =
-      known !== undefined &&
-      known.listings.length === found.length &&
-      found.every((entry, index) => entry.listing === known.listings[index]);
-    if (same) return known;
-    const folder = this.read(place, found);
-    this.folders.set(place.display, folder);
-    return folder;
-  }
-
-  private walk(dir: string, depth: number, found: Array<{ dir: string; listing: ListingEntry }>): void {
-    const listing = this.discovery.listing(dir);
-    if (!listing) return;
-    found.push({ dir, listing });
-    if (depth >= C.MAX_RULE_DEPTH) return;
+function readRuleFolder(
+  ctx: Discovery,
+  place: RulePlace,
+  found: Array<{ dir: string; listing: ListingEntry }>,
+): RuleFolder {
+  const folder: RuleFolder = { place, listings: found.map((entry) => entry.listing), rules: [], rejected: [] };
+  for (const { dir, listing } of found) {
+    if (listing.capped) folder.rejected.push(scanCap(ctx, dir, listing));
     for (const entry of sortedNames(listing)) {
-      if (entry.kind !== "dir" || entry.name.startsWith(".")) continue;
-      if (this.discovery.options.ignoredDirs.has(entry.name)) continue;
-      this.walk(join(dir, entry.name), depth + 1, found);
-    }
-  }
-
-  private read(place: RulePlace, found: Array<{ dir: string; listing: ListingEntry }>): RuleFolder {
-    const folder: RuleFolder = { place, listings: found.map((entry) => entry.listing), rules: [], rejected: [] };
-    for (const { dir, listing } of found) {
-      if (listing.capped) folder.rejected.push(scanCap(this.discovery, dir, listing));
-      for (const entry of sortedNames(listing)) {
-        if ((entry.kind !== "file" && entry.kind !== "link") || !isRuleFileName(entry.name, place.source)) continue;
-        const candidate = join(dir, entry.name);
-        const file = this.discovery.instructionFile(candidate, place.base);
-        const rule = "reason" in file ? undefined : this.compile(place, candidate, file);
-        const reason = "reason" in file ? file.reason : rule?.refused;
-        if (rule && reason === undefined) folder.rules.push(rule);
-        // A rule that waits for git: the folder is read again at the next call.
-        else if (reason === "held") folder.listings = [];
-        else if (reason !== undefined && reason !== "skip") {
-          folder.rejected.push({ path: toDisplayPath(this.discovery.cwdReal, candidate), reason, kind: "instruction" });
-        }
+      if ((entry.kind !== "file" && entry.kind !== "link") || !isRuleFileName(entry.name, place.source)) continue;
+      const candidate = join(dir, entry.name);
+      const file = ctx.sourceFile(candidate, place.base);
+      const rule = "reason" in file ? undefined : compileRule(ctx, place, candidate, file);
+      const reason = "reason" in file ? file.reason : rule?.refused;
+      if (rule && reason === undefined) folder.rules.push(rule);
+      // A rule that waits for git: the folder is read again at the next call.
+      else if (reason === "held") folder.listings = [];
+      else if (reason !== undefined && reason !== "skip") {
+        folder.rejected.push({ path: toDisplayPath(ctx.cwdReal, candidate), reason, kind: "instruction" });
       }
     }
-    return folder;
   }
+  return folder;
+}
 
-  /** The rule a file version defines, compiled once per version. */
-  private compile(place: RulePlace, candidate: string, file: InstructionFile): Rule {
-    const cached = this.compiled.get(candidate);
-    if (cached && cached.loaded === file && cached.dir === place.display) return cached;
-    const adapter = RULE_ADAPTERS[place.source];
-    const { frontmatter, body } = ruleFrontmatter(file.text);
-    const meta = adapter.read(frontmatter, basename(candidate));
-    const glob = meta.kind === "glob" ? ruleGlob(meta.globs, adapter.floating) : undefined;
-    const rule: Rule = {
-      source: place.source,
-      path: file.path,
-      candidate,
-      base: place.base,
-      dir: place.display,
-      meta,
-      scope: ruleScope(meta, place.base, adapter.floating),
-      ...(glob?.ok === true && { matches: glob.matches }),
-      ...(glob?.ok === false && { refused: glob.reason }),
-      loaded: file,
-      body: { ...file, text: body, bytes: Buffer.byteLength(body) },
-      listingVersion: versionOf(`${meta.name}\n${meta.description}\n${file.path}`),
-    };
-    this.compiled.set(candidate, rule);
-    return rule;
-  }
+/** The rule a file version defines, compiled once per version. */
+function compileRule(ctx: Discovery, place: RulePlace, candidate: string, file: InstructionFile): Rule {
+  const cached = ctx.compiledRules.get(candidate);
+  if (cached && cached.loaded === file && cached.dir === place.display) return cached;
+  const adapter = RULE_ADAPTERS[place.source];
+  const { frontmatter, body } = ruleFrontmatter(file.text);
+  const meta = adapter.read(frontmatter, basename(candidate));
+  const glob = meta.kind === "glob" ? ruleGlob(meta.globs, adapter.floating) : undefined;
+  const rule: Rule = {
+    source: place.source,
+    path: file.path,
+    candidate,
+    base: place.base,
+    dir: place.display,
+    meta,
+    scope: ruleScope(meta, place.base, adapter.floating),
+    ...(glob?.ok === true && { matches: glob.matches }),
+    ...(glob?.ok === false && { refused: glob.reason }),
+    loaded: file,
+    body: { ...file, text: body, bytes: Buffer.byteLength(body) },
+    listingVersion: versionOf(`${meta.name}\n${meta.description}\n${file.path}`),
+  };
+  ctx.compiledRules.set(candidate, rule);
+  return rule;
+}
 
-  /** The rules that apply to these paths, each stat-checked again: one pass over the compiled rules. */
-  applying(folders: RuleFolder[], touched: readonly string[]): Rule[] {
-    const rules: Rule[] = [];
-    for (const folder of folders) {
-      for (let index = 0; index < folder.rules.length; index++) {
-        if (!ruleApplies(folder.rules[index]!, touched)) continue;
-        const fresh = this.refresh(folder, index);
-        if (fresh && ruleApplies(fresh, touched)) rules.push(fresh);
-      }
-    }
-    return rules;
-  }
-
-  private refresh(folder: RuleFolder, index: number): Rule | undefined {
-    const rule = folder.rules[index]!;
-    const file = this.discovery.instructionFile(rule.candidate, folder.place.base);
-    if (!("reason" in file) && file === rule.loaded) return rule;
-    const fresh = "reason" in file ? undefined : this.compile(folder.place, rule.candidate, file);
-    if (!fresh || fresh.refused) {
-      // Gone or refused since the folder was read: read the folder again at the next call.
-      folder.listings = [];
-      return undefined;
-    }
-    folder.rules[index] = fresh;
-    folder.offered = undefined;
-    return fresh;
-  }
-
-  /** Drops what belongs to rule files and folders that are gone; runs with the discovery caches' sweep. */
-  sweep(): void {
-    const gone = (path: string) => !this.discovery.exists(path);
-    for (const candidate of this.compiled.keys()) if (gone(candidate)) this.compiled.delete(candidate);
-    for (const [display, folder] of this.folders) if (gone(folder.place.ruleDir)) this.folders.delete(display);
-    for (const [scope, place] of this.nestedPlaces) if (gone(place.parentDir)) this.nestedPlaces.delete(scope);
-    for (const scope of this.asked) {
-      if (!this.unanswered.has(scope) && gone(join(this.discovery.cwdReal, scope))) this.asked.delete(scope);
+/** The rules that apply to these paths, each stat-checked again: one pass over the compiled rules. */
+function applyingRules(ctx: Discovery, folders: RuleFolder[], touched: readonly string[]): Rule[] {
+  const rules: Rule[] = [];
+  for (const folder of folders) {
+    for (let index = 0; index < folder.rules.length; index++) {
+      if (!ruleApplies(folder.rules[index]!, touched)) continue;
+      const fresh = refreshRule(ctx, folder, index);
+      if (fresh && ruleApplies(fresh, touched)) rules.push(fresh);
     }
   }
+  return rules;
+}
 
-  /** Sizes of its maps, for the soak run. */
-  sizes(): Record<string, number> {
-    return {
-      ruleFolders: this.folders.size,
-      rulePlaces: this.nestedPlaces.size,
-      compiledRules: this.compiled.size,
-      ruleScopesAsked: this.asked.size,
-    };
+function refreshRule(ctx: Discovery, folder: RuleFolder, index: number): Rule | undefined {
+  const rule = folder.rules[index]!;
+  const file = ctx.sourceFile(rule.candidate, folder.place.base);
+  if (!("reason" in file) && file === rule.loaded) return rule;
+  const fresh = "reason" in file ? undefined : compileRule(ctx, folder.place, rule.candidate, file);
+  if (!fresh || fresh.refused) {
+    // Gone or refused since the folder was read: read the folder again at the next call.
+    folder.listings = [];
+    return undefined;
   }
+  folder.rules[index] = fresh;
+  folder.offered = undefined;
+  return fresh;
 }
 
 // =============================================================================================
@@ -4778,7 +4571,7 @@ async function explainCommand(engine: LazyAgents, command: string, env: CallEnvi
   await engine.settled(chains, withSkills);
   const viewed = new Map<string, DirectoryView[]>();
   for (const located of chains) {
-    const views = dropGitIgnored(discovery, viewChain(discovery, located, withSkills));
+    const views = viewChain(discovery, located, withSkills);
     engine.inspection.record(views);
     viewed.set(located.links.at(-1)!.scope, views);
   }
@@ -5080,9 +4873,10 @@ function ruleRow(ledger: Ledger, rule: Rule): string[] {
 function reportedRules(engine: LazyAgents): { rows: string[][]; rejected: Rejection[] } {
   const discovery = engine.discovery;
   if (!engine.options.rules || !discovery) return { rows: [], rejected: [] };
-  const book = engine.rulesOf(discovery);
-  book.foldersFor([], engine.options.ruleSources);
-  const folders = [...book.folders.values()].filter((folder) => engine.options.ruleSources.has(folder.place.source));
+  ruleFoldersFor(discovery, [], engine.options.ruleSources);
+  const folders = [...discovery.ruleFolders.values()].filter((folder) =>
+    engine.options.ruleSources.has(folder.place.source),
+  );
   const rules = folders.flatMap((folder) => folder.rules);
   const rows = rules.map((rule) => ruleRow(engine.ledger, rule));
   const listed = new Set(rules.map((rule) => rule.path));
@@ -5099,11 +4893,10 @@ function explainRules(
 ): { governing: string[][]; lines: string[] } {
   const discovery = engine.discovery;
   if (!engine.options.rules || !discovery || touched === undefined) return { governing: [], lines: [] };
-  const book = engine.rulesOf(discovery);
-  const inScope = new Set(book.foldersFor(views, engine.options.ruleSources));
+  const inScope = new Set(ruleFoldersFor(discovery, views, engine.options.ruleSources));
   const lines: string[] = [];
   const governing: string[][] = [];
-  for (const folder of book.folders.values()) {
+  for (const folder of discovery.ruleFolders.values()) {
     for (const rule of folder.rules) {
       const why = !engine.options.ruleSources.has(rule.source)
         ? C.RULE_WHY.sourceOff

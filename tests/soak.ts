@@ -220,7 +220,6 @@ async function soak(): Promise<number> {
     compiledRules: cacheBound(filesOnDisk),
     ruleFolders: cacheBound(dirsOnDisk),
     rulePlaces: cacheBound(dirsOnDisk),
-    ruleScopesAsked: cacheBound(dirsOnDisk),
     ledgerFiles: WINDOW,
     ledgerScopes: WINDOW,
     ledgerSkills: WINDOW,
