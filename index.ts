@@ -4212,11 +4212,6 @@ class GitIgnoreOracle {
     if (!this.usable) this.send({ path: "", answer: (rule) => this.learnCwd(rule) });
   }
 
-  /** False for all when git is absent or cwd is not in a work tree. */
-  ignored(scopes: string[]): Promise<boolean[]> {
-    return this.ask(scopes.map((scope) => `${scope}/`));
-  }
-
   /** Whether git ignores each cwd-relative path (a folder's ends in `/`); false for all without git. */
   async ask(paths: string[]): Promise<boolean[]> {
     this.start();
