@@ -344,6 +344,8 @@ export function resolveToolPath(raw: unknown, cwd: string, exists?: (path: strin
  * then NFD with curly apostrophes. A path with no other spelling costs no filesystem call.
  */
 function readPathFallback(resolved: string, exists: (path: string) => boolean): string {
+  // ASCII with no apostrophe and no AM/PM has no other spelling (profile: building them was 6% of a warm read).
+  if (!/[^\x00-\x7F]|'| (?:AM|PM)\./i.test(resolved)) return resolved;
   const nfd = resolved.normalize("NFD");
   const variants = [
     resolved.replace(/ (AM|PM)\./gi, `${NARROW_NO_BREAK_SPACE}$1.`),
@@ -1063,7 +1065,9 @@ function activates(toolName: string, isError: boolean): boolean {
 function mergeViews(views: DirectoryView[]): DirectoryView[] {
   const byScope = new Map<string, DirectoryView>();
   for (const view of views) byScope.set(view.scope, view);
-  return [...byScope.values()].sort((a, b) => depthOf(a.scope) - depthOf(b.scope) || a.scope.localeCompare(b.scope));
+  // Depths once, not per comparison (profile: splitting scopes in the comparator was a tenth of a warm read).
+  const depths = new Map([...byScope.values()].map((view) => [view, depthOf(view.scope)]));
+  return [...depths.keys()].sort((a, b) => depths.get(a)! - depths.get(b)! || a.scope.localeCompare(b.scope));
 }
 
 function withRecord(details: unknown, record: LedgerRecord): Record<string, unknown> {
