@@ -2608,8 +2608,7 @@ interface DirectoryView {
 }
 
 interface DirectoryEntry {
-  /** Instruction file names present (of any type), in preference order, and their absolute paths. */
-  present: string[];
+  /** Absolute paths of the instruction file names present (of any type), in preference order. */
   candidates: string[];
   /** What `.agents` and `.cursor` (the parent of a nested rule folder) are in this folder. */
   agents: ParentKind;
@@ -2620,7 +2619,7 @@ interface DirectoryEntry {
   listed?: number;
 }
 
-type FolderNames = Omit<DirectoryEntry, "candidates" | "plainView">;
+type FolderNames = Omit<DirectoryEntry, "plainView">;
 
 /** A source file, or why there is none; `real` names a file that is there but was refused as read. */
 type SourceFile = InstructionFile | { reason: C.Reason | "skip" | "held"; real?: string };
@@ -2697,8 +2696,8 @@ function chainFor(ctx: Discovery, rel: string): ChainLink[] {
 /**
  * The chain to a tool's target. The fast path takes the target's folder as written when every
  * folder on the way is a real folder (lstat, no links): then it is its own real path, and those
- * stats serve the views too. Otherwise the slow path resolves real paths, walking up to the
- * nearest existing folder for targets that do not exist yet.
+ * stats serve the views too. Otherwise the slow path resolves the real path of the folder, or of
+ * its nearest existing ancestor for a target that does not exist yet; undefined outside cwd.
  */
 function locateChain(ctx: Discovery, target: string, targetIsDirectory: boolean): Located | undefined {
   const dir = targetIsDirectory ? target : dirname(target);
@@ -2717,8 +2716,19 @@ function locateChain(ctx: Discovery, target: string, targetIsDirectory: boolean)
       return { links: ctx.chains.get(rel)! };
     }
   }
-  const real = targetDirectory(ctx, target, targetIsDirectory);
-  return real === undefined ? undefined : { links: chainFor(ctx, relative(ctx.cwdReal, real)) };
+  // Outside cwd by its text, a path may still lead into it through a link (`/tmp` to
+  // `/private/tmp`): only its own folder's real path, a name lookup, can tell.
+  const viaLink = !mayBeInside(ctx, dir);
+  for (let up = dir; viaLink || mayBeInside(ctx, up); up = dirname(up)) {
+    const real = ctx.realpathOrUndefined(up);
+    if (real === undefined && dirname(up) === up) return undefined;
+    if (real === undefined) continue;
+    if (!isPathInsideOrSame(ctx.cwdReal, real)) return undefined;
+    // A directory target may name a file (grep, find): its folder is the scope.
+    const folder = targetIsDirectory && up === target && !ctx.fs.stat(real)?.isDirectory() ? dirname(real) : real;
+    return { links: chainFor(ctx, relative(ctx.cwdReal, folder)) };
+  }
+  return undefined;
 }
 
 /** lstat of each folder on a chain, parent first, up to the first step that is not a real folder. */
@@ -2746,24 +2756,6 @@ function spelledAsOnDisk(ctx: Discovery, links: ChainLink[], stats: nodeFs.Stats
   }
   const last = links.at(-1)!.dir;
   return !ctx.folds || ctx.realpathOrUndefined(last) === last;
-}
-
-/** Real folder of a target, or of its nearest existing ancestor; undefined outside cwd. */
-function targetDirectory(ctx: Discovery, target: string, targetIsDirectory: boolean): string | undefined {
-  const start = targetIsDirectory ? target : dirname(target);
-  // Outside cwd by its text, a path may still lead into it through a link (`/tmp` to
-  // `/private/tmp`): only its own folder's real path, a name lookup, can tell.
-  const viaLink = !mayBeInside(ctx, start);
-  for (let dir = start; viaLink || mayBeInside(ctx, dir); dir = dirname(dir)) {
-    const real = ctx.realpathOrUndefined(dir);
-    if (real !== undefined) {
-      if (!isPathInsideOrSame(ctx.cwdReal, real)) return undefined;
-      // A directory target may name a file (grep, find): its folder is the scope.
-      return targetIsDirectory && dir === target && !ctx.fs.stat(real)?.isDirectory() ? dirname(real) : real;
-    }
-    if (dirname(dir) === dir) return undefined;
-  }
-  return undefined;
 }
 
 // The folder view: what each folder on a chain offers, parent first, up to the first ignored one.
@@ -2828,8 +2820,8 @@ function viewDirectory(ctx: Discovery, link: ChainLink, withSkills: boolean, sta
     const result = index === 0 ? first! : ctx.sourceFileOrUnknown(candidate, link.scope);
     if (!("reason" in result)) {
       view.file = result;
-      for (const later of entry.present.slice(index + 1))
-        view.rejected.push({ path: `${link.scope}/${later}`, reason: "overridden", kind: "overridden" });
+      for (const later of entry.candidates.slice(index + 1))
+        view.rejected.push({ path: `${link.scope}/${basename(later)}`, reason: "overridden", kind: "overridden" });
       break;
     }
     // A file that waits for git, or cannot be read now, may be the one that applies: the names after it wait.
@@ -2937,16 +2929,6 @@ class Discovery {
     return fsOr(undefined, () => this.fs.realpath(path));
   }
 
-  /** Real path, or undefined when nothing resolves there; a passing I/O error is thrown. */
-  realpathIfThere(path: string): string | undefined {
-    try {
-      return this.fs.realpath(path);
-    } catch (error) {
-      if (C.SETTLED_ERROR_CODES.has(errorCode(error))) return undefined;
-      throw error;
-    }
-  }
-
   /** What a viewed folder's `.cursor` is (rules touch point): from its cached entry, no fs call. */
   ruleParentKind(scope: string): ParentKind {
     // A scope is a normalized path below cwd: on POSIX it needs no join (bench: join made this a tenth of a warm call).
@@ -2965,15 +2947,14 @@ class Discovery {
       // One listing costs less than seven name probes in a small folder; a large one keeps the probes,
       // whose cost does not grow with the folder (bench: cold every-folder chain, 7 probes → 1 call per folder).
       const listable = stats.size <= C.LISTED_DIR_MAX_BYTES && (previous?.listed ?? 0) <= C.LISTED_DIR_MAX_ENTRIES;
-      const names = (listable ? this.namesByListing(dir) : undefined) ?? this.namesByProbing(dir);
-      return { ...names, candidates: names.present.map((name) => join(dir, name)) };
+      return (listable ? this.namesByListing(dir) : undefined) ?? this.namesByProbing(dir);
     });
   }
 
   /** Instruction file names, `.agents` and `.cursor` by one lstat each. */
   private namesByProbing(dir: string): FolderNames {
     return {
-      present: this.options.fileNames.filter((name) => this.exists(join(dir, name))),
+      candidates: this.options.fileNames.map((name) => join(dir, name)).filter((path) => this.exists(path)),
       agents: kindOfEntry(this.fs.lstat(join(dir, C.SKILLS_DIR_SEGMENTS[0]!))),
       ruleParent: kindOfEntry(this.fs.lstat(join(dir, C.RULE_DIRS.cursor[0]))),
     };
@@ -2990,15 +2971,16 @@ class Discovery {
     const wanted = this.options.fileNames;
     const [agents, cursor] = [C.SKILLS_DIR_SEGMENTS[0]!, C.RULE_DIRS.cursor[0]];
     this.folded ??= new Set([...wanted, agents, cursor].map((name) => name.toLowerCase()));
-    const names: FolderNames = { present: [], agents: "none", ruleParent: "none", listed: dirents.length };
+    const found = new Set<string>();
+    const names: FolderNames = { candidates: [], agents: "none", ruleParent: "none", listed: dirents.length };
     for (const dirent of dirents) {
       const name = dirent.name;
       if (name === agents) names.agents = kindOfEntry(dirent);
       else if (name === cursor) names.ruleParent = kindOfEntry(dirent);
-      else if (wanted.includes(name)) names.present.push(name);
+      else if (wanted.includes(name)) found.add(name);
       else if (this.folded.has(name.toLowerCase())) return undefined;
     }
-    names.present.sort((a, b) => wanted.indexOf(a) - wanted.indexOf(b));
+    names.candidates = wanted.filter((name) => found.has(name)).map((name) => join(dir, name));
     return names;
   }
 
@@ -3027,9 +3009,17 @@ class Discovery {
     if (named && !isPathInside(this.cwdReal, written)) return { reason: "outsideCwd" };
     const link = this.fs.lstat(written);
     if (!link) return { reason: "skip" };
+    let real = written;
     // A named path may lead through a linked folder: only its real path tells where it is.
-    const real = link.isSymbolicLink() || named ? this.realpathIfThere(written) : written;
-    if (real === undefined) return { reason: "skip" };
+    if (link.isSymbolicLink() || named) {
+      try {
+        real = this.fs.realpath(written);
+      } catch (error) {
+        // Nothing resolves there; a passing I/O error reaches the caller.
+        if (C.SETTLED_ERROR_CODES.has(errorCode(error))) return { reason: "skip" };
+        throw error;
+      }
+    }
     // Stat only once the policy has the path inside cwd: nothing outside is ever opened.
     let stats = real === written ? link : undefined;
     const isDirectory = () => (stats ??= this.fs.stat(real))?.isDirectory() === true;
