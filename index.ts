@@ -2596,7 +2596,7 @@ interface Skill {
 }
 
 interface DirectoryView {
-  /** cwd-relative directory, the scope of what it holds. */
+  /** cwd-relative folder, with forward slashes. */
   scope: string;
   file?: InstructionFile;
   /** Files the instruction file imports, depth first, each once, with the file whose `@path` brought it in. */
@@ -2620,6 +2620,9 @@ interface DirectoryEntry {
 }
 
 type FolderNames = Omit<DirectoryEntry, "plainView">;
+
+/** A source resolved and let through by the source policy, or why not ("skip": nothing is there). */
+type ResolvedSource = { real: string; stats: nodeFs.Stats } | { reason: C.Reason | "skip" | "held" };
 
 /** A source file, or why there is none; `real` names a file that is there but was refused as read. */
 type SourceFile = InstructionFile | { reason: C.Reason | "skip" | "held"; real?: string };
@@ -2675,8 +2678,7 @@ function fsOr<T, F>(fallback: F, call: () => T): T | F {
 }
 
 /** True when `path` is inside cwd by its real or its logical (possibly linked) form. */
-function mayBeInside(ctx: Discovery, path: string): boolean {
-  const { cwdReal, logicalCwd } = ctx;
+function mayBeInside({ cwdReal, logicalCwd }: Discovery, path: string): boolean {
   return isPathInsideOrSame(cwdReal, path) || (logicalCwd !== undefined && isPathInsideOrSame(logicalCwd, path));
 }
 
@@ -2745,7 +2747,7 @@ function lstatChain(
   return { stats };
 }
 
-/** Whether a new chain lstat found as typed is spelled as on disk: only a filesystem that folds names finds `PKG` for `pkg`. */
+/** Whether a new chain is spelled as on disk: only a filesystem that folds names finds `PKG` for `pkg`. */
 function spelledAsOnDisk(ctx: Discovery, links: ChainLink[], stats: nodeFs.Stats[]): boolean {
   const first = links[0]!;
   if (ctx.folds === undefined) {
@@ -2868,7 +2870,6 @@ class Discovery {
   readonly rootRulePlaces: RulePlace[];
   /** What `.claude`, `.cursor` and `.github` are in cwd, by cwd's signature. */
   readonly rootRuleParents = new SignatureCache<Map<C.RuleSource, ParentKind>>();
-  /** Cache entries at which the next sweep runs. */
   private sweepAt = 256;
   /** Lower-cased names a listing looks for (fileNames cannot change within a discovery). */
   private folded?: Set<string>;
@@ -2892,8 +2893,7 @@ class Discovery {
 
   /**
    * Drops cache entries of paths that are gone, once the caches have doubled since the last sweep:
-   * they stay bounded by the tree on disk, not by every path a long session has seen. Returns
-   * whether it swept.
+   * they stay bounded by the tree on disk, not by every path a long session has seen.
    */
   sweep(): boolean {
     if (!this.wantsSweep()) return false;
@@ -2999,11 +2999,7 @@ class Discovery {
    * source's own layout, repository text (an import token, resolved even when it is no link), or
    * a file read only to decide and never sent (a skills tree's ignore file: containment alone).
    */
-  resolveSource(
-    written: string,
-    scope: string,
-    how: SourceNaming = "layout",
-  ): { real: string; stats: nodeFs.Stats } | { reason: C.Reason | "skip" | "held" } {
+  resolveSource(written: string, scope: string, how: SourceNaming = "layout"): ResolvedSource {
     const named = how === "named";
     // Text first: a path outside cwd is refused before any filesystem call.
     if (named && !isPathInside(this.cwdReal, written)) return { reason: "outsideCwd" };
@@ -3029,15 +3025,9 @@ class Discovery {
     return stats ? { real, stats } : { reason: "skip" };
   }
 
-  /**
-   * The one reader of a source file (instruction, rule, skill or ignore file) found by its source's
-   * layout, or, `how` "control", read only to decide. Folders are nothing, other kinds not regular.
-   */
-  sourceFile(written: string, scope: string, how: "layout" | "control" = "layout"): SourceFile {
-    const resolved = this.resolveSource(written, scope, how);
-    if ("reason" in resolved) return resolved;
-    if (resolved.stats.isFile()) return this.fileAt(resolved.real, resolved.stats);
-    return { reason: resolved.stats.isDirectory() ? "skip" : "notRegular" };
+  /** The one reader of a source file: instruction, rule, skill or ignore file, or an import. */
+  sourceFile(written: string, scope: string, how: SourceNaming = "layout"): SourceFile {
+    return this.fileOf(this.resolveSource(written, scope, how));
   }
 
   /** As sourceFile, with a passing I/O error reported as "unreadable": the file is unknown. */
@@ -3045,8 +3035,11 @@ class Discovery {
     return fsOr({ reason: "unreadable" as const }, () => this.sourceFile(written, scope));
   }
 
-  /** The file at a real path, read once per content (its cache entry under `files`). */
-  fileAt(real: string, stats: nodeFs.Stats): InstructionFile | { reason: C.Reason; real: string } {
+  /** The file a source resolved to, read once per content; a folder is nothing, another kind not regular. */
+  fileOf(resolved: ResolvedSource): SourceFile {
+    if ("reason" in resolved) return resolved;
+    const { real, stats } = resolved;
+    if (!stats.isFile()) return { reason: stats.isDirectory() ? "skip" : "notRegular" };
     const max = this.options.maxFileBytes;
     const load = (): FileEntry => ({
       loaded: stats.size > max ? { ok: false, reason: "tooLarge" } : readBounded(this.fs, real, max),
@@ -3091,7 +3084,7 @@ function importsOf(ctx: Discovery, root: InstructionFile, scope: string, rejecte
   const seen = new Set([root.realPath]);
   const visit = (file: InstructionFile, depth: number): void => {
     for (const target of importTargetsOf(ctx, file)) {
-      const found = fsOr(undefined, () => importedFiles(ctx, file, target, scope, rejected, true));
+      const found = fsOr(undefined, () => importedFiles(ctx, file, target, scope, rejected));
       if (!found) rejected.push({ path: file.path, reason: "unreadable", kind: "import" });
       for (const imported of found ?? []) {
         if (seen.has(imported.realPath)) continue;
@@ -3119,30 +3112,20 @@ function importTargetsOf(ctx: Discovery, file: InstructionFile): string[] {
  * for a target git has yet to answer for. The token is file content: a rejection names only the
  * importing file.
  */
-function importedFiles(
-  ctx: Discovery,
-  from: InstructionFile,
-  target: string,
-  scope: string,
-  rejected: Rejection[],
-  folderToo: boolean,
-): InstructionFile[] {
-  const reject = (reason: C.Reason): InstructionFile[] => {
-    rejected.push({ path: from.path, reason, kind: "import" });
-    return [];
+function importedFiles(ctx: Discovery, from: InstructionFile, target: string, scope: string, rejected: Rejection[]) {
+  const files: InstructionFile[] = [];
+  const add = (file: SourceFile): void => {
+    if (!("reason" in file)) files.push(file);
+    else if (file.reason !== "skip" && file.reason !== "held")
+      rejected.push({ path: from.path, reason: file.reason, kind: "import" });
   };
   const resolved = ctx.resolveSource(target, scope, "named");
-  if ("reason" in resolved)
-    return resolved.reason === "skip" || resolved.reason === "held" ? [] : reject(resolved.reason);
-  const { real, stats } = resolved;
-  if (stats.isFile()) {
-    const file = ctx.fileAt(real, stats);
-    return "reason" in file ? reject(file.reason) : [file];
+  if ("reason" in resolved || !resolved.stats.isDirectory()) {
+    add(ctx.fileOf(resolved));
+    return files;
   }
-  if (!stats.isDirectory()) return reject("notRegular");
-  const listing = folderToo ? ctx.listing(real) : undefined;
-  if (!listing) return [];
-  const files: InstructionFile[] = [];
+  const listing = ctx.listing(resolved.real);
+  if (!listing) return files;
   for (const entry of sortedNames(listing)) {
     if (entry.name.startsWith(".") || (entry.kind !== "file" && entry.kind !== "link")) continue;
     if (files.length >= C.MAX_IMPORT_DIR_FILES) {
@@ -3150,7 +3133,7 @@ function importedFiles(
       rejected.push({ path: from.path, reason: "importDirCapped", kind: "cap", counts });
       break;
     }
-    files.push(...importedFiles(ctx, from, join(real, entry.name), scope, rejected, false));
+    add(ctx.sourceFile(join(resolved.real, entry.name), scope, "named"));
   }
   return files;
 }
