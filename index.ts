@@ -2619,8 +2619,6 @@ interface DirectoryEntry {
   listed?: number;
 }
 
-type FolderNames = Omit<DirectoryEntry, "plainView">;
-
 /** A source resolved and let through by the source policy, or why not ("skip": nothing is there). */
 type ResolvedSource = { real: string; stats: nodeFs.Stats } | { reason: C.Reason | "skip" | "held" };
 
@@ -2711,12 +2709,8 @@ function locateChain(ctx: Discovery, target: string, targetIsDirectory: boolean)
     // A step that is missing, not a real folder or fails (ENAMETOOLONG, EACCES …) takes the slow path.
     const { stats, stop } = lstatChain(ctx.fs, links);
     if (stop === undefined && (!fresh || spelledAsOnDisk(ctx, links, stats))) return { links, stats };
-    // One folder, one identity: the chain as typed from now on leads to the folder's own spelling.
-    const real = stop === undefined ? ctx.realpathOrUndefined(dir) : undefined;
-    if (real !== undefined && isPathInside(ctx.cwdReal, real)) {
-      ctx.chains.set(rel, chainFor(ctx, relative(ctx.cwdReal, real)));
-      return { links: ctx.chains.get(rel)! };
-    }
+    // One folder, one identity: another spelling is looked at through its real path, every time.
+    if (stop === undefined) ctx.chains.delete(rel);
   }
   // Outside cwd by its text, a path may still lead into it through a link (`/tmp` to
   // `/private/tmp`): only its own folder's real path, a name lookup, can tell.
@@ -2871,8 +2865,6 @@ class Discovery {
   /** What `.claude`, `.cursor` and `.github` are in cwd, by cwd's signature. */
   readonly rootRuleParents = new SignatureCache<Map<C.RuleSource, ParentKind>>();
   private sweepAt = 256;
-  /** Lower-cased names a listing looks for (fileNames cannot change within a discovery). */
-  private folded?: Set<string>;
 
   constructor(fs: FileSystem, cwdReal: string, options: Options, gitMayAnswer: () => boolean) {
     this.fs = fs;
@@ -2947,41 +2939,35 @@ class Discovery {
       // One listing costs less than seven name probes in a small folder; a large one keeps the probes,
       // whose cost does not grow with the folder (bench: cold every-folder chain, 7 probes → 1 call per folder).
       const listable = stats.size <= C.LISTED_DIR_MAX_BYTES && (previous?.listed ?? 0) <= C.LISTED_DIR_MAX_ENTRIES;
-      return (listable ? this.namesByListing(dir) : undefined) ?? this.namesByProbing(dir);
+      return this.folderNames(dir, listable ? fsOr(undefined, () => this.fs.readdir(dir)) : undefined);
     });
   }
 
-  /** Instruction file names, `.agents` and `.cursor` by one lstat each. */
-  private namesByProbing(dir: string): FolderNames {
-    return {
-      candidates: this.options.fileNames.map((name) => join(dir, name)).filter((path) => this.exists(path)),
-      agents: kindOfEntry(this.fs.lstat(join(dir, C.SKILLS_DIR_SEGMENTS[0]!))),
-      ruleParent: kindOfEntry(this.fs.lstat(join(dir, C.RULE_DIRS.cursor[0]))),
-    };
-  }
-
   /**
-   * The same from one listing. Undefined when the folder cannot be listed (read permission, a
-   * fault), or holds a name that matches a wanted one only in case: on a case-insensitive
-   * filesystem the probes find such a file, so they answer for that folder.
+   * Instruction files, `.agents` and `.cursor` from the folder's listing, or by one lstat each
+   * without one (too large, unreadable) or when it holds a name that matches one only in case: on a
+   * case-insensitive filesystem the probes find such a file, so they answer for that folder.
    */
-  private namesByListing(dir: string): FolderNames | undefined {
-    const dirents = fsOr(undefined, () => this.fs.readdir(dir));
-    if (!dirents) return undefined;
+  private folderNames(dir: string, listed: nodeFs.Dirent[] | undefined): DirectoryEntry {
     const wanted = this.options.fileNames;
     const [agents, cursor] = [C.SKILLS_DIR_SEGMENTS[0]!, C.RULE_DIRS.cursor[0]];
-    this.folded ??= new Set([...wanted, agents, cursor].map((name) => name.toLowerCase()));
-    const found = new Set<string>();
-    const names: FolderNames = { candidates: [], agents: "none", ruleParent: "none", listed: dirents.length };
-    for (const dirent of dirents) {
-      const name = dirent.name;
-      if (name === agents) names.agents = kindOfEntry(dirent);
-      else if (name === cursor) names.ruleParent = kindOfEntry(dirent);
-      else if (wanted.includes(name)) found.add(name);
-      else if (this.folded.has(name.toLowerCase())) return undefined;
+    const own = [...wanted, agents, cursor];
+    const folded = new Set(own.map((name) => name.toLowerCase()));
+    if (listed && !listed.some(({ name }) => !own.includes(name) && folded.has(name.toLowerCase()))) {
+      const named = new Map(listed.map((dirent) => [dirent.name, dirent]));
+      const candidates = wanted.filter((name) => named.has(name)).map((name) => join(dir, name));
+      return {
+        candidates,
+        agents: kindOfEntry(named.get(agents)),
+        ruleParent: kindOfEntry(named.get(cursor)),
+        listed: listed.length,
+      };
     }
-    names.candidates = wanted.filter((name) => found.has(name)).map((name) => join(dir, name));
-    return names;
+    return {
+      candidates: wanted.map((name) => join(dir, name)).filter((path) => this.exists(path)),
+      agents: kindOfEntry(this.fs.lstat(join(dir, agents))),
+      ruleParent: kindOfEntry(this.fs.lstat(join(dir, cursor))),
+    };
   }
 
   /** Real paths of Pi's start-up context files; only those inside cwd by their text are looked up. */
@@ -2993,11 +2979,8 @@ class Discovery {
   // Sources: instruction files, imports, rule files, skill files and the folders links lead to.
 
   /**
-   * Resolves a source and applies the source policy (`sourceRefusal`) to it: its real file or
-   * folder, or why it is refused ("skip" when nothing is there, "held" while git has to answer).
-   * `scope` is the folder the model reached it through; `how` says who named the path: the
-   * source's own layout, repository text (an import token, resolved even when it is no link), or
-   * a file read only to decide and never sent (a skills tree's ignore file: containment alone).
+   * Resolves a source and applies the source policy (`sourceRefusal`) to it. `scope` is the folder
+   * the model reached it through; `how` says who named the path.
    */
   resolveSource(written: string, scope: string, how: SourceNaming = "layout"): ResolvedSource {
     const named = how === "named";
@@ -3138,10 +3121,11 @@ function importedFiles(ctx: Discovery, from: InstructionFile, target: string, sc
   return files;
 }
 
-// The source policy. Every file the extension reads for the model (instruction files, imports,
-// rule files, skill files), and every folder a link leads it into, passes `sourceRefusal`.
-
-/** Who names a source's path: its own layout, repository text (an import token), or a control file's reader. */
+/**
+ * Who names a source's path: the source's own layout, repository text (an import token, resolved
+ * even when it is no link), or a reader of a file read only to decide and never sent (a skills
+ * tree's ignore file: containment alone).
+ */
 type SourceNaming = "layout" | "named" | "control";
 
 /** The dot folders sources live in, each with the one child that is the source (`.claude/rules` …). */
