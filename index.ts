@@ -3535,13 +3535,13 @@ export function readRuleMeta(source: C.RuleSource, text: string, fileName: strin
   return { kind, globs, description, name, body };
 }
 
-/** Plain `key: value` lines and `- item` lists. */
+/** Plain `key: value` lines and `- item` lists, of frontmatter that Pi's parser found but could not read. */
 function looseFrontmatter(text: string): { frontmatter: Record<string, unknown>; body: string } {
-  const end = text.startsWith("---") ? text.indexOf("\n---", 3) : -1;
+  const end = text.indexOf("\n---", 3);
   const frontmatter: Record<string, unknown> = {};
   const unquote = (value: string) => value.trim().replace(/^(["'])(.*)\1$/, "$2");
   let list: string[] | undefined;
-  for (const line of end === -1 ? [] : text.slice(4, end).split("\n")) {
+  for (const line of text.slice(4, end).split("\n")) {
     const item = /^\s*-\s+(.*)$/.exec(line);
     const pair = /^([A-Za-z_][\w-]*)\s*:\s*(.*)$/.exec(line);
     if (item && list) list.push(unquote(item[1]!));
@@ -3551,7 +3551,7 @@ function looseFrontmatter(text: string): { frontmatter: Record<string, unknown>;
       frontmatter[pair[1]!] = list ?? (value === "true" ? true : value === "false" ? false : unquote(value));
     }
   }
-  return { frontmatter, body: end === -1 ? text : text.slice(end + 4).trim() };
+  return { frontmatter, body: text.slice(end + 4).trim() };
 }
 
 // Exported for tests: a table test of glob lists.
@@ -3645,8 +3645,8 @@ function ruleMatches(rule: Rule, path: string): boolean {
 }
 
 function ruleApplies(rule: Rule, touched: readonly string[]): boolean {
-  if (rule.meta.kind === "manual") return false;
-  return rule.meta.kind !== "glob" || touched.some((path) => ruleMatches(rule, path));
+  const { kind } = rule.meta;
+  return kind !== "manual" && (kind !== "glob" || touched.some((path) => ruleMatches(rule, path)));
 }
 
 function rulePlace(ctx: Discovery, source: C.RuleSource, base: string): RulePlace {
