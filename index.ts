@@ -3330,82 +3330,94 @@ function gitRefusal(ctx: Discovery, segments: string[], isDirectory: boolean): C
 function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, rejected: Rejection[]): Skill[] {
   const [home, child] = C.SKILLS_DIR_SEGMENTS as [string, string];
   const root = join(link.dir, home, child);
-  const scan: SkillScan = { skills: [], rejected, names: new Map(), scope: link.scope };
+  const skills: Skill[] = [];
+  // Name → path of every skill found so far in this tree, listed or hidden.
+  const names = new Map<string, string>();
+  const reject = (path: string, reason: C.Reason, kind: Rejection["kind"] = "skill") =>
+    rejected.push({ path, reason, kind });
+  /** Adds the skill a file defines; false when the file is not there. */
+  const addSkill = (candidate: string, declared: boolean): boolean => {
+    const file = ctx.sourceFile(candidate, link.scope);
+    if ("reason" in file) {
+      if (file.reason !== "skip" && file.reason !== "held")
+        reject(toDisplayPath(ctx.cwdReal, file.real ?? candidate), file.reason);
+      return file.reason !== "skip";
+    }
+    const entry = ctx.files.peek(file.realPath)!;
+    const parsed = (entry.skill ??= skillOf(file.text, basename(dirname(file.realPath)), file.path));
+    if (!parsed.ok) {
+      if (declared) reject(file.path, parsed.reason);
+    } else if (names.has(parsed.skill.name)) {
+      // As Pi: the same file twice is one skill; another file of a name already found loses.
+      if (names.get(parsed.skill.name) !== file.path) reject(file.path, "skillCollision");
+    } else {
+      names.set(parsed.skill.name, file.path);
+      if (parsed.hidden) reject(file.path, "skillHidden");
+      else skills.push(parsed.skill);
+    }
+    return true;
+  };
+  /** Scans one folder of the tree; `rel` is its path below the tree's root, as Pi matches ignore rules. */
+  const scan = (dir: string, rel: string, depth: number, inherited: IgnoreRule[]): void => {
+    const below = (name: string) => (rel === "" ? name : `${rel}/${name}`);
+    const prefix = rel === "" ? "" : `${rel}/`;
+    const rulesOf = (listing: ListingEntry): IgnoreRule[] => {
+      let rules = inherited;
+      for (const name of listing.ignoreFiles) {
+        const file = ctx.sourceFile(join(dir, name), "", "control");
+        if ("reason" in file) continue;
+        const entry = ctx.files.peek(file.realPath)!;
+        if (entry.ignore?.prefix !== prefix) entry.ignore = { prefix, rules: ignoreRulesOf(file.text, prefix) };
+        if (entry.ignore.rules.length > 0) rules = [...rules, ...entry.ignore.rules];
+      }
+      return rules;
+    };
+    const isSkill = (rules: IgnoreRule[]) =>
+      !isIgnored(rules, below(C.SKILL_FILE_NAME), false) && addSkill(join(dir, C.SKILL_FILE_NAME), true);
+    // A folder known to hold SKILL.md stays a skill while that file exists: nothing else there matters.
+    const known = ctx.listings.peek(dir);
+    if (known?.hasSkillFile && isSkill(rulesOf(known))) return;
+    const listing = ctx.listing(dir);
+    if (!listing) return;
+    const rules = rulesOf(listing);
+    if (listing.capped) rejected.push(scanCap(ctx, dir, listing));
+    if (listing.hasSkillFile && isSkill(rules)) return;
+    for (const { name, kind } of listing.names) {
+      if (name.startsWith(".") || name === "node_modules" || kind === "other") continue;
+      const path = join(dir, name);
+      const resolved = kind === "link" ? ctx.resolveSource(path, toDisplayPath(ctx.cwdReal, dir)) : undefined;
+      if (resolved && "reason" in resolved) continue;
+      const folder = resolved ? resolved.stats.isDirectory() && resolved.real : kind === "dir" && path;
+      if (isIgnored(rules, below(name), folder !== false)) continue;
+      if (folder === false) {
+        if (depth > 0 && name.endsWith(".md")) addSkill(path, false);
+      } else if (depth < C.MAX_SKILL_DEPTH) scan(folder, below(name), depth + 1, rules);
+      else reject(toDisplayPath(ctx.cwdReal, folder), "skillDepthCapped", "cap");
+    }
+  };
   try {
     // A linked `.agents` is judged where it leads; a linked `skills` below it, by the listing.
     const agents = entry.agents === "link" ? ctx.sourceFolder(join(link.dir, home), link.scope) : undefined;
     const resolved = entry.agents === "link" ? (agents === undefined ? undefined : join(agents, child)) : root;
-    if (resolved !== undefined) scanSkillDirectory(ctx, resolved, "", 0, scan, []);
+    if (resolved !== undefined) scan(resolved, "", 0, []);
   } catch (error) {
     errorCode(error);
     // The skills found so far stand; the rest are unknown until the next access.
-    rejected.push({ path: toDisplayPath(ctx.cwdReal, root), reason: "unreadable", kind: "skill" });
+    reject(toDisplayPath(ctx.cwdReal, root), "unreadable");
   }
-  return scan.skills;
+  return skills;
 }
 
-/** Scans one folder of a skills tree; `rel` is its path below the tree's root, as Pi matches ignore rules. */
-function scanSkillDirectory(
-  ctx: Discovery,
-  dir: string,
-  rel: string,
-  depth: number,
-  scan: SkillScan,
-  inherited: IgnoreRule[],
-): void {
-  const below = (name: string) => (rel === "" ? name : `${rel}/${name}`);
-  const isSkill = (rules: IgnoreRule[]) =>
-    !isIgnored(rules, below(C.SKILL_FILE_NAME), false) && addSkill(ctx, join(dir, C.SKILL_FILE_NAME), true, scan);
-  // A folder known to hold SKILL.md stays a skill while that file exists: nothing else there matters.
-  const known = ctx.listings.peek(dir);
-  if (known?.hasSkillFile && isSkill(ignoreRules(ctx, dir, rel, known, inherited))) return;
-  const listing = ctx.listing(dir);
-  if (!listing) return;
-  const rules = ignoreRules(ctx, dir, rel, listing, inherited);
-  if (listing.capped) scan.rejected.push(scanCap(ctx, dir, listing));
-  if (listing.hasSkillFile && isSkill(rules)) return;
-  for (const entry of listing.names) {
-    if (entry.name.startsWith(".") || entry.name === "node_modules" || entry.kind === "other") continue;
-    const path = join(dir, entry.name);
-    let subdirectory = entry.kind === "dir" ? path : undefined;
-    if (entry.kind === "link") {
-      const resolved = ctx.resolveSource(path, toDisplayPath(ctx.cwdReal, dir));
-      if ("reason" in resolved) continue;
-      if (resolved.stats.isDirectory()) subdirectory = resolved.real;
-    }
-    if (isIgnored(rules, below(entry.name), subdirectory !== undefined)) continue;
-    if (subdirectory !== undefined) {
-      if (depth < C.MAX_SKILL_DEPTH) scanSkillDirectory(ctx, subdirectory, below(entry.name), depth + 1, scan, rules);
-      else
-        scan.rejected.push({
-          path: toDisplayPath(ctx.cwdReal, subdirectory),
-          reason: "skillDepthCapped",
-          kind: "cap",
-        });
-      continue;
-    }
-    if (depth > 0 && entry.name.endsWith(".md")) addSkill(ctx, path, false, scan);
-  }
-}
-
-/** The ignore rules in force in a skills folder: its parents' and those of its own ignore files. */
-function ignoreRules(
-  ctx: Discovery,
-  dir: string,
-  rel: string,
-  listing: ListingEntry,
-  inherited: IgnoreRule[],
-): IgnoreRule[] {
-  let rules = inherited;
-  for (const name of listing.ignoreFiles) {
-    const file = ctx.sourceFile(join(dir, name), "", "control");
-    if ("reason" in file) continue;
-    const entry = ctx.files.peek(file.realPath)!;
-    const prefix = rel === "" ? "" : `${rel}/`;
-    if (entry.ignore?.prefix !== prefix) entry.ignore = { prefix, rules: ignoreRulesOf(file.text, prefix) };
-    if (entry.ignore.rules.length > 0) rules = [...rules, ...entry.ignore.rules];
-  }
-  return rules;
+/** The skill a file defines, through Pi's own frontmatter parser; `path` is the file's cwd-relative path. */
+function skillOf(text: string, directoryName: string, path: string): NonNullable<FileEntry["skill"]> {
+  const frontmatter = yamlFrontmatter(text)?.frontmatter as Record<string, unknown> | undefined;
+  if (!frontmatter) return { ok: false, reason: "skillInvalid" };
+  const described = frontmatter.description;
+  if (typeof described !== "string" || described.trim() === "") return { ok: false, reason: "skillNoDescription" };
+  const name = typeof frontmatter.name === "string" && frontmatter.name !== "" ? frontmatter.name : directoryName;
+  const description = described.trim();
+  const skill = { name, description, path, version: versionOf(`${name}\n${description}\n${path}`) };
+  return { ok: true, hidden: frontmatter["disable-model-invocation"] === true, skill };
 }
 
 /** The cap notice of a folder listed only in part. */
@@ -3414,60 +3426,14 @@ function scanCap(ctx: Discovery, dir: string, listing: ListingEntry): Rejection 
   return { path: toDisplayPath(ctx.cwdReal, dir), reason: "scanCapped", kind: "cap", counts };
 }
 
-/** Adds the skill a file defines; false when the file is not there. */
-function addSkill(ctx: Discovery, candidate: string, declared: boolean, scan: SkillScan): boolean {
-  const { skills, rejected } = scan;
-  const file = ctx.sourceFile(candidate, scan.scope);
-  if ("reason" in file) {
-    if (file.reason === "skip") return false;
-    if (file.reason === "held") return true;
-    rejected.push({ path: toDisplayPath(ctx.cwdReal, file.real ?? candidate), reason: file.reason, kind: "skill" });
-    return true;
-  }
-  const { path } = file;
-  const entry = ctx.files.peek(file.realPath)!;
-  entry.skill ??= skillOf(file.text, basename(dirname(file.realPath)), path);
-  const parsed = entry.skill;
-  if (!parsed.ok) {
-    if (declared) rejected.push({ path, reason: parsed.reason, kind: "skill" });
-    return true;
-  }
-  // As Pi: the same file twice is one skill; another file of a name already found loses.
-  const first = scan.names.get(parsed.skill.name);
-  if (first !== undefined) {
-    if (first !== path) rejected.push({ path, reason: "skillCollision", kind: "skill" });
-    return true;
-  }
-  scan.names.set(parsed.skill.name, path);
-  if (parsed.hidden) {
-    rejected.push({ path, reason: "skillHidden", kind: "skill" });
-  } else {
-    skills.push(parsed.skill);
-  }
-  return true;
-}
-
-interface SkillScan {
-  skills: Skill[];
-  rejected: Rejection[];
-  /** Name → path of every skill found so far in this tree, listed or hidden. */
-  names: Map<string, string>;
-  /** The scope whose skills these are. */
-  scope: string;
-}
-
 /** A folder's entries as discovery keeps them: past the cap, the first entries by name. */
 function listingOf(dirents: nodeFs.Dirent[]): ListingEntry {
-  const kept =
-    dirents.length > C.MAX_SKILL_DIR_ENTRIES ? [...dirents].sort(byName).slice(0, C.MAX_SKILL_DIR_ENTRIES) : dirents;
+  const capped = dirents.length > C.MAX_SKILL_DIR_ENTRIES;
+  const kept = capped ? dirents.toSorted(byName).slice(0, C.MAX_SKILL_DIR_ENTRIES) : dirents;
   const names = kept.map((d) => ({ name: d.name, kind: direntKind(d) }));
-  return {
-    names,
-    capped: dirents.length > C.MAX_SKILL_DIR_ENTRIES,
-    total: dirents.length,
-    ignoreFiles: C.SKILL_IGNORE_FILES.filter((name) => names.some((entry) => entry.name === name)),
-    hasSkillFile: names.some((name) => name.name === C.SKILL_FILE_NAME),
-  };
+  const has = (name: string) => names.some((entry) => entry.name === name);
+  const ignoreFiles = C.SKILL_IGNORE_FILES.filter(has);
+  return { names, capped, total: dirents.length, ignoreFiles, hasSkillFile: has(C.SKILL_FILE_NAME) };
 }
 
 function byName(a: { name: string }, b: { name: string }): number {
@@ -3476,7 +3442,18 @@ function byName(a: { name: string }, b: { name: string }): number {
 
 /** A listing's names sorted, for imports and rules, whose order is by name; built once per listing. */
 function sortedNames(listing: ListingEntry): ListingEntry["names"] {
-  return (listing.sorted ??= [...listing.names].sort(byName));
+  return (listing.sorted ??= listing.names.toSorted(byName));
+}
+
+function direntKind(dirent: nodeFs.Dirent): "file" | "dir" | "link" | "other" {
+  return dirent.isSymbolicLink() ? "link" : dirent.isDirectory() ? "dir" : dirent.isFile() ? "file" : "other";
+}
+
+type ParentKind = "none" | "dir" | "link";
+
+/** What an lstat, or a listing's entry (which carries what lstat says of its type), finds. */
+function kindOfEntry(entry: nodeFs.Stats | nodeFs.Dirent | undefined): ParentKind {
+  return !entry ? "none" : entry.isSymbolicLink() ? "link" : entry.isDirectory() ? "dir" : "none";
 }
 
 // Ignore files, with the gitignore rules Pi applies to skills trees: blank lines and `#` comments
@@ -3514,43 +3491,15 @@ function ignoreRulesOf(text: string, prefix: string): IgnoreRule[] {
 /** Whether the rules hide `path` (relative to the skills root); the last matching rule wins. */
 function isIgnored(rules: readonly IgnoreRule[], path: string, isDirectory: boolean): boolean {
   let ignored = false;
-  for (const rule of rules) {
-    if ((!rule.dirOnly || isDirectory) && rule.matches(path)) ignored = !rule.negate;
-  }
+  for (const rule of rules) if ((!rule.dirOnly || isDirectory) && rule.matches(path)) ignored = !rule.negate;
   return ignored;
 }
 
-/** The skill a file defines, through Pi's own frontmatter parser; `path` is the file's cwd-relative path. */
-function skillOf(
-  text: string,
-  directoryName: string,
-  path: string,
-): { ok: true; skill: Skill; hidden: boolean } | { ok: false; reason: C.Reason } {
-  const frontmatter = yamlFrontmatter(text)?.frontmatter as Record<string, unknown> | undefined;
-  if (!frontmatter) return { ok: false, reason: "skillInvalid" };
-  const described = frontmatter.description;
-  if (typeof described !== "string" || described.trim() === "") return { ok: false, reason: "skillNoDescription" };
-  const name = typeof frontmatter.name === "string" && frontmatter.name !== "" ? frontmatter.name : directoryName;
-  const description = described.trim();
-  const version = versionOf(`${name}\n${description}\n${path}`);
-  return {
-    ok: true,
-    hidden: frontmatter["disable-model-invocation"] === true,
-    skill: { name, description, path, version },
-  };
-}
-
-function direntKind(dirent: nodeFs.Dirent): "file" | "dir" | "link" | "other" {
-  if (dirent.isSymbolicLink()) return "link";
-  if (dirent.isDirectory()) return "dir";
-  return dirent.isFile() ? "file" : "other";
-}
-
 // Rules: `.claude/rules`, `.cursor/rules` and `.github/instructions`, the path-scoped rule files other
-// agents read. Each source is an adapter that turns a rule's frontmatter into one of four kinds.
-// Matchers are compiled once per rule version. A warm call lstats cwd and the rule folders (their
-// listings are cached), passes once over the compiled rules in scope, and stat-checks again only the
-// rules that apply, before it delivers them.
+// agents read; each source reads a rule's frontmatter into one of four kinds. Matchers are compiled
+// once per rule version. A warm call lstats cwd and the rule folders (their listings are cached),
+// passes once over the compiled rules in scope, and stat-checks again only the rules that apply,
+// before it delivers them.
 
 // Exported for tests: they table the kinds a rule source reads.
 export type RuleKind = keyof typeof C.RULE_KIND_NAMES;
@@ -3562,159 +3511,88 @@ interface RuleMeta {
   name: string;
 }
 
-interface RuleAdapter {
-  /** Whether a pattern without a slash matches at any depth (Cursor, Copilot) or only at the base (Claude). */
-  floating: boolean;
-  read(frontmatter: Record<string, unknown>, fileName: string): RuleMeta;
-}
-
-const RULE_ADAPTERS: Record<C.RuleSource, RuleAdapter> = {
-  // Claude Code: `paths:`, a list or one string; a rule without it applies everywhere.
-  claude: {
-    floating: false,
-    read: (fm, file) => {
-      const globs = globList(fm.paths);
-      return { kind: globs.length > 0 ? "glob" : "always", globs, description: "", name: ruleName(file, "claude") };
-    },
-  },
-  // Cursor: `alwaysApply: true`, else `globs:` (a comma-separated string or a list), else `description:`.
-  cursor: {
-    floating: true,
-    read: (fm, file) => {
-      const globs = globList(fm.globs);
-      const description = stringField(fm.description);
-      const kind =
-        fm.alwaysApply === true ? "always" : globs.length > 0 ? "glob" : description ? "described" : "manual";
-      return { kind, globs, description, name: ruleName(file, "cursor") };
-    },
-  },
-  // Copilot: `applyTo:` (comma-separated); without it a description offers the file, as VS Code does.
-  copilot: {
-    floating: true,
-    read: (fm, file) => {
-      const globs = globList(fm.applyTo);
-      const description = stringField(fm.description);
-      const kind = globs.length > 0 ? "glob" : description ? "described" : "manual";
-      return { kind, globs, description, name: stringField(fm.name) || ruleName(file, "copilot") };
-    },
-  },
-};
+const RULE_GLOB_KEYS: Record<C.RuleSource, string> = { claude: "paths", cursor: "globs", copilot: "applyTo" };
 
 // Exported for tests: a table test of rule frontmatter.
-/** Kind, globs, description and name of a rule file's text, as its source reads them. */
-export function readRuleMeta(source: C.RuleSource, text: string, fileName: string): RuleMeta {
-  return RULE_ADAPTERS[source].read(ruleFrontmatter(text).frontmatter, fileName);
+/**
+ * Kind, globs, description, name and body of a rule file's text, as its source reads them. Claude:
+ * `paths:`, else always. Cursor: `alwaysApply: true`, else `globs:`, else `description:`. Copilot:
+ * `applyTo:`, else a description offers it, as VS Code does. Globs are a list, or a comma list.
+ */
+export function readRuleMeta(source: C.RuleSource, text: string, fileName: string): RuleMeta & { body: string } {
+  // Pi's parser; hand-written rules often hold frontmatter that is not valid YAML (`globs: *.ts`
+  // reads as an alias), which is then read as the tools themselves read it.
+  const { frontmatter, body } = yamlFrontmatter(text) ?? looseFrontmatter(text);
+  const field = frontmatter as Record<string, unknown>;
+  const string = (value: unknown) => (typeof value === "string" ? value.trim() : "");
+  const values = [field[RULE_GLOB_KEYS[source]]].flat();
+  const globs = values.flatMap((item) => (typeof item === "string" ? splitGlobList(item) : []));
+  const description = source === "claude" ? "" : string(field.description);
+  const suffix = C.RULE_FILE_SUFFIXES[source].find((candidate) => fileName.endsWith(candidate)) ?? "";
+  const name = (source === "copilot" && string(field.name)) || fileName.slice(0, fileName.length - suffix.length);
+  const always = source === "claude" ? globs.length === 0 : source === "cursor" && field.alwaysApply === true;
+  const kind = always ? "always" : globs.length > 0 ? "glob" : description ? "described" : "manual";
+  return { kind, globs, description, name, body };
+}
+
+/** Plain `key: value` lines and `- item` lists, of frontmatter that Pi's parser found but could not read. */
+function looseFrontmatter(text: string): { frontmatter: Record<string, unknown>; body: string } {
+  const end = text.indexOf("\n---", 3);
+  const frontmatter: Record<string, unknown> = {};
+  const unquote = (value: string) => value.trim().replace(/^(["'])(.*)\1$/, "$2");
+  let list: string[] | undefined;
+  for (const line of text.slice(4, end).split("\n")) {
+    const item = /^\s*-\s+(.*)$/.exec(line);
+    const pair = /^([A-Za-z_][\w-]*)\s*:\s*(.*)$/.exec(line);
+    if (item && list) list.push(unquote(item[1]!));
+    else if (pair) {
+      const value = pair[2]!.trim();
+      list = value === "" ? [] : undefined;
+      frontmatter[pair[1]!] = list ?? (value === "true" ? true : value === "false" ? false : unquote(value));
+    }
+  }
+  return { frontmatter, body: text.slice(end + 4).trim() };
+}
+
+// Exported for tests: a table test of glob lists.
+export function splitGlobList(value: string): string[] {
+  const parts = [""];
+  let depth = 0;
+  // An escape, a `[…]` class (to its end when it is not closed), or one character.
+  for (const token of value.match(/\\.?|\[(?:\\.|[^\]])*\]?|[\s\S]/g) ?? []) {
+    if (token === "," && depth === 0) parts.push("");
+    else parts[parts.length - 1] += token;
+    if (token === "{") depth++;
+    else if (token === "}" && depth > 0) depth--;
+  }
+  return parts.map((part) => part.trim()).filter((part) => part !== "");
 }
 
 // Exported for tests: a table test of each source's glob semantics.
 /** Whether a source's glob matches a path relative to the folder holding the rule folder. */
 export function globMatches(source: C.RuleSource, glob: string, path: string): boolean {
-  const compiled = ruleGlob([glob], RULE_ADAPTERS[source].floating);
+  const compiled = ruleGlob([glob], source);
   return compiled.ok && compiled.matches(path);
 }
 
-/** A rule's globs as one matcher. `!` exclusions are in none of the three tools' syntax: they match nothing. */
-function ruleGlob(globs: readonly string[], floating: boolean): ReturnType<typeof compileGlob> {
-  const usable = globs.map((glob) => glob.trim().replace(/^\.\//, "")).filter((glob) => !glob.startsWith("!"));
-  return compileGlob(usable, { braces: true, floating });
-}
-
-type ParentKind = "none" | "dir" | "link";
-
-/** What an lstat, or a listing's entry (which carries what lstat says of its type), finds. */
-function kindOfEntry(entry: nodeFs.Stats | nodeFs.Dirent | undefined): ParentKind {
-  if (!entry) return "none";
-  return entry.isSymbolicLink() ? "link" : entry.isDirectory() ? "dir" : "none";
-}
-
-function ruleName(fileName: string, source: C.RuleSource): string {
-  const suffix = C.RULE_FILE_SUFFIXES[source].find((candidate) => fileName.endsWith(candidate)) ?? "";
-  return fileName.slice(0, fileName.length - suffix.length);
-}
-
-function isRuleFileName(name: string, source: C.RuleSource): boolean {
-  return !name.startsWith(".") && C.RULE_FILE_SUFFIXES[source].some((s) => name.endsWith(s) && name.length > s.length);
-}
-
-function stringField(value: unknown): string {
-  return typeof value === "string" ? value.trim() : "";
-}
-
-/** A frontmatter glob value: a list, or one string cut at commas outside braces and brackets. */
-function globList(value: unknown): string[] {
-  const items = Array.isArray(value) ? value : [value];
-  return items.flatMap((item) => (typeof item === "string" ? splitGlobList(item) : []));
-}
-
-// Exported for tests: a table test of glob lists.
-export function splitGlobList(value: string): string[] {
-  const parts: string[] = [];
-  let depth = 0;
-  let inClass = false;
-  let start = 0;
-  for (let i = 0; i < value.length; i++) {
-    const c = value[i];
-    if (c === "\\") i++;
-    else if (inClass) inClass = c !== "]";
-    else if (c === "[") inClass = true;
-    else if (c === "{") depth++;
-    else if (c === "}" && depth > 0) depth--;
-    else if (c === "," && depth === 0) {
-      parts.push(value.slice(start, i));
-      start = i + 1;
-    }
-  }
-  parts.push(value.slice(start));
-  return parts.map((part) => part.trim()).filter((part) => part !== "");
-}
-
 /**
- * A rule's frontmatter, by Pi's parser. Hand-written rule files often hold frontmatter that is not
- * valid YAML (`globs: *.ts` reads as an alias), so then plain `key: value` lines and `- item` lists
- * are read instead, as the tools themselves do.
+ * A rule's globs as one matcher: a Claude glob without a slash matches only at the base, a Cursor or
+ * Copilot one at any depth. `!` exclusions are in none of the three tools' syntax: they match nothing.
  */
-function ruleFrontmatter(text: string): { frontmatter: Record<string, unknown>; body: string } {
-  const parsed = yamlFrontmatter(text);
-  if (!parsed) return looseFrontmatter(text);
-  const { frontmatter, body } = parsed;
-  const plain = typeof frontmatter === "object" && frontmatter !== null && !Array.isArray(frontmatter);
-  return { frontmatter: plain ? (frontmatter as Record<string, unknown>) : {}, body };
-}
-
-function looseFrontmatter(text: string): { frontmatter: Record<string, unknown>; body: string } {
-  const end = text.startsWith("---") ? text.indexOf("\n---", 3) : -1;
-  if (end === -1) return { frontmatter: {}, body: text };
-  const frontmatter: Record<string, unknown> = {};
-  let list: string[] | undefined;
-  for (const line of text.slice(4, end).split("\n")) {
-    const item = /^\s*-\s+(.*)$/.exec(line);
-    if (item && list) {
-      list.push(unquote(item[1]!));
-      continue;
-    }
-    const pair = /^([A-Za-z_][\w-]*)\s*:\s*(.*)$/.exec(line);
-    if (!pair) continue;
-    const value = pair[2]!.trim();
-    list = value === "" ? [] : undefined;
-    frontmatter[pair[1]!] = list ?? (value === "true" ? true : value === "false" ? false : unquote(value));
-  }
-  return { frontmatter, body: text.slice(end + 4).trim() };
-}
-
-function unquote(value: string): string {
-  const text = value.trim();
-  return /^(["']).*\1$/.test(text) ? text.slice(1, -1) : text;
+function ruleGlob(globs: readonly string[], source: C.RuleSource): ReturnType<typeof compileGlob> {
+  const usable = globs.map((glob) => glob.trim().replace(/^\.\//, "")).filter((glob) => !glob.startsWith("!"));
+  return compileGlob(usable, { braces: true, floating: source !== "claude" });
 }
 
 /** The globs as the model is shown them, from cwd; a rule without globs covers its base. */
-function ruleScope(meta: RuleMeta, base: string, floating: boolean): string {
+function ruleScope(meta: RuleMeta, base: string): string {
   if (meta.kind !== "glob") return base === "" ? "**" : `${base}/**`;
-  if (base === "") return meta.globs.join(", ");
+  // Only `.cursor/rules` nest below cwd, and a Cursor glob without a slash matches at any depth.
   const fromBase = (glob: string) => {
     const plain = glob.replace(/^\.?\/+/, "");
-    return floating && !glob.startsWith("/") && !plain.includes("/") ? `${base}/**/${plain}` : `${base}/${plain}`;
+    return !glob.startsWith("/") && !plain.includes("/") ? `${base}/**/${plain}` : `${base}/${plain}`;
   };
-  return meta.globs.map(fromBase).join(", ");
+  return (base === "" ? meta.globs : meta.globs.map(fromBase)).join(", ");
 }
 
 interface Rule {
@@ -3723,16 +3601,14 @@ interface Rule {
   path: string;
   /** Absolute path as listed; stat-checked again before the rule is delivered. */
   candidate: string;
-  /** cwd-relative folder its globs are relative to ("" for cwd). */
+  /** cwd-relative folder its globs are relative to ("" for cwd), and its rule folder. */
   base: string;
-  /** cwd-relative rule folder. */
   dir: string;
   meta: RuleMeta;
   /** The scope the model is shown. */
   scope: string;
-  matches?: (path: string) => boolean;
-  /** Why its globs do not compile: the rule is refused with this reason. */
-  refused?: C.Reason;
+  /** Its globs' matcher; a rule whose globs do not compile is refused with the reason. */
+  glob?: ReturnType<typeof compileGlob>;
   loaded: InstructionFile;
   /** What is delivered: the text without its frontmatter. */
   body: InstructionFile;
@@ -3749,8 +3625,6 @@ interface RulePlace {
   parentScope: string;
   /** cwd-relative rule folder. */
   display: string;
-  /** A folder with no rules, for a place whose folder is gone. */
-  empty: RuleFolder;
 }
 
 interface RuleFolder {
@@ -3764,143 +3638,97 @@ interface RuleFolder {
 }
 
 function ruleMatches(rule: Rule, path: string): boolean {
-  if (rule.matches === undefined || path === "") return false;
-  if (rule.base === "") return rule.matches(path);
-  const below = path.length > rule.base.length && path.startsWith(rule.base) && path[rule.base.length] === "/";
-  return below && rule.matches(path.slice(rule.base.length + 1));
+  const { glob, base } = rule;
+  if (!glob?.ok || path === "") return false;
+  if (base === "") return glob.matches(path);
+  return path[base.length] === "/" && path.startsWith(base) && glob.matches(path.slice(base.length + 1));
 }
 
 function ruleApplies(rule: Rule, touched: readonly string[]): boolean {
-  if (rule.meta.kind === "manual") return false;
-  return rule.meta.kind !== "glob" || touched.some((path) => ruleMatches(rule, path));
+  const { kind } = rule.meta;
+  return kind !== "manual" && (kind !== "glob" || touched.some((path) => ruleMatches(rule, path)));
 }
 
 function rulePlace(ctx: Discovery, source: C.RuleSource, base: string): RulePlace {
   const [parent, child] = C.RULE_DIRS[source];
   const parentScope = base === "" ? parent : `${base}/${parent}`;
-  const display = `${parentScope}/${child}`;
   const parentDir = join(ctx.cwdReal, parentScope);
-  const ruleDir = join(parentDir, child);
-  const place: RulePlace = { source, base, parentDir, ruleDir, parentScope, display, empty: undefined as never };
-  place.empty = { place, listings: [], rules: [], rejected: [] };
-  return place;
+  return { source, base, parentDir, ruleDir: join(parentDir, child), parentScope, display: `${parentScope}/${child}` };
 }
 
-/** cwd's places, then the `.cursor/rules` of each viewed folder that holds or held one. */
-function rulePlaces(ctx: Discovery, views: DirectoryView[], sources: ReadonlySet<C.RuleSource>): RulePlace[] {
+/**
+ * The rule folders that govern these views: cwd's, then the `.cursor/rules` of each viewed folder
+ * that holds or held one. Folders git has not answered for yet wait. Git is asked about the rule
+ * folder's parent (`.cursor`, `.claude`, `.github`), never below it: git gives up beyond a link.
+ */
+function ruleFoldersFor(ctx: Discovery, views: DirectoryView[], sources: ReadonlySet<C.RuleSource>): RuleFolder[] {
+  // What `.claude`, `.cursor` and `.github` are in cwd: one lstat of cwd while it stands.
+  const kindOf = (source: C.RuleSource) => kindOfEntry(ctx.fs.lstat(join(ctx.cwdReal, C.RULE_DIRS[source][0])));
+  const build = () => new Map(C.RULE_SOURCES.map((source) => [source, kindOf(source)]));
+  const cwd = ctx.fs.lstat(ctx.cwdReal);
+  const rootKinds = cwd ? ctx.rootRuleParents.get(ctx.cwdReal, cwd, build) : build();
   const places = ctx.rootRulePlaces.filter((place) => sources.has(place.source));
-  if (!sources.has("cursor")) return places;
-  for (const view of views) {
+  for (const view of sources.has("cursor") ? views : []) {
     let place = ctx.rulePlaces.get(view.scope);
-    if (!place && ctx.ruleParentKind(view.scope) !== "none") {
+    if (!place && ctx.ruleParentKind(view.scope) !== "none")
       ctx.rulePlaces.set(view.scope, (place = rulePlace(ctx, "cursor", view.scope)));
-    }
     if (place) places.push(place);
   }
-  return places;
-}
-
-/** The rule folders that govern these views; folders git has not answered for yet wait. */
-function ruleFoldersFor(ctx: Discovery, views: DirectoryView[], sources: ReadonlySet<C.RuleSource>): RuleFolder[] {
   const folders: RuleFolder[] = [];
-  const rootKinds = rootRuleParentKinds(ctx);
-  for (const place of rulePlaces(ctx, views, sources)) {
-    const ignored = ruleFolderRefusal(ctx, place);
-    if (ignored === "held") continue;
-    if (ignored !== undefined) {
-      ctx.ignoredSeen.set(place.display, ignored);
-      continue;
-    }
-    const kind = place.base === "" ? rootKinds.get(place.source)! : ctx.ruleParentKind(place.base);
-    folders.push(ruleFolder(ctx, place, kind));
+  for (const place of places) {
+    const ignored = C.RULE_DIRS[place.source].some((name) => ctx.options.ignoredDirs.has(name))
+      ? "ignoredDir"
+      : gitRefusal(ctx, place.parentScope.split("/"), true);
+    if (ignored === undefined) {
+      const kind = place.base === "" ? rootKinds.get(place.source)! : ctx.ruleParentKind(place.base);
+      folders.push(ruleFolder(ctx, place, kind));
+    } else if (ignored !== "held") ctx.ignoredSeen.set(place.display, ignored);
   }
   return folders;
 }
 
-/** Why a rule folder is not read; "held" while git has to answer for it. */
-function ruleFolderRefusal(ctx: Discovery, place: RulePlace): C.Reason | "held" | undefined {
-  const [parent, child] = C.RULE_DIRS[place.source];
-  if (ctx.options.ignoredDirs.has(parent) || ctx.options.ignoredDirs.has(child)) return "ignoredDir";
-  // Git is asked about the folder's parent (`.cursor`, `.claude`, `.github`), never below it:
-  // git gives up on a path beyond a link.
-  return gitRefusal(ctx, place.parentScope.split("/"), true);
-}
-
-/** What `.claude`, `.cursor` and `.github` are in cwd: one lstat of cwd while it stands. */
-function rootRuleParentKinds(ctx: Discovery): Map<C.RuleSource, ParentKind> {
-  const stats = ctx.fs.lstat(ctx.cwdReal);
-  const build = () => {
-    const kinds = new Map<C.RuleSource, ParentKind>();
-    for (const source of C.RULE_SOURCES)
-      kinds.set(source, kindOfEntry(ctx.fs.lstat(join(ctx.cwdReal, C.RULE_DIRS[source][0]))));
-    return kinds;
-  };
-  return stats ? ctx.rootRuleParents.get(ctx.cwdReal, stats, build) : build();
-}
-
+/** A place's rules, read again when a listing of its folders (down to MAX_RULE_DEPTH) changes. */
 function ruleFolder(ctx: Discovery, place: RulePlace, parentKind: ParentKind): RuleFolder {
   // A parent that is a link must resolve inside cwd before anything below it is listed.
-  let ruleDir: string | undefined = place.ruleDir;
-  if (parentKind === "link") {
-    const parentDir = ctx.sourceFolder(place.parentDir, place.base);
-    if (parentDir === undefined) ctx.ignoredSeen.set(place.display, "symlinkEscape");
-    ruleDir = parentDir === undefined ? undefined : join(parentDir, C.RULE_DIRS[place.source][1]);
-  }
-  if (parentKind === "none" || ruleDir === undefined) {
+  const parentDir = parentKind === "link" ? ctx.sourceFolder(place.parentDir, place.base) : place.parentDir;
+  if (parentDir === undefined) ctx.ignoredSeen.set(place.display, "symlinkEscape");
+  if (parentKind === "none" || parentDir === undefined) {
     ctx.ruleFolders.delete(place.display);
-    return place.empty;
+    return { place, listings: [], rules: [], rejected: [] };
   }
   const found: Array<{ dir: string; listing: ListingEntry }> = [];
-  walkRuleFolder(ctx, ruleDir, 0, found);
+  const walk = (dir: string, depth: number): void => {
+    const listing = ctx.listing(dir);
+    if (!listing) return;
+    found.push({ dir, listing });
+    for (const { name, kind } of depth < C.MAX_RULE_DEPTH ? sortedNames(listing) : []) {
+      if (kind === "dir" && !name.startsWith(".") && !ctx.options.ignoredDirs.has(name))
+        walk(join(dir, name), depth + 1);
+    }
+  };
+  walk(parentKind === "link" ? join(parentDir, C.RULE_DIRS[place.source][1]) : place.ruleDir, 0);
   const known = ctx.ruleFolders.get(place.display);
-  const same =
-    known !== undefined &&
-    known.listings.length === found.length &&
-    found.every((entry, index) => entry.listing === known.listings[index]);
-  if (same) return known;
-  const folder = readRuleFolder(ctx, place, found);
-  ctx.ruleFolders.set(place.display, folder);
-  return folder;
-}
-
-function walkRuleFolder(
-  ctx: Discovery,
-  dir: string,
-  depth: number,
-  found: Array<{ dir: string; listing: ListingEntry }>,
-): void {
-  const listing = ctx.listing(dir);
-  if (!listing) return;
-  found.push({ dir, listing });
-  if (depth >= C.MAX_RULE_DEPTH) return;
-  for (const entry of sortedNames(listing)) {
-    if (entry.kind !== "dir" || entry.name.startsWith(".") || ctx.options.ignoredDirs.has(entry.name)) continue;
-    walkRuleFolder(ctx, join(dir, entry.name), depth + 1, found);
-  }
-}
-
-function readRuleFolder(
-  ctx: Discovery,
-  place: RulePlace,
-  found: Array<{ dir: string; listing: ListingEntry }>,
-): RuleFolder {
+  if (known?.listings.length === found.length && found.every((entry, i) => entry.listing === known.listings[i]))
+    return known;
   const folder: RuleFolder = { place, listings: found.map((entry) => entry.listing), rules: [], rejected: [] };
+  const suffixes = C.RULE_FILE_SUFFIXES[place.source];
   for (const { dir, listing } of found) {
     if (listing.capped) folder.rejected.push(scanCap(ctx, dir, listing));
-    for (const entry of sortedNames(listing)) {
-      if ((entry.kind !== "file" && entry.kind !== "link") || !isRuleFileName(entry.name, place.source)) continue;
-      const candidate = join(dir, entry.name);
+    for (const { name, kind } of sortedNames(listing)) {
+      if (kind === "dir" || kind === "other" || name.startsWith(".")) continue;
+      if (!suffixes.some((suffix) => name.endsWith(suffix) && name.length > suffix.length)) continue;
+      const candidate = join(dir, name);
       const file = ctx.sourceFile(candidate, place.base);
       const rule = "reason" in file ? undefined : compileRule(ctx, place, candidate, file);
-      const reason = "reason" in file ? file.reason : rule?.refused;
-      if (rule && reason === undefined) folder.rules.push(rule);
+      const reason = "reason" in file ? file.reason : rule?.glob?.ok === false ? rule.glob.reason : undefined;
+      if (reason === undefined) folder.rules.push(rule!);
       // A rule that waits for git: the folder is read again at the next call.
       else if (reason === "held") folder.listings = [];
-      else if (reason !== undefined && reason !== "skip") {
+      else if (reason !== "skip")
         folder.rejected.push({ path: toDisplayPath(ctx.cwdReal, candidate), reason, kind: "instruction" });
-      }
     }
   }
+  ctx.ruleFolders.set(place.display, folder);
   return folder;
 }
 
@@ -3908,10 +3736,7 @@ function readRuleFolder(
 function compileRule(ctx: Discovery, place: RulePlace, candidate: string, file: InstructionFile): Rule {
   const cached = ctx.compiledRules.get(candidate);
   if (cached && cached.loaded === file && cached.dir === place.display) return cached;
-  const adapter = RULE_ADAPTERS[place.source];
-  const { frontmatter, body } = ruleFrontmatter(file.text);
-  const meta = adapter.read(frontmatter, basename(candidate));
-  const glob = meta.kind === "glob" ? ruleGlob(meta.globs, adapter.floating) : undefined;
+  const { body, ...meta } = readRuleMeta(place.source, file.text, basename(candidate));
   const rule: Rule = {
     source: place.source,
     path: file.path,
@@ -3919,9 +3744,8 @@ function compileRule(ctx: Discovery, place: RulePlace, candidate: string, file: 
     base: place.base,
     dir: place.display,
     meta,
-    scope: ruleScope(meta, place.base, adapter.floating),
-    ...(glob?.ok === true && { matches: glob.matches }),
-    ...(glob?.ok === false && { refused: glob.reason }),
+    scope: ruleScope(meta, place.base),
+    ...(meta.kind === "glob" && { glob: ruleGlob(meta.globs, place.source) }),
     loaded: file,
     body: { ...file, text: body, bytes: Buffer.byteLength(body) },
     listingVersion: versionOf(`${meta.name}\n${meta.description}\n${file.path}`),
@@ -3934,28 +3758,20 @@ function compileRule(ctx: Discovery, place: RulePlace, candidate: string, file: 
 function applyingRules(ctx: Discovery, folders: RuleFolder[], touched: readonly string[]): Rule[] {
   const rules: Rule[] = [];
   for (const folder of folders) {
-    for (let index = 0; index < folder.rules.length; index++) {
-      if (!ruleApplies(folder.rules[index]!, touched)) continue;
-      const fresh = refreshRule(ctx, folder, index);
-      if (fresh && ruleApplies(fresh, touched)) rules.push(fresh);
+    for (const [index, rule] of folder.rules.entries()) {
+      if (!ruleApplies(rule, touched)) continue;
+      const file = ctx.sourceFile(rule.candidate, folder.place.base);
+      const fresh = "reason" in file ? undefined : compileRule(ctx, folder.place, rule.candidate, file);
+      if (!fresh || fresh.glob?.ok === false) {
+        // Gone or refused since the folder was read: read the folder again at the next call.
+        folder.listings = [];
+        continue;
+      }
+      if (fresh !== rule) [folder.rules[index], folder.offered] = [fresh, undefined];
+      if (ruleApplies(fresh, touched)) rules.push(fresh);
     }
   }
   return rules;
-}
-
-function refreshRule(ctx: Discovery, folder: RuleFolder, index: number): Rule | undefined {
-  const rule = folder.rules[index]!;
-  const file = ctx.sourceFile(rule.candidate, folder.place.base);
-  if (!("reason" in file) && file === rule.loaded) return rule;
-  const fresh = "reason" in file ? undefined : compileRule(ctx, folder.place, rule.candidate, file);
-  if (!fresh || fresh.refused) {
-    // Gone or refused since the folder was read: read the folder again at the next call.
-    folder.listings = [];
-    return undefined;
-  }
-  folder.rules[index] = fresh;
-  folder.offered = undefined;
-  return fresh;
 }
 
 // =============================================================================================
