@@ -4571,14 +4571,14 @@ class Inspection extends Map<string, DirectoryView> {
   sizes(): Record<string, number> {
     return { inspectedScopes: this.size };
   }
+}
 
-  files(): Array<Pick<FileRecord, "path" | "scope" | "bytes" | "version" | "importedBy">> {
-    return [...this.values()].flatMap(({ scope, file, imports }) =>
-      [...(file ? [{ file, importedBy: undefined }] : []), ...imports].map(({ file, importedBy }) => {
-        return { path: file.path, scope, bytes: file.bytes, version: file.version, importedBy };
-      }),
-    );
-  }
+/** The instruction files and imports of these views, each under the scope of the folder that offers it. */
+function viewedFiles(views: Iterable<DirectoryView>): Array<InstructionFile & { scope: string; importedBy?: string }> {
+  return [...views].flatMap(({ scope, file, imports }) => {
+    const offered = [...(file ? [{ file, importedBy: undefined }] : []), ...imports];
+    return offered.map(({ file, importedBy }) => ({ ...file, scope, importedBy }));
+  });
 }
 
 /** Views the chains as a call would, once git has answered, and records them for the report. */
@@ -4648,7 +4648,7 @@ function ruleState(ledger: Ledger, rule: Rule): string {
 }
 
 /** What this run looked at, then what the ledger holds that it has not (delivered before a resume). */
-function seenThenHeld<T extends { path: string }>(seen: T[], held: T[]): T[] {
+function seenThenHeld<S extends { path: string }, H extends { path: string }>(seen: S[], held: H[]): Array<S | H> {
   const seenPaths = new Set(seen.map((item) => item.path));
   return [...seen, ...held.filter((item) => !seenPaths.has(item.path))];
 }
@@ -4671,7 +4671,8 @@ function reportSection(heading: string, rows: string[][]): string[] {
 function formatInspection(engine: LazyAgents, verbose = false): string {
   const { ledger, inspection, options, discovery } = engine;
   const version = (id: string) => (verbose ? [`version ${id.slice(0, C.REPORT_VERSION_LENGTH)}`] : []);
-  const files = seenThenHeld(inspection.files(), ledger.all("file"));
+  const views = [...inspection.values()];
+  const files = seenThenHeld(viewedFiles(views), ledger.all("file"));
   const fileRows = files.map((file) => [
     file.path,
     `scope ${scopeGlob(file.scope)}${file.importedBy ? `, imported by ${file.importedBy}` : ""}`,
@@ -4694,10 +4695,8 @@ function formatInspection(engine: LazyAgents, verbose = false): string {
   const listedRules = new Set(rules.map((rule) => rule.path));
   for (const path of ledger.withdrawnPaths("rule"))
     if (!listedRules.has(path)) ruleRows.push([path, "", "", "", C.REPORT_STATES.retracted]);
-  const seenSkills = [...inspection.values()].flatMap((view) =>
-    view.skills.map((skill) => ({ ...skill, scope: view.scope })),
-  );
-  const skillRows = seenThenHeld<SkillRecord>(seenSkills, ledger.all("skill")).map((skill) => [
+  const seenSkills = views.flatMap((view) => view.skills.map((skill) => ({ ...skill, scope: view.scope })));
+  const skillRows = seenThenHeld(seenSkills, ledger.all("skill")).map((skill) => [
     skill.name,
     `scope ${scopeGlob(skill.scope)}`,
     skill.path,
@@ -4709,7 +4708,7 @@ function formatInspection(engine: LazyAgents, verbose = false): string {
   );
   const notUsed: Array<Pick<Rejection, "path" | "reason" | "counts">> = [
     ...[...(discovery?.ignoredSeen ?? [])].map(([path, reason]) => ({ path, reason })),
-    ...[...inspection.values()].flatMap((view) => view.rejected),
+    ...views.flatMap((view) => view.rejected),
     ...shadowed.map(({ path }) => ({ path, reason: "skillShadowed" as const })),
     ...folders.flatMap((folder) => folder.rejected),
   ];
@@ -4745,22 +4744,15 @@ async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnviron
   const views = (await viewForReport(engine, discovery, [located], env))[0]!;
   const { ledger, options } = engine;
   // The answer first: what governs the path; then only the folders that add something, and why.
-  const files = views.flatMap((view) => [...(view.file ? [view.file] : []), ...view.imports.map(({ file }) => file)]);
-  const governing = files.map((file) => [file.path, fileState(ledger, file)]);
+  const governing = viewedFiles(views).map((file) => [file.path, fileState(ledger, file)]);
   const ruleLines: string[] = [];
   const touched = touchedPath(discovery, target, env.cwd);
   const rulesOf = options.rules && touched !== undefined ? engine.discovery : undefined;
   const inScope = new Set(rulesOf ? ruleFoldersFor(rulesOf, views, options.ruleSources) : []);
   for (const folder of rulesOf?.ruleFolders.values() ?? []) {
     for (const rule of folder.rules) {
-      const off = !options.ruleSources.has(rule.source)
-        ? "sourceOff"
-        : !inScope.has(folder)
-          ? "otherFolder"
-          : undefined;
-      const applies =
-        rule.meta.kind === "glob" ? (ruleMatches(rule, touched!) ? "matches" : "noMatch") : rule.meta.kind;
-      const why = off ?? applies;
+      const applies = rule.meta.kind !== "glob" ? rule.meta.kind : ruleMatches(rule, touched!) ? "matches" : "noMatch";
+      const why = !options.ruleSources.has(rule.source) ? "sourceOff" : inScope.has(folder) ? applies : "otherFolder";
       ruleLines.push(`    rule ${rule.path} (${rule.source}, scope ${rule.scope}): ${C.RULE_WHY[why]}`);
       if (why === "matches" || why === "always")
         governing.push([rule.path, `${C.REPORT_TEXT.ruleState} ${ruleState(ledger, rule)}`]);
@@ -4775,9 +4767,8 @@ async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnviron
     const view = views.find((candidate) => candidate.scope === scope);
     if (!view) {
       const reason = discovery.ignoredSeen.get(scope);
-      folderLines.push(
-        `    ${scope}/  ${reason ? C.REASONS[reason] : C.REPORT_TEXT.notReached}: nothing below it is used`,
-      );
+      const why = reason ? C.REASONS[reason] : C.REPORT_TEXT.notReached;
+      folderLines.push(`    ${scope}/  ${why}: nothing below it is used`);
       if (reason) break;
       continue;
     }
@@ -4799,7 +4790,7 @@ async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnviron
 /** Completions for `/lazy-agents`: the `why` word, then paths this session has seen. */
 function commandCompletions(engine: LazyAgents, prefix: string): Array<{ value: string; label: string }> | null {
   const paths = [
-    ...engine.inspection.files().map((file) => file.path),
+    ...viewedFiles(engine.inspection.values()).map((file) => file.path),
     ...[...engine.inspection.keys()].map((scope) => `${scope}/`),
   ];
   const candidates = prefix.startsWith("why ")
