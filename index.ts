@@ -4563,7 +4563,6 @@ class Inspection extends Map<string, DirectoryView> {
     for (const view of views) this.set(view.scope, view);
   }
 
-  /** Forgets folders that `keep` rejects. */
   prune(keep: (scope: string) => boolean): void {
     for (const scope of this.keys()) if (!keep(scope)) this.delete(scope);
   }
@@ -4684,8 +4683,9 @@ function formatInspection(engine: LazyAgents, verbose = false): string {
   for (const path of ledger.withdrawnPaths("file"))
     if (!listedFiles.has(path)) fileRows.push([path, "", "", C.REPORT_STATES.retracted]);
   // Rules: cwd's rule folders and every nested one seen; refused rule files go to "not used".
-  if (options.rules && discovery) ruleFoldersFor(discovery, [], options.ruleSources);
-  const ruleFolders = options.rules ? [...(discovery?.ruleFolders.values() ?? [])] : [];
+  const withRules = options.rules && discovery !== undefined;
+  if (withRules) ruleFoldersFor(discovery, [], options.ruleSources);
+  const ruleFolders = withRules ? [...discovery.ruleFolders.values()] : [];
   const folders = ruleFolders.filter((folder) => options.ruleSources.has(folder.place.source));
   const rules = folders.flatMap((folder) => folder.rules);
   const ruleRows = rules.map((rule) => {
@@ -4693,7 +4693,7 @@ function formatInspection(engine: LazyAgents, verbose = false): string {
     return [rule.path, rule.source, C.RULE_KIND_NAMES[rule.meta.kind], globs, ruleState(ledger, rule)];
   });
   const listedRules = new Set(rules.map((rule) => rule.path));
-  for (const path of ledger.withdrawnPaths("rule"))
+  for (const path of withRules ? ledger.withdrawnPaths("rule") : [])
     if (!listedRules.has(path)) ruleRows.push([path, "", "", "", C.REPORT_STATES.retracted]);
   const seenSkills = views.flatMap((view) => view.skills.map((skill) => ({ ...skill, scope: view.scope })));
   const skillRows = seenThenHeld(seenSkills, ledger.all("skill")).map((skill) => [
@@ -4789,16 +4789,12 @@ async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnviron
 
 /** Completions for `/lazy-agents`: the `why` word, then paths this session has seen. */
 function commandCompletions(engine: LazyAgents, prefix: string): Array<{ value: string; label: string }> | null {
-  const paths = [
-    ...viewedFiles(engine.inspection.values()).map((file) => file.path),
-    ...[...engine.inspection.keys()].map((scope) => `${scope}/`),
-  ];
-  const candidates = prefix.startsWith("why ")
-    ? paths.map((path) => `why ${path}`)
-    : ["why ", "help", C.VERBOSE_ARGUMENT];
-  const items = [...new Set(candidates)]
-    .filter((value) => value.startsWith(prefix))
-    .map((value) => ({ value, label: value }));
+  const scopes = [...engine.inspection.keys()].map((scope) => `${scope}/`);
+  const paths = [...viewedFiles(engine.inspection.values()).map((file) => file.path), ...scopes];
+  const words = prefix.startsWith("why ") ? paths.map((path) => `why ${path}`) : ["why ", "help", C.VERBOSE_ARGUMENT];
+  const items = [...new Set(words)]
+    .filter((word) => word.startsWith(prefix))
+    .map((word) => ({ value: word, label: word }));
   return items.length > 0 ? items : null;
 }
 
