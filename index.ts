@@ -450,7 +450,7 @@ function locateExisting(
   }
   const target = discovery.realpathOrUndefined(path);
   if (target === undefined) return "missing";
-  if (!isPathInsideOrSame(discovery.cwdReal, target)) return "outside";
+  if (relativeInside(discovery.cwdReal, target) === undefined) return "outside";
   let isDirectory: boolean;
   try {
     isDirectory = discovery.fs.stat(target)?.isDirectory() === true;
@@ -2689,7 +2689,8 @@ function fsOr<T, F>(fallback: F, call: () => T): T | F {
 /** True when `path` is inside cwd by its real or its logical (possibly linked) form. */
 function mayBeInside(ctx: Discovery, path: string): boolean {
   return (
-    isPathInsideOrSame(ctx.cwdReal, path) || (ctx.logicalCwd !== undefined && isPathInsideOrSame(ctx.logicalCwd, path))
+    relativeInside(ctx.cwdReal, path) !== undefined ||
+    (ctx.logicalCwd !== undefined && relativeInside(ctx.logicalCwd, path) !== undefined)
   );
 }
 
@@ -2785,7 +2786,7 @@ function targetDirectory(ctx: Discovery, target: string, targetIsDirectory: bool
   while (viaLink || mayBeInside(ctx, dir)) {
     const real = ctx.realpathOrUndefined(dir);
     if (real !== undefined) {
-      if (!isPathInsideOrSame(ctx.cwdReal, real)) return undefined;
+      if (relativeInside(ctx.cwdReal, real) === undefined) return undefined;
       // A directory target may name a file (grep, find): its folder is the scope.
       if (targetIsDirectory && dir === target && !ctx.fs.stat(real)?.isDirectory()) return dirname(real);
       return real;
@@ -4369,10 +4370,39 @@ function discoveryChanged(a: Options, b: Options): boolean {
 
 /** A `why` argument wrapped in quotes is a bash command; a bare one is a path (which may hold spaces). */
 function quotedCommand(argument: string): string | undefined {
-  const text = argument.trim();
-  const quote = text[0];
-  if ((quote !== '"' && quote !== "'") || text.length < 2 || text.at(-1) !== quote) return undefined;
-  return text.slice(1, -1);
+  return /^(["'])(.*)\1$/s.exec(argument.trim())?.[2];
+}
+
+/** What the session has seen: the latest view of each folder a call looked at, so bounded by the folders visited. */
+class Inspection extends Map<string, DirectoryView> {
+  record(views: DirectoryView[]): void {
+    for (const view of views) this.set(view.scope, view);
+  }
+
+  prune(keep: (scope: string) => boolean): void {
+    for (const scope of this.keys()) if (!keep(scope)) this.delete(scope);
+  }
+
+  sizes(): Record<string, number> {
+    return { inspectedScopes: this.size };
+  }
+}
+
+/** The instruction files and imports of these views, each under the scope of the folder that offers it. */
+function viewedFiles(views: Iterable<DirectoryView>): Array<InstructionFile & { scope: string; importedBy?: string }> {
+  return [...views].flatMap(({ scope, file, imports }) => {
+    const offered = [...(file ? [{ file, importedBy: undefined }] : []), ...imports];
+    return offered.map(({ file, importedBy }) => ({ ...file, scope, importedBy }));
+  });
+}
+
+/** Views the chains as a call would, once git has answered, and records them for the report. */
+async function viewForReport(engine: LazyAgents, discovery: Discovery, chains: Located[], env: CallEnvironment) {
+  const withSkills = env.trusted && engine.options.skills;
+  await engine.settled(chains, withSkills);
+  const views = chains.map((located) => viewChain(discovery, located, withSkills));
+  engine.inspection.record(views.flat());
+  return views;
 }
 
 /** `/lazy-agents why "<command>"`: which words activated which scopes, and why the others did not. */
@@ -4382,123 +4412,60 @@ async function explainCommand(engine: LazyAgents, command: string, env: CallEnvi
   const commands = readShellCommand(command);
   const outcomes = locateShellWords(discovery, commands, env.cwd);
   const chains = shellChains(outcomes);
-  const withSkills = env.trusted && engine.options.skills;
-  await engine.settled(chains, withSkills);
-  const viewed = new Map<string, DirectoryView[]>();
-  for (const located of chains) {
-    const views = viewChain(discovery, located, withSkills);
-    engine.inspection.record(views);
-    viewed.set(located.links.at(-1)!.scope, views);
-  }
+  const chainViews = await viewForReport(engine, discovery, chains, env);
+  const viewed = new Map(chains.map((located, index) => [located.links.at(-1)!.scope, chainViews[index]!]));
   // One line per activated scope, naming the words that activate it; one line for every word ignored.
-  const activated = new Map<string, { label: string; words: string[] }>();
+  const activated = new Map<string, { label: string; words: Set<string> }>();
   const ignored: string[] = [];
-  for (const outcome of outcomes) {
-    const word = outcome.use.word;
-    if (!outcome.located) {
-      ignored.push(`${word} (${C.SHELL_WORD_REASONS[outcome.reason ?? "missing"]})`);
+  for (const { use, located, reason } of outcomes) {
+    if (!located) {
+      ignored.push(`${use.word} (${C.SHELL_WORD_REASONS[reason ?? "missing"]})`);
       continue;
     }
-    const links = outcome.located.links;
-    const views = viewed.get(links.at(-1)!.scope) ?? [];
-    if (views.length < links.length)
-      ignored.push(`${word} (${links[views.length]!.scope}/: ${C.SHELL_WORD_REASONS.ignored})`);
-    const role = outcome.use.role === "write" ? C.REPORT_TEXT.writtenActivates : C.REPORT_TEXT.activates;
-    for (const link of links.slice(0, views.length)) {
-      const view = views.find((candidate) => candidate.scope === link.scope);
-      const file = view?.file
-        ? `${view.file.path}, ${fileState(engine.ledger, view.file)}`
-        : C.REPORT_TEXT.noInstructionFile;
-      const entry = activated.get(link.scope) ?? { label: `${scopeGlob(link.scope)} (${file})`, words: [] };
-      entry.words.push(`${word} ${role}`);
-      activated.set(link.scope, entry);
+    const views = viewed.get(located.links.at(-1)!.scope)!;
+    if (views.length < located.links.length)
+      ignored.push(`${use.word} (${located.links[views.length]!.scope}/: ${C.SHELL_WORD_REASONS.ignored})`);
+    const role = use.role === "write" ? C.REPORT_TEXT.writtenActivates : C.REPORT_TEXT.activates;
+    for (const { scope } of located.links.slice(0, views.length)) {
+      const file = views.find((view) => view.scope === scope)?.file;
+      const held = file ? `${file.path}, ${fileState(engine.ledger, file)}` : C.REPORT_TEXT.noInstructionFile;
+      if (!activated.has(scope)) activated.set(scope, { label: `${scopeGlob(scope)} (${held})`, words: new Set() });
+      activated.get(scope)!.words.add(`${use.word} ${role}`);
     }
   }
   const lines = [`pi-lazy-agents: why ${JSON.stringify(command)}`];
   if (commands.length === 0) lines.push(C.REPORT_TEXT.noCommandWords);
-  for (const { label, words } of activated.values()) lines.push(`  ${label}: ${[...new Set(words)].join(", ")}`);
+  for (const { label, words } of activated.values()) lines.push(`  ${label}: ${[...words].join(", ")}`);
   if (ignored.length > 0) lines.push(`  ${C.REPORT_TEXT.ignoredWords} ${ignored.join(", ")}`);
   if (!engine.options.triggers.has("bash")) lines.push(C.REPORT_TEXT.bashNotTrigger);
   return lines.map(oneLine).join("\n");
 }
 
-// Inspection: what the session has seen. Kept per scope and replaced at each view, so it is bounded
-// by the folders visited and always shows their latest state.
-
-type SeenFile = Pick<FileRecord, "path" | "scope" | "bytes" | "version" | "importedBy">;
-
-class Inspection {
-  /** The latest view of each folder a call looked at; reports are built from it on demand. */
-  readonly views = new Map<string, DirectoryView>();
-
-  record(views: DirectoryView[]): void {
-    for (const view of views) this.views.set(view.scope, view);
-  }
-
-  /** Forgets folders that `keep` rejects. */
-  prune(keep: (scope: string) => boolean): void {
-    for (const scope of this.views.keys()) if (!keep(scope)) this.views.delete(scope);
-  }
-
-  clear(): void {
-    this.views.clear();
-  }
-
-  sizes(): Record<string, number> {
-    return { inspectedScopes: this.views.size };
-  }
-
-  files(): SeenFile[] {
-    const seen = ({ path, bytes, version }: InstructionFile, scope: string) => ({ path, scope, bytes, version });
-    return [...this.views.values()].flatMap((view) => [
-      ...(view.file ? [seen(view.file, view.scope)] : []),
-      ...view.imports.map(({ file, importedBy }) => ({ ...seen(file, view.scope), importedBy })),
-    ]);
-  }
-
-  skills(): Array<Skill & { scope: string }> {
-    return [...this.views.values()].flatMap((view) => view.skills.map((skill) => ({ ...skill, scope: view.scope })));
-  }
-
-  /** Refused candidates, plus skills that a deeper folder redefines. */
-  notUsed(): Rejection[] {
-    const skills = this.skills();
-    const shadowed = skills
-      .filter((outer) =>
-        skills.some((inner) => inner.name === outer.name && isPathInside(`/${outer.scope}`, `/${inner.scope}`)),
-      )
-      .map((skill): Rejection => ({ path: skill.path, reason: "skillShadowed", kind: "skill" }));
-    return [...[...this.views.values()].flatMap((view) => view.rejected), ...shadowed];
-  }
-}
-
 /** The state of a file or rule text the ledger may hold, against the version on disk. */
-function heldState(
-  held: { version: string; truncated?: boolean; via?: string } | undefined,
-  retracted: boolean,
-  version: string,
-): string {
-  if (!held) return retracted ? C.REPORT_STATES.retracted : C.REPORT_STATES.pending;
+function heldState(ledger: Ledger, kind: "file" | "rule", path: string, version: string): string {
+  const held: { version: string; truncated?: boolean; via?: string } | undefined = ledger.get(kind, path);
+  if (!held) return ledger.wasWithdrawn(kind, path) ? C.REPORT_STATES.retracted : C.REPORT_STATES.pending;
   if (held.version !== version) return C.REPORT_STATES.changed;
   if (held.truncated) return C.REPORT_STATES.truncated;
   return held.via === "read" ? C.REPORT_STATES.readByModel : C.REPORT_STATES.delivered;
 }
 
 function fileState(ledger: Ledger, file: { path: string; version: string }): string {
-  return heldState(ledger.get("file", file.path), ledger.wasWithdrawn("file", file.path), file.version);
+  return heldState(ledger, "file", file.path, file.version);
 }
 
-function formatBytes(bytes: number): string {
-  return bytes < 1024 ? `${bytes} B` : `${(bytes / 1024).toFixed(1)} KiB`;
+function ruleState(ledger: Ledger, rule: Rule): string {
+  if (rule.meta.kind === "manual") return C.REPORT_STATES.manual;
+  if (rule.meta.kind !== "described") return heldState(ledger, "rule", rule.path, rule.loaded.version);
+  return ledger.get("rule", rule.path)?.version === rule.listingVersion
+    ? C.REPORT_STATES.listed
+    : C.REPORT_STATES.pending;
 }
 
-/**
- * What the report lists: what this run looked at, then what the ledger holds that it has not looked
- * at yet (delivered before a resume), so the list and the closing count agree.
- */
-function seenThenHeld<T extends { path: string }>(seen: T[], held: Iterable<T>): T[] {
+/** What this run looked at, then what the ledger holds that it has not (delivered before a resume). */
+function seenThenHeld<S extends { path: string }, H extends { path: string }>(seen: S[], held: H[]): Array<S | H> {
   const seenPaths = new Set(seen.map((item) => item.path));
-  return [...seen, ...[...held].filter((item) => !seenPaths.has(item.path))];
+  return [...seen, ...held.filter((item) => !seenPaths.has(item.path))];
 }
 
 /** Rows as columns: each cell padded to its column's widest, two spaces apart, indented by two. */
@@ -4517,59 +4484,70 @@ function reportSection(heading: string, rows: string[][]): string[] {
 
 /** The `/lazy-agents` report: paths, scopes, sizes, states and reasons (versions when verbose); never file contents. */
 function formatInspection(engine: LazyAgents, verbose = false): string {
-  const { ledger, inspection } = engine;
-  const files: SeenFile[] = seenThenHeld(inspection.files(), ledger.all("file"));
-  const seenPaths = new Set(files.map((file) => file.path));
-  const skills = seenThenHeld<Pick<Skill, "name" | "path" | "version"> & { scope: string }>(
-    inspection.skills(),
-    ledger.all("skill"),
-  );
-  const rules = reportedRules(engine);
-  const notUsed: Array<Pick<Rejection, "path" | "reason" | "counts">> = [
-    ...[...(engine.discovery?.ignoredSeen ?? new Map<string, C.Reason>())].map(([path, reason]) => ({ path, reason })),
-    ...inspection.notUsed(),
-    ...rules.rejected,
-  ];
+  const { ledger, inspection, options, discovery } = engine;
   const version = (id: string) => (verbose ? [`version ${id.slice(0, C.REPORT_VERSION_LENGTH)}`] : []);
+  const views = [...inspection.values()];
+  const files = seenThenHeld(viewedFiles(views), ledger.all("file"));
   const fileRows = files.map((file) => [
     file.path,
     `scope ${scopeGlob(file.scope)}${file.importedBy ? `, imported by ${file.importedBy}` : ""}`,
-    formatBytes(file.bytes),
+    file.bytes < 1024 ? `${file.bytes} B` : `${(file.bytes / 1024).toFixed(1)} KiB`,
     fileState(ledger, file),
     ...version(file.version),
   ]);
+  const listedFiles = new Set(files.map((file) => file.path));
   for (const path of ledger.withdrawnPaths("file"))
-    if (!seenPaths.has(path)) fileRows.push([path, "", "", C.REPORT_STATES.retracted]);
-  const skillRows = skills.map((skill) => [
+    if (!listedFiles.has(path)) fileRows.push([path, "", "", C.REPORT_STATES.retracted]);
+  // Rules: cwd's rule folders and every nested one seen; refused rule files go to "not used".
+  const withRules = options.rules && discovery !== undefined;
+  if (withRules) ruleFoldersFor(discovery, [], options.ruleSources);
+  const ruleFolders = withRules ? [...discovery.ruleFolders.values()] : [];
+  const folders = ruleFolders.filter((folder) => options.ruleSources.has(folder.place.source));
+  const rules = folders.flatMap((folder) => folder.rules);
+  const ruleRows = rules.map((rule) => {
+    const globs = rule.meta.kind === "glob" ? `globs ${rule.meta.globs.join(", ")}` : "no globs";
+    return [rule.path, rule.source, C.RULE_KIND_NAMES[rule.meta.kind], globs, ruleState(ledger, rule)];
+  });
+  const listedRules = new Set(rules.map((rule) => rule.path));
+  for (const path of withRules ? ledger.withdrawnPaths("rule") : [])
+    if (!listedRules.has(path)) ruleRows.push([path, "", "", "", C.REPORT_STATES.retracted]);
+  const seenSkills = views.flatMap((view) => view.skills.map((skill) => ({ ...skill, scope: view.scope })));
+  const skillRows = seenThenHeld(seenSkills, ledger.all("skill")).map((skill) => [
     skill.name,
     `scope ${scopeGlob(skill.scope)}`,
     skill.path,
     ledger.get("skill", skill.path)?.version === skill.version ? C.REPORT_STATES.listed : C.REPORT_STATES.pending,
     ...version(skill.version),
   ]);
+  const shadowed = seenSkills.filter((outer) =>
+    seenSkills.some((inner) => inner.name === outer.name && isPathInside(`/${outer.scope}`, `/${inner.scope}`)),
+  );
+  const notUsed: Array<Pick<Rejection, "path" | "reason" | "counts">> = [
+    ...[...(discovery?.ignoredSeen ?? [])].map(([path, reason]) => ({ path, reason })),
+    ...views.flatMap((view) => view.rejected),
+    ...shadowed.map(({ path }) => ({ path, reason: "skillShadowed" as const })),
+    ...folders.flatMap((folder) => folder.rejected),
+  ];
   const sections = [
     ...reportSection(C.REPORT_TEXT.filesHeading, fileRows),
-    ...reportSection(C.REPORT_TEXT.rulesHeading, rules.rows),
+    ...reportSection(C.REPORT_TEXT.rulesHeading, ruleRows),
     ...reportSection(C.REPORT_TEXT.skillsHeading, skillRows),
     ...reportSection(
       C.REPORT_TEXT.notUsedHeading,
-      notUsed.map(({ path, reason, counts }) => [path, C.reasonText(reason, counts)]),
+      notUsed.map((item) => [item.path, C.reasonText(item.reason, item.counts)]),
     ),
   ];
-  const lines = ["pi-lazy-agents", ...(engine.options.enabled ? [] : [C.REPORT_TEXT.off])];
-  if (sections.length + engine.failures.size === 0) {
-    return engine.options.enabled ? C.REPORT_NOTHING_SEEN : [...lines, C.REPORT_NOTHING_SEEN].join("\n");
-  }
-  lines.push(...sections);
-  if (engine.failures.size > 0) {
-    lines.push("", C.REPORT_TEXT.failuresHeading);
-    for (const [label, count] of engine.failures) lines.push(`  ${C.FAILURE_LABELS[label]}: ${count}`);
-  }
-  lines.push("", C.REPORT_TEXT.deliveredCount(heldCounts(ledger)));
-  return lines.map(oneLine).join("\n");
+  const failures = [...engine.failures].map(([label, count]) => `  ${C.FAILURE_LABELS[label]}: ${count}`);
+  const head = ["pi-lazy-agents", ...(options.enabled ? [] : [C.REPORT_TEXT.off])];
+  if (sections.length + failures.length === 0)
+    return [...(options.enabled ? [] : head), C.REPORT_NOTHING_SEEN].join("\n");
+  const failed = failures.length > 0 ? ["", C.REPORT_TEXT.failuresHeading, ...failures] : [];
+  return [...head, ...sections, ...failed, "", C.REPORT_TEXT.deliveredCount(heldCounts(ledger))]
+    .map(oneLine)
+    .join("\n");
 }
 
-/** `/lazy-agents why <path>`: the chain of one path, folder by folder. */
+/** `/lazy-agents why <path>`: what governs one path, then its chain folder by folder. */
 async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnvironment): Promise<string> {
   const shown = rawPath.trim();
   const target = resolveToolPath(shown, env.cwd);
@@ -4579,17 +4557,23 @@ async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnviron
   const isDirectory = mayBeInside(discovery, target) && discovery.fs.stat(target)?.isDirectory() === true;
   const located = locateChain(discovery, target, isDirectory);
   if (located === undefined) return oneLine(C.REPORT_TEXT.outsideCwd(shown));
-  await engine.settled([located], env.trusted && engine.options.skills);
-  const views = viewChain(discovery, located, env.trusted && engine.options.skills);
-  engine.inspection.record(views);
-  const rules = explainRules(engine, views, touchedPath(discovery, target, env.cwd));
+  const views = (await viewForReport(engine, discovery, [located], env))[0]!;
+  const { ledger, options } = engine;
   // The answer first: what governs the path; then only the folders that add something, and why.
-  const governing: string[][] = [];
-  for (const view of views) {
-    if (view.file) governing.push([view.file.path, fileState(engine.ledger, view.file)]);
-    for (const { file } of view.imports) governing.push([file.path, fileState(engine.ledger, file)]);
+  const governing = viewedFiles(views).map((file) => [file.path, fileState(ledger, file)]);
+  const ruleLines: string[] = [];
+  const touched = touchedPath(discovery, target, env.cwd);
+  const rulesOf = options.rules && touched !== undefined ? engine.discovery : undefined;
+  const inScope = new Set(rulesOf ? ruleFoldersFor(rulesOf, views, options.ruleSources) : []);
+  for (const folder of rulesOf?.ruleFolders.values() ?? []) {
+    for (const rule of folder.rules) {
+      const applies = rule.meta.kind !== "glob" ? rule.meta.kind : ruleMatches(rule, touched!) ? "matches" : "noMatch";
+      const why = !options.ruleSources.has(rule.source) ? "sourceOff" : inScope.has(folder) ? applies : "otherFolder";
+      ruleLines.push(`    rule ${rule.path} (${rule.source}, scope ${rule.scope}): ${C.RULE_WHY[why]}`);
+      if (why === "matches" || why === "always")
+        governing.push([rule.path, `${C.REPORT_TEXT.ruleState} ${ruleState(ledger, rule)}`]);
+    }
   }
-  governing.push(...rules.governing);
   const lines = [`pi-lazy-agents: why ${shown}`];
   if (located.links.length === 0) lines.push(C.REPORT_TEXT.directlyInCwd);
   lines.push(governing.length > 0 ? C.REPORT_TEXT.governedBy : C.REPORT_TEXT.governedByNothing);
@@ -4599,41 +4583,34 @@ async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnviron
     const view = views.find((candidate) => candidate.scope === scope);
     if (!view) {
       const reason = discovery.ignoredSeen.get(scope);
-      folderLines.push(
-        `    ${scope}/  ${reason ? C.REASONS[reason] : C.REPORT_TEXT.notReached}: nothing below it is used`,
-      );
+      const why = reason ? C.REASONS[reason] : C.REPORT_TEXT.notReached;
+      folderLines.push(`    ${scope}/  ${why}: nothing below it is used`);
       if (reason) break;
       continue;
     }
     if (!view.file && view.imports.length + view.skills.length + view.rejected.length === 0) continue;
-    const file = view.file
-      ? `${view.file.path} (${fileState(engine.ledger, view.file)})`
-      : C.REPORT_TEXT.noInstructionFile;
-    folderLines.push(`    ${scope}/  scope ${scopeGlob(scope)}: ${file}`);
-    for (const { file: imported } of view.imports) {
-      folderLines.push(`      imports ${imported.path} (${fileState(engine.ledger, imported)})`);
-    }
-    for (const skill of view.skills) folderLines.push(`      skill ${skill.name} at ${skill.path}`);
-    for (const rejection of view.rejected)
-      folderLines.push(`      not used: ${rejection.path}: ${C.reasonText(rejection.reason, rejection.counts)}`);
+    const file = view.file ? `${view.file.path} (${fileState(ledger, view.file)})` : C.REPORT_TEXT.noInstructionFile;
+    folderLines.push(
+      `    ${scope}/  scope ${scopeGlob(scope)}: ${file}`,
+      ...view.imports.map(({ file }) => `      imports ${file.path} (${fileState(ledger, file)})`),
+      ...view.skills.map((skill) => `      skill ${skill.name} at ${skill.path}`),
+      ...view.rejected.map((item) => `      not used: ${item.path}: ${C.reasonText(item.reason, item.counts)}`),
+    );
   }
   if (folderLines.length > 0) lines.push(C.REPORT_TEXT.foldersHeading, ...folderLines);
-  lines.push(...rules.lines);
+  if (ruleLines.length > 0) lines.push("  Rules:", ...ruleLines);
   if (!env.trusted) lines.push(C.REPORT_TEXT.skillsUntrusted);
   return lines.map(oneLine).join("\n");
 }
 
 /** Completions for `/lazy-agents`: the `why` word, then paths this session has seen. */
 function commandCompletions(engine: LazyAgents, prefix: string): Array<{ value: string; label: string }> | null {
-  const words = ["why ", "help", C.VERBOSE_ARGUMENT];
-  const paths = [
-    ...engine.inspection.files().map((file) => file.path),
-    ...[...engine.inspection.views.keys()].map((scope) => `${scope}/`),
-  ];
-  const candidates = prefix.startsWith("why ") ? paths.map((path) => `why ${path}`) : words;
-  const items = [...new Set(candidates)]
-    .filter((value) => value.startsWith(prefix))
-    .map((value) => ({ value, label: value }));
+  const scopes = [...engine.inspection.keys()].map((scope) => `${scope}/`);
+  const paths = [...viewedFiles(engine.inspection.values()).map((file) => file.path), ...scopes];
+  const words = prefix.startsWith("why ") ? paths.map((path) => `why ${path}`) : ["why ", "help", C.VERBOSE_ARGUMENT];
+  const items = [...new Set(words)]
+    .filter((word) => word.startsWith(prefix))
+    .map((word) => ({ value: word, label: word }));
   return items.length > 0 ? items : null;
 }
 
@@ -4671,65 +4648,6 @@ function ruleSourcesOf(value: unknown): Set<C.RuleSource> | undefined {
   return known ? new Set(value as C.RuleSource[]) : undefined;
 }
 
-function ruleState(ledger: Ledger, rule: Rule): string {
-  if (rule.meta.kind === "manual") return C.REPORT_STATES.manual;
-  const held = ledger.get("rule", rule.path);
-  if (rule.meta.kind === "described")
-    return held?.version === rule.listingVersion ? C.REPORT_STATES.listed : C.REPORT_STATES.pending;
-  return heldState(held, ledger.wasWithdrawn("rule", rule.path), rule.loaded.version);
-}
-
-function ruleRow(ledger: Ledger, rule: Rule): string[] {
-  const globs = rule.meta.kind === "glob" ? `globs ${rule.meta.globs.join(", ")}` : "no globs";
-  return [rule.path, rule.source, C.RULE_KIND_NAMES[rule.meta.kind], globs, ruleState(ledger, rule)];
-}
-
-/** The rules part of `/lazy-agents`: cwd's rule folders and every nested one seen, with states; refused rule files apart. */
-function reportedRules(engine: LazyAgents): { rows: string[][]; rejected: Rejection[] } {
-  const discovery = engine.discovery;
-  if (!engine.options.rules || !discovery) return { rows: [], rejected: [] };
-  ruleFoldersFor(discovery, [], engine.options.ruleSources);
-  const folders = [...discovery.ruleFolders.values()].filter((folder) =>
-    engine.options.ruleSources.has(folder.place.source),
-  );
-  const rules = folders.flatMap((folder) => folder.rules);
-  const rows = rules.map((rule) => ruleRow(engine.ledger, rule));
-  const listed = new Set(rules.map((rule) => rule.path));
-  for (const path of engine.ledger.withdrawnPaths("rule"))
-    if (!listed.has(path)) rows.push([path, "", "", "", C.REPORT_STATES.retracted]);
-  return { rows, rejected: folders.flatMap((folder) => folder.rejected) };
-}
-
-/** The rules part of `/lazy-agents why <path>`: each rule, and whether and why it applies there. */
-function explainRules(
-  engine: LazyAgents,
-  views: DirectoryView[],
-  touched: string | undefined,
-): { governing: string[][]; lines: string[] } {
-  const discovery = engine.discovery;
-  if (!engine.options.rules || !discovery || touched === undefined) return { governing: [], lines: [] };
-  const inScope = new Set(ruleFoldersFor(discovery, views, engine.options.ruleSources));
-  const lines: string[] = [];
-  const governing: string[][] = [];
-  for (const folder of discovery.ruleFolders.values()) {
-    for (const rule of folder.rules) {
-      const why = !engine.options.ruleSources.has(rule.source)
-        ? C.RULE_WHY.sourceOff
-        : !inScope.has(folder)
-          ? C.RULE_WHY.otherFolder
-          : rule.meta.kind === "glob"
-            ? ruleMatches(rule, touched)
-              ? C.RULE_WHY.matches
-              : C.RULE_WHY.noMatch
-            : C.RULE_WHY[rule.meta.kind];
-      lines.push(`  rule ${rule.path} (${rule.source}, scope ${rule.scope}): ${why}`);
-      if (why === C.RULE_WHY.matches || why === C.RULE_WHY.always)
-        governing.push([rule.path, `${C.REPORT_TEXT.ruleState} ${ruleState(engine.ledger, rule)}`]);
-    }
-  }
-  return { governing, lines: lines.length > 0 ? ["  Rules:", ...lines.map((line) => `  ${line}`)] : lines };
-}
-
 // =============================================================================================
 // 10. Pure path and text helpers. Containment is `path.relative` plus an exact `..` test on real paths.
 
@@ -4738,10 +4656,6 @@ function explainRules(
 export function isPathInside(parent: string, child: string): boolean {
   const rel = relativeInside(parent, child);
   return rel !== undefined && rel !== "";
-}
-
-function isPathInsideOrSame(parent: string, child: string): boolean {
-  return relativeInside(parent, child) !== undefined;
 }
 
 /** The one containment test: `child` relative to `parent` ("" for itself), undefined when it lies outside. */
@@ -4765,8 +4679,8 @@ function scopeGlob(scope: string): string {
   return `${scope}/**`;
 }
 
-// ignoreBOM keeps a BOM as text, so exactly one is stripped below, as Pi does.
-const UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+// A decoder strips exactly one BOM, as Pi does; a second one is text.
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
 
 // Exported for tests: a table test of decoding.
 /** Decodes strict UTF-8, drops a BOM and turns CRLF and lone CR into LF; undefined if invalid. */
@@ -4778,7 +4692,6 @@ export function decodeInstructionText(bytes: Uint8Array): string | undefined {
     if (errorCode(error) !== "ERR_ENCODING_INVALID_ENCODED_DATA") throw error;
     return undefined;
   }
-  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   return text.includes("\r") ? text.replace(/\r\n?/g, "\n") : text;
 }
 
@@ -4793,9 +4706,7 @@ export function cutUtf8(text: string, maxBytes: number): string {
 }
 
 const FENCE = /^\s{0,3}(`{3,}|~{3,})/;
-
 const INLINE_CODE = /(`+)[^`]*?\1/g;
-
 const IMPORT_TOKEN = /(?:^|[\s([])@((?:\.{1,2}\/|[\w-])[^\s)\]`'"<>,;]*)/g;
 
 // Exported for tests: a table test of `@path` tokens.
