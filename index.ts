@@ -450,7 +450,7 @@ function locateExisting(
   }
   const target = discovery.realpathOrUndefined(path);
   if (target === undefined) return "missing";
-  if (!isPathInsideOrSame(discovery.cwdReal, target)) return "outside";
+  if (relativeInside(discovery.cwdReal, target) === undefined) return "outside";
   let isDirectory: boolean;
   try {
     isDirectory = discovery.fs.stat(target)?.isDirectory() === true;
@@ -2677,7 +2677,8 @@ function fsOr<T, F>(fallback: F, call: () => T): T | F {
 
 /** True when `path` is inside cwd by its real or its logical (possibly linked) form. */
 function mayBeInside({ cwdReal, logicalCwd }: Discovery, path: string): boolean {
-  return isPathInsideOrSame(cwdReal, path) || (logicalCwd !== undefined && isPathInsideOrSame(logicalCwd, path));
+  const inside = (root: string) => relativeInside(root, path) !== undefined;
+  return inside(cwdReal) || (logicalCwd !== undefined && inside(logicalCwd));
 }
 
 /** The folders strictly below cwd down to the cwd-relative `rel`, parent first; cached. */
@@ -2719,7 +2720,7 @@ function locateChain(ctx: Discovery, target: string, targetIsDirectory: boolean)
     const real = ctx.realpathOrUndefined(up);
     if (real === undefined && dirname(up) === up) return undefined;
     if (real === undefined) continue;
-    if (!isPathInsideOrSame(ctx.cwdReal, real)) return undefined;
+    if (relativeInside(ctx.cwdReal, real) === undefined) return undefined;
     // A directory target may name a file (grep, find): its folder is the scope.
     const folder = targetIsDirectory && up === target && !ctx.fs.stat(real)?.isDirectory() ? dirname(real) : real;
     return { links: chainFor(ctx, relative(ctx.cwdReal, folder)) };
@@ -3196,82 +3197,94 @@ function gitRefusal(ctx: Discovery, segments: string[], isDirectory: boolean): C
 function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, rejected: Rejection[]): Skill[] {
   const [home, child] = C.SKILLS_DIR_SEGMENTS as [string, string];
   const root = join(link.dir, home, child);
-  const scan: SkillScan = { skills: [], rejected, names: new Map(), scope: link.scope };
+  const skills: Skill[] = [];
+  // Name → path of every skill found so far in this tree, listed or hidden.
+  const names = new Map<string, string>();
+  const reject = (path: string, reason: C.Reason, kind: Rejection["kind"] = "skill") =>
+    rejected.push({ path, reason, kind });
+  /** Adds the skill a file defines; false when the file is not there. */
+  const addSkill = (candidate: string, declared: boolean): boolean => {
+    const file = ctx.sourceFile(candidate, link.scope);
+    if ("reason" in file) {
+      if (file.reason !== "skip" && file.reason !== "held")
+        reject(toDisplayPath(ctx.cwdReal, file.real ?? candidate), file.reason);
+      return file.reason !== "skip";
+    }
+    const entry = ctx.files.peek(file.realPath)!;
+    const parsed = (entry.skill ??= skillOf(file.text, basename(dirname(file.realPath)), file.path));
+    if (!parsed.ok) {
+      if (declared) reject(file.path, parsed.reason);
+    } else if (names.has(parsed.skill.name)) {
+      // As Pi: the same file twice is one skill; another file of a name already found loses.
+      if (names.get(parsed.skill.name) !== file.path) reject(file.path, "skillCollision");
+    } else {
+      names.set(parsed.skill.name, file.path);
+      if (parsed.hidden) reject(file.path, "skillHidden");
+      else skills.push(parsed.skill);
+    }
+    return true;
+  };
+  /** Scans one folder of the tree; `rel` is its path below the tree's root, as Pi matches ignore rules. */
+  const scan = (dir: string, rel: string, depth: number, inherited: IgnoreRule[]): void => {
+    const below = (name: string) => (rel === "" ? name : `${rel}/${name}`);
+    const prefix = rel === "" ? "" : `${rel}/`;
+    const rulesOf = (listing: ListingEntry): IgnoreRule[] => {
+      let rules = inherited;
+      for (const name of listing.ignoreFiles) {
+        const file = ctx.sourceFile(join(dir, name), "", "control");
+        if ("reason" in file) continue;
+        const entry = ctx.files.peek(file.realPath)!;
+        if (entry.ignore?.prefix !== prefix) entry.ignore = { prefix, rules: ignoreRulesOf(file.text, prefix) };
+        if (entry.ignore.rules.length > 0) rules = [...rules, ...entry.ignore.rules];
+      }
+      return rules;
+    };
+    const isSkill = (rules: IgnoreRule[]) =>
+      !isIgnored(rules, below(C.SKILL_FILE_NAME), false) && addSkill(join(dir, C.SKILL_FILE_NAME), true);
+    // A folder known to hold SKILL.md stays a skill while that file exists: nothing else there matters.
+    const known = ctx.listings.peek(dir);
+    if (known?.hasSkillFile && isSkill(rulesOf(known))) return;
+    const listing = ctx.listing(dir);
+    if (!listing) return;
+    const rules = rulesOf(listing);
+    if (listing.capped) rejected.push(scanCap(ctx, dir, listing));
+    if (listing.hasSkillFile && isSkill(rules)) return;
+    for (const { name, kind } of listing.names) {
+      if (name.startsWith(".") || name === "node_modules" || kind === "other") continue;
+      const path = join(dir, name);
+      const resolved = kind === "link" ? ctx.resolveSource(path, toDisplayPath(ctx.cwdReal, dir)) : undefined;
+      if (resolved && "reason" in resolved) continue;
+      const folder = resolved ? resolved.stats.isDirectory() && resolved.real : kind === "dir" && path;
+      if (isIgnored(rules, below(name), folder !== false)) continue;
+      if (folder === false) {
+        if (depth > 0 && name.endsWith(".md")) addSkill(path, false);
+      } else if (depth < C.MAX_SKILL_DEPTH) scan(folder, below(name), depth + 1, rules);
+      else reject(toDisplayPath(ctx.cwdReal, folder), "skillDepthCapped", "cap");
+    }
+  };
   try {
     // A linked `.agents` is judged where it leads; a linked `skills` below it, by the listing.
     const agents = entry.agents === "link" ? ctx.sourceFolder(join(link.dir, home), link.scope) : undefined;
     const resolved = entry.agents === "link" ? (agents === undefined ? undefined : join(agents, child)) : root;
-    if (resolved !== undefined) scanSkillDirectory(ctx, resolved, "", 0, scan, []);
+    if (resolved !== undefined) scan(resolved, "", 0, []);
   } catch (error) {
     errorCode(error);
     // The skills found so far stand; the rest are unknown until the next access.
-    rejected.push({ path: toDisplayPath(ctx.cwdReal, root), reason: "unreadable", kind: "skill" });
+    reject(toDisplayPath(ctx.cwdReal, root), "unreadable");
   }
-  return scan.skills;
+  return skills;
 }
 
-/** Scans one folder of a skills tree; `rel` is its path below the tree's root, as Pi matches ignore rules. */
-function scanSkillDirectory(
-  ctx: Discovery,
-  dir: string,
-  rel: string,
-  depth: number,
-  scan: SkillScan,
-  inherited: IgnoreRule[],
-): void {
-  const below = (name: string) => (rel === "" ? name : `${rel}/${name}`);
-  const isSkill = (rules: IgnoreRule[]) =>
-    !isIgnored(rules, below(C.SKILL_FILE_NAME), false) && addSkill(ctx, join(dir, C.SKILL_FILE_NAME), true, scan);
-  // A folder known to hold SKILL.md stays a skill while that file exists: nothing else there matters.
-  const known = ctx.listings.peek(dir);
-  if (known?.hasSkillFile && isSkill(ignoreRules(ctx, dir, rel, known, inherited))) return;
-  const listing = ctx.listing(dir);
-  if (!listing) return;
-  const rules = ignoreRules(ctx, dir, rel, listing, inherited);
-  if (listing.capped) scan.rejected.push(scanCap(ctx, dir, listing));
-  if (listing.hasSkillFile && isSkill(rules)) return;
-  for (const entry of listing.names) {
-    if (entry.name.startsWith(".") || entry.name === "node_modules" || entry.kind === "other") continue;
-    const path = join(dir, entry.name);
-    let subdirectory = entry.kind === "dir" ? path : undefined;
-    if (entry.kind === "link") {
-      const resolved = ctx.resolveSource(path, toDisplayPath(ctx.cwdReal, dir));
-      if ("reason" in resolved) continue;
-      if (resolved.stats.isDirectory()) subdirectory = resolved.real;
-    }
-    if (isIgnored(rules, below(entry.name), subdirectory !== undefined)) continue;
-    if (subdirectory !== undefined) {
-      if (depth < C.MAX_SKILL_DEPTH) scanSkillDirectory(ctx, subdirectory, below(entry.name), depth + 1, scan, rules);
-      else
-        scan.rejected.push({
-          path: toDisplayPath(ctx.cwdReal, subdirectory),
-          reason: "skillDepthCapped",
-          kind: "cap",
-        });
-      continue;
-    }
-    if (depth > 0 && entry.name.endsWith(".md")) addSkill(ctx, path, false, scan);
-  }
-}
-
-/** The ignore rules in force in a skills folder: its parents' and those of its own ignore files. */
-function ignoreRules(
-  ctx: Discovery,
-  dir: string,
-  rel: string,
-  listing: ListingEntry,
-  inherited: IgnoreRule[],
-): IgnoreRule[] {
-  let rules = inherited;
-  for (const name of listing.ignoreFiles) {
-    const file = ctx.sourceFile(join(dir, name), "", "control");
-    if ("reason" in file) continue;
-    const entry = ctx.files.peek(file.realPath)!;
-    const prefix = rel === "" ? "" : `${rel}/`;
-    if (entry.ignore?.prefix !== prefix) entry.ignore = { prefix, rules: ignoreRulesOf(file.text, prefix) };
-    if (entry.ignore.rules.length > 0) rules = [...rules, ...entry.ignore.rules];
-  }
-  return rules;
+/** The skill a file defines, through Pi's own frontmatter parser; `path` is the file's cwd-relative path. */
+function skillOf(text: string, directoryName: string, path: string): NonNullable<FileEntry["skill"]> {
+  const frontmatter = yamlFrontmatter(text)?.frontmatter as Record<string, unknown> | undefined;
+  if (!frontmatter) return { ok: false, reason: "skillInvalid" };
+  const described = frontmatter.description;
+  if (typeof described !== "string" || described.trim() === "") return { ok: false, reason: "skillNoDescription" };
+  const name = typeof frontmatter.name === "string" && frontmatter.name !== "" ? frontmatter.name : directoryName;
+  const description = described.trim();
+  const skill = { name, description, path, version: versionOf(`${name}\n${description}\n${path}`) };
+  return { ok: true, hidden: frontmatter["disable-model-invocation"] === true, skill };
 }
 
 /** The cap notice of a folder listed only in part. */
@@ -3280,60 +3293,14 @@ function scanCap(ctx: Discovery, dir: string, listing: ListingEntry): Rejection 
   return { path: toDisplayPath(ctx.cwdReal, dir), reason: "scanCapped", kind: "cap", counts };
 }
 
-/** Adds the skill a file defines; false when the file is not there. */
-function addSkill(ctx: Discovery, candidate: string, declared: boolean, scan: SkillScan): boolean {
-  const { skills, rejected } = scan;
-  const file = ctx.sourceFile(candidate, scan.scope);
-  if ("reason" in file) {
-    if (file.reason === "skip") return false;
-    if (file.reason === "held") return true;
-    rejected.push({ path: toDisplayPath(ctx.cwdReal, file.real ?? candidate), reason: file.reason, kind: "skill" });
-    return true;
-  }
-  const { path } = file;
-  const entry = ctx.files.peek(file.realPath)!;
-  entry.skill ??= skillOf(file.text, basename(dirname(file.realPath)), path);
-  const parsed = entry.skill;
-  if (!parsed.ok) {
-    if (declared) rejected.push({ path, reason: parsed.reason, kind: "skill" });
-    return true;
-  }
-  // As Pi: the same file twice is one skill; another file of a name already found loses.
-  const first = scan.names.get(parsed.skill.name);
-  if (first !== undefined) {
-    if (first !== path) rejected.push({ path, reason: "skillCollision", kind: "skill" });
-    return true;
-  }
-  scan.names.set(parsed.skill.name, path);
-  if (parsed.hidden) {
-    rejected.push({ path, reason: "skillHidden", kind: "skill" });
-  } else {
-    skills.push(parsed.skill);
-  }
-  return true;
-}
-
-interface SkillScan {
-  skills: Skill[];
-  rejected: Rejection[];
-  /** Name → path of every skill found so far in this tree, listed or hidden. */
-  names: Map<string, string>;
-  /** The scope whose skills these are. */
-  scope: string;
-}
-
 /** A folder's entries as discovery keeps them: past the cap, the first entries by name. */
 function listingOf(dirents: nodeFs.Dirent[]): ListingEntry {
-  const kept =
-    dirents.length > C.MAX_SKILL_DIR_ENTRIES ? [...dirents].sort(byName).slice(0, C.MAX_SKILL_DIR_ENTRIES) : dirents;
+  const capped = dirents.length > C.MAX_SKILL_DIR_ENTRIES;
+  const kept = capped ? dirents.toSorted(byName).slice(0, C.MAX_SKILL_DIR_ENTRIES) : dirents;
   const names = kept.map((d) => ({ name: d.name, kind: direntKind(d) }));
-  return {
-    names,
-    capped: dirents.length > C.MAX_SKILL_DIR_ENTRIES,
-    total: dirents.length,
-    ignoreFiles: C.SKILL_IGNORE_FILES.filter((name) => names.some((entry) => entry.name === name)),
-    hasSkillFile: names.some((name) => name.name === C.SKILL_FILE_NAME),
-  };
+  const has = (name: string) => names.some((entry) => entry.name === name);
+  const ignoreFiles = C.SKILL_IGNORE_FILES.filter(has);
+  return { names, capped, total: dirents.length, ignoreFiles, hasSkillFile: has(C.SKILL_FILE_NAME) };
 }
 
 function byName(a: { name: string }, b: { name: string }): number {
@@ -3342,7 +3309,18 @@ function byName(a: { name: string }, b: { name: string }): number {
 
 /** A listing's names sorted, for imports and rules, whose order is by name; built once per listing. */
 function sortedNames(listing: ListingEntry): ListingEntry["names"] {
-  return (listing.sorted ??= [...listing.names].sort(byName));
+  return (listing.sorted ??= listing.names.toSorted(byName));
+}
+
+function direntKind(dirent: nodeFs.Dirent): "file" | "dir" | "link" | "other" {
+  return dirent.isSymbolicLink() ? "link" : dirent.isDirectory() ? "dir" : dirent.isFile() ? "file" : "other";
+}
+
+type ParentKind = "none" | "dir" | "link";
+
+/** What an lstat, or a listing's entry (which carries what lstat says of its type), finds. */
+function kindOfEntry(entry: nodeFs.Stats | nodeFs.Dirent | undefined): ParentKind {
+  return !entry ? "none" : entry.isSymbolicLink() ? "link" : entry.isDirectory() ? "dir" : "none";
 }
 
 // Ignore files, with the gitignore rules Pi applies to skills trees: blank lines and `#` comments
@@ -3380,43 +3358,15 @@ function ignoreRulesOf(text: string, prefix: string): IgnoreRule[] {
 /** Whether the rules hide `path` (relative to the skills root); the last matching rule wins. */
 function isIgnored(rules: readonly IgnoreRule[], path: string, isDirectory: boolean): boolean {
   let ignored = false;
-  for (const rule of rules) {
-    if ((!rule.dirOnly || isDirectory) && rule.matches(path)) ignored = !rule.negate;
-  }
+  for (const rule of rules) if ((!rule.dirOnly || isDirectory) && rule.matches(path)) ignored = !rule.negate;
   return ignored;
 }
 
-/** The skill a file defines, through Pi's own frontmatter parser; `path` is the file's cwd-relative path. */
-function skillOf(
-  text: string,
-  directoryName: string,
-  path: string,
-): { ok: true; skill: Skill; hidden: boolean } | { ok: false; reason: C.Reason } {
-  const frontmatter = yamlFrontmatter(text)?.frontmatter as Record<string, unknown> | undefined;
-  if (!frontmatter) return { ok: false, reason: "skillInvalid" };
-  const described = frontmatter.description;
-  if (typeof described !== "string" || described.trim() === "") return { ok: false, reason: "skillNoDescription" };
-  const name = typeof frontmatter.name === "string" && frontmatter.name !== "" ? frontmatter.name : directoryName;
-  const description = described.trim();
-  const version = versionOf(`${name}\n${description}\n${path}`);
-  return {
-    ok: true,
-    hidden: frontmatter["disable-model-invocation"] === true,
-    skill: { name, description, path, version },
-  };
-}
-
-function direntKind(dirent: nodeFs.Dirent): "file" | "dir" | "link" | "other" {
-  if (dirent.isSymbolicLink()) return "link";
-  if (dirent.isDirectory()) return "dir";
-  return dirent.isFile() ? "file" : "other";
-}
-
 // Rules: `.claude/rules`, `.cursor/rules` and `.github/instructions`, the path-scoped rule files other
-// agents read. Each source is an adapter that turns a rule's frontmatter into one of four kinds.
-// Matchers are compiled once per rule version. A warm call lstats cwd and the rule folders (their
-// listings are cached), passes once over the compiled rules in scope, and stat-checks again only the
-// rules that apply, before it delivers them.
+// agents read; each source reads a rule's frontmatter into one of four kinds. Matchers are compiled
+// once per rule version. A warm call lstats cwd and the rule folders (their listings are cached),
+// passes once over the compiled rules in scope, and stat-checks again only the rules that apply,
+// before it delivers them.
 
 // Exported for tests: they table the kinds a rule source reads.
 export type RuleKind = keyof typeof C.RULE_KIND_NAMES;
@@ -3428,159 +3378,88 @@ interface RuleMeta {
   name: string;
 }
 
-interface RuleAdapter {
-  /** Whether a pattern without a slash matches at any depth (Cursor, Copilot) or only at the base (Claude). */
-  floating: boolean;
-  read(frontmatter: Record<string, unknown>, fileName: string): RuleMeta;
-}
-
-const RULE_ADAPTERS: Record<C.RuleSource, RuleAdapter> = {
-  // Claude Code: `paths:`, a list or one string; a rule without it applies everywhere.
-  claude: {
-    floating: false,
-    read: (fm, file) => {
-      const globs = globList(fm.paths);
-      return { kind: globs.length > 0 ? "glob" : "always", globs, description: "", name: ruleName(file, "claude") };
-    },
-  },
-  // Cursor: `alwaysApply: true`, else `globs:` (a comma-separated string or a list), else `description:`.
-  cursor: {
-    floating: true,
-    read: (fm, file) => {
-      const globs = globList(fm.globs);
-      const description = stringField(fm.description);
-      const kind =
-        fm.alwaysApply === true ? "always" : globs.length > 0 ? "glob" : description ? "described" : "manual";
-      return { kind, globs, description, name: ruleName(file, "cursor") };
-    },
-  },
-  // Copilot: `applyTo:` (comma-separated); without it a description offers the file, as VS Code does.
-  copilot: {
-    floating: true,
-    read: (fm, file) => {
-      const globs = globList(fm.applyTo);
-      const description = stringField(fm.description);
-      const kind = globs.length > 0 ? "glob" : description ? "described" : "manual";
-      return { kind, globs, description, name: stringField(fm.name) || ruleName(file, "copilot") };
-    },
-  },
-};
+const RULE_GLOB_KEYS: Record<C.RuleSource, string> = { claude: "paths", cursor: "globs", copilot: "applyTo" };
 
 // Exported for tests: a table test of rule frontmatter.
-/** Kind, globs, description and name of a rule file's text, as its source reads them. */
-export function readRuleMeta(source: C.RuleSource, text: string, fileName: string): RuleMeta {
-  return RULE_ADAPTERS[source].read(ruleFrontmatter(text).frontmatter, fileName);
+/**
+ * Kind, globs, description, name and body of a rule file's text, as its source reads them. Claude:
+ * `paths:`, else always. Cursor: `alwaysApply: true`, else `globs:`, else `description:`. Copilot:
+ * `applyTo:`, else a description offers it, as VS Code does. Globs are a list, or a comma list.
+ */
+export function readRuleMeta(source: C.RuleSource, text: string, fileName: string): RuleMeta & { body: string } {
+  // Pi's parser; hand-written rules often hold frontmatter that is not valid YAML (`globs: *.ts`
+  // reads as an alias), which is then read as the tools themselves read it.
+  const { frontmatter, body } = yamlFrontmatter(text) ?? looseFrontmatter(text);
+  const field = frontmatter as Record<string, unknown>;
+  const string = (value: unknown) => (typeof value === "string" ? value.trim() : "");
+  const values = [field[RULE_GLOB_KEYS[source]]].flat();
+  const globs = values.flatMap((item) => (typeof item === "string" ? splitGlobList(item) : []));
+  const description = source === "claude" ? "" : string(field.description);
+  const suffix = C.RULE_FILE_SUFFIXES[source].find((candidate) => fileName.endsWith(candidate)) ?? "";
+  const name = (source === "copilot" && string(field.name)) || fileName.slice(0, fileName.length - suffix.length);
+  const always = source === "claude" ? globs.length === 0 : source === "cursor" && field.alwaysApply === true;
+  const kind = always ? "always" : globs.length > 0 ? "glob" : description ? "described" : "manual";
+  return { kind, globs, description, name, body };
+}
+
+/** Plain `key: value` lines and `- item` lists, of frontmatter that Pi's parser found but could not read. */
+function looseFrontmatter(text: string): { frontmatter: Record<string, unknown>; body: string } {
+  const end = text.indexOf("\n---", 3);
+  const frontmatter: Record<string, unknown> = {};
+  const unquote = (value: string) => value.trim().replace(/^(["'])(.*)\1$/, "$2");
+  let list: string[] | undefined;
+  for (const line of text.slice(4, end).split("\n")) {
+    const item = /^\s*-\s+(.*)$/.exec(line);
+    const pair = /^([A-Za-z_][\w-]*)\s*:\s*(.*)$/.exec(line);
+    if (item && list) list.push(unquote(item[1]!));
+    else if (pair) {
+      const value = pair[2]!.trim();
+      list = value === "" ? [] : undefined;
+      frontmatter[pair[1]!] = list ?? (value === "true" ? true : value === "false" ? false : unquote(value));
+    }
+  }
+  return { frontmatter, body: text.slice(end + 4).trim() };
+}
+
+// Exported for tests: a table test of glob lists.
+export function splitGlobList(value: string): string[] {
+  const parts = [""];
+  let depth = 0;
+  // An escape, a `[…]` class (to its end when it is not closed), or one character.
+  for (const token of value.match(/\\.?|\[(?:\\.|[^\]])*\]?|[\s\S]/g) ?? []) {
+    if (token === "," && depth === 0) parts.push("");
+    else parts[parts.length - 1] += token;
+    if (token === "{") depth++;
+    else if (token === "}" && depth > 0) depth--;
+  }
+  return parts.map((part) => part.trim()).filter((part) => part !== "");
 }
 
 // Exported for tests: a table test of each source's glob semantics.
 /** Whether a source's glob matches a path relative to the folder holding the rule folder. */
 export function globMatches(source: C.RuleSource, glob: string, path: string): boolean {
-  const compiled = ruleGlob([glob], RULE_ADAPTERS[source].floating);
+  const compiled = ruleGlob([glob], source);
   return compiled.ok && compiled.matches(path);
 }
 
-/** A rule's globs as one matcher. `!` exclusions are in none of the three tools' syntax: they match nothing. */
-function ruleGlob(globs: readonly string[], floating: boolean): ReturnType<typeof compileGlob> {
-  const usable = globs.map((glob) => glob.trim().replace(/^\.\//, "")).filter((glob) => !glob.startsWith("!"));
-  return compileGlob(usable, { braces: true, floating });
-}
-
-type ParentKind = "none" | "dir" | "link";
-
-/** What an lstat, or a listing's entry (which carries what lstat says of its type), finds. */
-function kindOfEntry(entry: nodeFs.Stats | nodeFs.Dirent | undefined): ParentKind {
-  if (!entry) return "none";
-  return entry.isSymbolicLink() ? "link" : entry.isDirectory() ? "dir" : "none";
-}
-
-function ruleName(fileName: string, source: C.RuleSource): string {
-  const suffix = C.RULE_FILE_SUFFIXES[source].find((candidate) => fileName.endsWith(candidate)) ?? "";
-  return fileName.slice(0, fileName.length - suffix.length);
-}
-
-function isRuleFileName(name: string, source: C.RuleSource): boolean {
-  return !name.startsWith(".") && C.RULE_FILE_SUFFIXES[source].some((s) => name.endsWith(s) && name.length > s.length);
-}
-
-function stringField(value: unknown): string {
-  return typeof value === "string" ? value.trim() : "";
-}
-
-/** A frontmatter glob value: a list, or one string cut at commas outside braces and brackets. */
-function globList(value: unknown): string[] {
-  const items = Array.isArray(value) ? value : [value];
-  return items.flatMap((item) => (typeof item === "string" ? splitGlobList(item) : []));
-}
-
-// Exported for tests: a table test of glob lists.
-export function splitGlobList(value: string): string[] {
-  const parts: string[] = [];
-  let depth = 0;
-  let inClass = false;
-  let start = 0;
-  for (let i = 0; i < value.length; i++) {
-    const c = value[i];
-    if (c === "\\") i++;
-    else if (inClass) inClass = c !== "]";
-    else if (c === "[") inClass = true;
-    else if (c === "{") depth++;
-    else if (c === "}" && depth > 0) depth--;
-    else if (c === "," && depth === 0) {
-      parts.push(value.slice(start, i));
-      start = i + 1;
-    }
-  }
-  parts.push(value.slice(start));
-  return parts.map((part) => part.trim()).filter((part) => part !== "");
-}
-
 /**
- * A rule's frontmatter, by Pi's parser. Hand-written rule files often hold frontmatter that is not
- * valid YAML (`globs: *.ts` reads as an alias), so then plain `key: value` lines and `- item` lists
- * are read instead, as the tools themselves do.
+ * A rule's globs as one matcher: a Claude glob without a slash matches only at the base, a Cursor or
+ * Copilot one at any depth. `!` exclusions are in none of the three tools' syntax: they match nothing.
  */
-function ruleFrontmatter(text: string): { frontmatter: Record<string, unknown>; body: string } {
-  const parsed = yamlFrontmatter(text);
-  if (!parsed) return looseFrontmatter(text);
-  const { frontmatter, body } = parsed;
-  const plain = typeof frontmatter === "object" && frontmatter !== null && !Array.isArray(frontmatter);
-  return { frontmatter: plain ? (frontmatter as Record<string, unknown>) : {}, body };
-}
-
-function looseFrontmatter(text: string): { frontmatter: Record<string, unknown>; body: string } {
-  const end = text.startsWith("---") ? text.indexOf("\n---", 3) : -1;
-  if (end === -1) return { frontmatter: {}, body: text };
-  const frontmatter: Record<string, unknown> = {};
-  let list: string[] | undefined;
-  for (const line of text.slice(4, end).split("\n")) {
-    const item = /^\s*-\s+(.*)$/.exec(line);
-    if (item && list) {
-      list.push(unquote(item[1]!));
-      continue;
-    }
-    const pair = /^([A-Za-z_][\w-]*)\s*:\s*(.*)$/.exec(line);
-    if (!pair) continue;
-    const value = pair[2]!.trim();
-    list = value === "" ? [] : undefined;
-    frontmatter[pair[1]!] = list ?? (value === "true" ? true : value === "false" ? false : unquote(value));
-  }
-  return { frontmatter, body: text.slice(end + 4).trim() };
-}
-
-function unquote(value: string): string {
-  const text = value.trim();
-  return /^(["']).*\1$/.test(text) ? text.slice(1, -1) : text;
+function ruleGlob(globs: readonly string[], source: C.RuleSource): ReturnType<typeof compileGlob> {
+  const usable = globs.map((glob) => glob.trim().replace(/^\.\//, "")).filter((glob) => !glob.startsWith("!"));
+  return compileGlob(usable, { braces: true, floating: source !== "claude" });
 }
 
 /** The globs as the model is shown them, from cwd; a rule without globs covers its base. */
-function ruleScope(meta: RuleMeta, base: string, floating: boolean): string {
+function ruleScope(meta: RuleMeta, base: string): string {
   if (meta.kind !== "glob") return base === "" ? "**" : `${base}/**`;
-  if (base === "") return meta.globs.join(", ");
+  // Only `.cursor/rules` nest below cwd, and a Cursor glob without a slash matches at any depth.
   const fromBase = (glob: string) => {
     const plain = glob.replace(/^\.?\/+/, "");
-    return floating && !glob.startsWith("/") && !plain.includes("/") ? `${base}/**/${plain}` : `${base}/${plain}`;
+    return !glob.startsWith("/") && !plain.includes("/") ? `${base}/**/${plain}` : `${base}/${plain}`;
   };
-  return meta.globs.map(fromBase).join(", ");
+  return (base === "" ? meta.globs : meta.globs.map(fromBase)).join(", ");
 }
 
 interface Rule {
@@ -3589,16 +3468,14 @@ interface Rule {
   path: string;
   /** Absolute path as listed; stat-checked again before the rule is delivered. */
   candidate: string;
-  /** cwd-relative folder its globs are relative to ("" for cwd). */
+  /** cwd-relative folder its globs are relative to ("" for cwd), and its rule folder. */
   base: string;
-  /** cwd-relative rule folder. */
   dir: string;
   meta: RuleMeta;
   /** The scope the model is shown. */
   scope: string;
-  matches?: (path: string) => boolean;
-  /** Why its globs do not compile: the rule is refused with this reason. */
-  refused?: C.Reason;
+  /** Its globs' matcher; a rule whose globs do not compile is refused with the reason. */
+  glob?: ReturnType<typeof compileGlob>;
   loaded: InstructionFile;
   /** What is delivered: the text without its frontmatter. */
   body: InstructionFile;
@@ -3615,8 +3492,6 @@ interface RulePlace {
   parentScope: string;
   /** cwd-relative rule folder. */
   display: string;
-  /** A folder with no rules, for a place whose folder is gone. */
-  empty: RuleFolder;
 }
 
 interface RuleFolder {
@@ -3630,143 +3505,97 @@ interface RuleFolder {
 }
 
 function ruleMatches(rule: Rule, path: string): boolean {
-  if (rule.matches === undefined || path === "") return false;
-  if (rule.base === "") return rule.matches(path);
-  const below = path.length > rule.base.length && path.startsWith(rule.base) && path[rule.base.length] === "/";
-  return below && rule.matches(path.slice(rule.base.length + 1));
+  const { glob, base } = rule;
+  if (!glob?.ok || path === "") return false;
+  if (base === "") return glob.matches(path);
+  return path[base.length] === "/" && path.startsWith(base) && glob.matches(path.slice(base.length + 1));
 }
 
 function ruleApplies(rule: Rule, touched: readonly string[]): boolean {
-  if (rule.meta.kind === "manual") return false;
-  return rule.meta.kind !== "glob" || touched.some((path) => ruleMatches(rule, path));
+  const { kind } = rule.meta;
+  return kind !== "manual" && (kind !== "glob" || touched.some((path) => ruleMatches(rule, path)));
 }
 
 function rulePlace(ctx: Discovery, source: C.RuleSource, base: string): RulePlace {
   const [parent, child] = C.RULE_DIRS[source];
   const parentScope = base === "" ? parent : `${base}/${parent}`;
-  const display = `${parentScope}/${child}`;
   const parentDir = join(ctx.cwdReal, parentScope);
-  const ruleDir = join(parentDir, child);
-  const place: RulePlace = { source, base, parentDir, ruleDir, parentScope, display, empty: undefined as never };
-  place.empty = { place, listings: [], rules: [], rejected: [] };
-  return place;
+  return { source, base, parentDir, ruleDir: join(parentDir, child), parentScope, display: `${parentScope}/${child}` };
 }
 
-/** cwd's places, then the `.cursor/rules` of each viewed folder that holds or held one. */
-function rulePlaces(ctx: Discovery, views: DirectoryView[], sources: ReadonlySet<C.RuleSource>): RulePlace[] {
+/**
+ * The rule folders that govern these views: cwd's, then the `.cursor/rules` of each viewed folder
+ * that holds or held one. Folders git has not answered for yet wait. Git is asked about the rule
+ * folder's parent (`.cursor`, `.claude`, `.github`), never below it: git gives up beyond a link.
+ */
+function ruleFoldersFor(ctx: Discovery, views: DirectoryView[], sources: ReadonlySet<C.RuleSource>): RuleFolder[] {
+  // What `.claude`, `.cursor` and `.github` are in cwd: one lstat of cwd while it stands.
+  const kindOf = (source: C.RuleSource) => kindOfEntry(ctx.fs.lstat(join(ctx.cwdReal, C.RULE_DIRS[source][0])));
+  const build = () => new Map(C.RULE_SOURCES.map((source) => [source, kindOf(source)]));
+  const cwd = ctx.fs.lstat(ctx.cwdReal);
+  const rootKinds = cwd ? ctx.rootRuleParents.get(ctx.cwdReal, cwd, build) : build();
   const places = ctx.rootRulePlaces.filter((place) => sources.has(place.source));
-  if (!sources.has("cursor")) return places;
-  for (const view of views) {
+  for (const view of sources.has("cursor") ? views : []) {
     let place = ctx.rulePlaces.get(view.scope);
-    if (!place && ctx.ruleParentKind(view.scope) !== "none") {
+    if (!place && ctx.ruleParentKind(view.scope) !== "none")
       ctx.rulePlaces.set(view.scope, (place = rulePlace(ctx, "cursor", view.scope)));
-    }
     if (place) places.push(place);
   }
-  return places;
-}
-
-/** The rule folders that govern these views; folders git has not answered for yet wait. */
-function ruleFoldersFor(ctx: Discovery, views: DirectoryView[], sources: ReadonlySet<C.RuleSource>): RuleFolder[] {
   const folders: RuleFolder[] = [];
-  const rootKinds = rootRuleParentKinds(ctx);
-  for (const place of rulePlaces(ctx, views, sources)) {
-    const ignored = ruleFolderRefusal(ctx, place);
-    if (ignored === "held") continue;
-    if (ignored !== undefined) {
-      ctx.ignoredSeen.set(place.display, ignored);
-      continue;
-    }
-    const kind = place.base === "" ? rootKinds.get(place.source)! : ctx.ruleParentKind(place.base);
-    folders.push(ruleFolder(ctx, place, kind));
+  for (const place of places) {
+    const ignored = C.RULE_DIRS[place.source].some((name) => ctx.options.ignoredDirs.has(name))
+      ? "ignoredDir"
+      : gitRefusal(ctx, place.parentScope.split("/"), true);
+    if (ignored === undefined) {
+      const kind = place.base === "" ? rootKinds.get(place.source)! : ctx.ruleParentKind(place.base);
+      folders.push(ruleFolder(ctx, place, kind));
+    } else if (ignored !== "held") ctx.ignoredSeen.set(place.display, ignored);
   }
   return folders;
 }
 
-/** Why a rule folder is not read; "held" while git has to answer for it. */
-function ruleFolderRefusal(ctx: Discovery, place: RulePlace): C.Reason | "held" | undefined {
-  const [parent, child] = C.RULE_DIRS[place.source];
-  if (ctx.options.ignoredDirs.has(parent) || ctx.options.ignoredDirs.has(child)) return "ignoredDir";
-  // Git is asked about the folder's parent (`.cursor`, `.claude`, `.github`), never below it:
-  // git gives up on a path beyond a link.
-  return gitRefusal(ctx, place.parentScope.split("/"), true);
-}
-
-/** What `.claude`, `.cursor` and `.github` are in cwd: one lstat of cwd while it stands. */
-function rootRuleParentKinds(ctx: Discovery): Map<C.RuleSource, ParentKind> {
-  const stats = ctx.fs.lstat(ctx.cwdReal);
-  const build = () => {
-    const kinds = new Map<C.RuleSource, ParentKind>();
-    for (const source of C.RULE_SOURCES)
-      kinds.set(source, kindOfEntry(ctx.fs.lstat(join(ctx.cwdReal, C.RULE_DIRS[source][0]))));
-    return kinds;
-  };
-  return stats ? ctx.rootRuleParents.get(ctx.cwdReal, stats, build) : build();
-}
-
+/** A place's rules, read again when a listing of its folders (down to MAX_RULE_DEPTH) changes. */
 function ruleFolder(ctx: Discovery, place: RulePlace, parentKind: ParentKind): RuleFolder {
   // A parent that is a link must resolve inside cwd before anything below it is listed.
-  let ruleDir: string | undefined = place.ruleDir;
-  if (parentKind === "link") {
-    const parentDir = ctx.sourceFolder(place.parentDir, place.base);
-    if (parentDir === undefined) ctx.ignoredSeen.set(place.display, "symlinkEscape");
-    ruleDir = parentDir === undefined ? undefined : join(parentDir, C.RULE_DIRS[place.source][1]);
-  }
-  if (parentKind === "none" || ruleDir === undefined) {
+  const parentDir = parentKind === "link" ? ctx.sourceFolder(place.parentDir, place.base) : place.parentDir;
+  if (parentDir === undefined) ctx.ignoredSeen.set(place.display, "symlinkEscape");
+  if (parentKind === "none" || parentDir === undefined) {
     ctx.ruleFolders.delete(place.display);
-    return place.empty;
+    return { place, listings: [], rules: [], rejected: [] };
   }
   const found: Array<{ dir: string; listing: ListingEntry }> = [];
-  walkRuleFolder(ctx, ruleDir, 0, found);
+  const walk = (dir: string, depth: number): void => {
+    const listing = ctx.listing(dir);
+    if (!listing) return;
+    found.push({ dir, listing });
+    for (const { name, kind } of depth < C.MAX_RULE_DEPTH ? sortedNames(listing) : []) {
+      if (kind === "dir" && !name.startsWith(".") && !ctx.options.ignoredDirs.has(name))
+        walk(join(dir, name), depth + 1);
+    }
+  };
+  walk(parentKind === "link" ? join(parentDir, C.RULE_DIRS[place.source][1]) : place.ruleDir, 0);
   const known = ctx.ruleFolders.get(place.display);
-  const same =
-    known !== undefined &&
-    known.listings.length === found.length &&
-    found.every((entry, index) => entry.listing === known.listings[index]);
-  if (same) return known;
-  const folder = readRuleFolder(ctx, place, found);
-  ctx.ruleFolders.set(place.display, folder);
-  return folder;
-}
-
-function walkRuleFolder(
-  ctx: Discovery,
-  dir: string,
-  depth: number,
-  found: Array<{ dir: string; listing: ListingEntry }>,
-): void {
-  const listing = ctx.listing(dir);
-  if (!listing) return;
-  found.push({ dir, listing });
-  if (depth >= C.MAX_RULE_DEPTH) return;
-  for (const entry of sortedNames(listing)) {
-    if (entry.kind !== "dir" || entry.name.startsWith(".") || ctx.options.ignoredDirs.has(entry.name)) continue;
-    walkRuleFolder(ctx, join(dir, entry.name), depth + 1, found);
-  }
-}
-
-function readRuleFolder(
-  ctx: Discovery,
-  place: RulePlace,
-  found: Array<{ dir: string; listing: ListingEntry }>,
-): RuleFolder {
+  if (known?.listings.length === found.length && found.every((entry, i) => entry.listing === known.listings[i]))
+    return known;
   const folder: RuleFolder = { place, listings: found.map((entry) => entry.listing), rules: [], rejected: [] };
+  const suffixes = C.RULE_FILE_SUFFIXES[place.source];
   for (const { dir, listing } of found) {
     if (listing.capped) folder.rejected.push(scanCap(ctx, dir, listing));
-    for (const entry of sortedNames(listing)) {
-      if ((entry.kind !== "file" && entry.kind !== "link") || !isRuleFileName(entry.name, place.source)) continue;
-      const candidate = join(dir, entry.name);
+    for (const { name, kind } of sortedNames(listing)) {
+      if (kind === "dir" || kind === "other" || name.startsWith(".")) continue;
+      if (!suffixes.some((suffix) => name.endsWith(suffix) && name.length > suffix.length)) continue;
+      const candidate = join(dir, name);
       const file = ctx.sourceFile(candidate, place.base);
       const rule = "reason" in file ? undefined : compileRule(ctx, place, candidate, file);
-      const reason = "reason" in file ? file.reason : rule?.refused;
-      if (rule && reason === undefined) folder.rules.push(rule);
+      const reason = "reason" in file ? file.reason : rule?.glob?.ok === false ? rule.glob.reason : undefined;
+      if (reason === undefined) folder.rules.push(rule!);
       // A rule that waits for git: the folder is read again at the next call.
       else if (reason === "held") folder.listings = [];
-      else if (reason !== undefined && reason !== "skip") {
+      else if (reason !== "skip")
         folder.rejected.push({ path: toDisplayPath(ctx.cwdReal, candidate), reason, kind: "instruction" });
-      }
     }
   }
+  ctx.ruleFolders.set(place.display, folder);
   return folder;
 }
 
@@ -3774,10 +3603,7 @@ function readRuleFolder(
 function compileRule(ctx: Discovery, place: RulePlace, candidate: string, file: InstructionFile): Rule {
   const cached = ctx.compiledRules.get(candidate);
   if (cached && cached.loaded === file && cached.dir === place.display) return cached;
-  const adapter = RULE_ADAPTERS[place.source];
-  const { frontmatter, body } = ruleFrontmatter(file.text);
-  const meta = adapter.read(frontmatter, basename(candidate));
-  const glob = meta.kind === "glob" ? ruleGlob(meta.globs, adapter.floating) : undefined;
+  const { body, ...meta } = readRuleMeta(place.source, file.text, basename(candidate));
   const rule: Rule = {
     source: place.source,
     path: file.path,
@@ -3785,9 +3611,8 @@ function compileRule(ctx: Discovery, place: RulePlace, candidate: string, file: 
     base: place.base,
     dir: place.display,
     meta,
-    scope: ruleScope(meta, place.base, adapter.floating),
-    ...(glob?.ok === true && { matches: glob.matches }),
-    ...(glob?.ok === false && { refused: glob.reason }),
+    scope: ruleScope(meta, place.base),
+    ...(meta.kind === "glob" && { glob: ruleGlob(meta.globs, place.source) }),
     loaded: file,
     body: { ...file, text: body, bytes: Buffer.byteLength(body) },
     listingVersion: versionOf(`${meta.name}\n${meta.description}\n${file.path}`),
@@ -3800,28 +3625,20 @@ function compileRule(ctx: Discovery, place: RulePlace, candidate: string, file: 
 function applyingRules(ctx: Discovery, folders: RuleFolder[], touched: readonly string[]): Rule[] {
   const rules: Rule[] = [];
   for (const folder of folders) {
-    for (let index = 0; index < folder.rules.length; index++) {
-      if (!ruleApplies(folder.rules[index]!, touched)) continue;
-      const fresh = refreshRule(ctx, folder, index);
-      if (fresh && ruleApplies(fresh, touched)) rules.push(fresh);
+    for (const [index, rule] of folder.rules.entries()) {
+      if (!ruleApplies(rule, touched)) continue;
+      const file = ctx.sourceFile(rule.candidate, folder.place.base);
+      const fresh = "reason" in file ? undefined : compileRule(ctx, folder.place, rule.candidate, file);
+      if (!fresh || fresh.glob?.ok === false) {
+        // Gone or refused since the folder was read: read the folder again at the next call.
+        folder.listings = [];
+        continue;
+      }
+      if (fresh !== rule) [folder.rules[index], folder.offered] = [fresh, undefined];
+      if (ruleApplies(fresh, touched)) rules.push(fresh);
     }
   }
   return rules;
-}
-
-function refreshRule(ctx: Discovery, folder: RuleFolder, index: number): Rule | undefined {
-  const rule = folder.rules[index]!;
-  const file = ctx.sourceFile(rule.candidate, folder.place.base);
-  if (!("reason" in file) && file === rule.loaded) return rule;
-  const fresh = "reason" in file ? undefined : compileRule(ctx, folder.place, rule.candidate, file);
-  if (!fresh || fresh.refused) {
-    // Gone or refused since the folder was read: read the folder again at the next call.
-    folder.listings = [];
-    return undefined;
-  }
-  folder.rules[index] = fresh;
-  folder.offered = undefined;
-  return fresh;
 }
 
 // =============================================================================================
@@ -4419,10 +4236,39 @@ function discoveryChanged(a: Options, b: Options): boolean {
 
 /** A `why` argument wrapped in quotes is a bash command; a bare one is a path (which may hold spaces). */
 function quotedCommand(argument: string): string | undefined {
-  const text = argument.trim();
-  const quote = text[0];
-  if ((quote !== '"' && quote !== "'") || text.length < 2 || text.at(-1) !== quote) return undefined;
-  return text.slice(1, -1);
+  return /^(["'])(.*)\1$/s.exec(argument.trim())?.[2];
+}
+
+/** What the session has seen: the latest view of each folder a call looked at, so bounded by the folders visited. */
+class Inspection extends Map<string, DirectoryView> {
+  record(views: DirectoryView[]): void {
+    for (const view of views) this.set(view.scope, view);
+  }
+
+  prune(keep: (scope: string) => boolean): void {
+    for (const scope of this.keys()) if (!keep(scope)) this.delete(scope);
+  }
+
+  sizes(): Record<string, number> {
+    return { inspectedScopes: this.size };
+  }
+}
+
+/** The instruction files and imports of these views, each under the scope of the folder that offers it. */
+function viewedFiles(views: Iterable<DirectoryView>): Array<InstructionFile & { scope: string; importedBy?: string }> {
+  return [...views].flatMap(({ scope, file, imports }) => {
+    const offered = [...(file ? [{ file, importedBy: undefined }] : []), ...imports];
+    return offered.map(({ file, importedBy }) => ({ ...file, scope, importedBy }));
+  });
+}
+
+/** Views the chains as a call would, once git has answered, and records them for the report. */
+async function viewForReport(engine: LazyAgents, discovery: Discovery, chains: Located[], env: CallEnvironment) {
+  const withSkills = env.trusted && engine.options.skills;
+  await engine.settled(chains, withSkills);
+  const views = chains.map((located) => viewChain(discovery, located, withSkills));
+  engine.inspection.record(views.flat());
+  return views;
 }
 
 /** `/lazy-agents why "<command>"`: which words activated which scopes, and why the others did not. */
@@ -4432,123 +4278,60 @@ async function explainCommand(engine: LazyAgents, command: string, env: CallEnvi
   const commands = readShellCommand(command);
   const outcomes = locateShellWords(discovery, commands, env.cwd);
   const chains = shellChains(outcomes);
-  const withSkills = env.trusted && engine.options.skills;
-  await engine.settled(chains, withSkills);
-  const viewed = new Map<string, DirectoryView[]>();
-  for (const located of chains) {
-    const views = viewChain(discovery, located, withSkills);
-    engine.inspection.record(views);
-    viewed.set(located.links.at(-1)!.scope, views);
-  }
+  const chainViews = await viewForReport(engine, discovery, chains, env);
+  const viewed = new Map(chains.map((located, index) => [located.links.at(-1)!.scope, chainViews[index]!]));
   // One line per activated scope, naming the words that activate it; one line for every word ignored.
-  const activated = new Map<string, { label: string; words: string[] }>();
+  const activated = new Map<string, { label: string; words: Set<string> }>();
   const ignored: string[] = [];
-  for (const outcome of outcomes) {
-    const word = outcome.use.word;
-    if (!outcome.located) {
-      ignored.push(`${word} (${C.SHELL_WORD_REASONS[outcome.reason ?? "missing"]})`);
+  for (const { use, located, reason } of outcomes) {
+    if (!located) {
+      ignored.push(`${use.word} (${C.SHELL_WORD_REASONS[reason ?? "missing"]})`);
       continue;
     }
-    const links = outcome.located.links;
-    const views = viewed.get(links.at(-1)!.scope) ?? [];
-    if (views.length < links.length)
-      ignored.push(`${word} (${links[views.length]!.scope}/: ${C.SHELL_WORD_REASONS.ignored})`);
-    const role = outcome.use.role === "write" ? C.REPORT_TEXT.writtenActivates : C.REPORT_TEXT.activates;
-    for (const link of links.slice(0, views.length)) {
-      const view = views.find((candidate) => candidate.scope === link.scope);
-      const file = view?.file
-        ? `${view.file.path}, ${fileState(engine.ledger, view.file)}`
-        : C.REPORT_TEXT.noInstructionFile;
-      const entry = activated.get(link.scope) ?? { label: `${scopeGlob(link.scope)} (${file})`, words: [] };
-      entry.words.push(`${word} ${role}`);
-      activated.set(link.scope, entry);
+    const views = viewed.get(located.links.at(-1)!.scope)!;
+    if (views.length < located.links.length)
+      ignored.push(`${use.word} (${located.links[views.length]!.scope}/: ${C.SHELL_WORD_REASONS.ignored})`);
+    const role = use.role === "write" ? C.REPORT_TEXT.writtenActivates : C.REPORT_TEXT.activates;
+    for (const { scope } of located.links.slice(0, views.length)) {
+      const file = views.find((view) => view.scope === scope)?.file;
+      const held = file ? `${file.path}, ${fileState(engine.ledger, file)}` : C.REPORT_TEXT.noInstructionFile;
+      if (!activated.has(scope)) activated.set(scope, { label: `${scopeGlob(scope)} (${held})`, words: new Set() });
+      activated.get(scope)!.words.add(`${use.word} ${role}`);
     }
   }
   const lines = [`pi-lazy-agents: why ${JSON.stringify(command)}`];
   if (commands.length === 0) lines.push(C.REPORT_TEXT.noCommandWords);
-  for (const { label, words } of activated.values()) lines.push(`  ${label}: ${[...new Set(words)].join(", ")}`);
+  for (const { label, words } of activated.values()) lines.push(`  ${label}: ${[...words].join(", ")}`);
   if (ignored.length > 0) lines.push(`  ${C.REPORT_TEXT.ignoredWords} ${ignored.join(", ")}`);
   if (!engine.options.triggers.has("bash")) lines.push(C.REPORT_TEXT.bashNotTrigger);
   return lines.map(oneLine).join("\n");
 }
 
-// Inspection: what the session has seen. Kept per scope and replaced at each view, so it is bounded
-// by the folders visited and always shows their latest state.
-
-type SeenFile = Pick<FileRecord, "path" | "scope" | "bytes" | "version" | "importedBy">;
-
-class Inspection {
-  /** The latest view of each folder a call looked at; reports are built from it on demand. */
-  readonly views = new Map<string, DirectoryView>();
-
-  record(views: DirectoryView[]): void {
-    for (const view of views) this.views.set(view.scope, view);
-  }
-
-  /** Forgets folders that `keep` rejects. */
-  prune(keep: (scope: string) => boolean): void {
-    for (const scope of this.views.keys()) if (!keep(scope)) this.views.delete(scope);
-  }
-
-  clear(): void {
-    this.views.clear();
-  }
-
-  sizes(): Record<string, number> {
-    return { inspectedScopes: this.views.size };
-  }
-
-  files(): SeenFile[] {
-    const seen = ({ path, bytes, version }: InstructionFile, scope: string) => ({ path, scope, bytes, version });
-    return [...this.views.values()].flatMap((view) => [
-      ...(view.file ? [seen(view.file, view.scope)] : []),
-      ...view.imports.map(({ file, importedBy }) => ({ ...seen(file, view.scope), importedBy })),
-    ]);
-  }
-
-  skills(): Array<Skill & { scope: string }> {
-    return [...this.views.values()].flatMap((view) => view.skills.map((skill) => ({ ...skill, scope: view.scope })));
-  }
-
-  /** Refused candidates, plus skills that a deeper folder redefines. */
-  notUsed(): Rejection[] {
-    const skills = this.skills();
-    const shadowed = skills
-      .filter((outer) =>
-        skills.some((inner) => inner.name === outer.name && isPathInside(`/${outer.scope}`, `/${inner.scope}`)),
-      )
-      .map((skill): Rejection => ({ path: skill.path, reason: "skillShadowed", kind: "skill" }));
-    return [...[...this.views.values()].flatMap((view) => view.rejected), ...shadowed];
-  }
-}
-
 /** The state of a file or rule text the ledger may hold, against the version on disk. */
-function heldState(
-  held: { version: string; truncated?: boolean; via?: string } | undefined,
-  retracted: boolean,
-  version: string,
-): string {
-  if (!held) return retracted ? C.REPORT_STATES.retracted : C.REPORT_STATES.pending;
+function heldState(ledger: Ledger, kind: "file" | "rule", path: string, version: string): string {
+  const held: { version: string; truncated?: boolean; via?: string } | undefined = ledger.get(kind, path);
+  if (!held) return ledger.wasWithdrawn(kind, path) ? C.REPORT_STATES.retracted : C.REPORT_STATES.pending;
   if (held.version !== version) return C.REPORT_STATES.changed;
   if (held.truncated) return C.REPORT_STATES.truncated;
   return held.via === "read" ? C.REPORT_STATES.readByModel : C.REPORT_STATES.delivered;
 }
 
 function fileState(ledger: Ledger, file: { path: string; version: string }): string {
-  return heldState(ledger.get("file", file.path), ledger.wasWithdrawn("file", file.path), file.version);
+  return heldState(ledger, "file", file.path, file.version);
 }
 
-function formatBytes(bytes: number): string {
-  return bytes < 1024 ? `${bytes} B` : `${(bytes / 1024).toFixed(1)} KiB`;
+function ruleState(ledger: Ledger, rule: Rule): string {
+  if (rule.meta.kind === "manual") return C.REPORT_STATES.manual;
+  if (rule.meta.kind !== "described") return heldState(ledger, "rule", rule.path, rule.loaded.version);
+  return ledger.get("rule", rule.path)?.version === rule.listingVersion
+    ? C.REPORT_STATES.listed
+    : C.REPORT_STATES.pending;
 }
 
-/**
- * What the report lists: what this run looked at, then what the ledger holds that it has not looked
- * at yet (delivered before a resume), so the list and the closing count agree.
- */
-function seenThenHeld<T extends { path: string }>(seen: T[], held: Iterable<T>): T[] {
+/** What this run looked at, then what the ledger holds that it has not (delivered before a resume). */
+function seenThenHeld<S extends { path: string }, H extends { path: string }>(seen: S[], held: H[]): Array<S | H> {
   const seenPaths = new Set(seen.map((item) => item.path));
-  return [...seen, ...[...held].filter((item) => !seenPaths.has(item.path))];
+  return [...seen, ...held.filter((item) => !seenPaths.has(item.path))];
 }
 
 /** Rows as columns: each cell padded to its column's widest, two spaces apart, indented by two. */
@@ -4567,59 +4350,70 @@ function reportSection(heading: string, rows: string[][]): string[] {
 
 /** The `/lazy-agents` report: paths, scopes, sizes, states and reasons (versions when verbose); never file contents. */
 function formatInspection(engine: LazyAgents, verbose = false): string {
-  const { ledger, inspection } = engine;
-  const files: SeenFile[] = seenThenHeld(inspection.files(), ledger.all("file"));
-  const seenPaths = new Set(files.map((file) => file.path));
-  const skills = seenThenHeld<Pick<Skill, "name" | "path" | "version"> & { scope: string }>(
-    inspection.skills(),
-    ledger.all("skill"),
-  );
-  const rules = reportedRules(engine);
-  const notUsed: Array<Pick<Rejection, "path" | "reason" | "counts">> = [
-    ...[...(engine.discovery?.ignoredSeen ?? new Map<string, C.Reason>())].map(([path, reason]) => ({ path, reason })),
-    ...inspection.notUsed(),
-    ...rules.rejected,
-  ];
+  const { ledger, inspection, options, discovery } = engine;
   const version = (id: string) => (verbose ? [`version ${id.slice(0, C.REPORT_VERSION_LENGTH)}`] : []);
+  const views = [...inspection.values()];
+  const files = seenThenHeld(viewedFiles(views), ledger.all("file"));
   const fileRows = files.map((file) => [
     file.path,
     `scope ${scopeGlob(file.scope)}${file.importedBy ? `, imported by ${file.importedBy}` : ""}`,
-    formatBytes(file.bytes),
+    file.bytes < 1024 ? `${file.bytes} B` : `${(file.bytes / 1024).toFixed(1)} KiB`,
     fileState(ledger, file),
     ...version(file.version),
   ]);
+  const listedFiles = new Set(files.map((file) => file.path));
   for (const path of ledger.withdrawnPaths("file"))
-    if (!seenPaths.has(path)) fileRows.push([path, "", "", C.REPORT_STATES.retracted]);
-  const skillRows = skills.map((skill) => [
+    if (!listedFiles.has(path)) fileRows.push([path, "", "", C.REPORT_STATES.retracted]);
+  // Rules: cwd's rule folders and every nested one seen; refused rule files go to "not used".
+  const withRules = options.rules && discovery !== undefined;
+  if (withRules) ruleFoldersFor(discovery, [], options.ruleSources);
+  const ruleFolders = withRules ? [...discovery.ruleFolders.values()] : [];
+  const folders = ruleFolders.filter((folder) => options.ruleSources.has(folder.place.source));
+  const rules = folders.flatMap((folder) => folder.rules);
+  const ruleRows = rules.map((rule) => {
+    const globs = rule.meta.kind === "glob" ? `globs ${rule.meta.globs.join(", ")}` : "no globs";
+    return [rule.path, rule.source, C.RULE_KIND_NAMES[rule.meta.kind], globs, ruleState(ledger, rule)];
+  });
+  const listedRules = new Set(rules.map((rule) => rule.path));
+  for (const path of withRules ? ledger.withdrawnPaths("rule") : [])
+    if (!listedRules.has(path)) ruleRows.push([path, "", "", "", C.REPORT_STATES.retracted]);
+  const seenSkills = views.flatMap((view) => view.skills.map((skill) => ({ ...skill, scope: view.scope })));
+  const skillRows = seenThenHeld(seenSkills, ledger.all("skill")).map((skill) => [
     skill.name,
     `scope ${scopeGlob(skill.scope)}`,
     skill.path,
     ledger.get("skill", skill.path)?.version === skill.version ? C.REPORT_STATES.listed : C.REPORT_STATES.pending,
     ...version(skill.version),
   ]);
+  const shadowed = seenSkills.filter((outer) =>
+    seenSkills.some((inner) => inner.name === outer.name && isPathInside(`/${outer.scope}`, `/${inner.scope}`)),
+  );
+  const notUsed: Array<Pick<Rejection, "path" | "reason" | "counts">> = [
+    ...[...(discovery?.ignoredSeen ?? [])].map(([path, reason]) => ({ path, reason })),
+    ...views.flatMap((view) => view.rejected),
+    ...shadowed.map(({ path }) => ({ path, reason: "skillShadowed" as const })),
+    ...folders.flatMap((folder) => folder.rejected),
+  ];
   const sections = [
     ...reportSection(C.REPORT_TEXT.filesHeading, fileRows),
-    ...reportSection(C.REPORT_TEXT.rulesHeading, rules.rows),
+    ...reportSection(C.REPORT_TEXT.rulesHeading, ruleRows),
     ...reportSection(C.REPORT_TEXT.skillsHeading, skillRows),
     ...reportSection(
       C.REPORT_TEXT.notUsedHeading,
-      notUsed.map(({ path, reason, counts }) => [path, C.reasonText(reason, counts)]),
+      notUsed.map((item) => [item.path, C.reasonText(item.reason, item.counts)]),
     ),
   ];
-  const lines = ["pi-lazy-agents", ...(engine.options.enabled ? [] : [C.REPORT_TEXT.off])];
-  if (sections.length + engine.failures.size === 0) {
-    return engine.options.enabled ? C.REPORT_NOTHING_SEEN : [...lines, C.REPORT_NOTHING_SEEN].join("\n");
-  }
-  lines.push(...sections);
-  if (engine.failures.size > 0) {
-    lines.push("", C.REPORT_TEXT.failuresHeading);
-    for (const [label, count] of engine.failures) lines.push(`  ${C.FAILURE_LABELS[label]}: ${count}`);
-  }
-  lines.push("", C.REPORT_TEXT.deliveredCount(heldCounts(ledger)));
-  return lines.map(oneLine).join("\n");
+  const failures = [...engine.failures].map(([label, count]) => `  ${C.FAILURE_LABELS[label]}: ${count}`);
+  const head = ["pi-lazy-agents", ...(options.enabled ? [] : [C.REPORT_TEXT.off])];
+  if (sections.length + failures.length === 0)
+    return [...(options.enabled ? [] : head), C.REPORT_NOTHING_SEEN].join("\n");
+  const failed = failures.length > 0 ? ["", C.REPORT_TEXT.failuresHeading, ...failures] : [];
+  return [...head, ...sections, ...failed, "", C.REPORT_TEXT.deliveredCount(heldCounts(ledger))]
+    .map(oneLine)
+    .join("\n");
 }
 
-/** `/lazy-agents why <path>`: the chain of one path, folder by folder. */
+/** `/lazy-agents why <path>`: what governs one path, then its chain folder by folder. */
 async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnvironment): Promise<string> {
   const shown = rawPath.trim();
   const target = resolveToolPath(shown, env.cwd);
@@ -4629,17 +4423,23 @@ async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnviron
   const isDirectory = mayBeInside(discovery, target) && discovery.fs.stat(target)?.isDirectory() === true;
   const located = locateChain(discovery, target, isDirectory);
   if (located === undefined) return oneLine(C.REPORT_TEXT.outsideCwd(shown));
-  await engine.settled([located], env.trusted && engine.options.skills);
-  const views = viewChain(discovery, located, env.trusted && engine.options.skills);
-  engine.inspection.record(views);
-  const rules = explainRules(engine, views, touchedPath(discovery, target, env.cwd));
+  const views = (await viewForReport(engine, discovery, [located], env))[0]!;
+  const { ledger, options } = engine;
   // The answer first: what governs the path; then only the folders that add something, and why.
-  const governing: string[][] = [];
-  for (const view of views) {
-    if (view.file) governing.push([view.file.path, fileState(engine.ledger, view.file)]);
-    for (const { file } of view.imports) governing.push([file.path, fileState(engine.ledger, file)]);
+  const governing = viewedFiles(views).map((file) => [file.path, fileState(ledger, file)]);
+  const ruleLines: string[] = [];
+  const touched = touchedPath(discovery, target, env.cwd);
+  const rulesOf = options.rules && touched !== undefined ? engine.discovery : undefined;
+  const inScope = new Set(rulesOf ? ruleFoldersFor(rulesOf, views, options.ruleSources) : []);
+  for (const folder of rulesOf?.ruleFolders.values() ?? []) {
+    for (const rule of folder.rules) {
+      const applies = rule.meta.kind !== "glob" ? rule.meta.kind : ruleMatches(rule, touched!) ? "matches" : "noMatch";
+      const why = !options.ruleSources.has(rule.source) ? "sourceOff" : inScope.has(folder) ? applies : "otherFolder";
+      ruleLines.push(`    rule ${rule.path} (${rule.source}, scope ${rule.scope}): ${C.RULE_WHY[why]}`);
+      if (why === "matches" || why === "always")
+        governing.push([rule.path, `${C.REPORT_TEXT.ruleState} ${ruleState(ledger, rule)}`]);
+    }
   }
-  governing.push(...rules.governing);
   const lines = [`pi-lazy-agents: why ${shown}`];
   if (located.links.length === 0) lines.push(C.REPORT_TEXT.directlyInCwd);
   lines.push(governing.length > 0 ? C.REPORT_TEXT.governedBy : C.REPORT_TEXT.governedByNothing);
@@ -4649,41 +4449,34 @@ async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnviron
     const view = views.find((candidate) => candidate.scope === scope);
     if (!view) {
       const reason = discovery.ignoredSeen.get(scope);
-      folderLines.push(
-        `    ${scope}/  ${reason ? C.REASONS[reason] : C.REPORT_TEXT.notReached}: nothing below it is used`,
-      );
+      const why = reason ? C.REASONS[reason] : C.REPORT_TEXT.notReached;
+      folderLines.push(`    ${scope}/  ${why}: nothing below it is used`);
       if (reason) break;
       continue;
     }
     if (!view.file && view.imports.length + view.skills.length + view.rejected.length === 0) continue;
-    const file = view.file
-      ? `${view.file.path} (${fileState(engine.ledger, view.file)})`
-      : C.REPORT_TEXT.noInstructionFile;
-    folderLines.push(`    ${scope}/  scope ${scopeGlob(scope)}: ${file}`);
-    for (const { file: imported } of view.imports) {
-      folderLines.push(`      imports ${imported.path} (${fileState(engine.ledger, imported)})`);
-    }
-    for (const skill of view.skills) folderLines.push(`      skill ${skill.name} at ${skill.path}`);
-    for (const rejection of view.rejected)
-      folderLines.push(`      not used: ${rejection.path}: ${C.reasonText(rejection.reason, rejection.counts)}`);
+    const file = view.file ? `${view.file.path} (${fileState(ledger, view.file)})` : C.REPORT_TEXT.noInstructionFile;
+    folderLines.push(
+      `    ${scope}/  scope ${scopeGlob(scope)}: ${file}`,
+      ...view.imports.map(({ file }) => `      imports ${file.path} (${fileState(ledger, file)})`),
+      ...view.skills.map((skill) => `      skill ${skill.name} at ${skill.path}`),
+      ...view.rejected.map((item) => `      not used: ${item.path}: ${C.reasonText(item.reason, item.counts)}`),
+    );
   }
   if (folderLines.length > 0) lines.push(C.REPORT_TEXT.foldersHeading, ...folderLines);
-  lines.push(...rules.lines);
+  if (ruleLines.length > 0) lines.push("  Rules:", ...ruleLines);
   if (!env.trusted) lines.push(C.REPORT_TEXT.skillsUntrusted);
   return lines.map(oneLine).join("\n");
 }
 
 /** Completions for `/lazy-agents`: the `why` word, then paths this session has seen. */
 function commandCompletions(engine: LazyAgents, prefix: string): Array<{ value: string; label: string }> | null {
-  const words = ["why ", "help", C.VERBOSE_ARGUMENT];
-  const paths = [
-    ...engine.inspection.files().map((file) => file.path),
-    ...[...engine.inspection.views.keys()].map((scope) => `${scope}/`),
-  ];
-  const candidates = prefix.startsWith("why ") ? paths.map((path) => `why ${path}`) : words;
-  const items = [...new Set(candidates)]
-    .filter((value) => value.startsWith(prefix))
-    .map((value) => ({ value, label: value }));
+  const scopes = [...engine.inspection.keys()].map((scope) => `${scope}/`);
+  const paths = [...viewedFiles(engine.inspection.values()).map((file) => file.path), ...scopes];
+  const words = prefix.startsWith("why ") ? paths.map((path) => `why ${path}`) : ["why ", "help", C.VERBOSE_ARGUMENT];
+  const items = [...new Set(words)]
+    .filter((word) => word.startsWith(prefix))
+    .map((word) => ({ value: word, label: word }));
   return items.length > 0 ? items : null;
 }
 
@@ -4721,65 +4514,6 @@ function ruleSourcesOf(value: unknown): Set<C.RuleSource> | undefined {
   return known ? new Set(value as C.RuleSource[]) : undefined;
 }
 
-function ruleState(ledger: Ledger, rule: Rule): string {
-  if (rule.meta.kind === "manual") return C.REPORT_STATES.manual;
-  const held = ledger.get("rule", rule.path);
-  if (rule.meta.kind === "described")
-    return held?.version === rule.listingVersion ? C.REPORT_STATES.listed : C.REPORT_STATES.pending;
-  return heldState(held, ledger.wasWithdrawn("rule", rule.path), rule.loaded.version);
-}
-
-function ruleRow(ledger: Ledger, rule: Rule): string[] {
-  const globs = rule.meta.kind === "glob" ? `globs ${rule.meta.globs.join(", ")}` : "no globs";
-  return [rule.path, rule.source, C.RULE_KIND_NAMES[rule.meta.kind], globs, ruleState(ledger, rule)];
-}
-
-/** The rules part of `/lazy-agents`: cwd's rule folders and every nested one seen, with states; refused rule files apart. */
-function reportedRules(engine: LazyAgents): { rows: string[][]; rejected: Rejection[] } {
-  const discovery = engine.discovery;
-  if (!engine.options.rules || !discovery) return { rows: [], rejected: [] };
-  ruleFoldersFor(discovery, [], engine.options.ruleSources);
-  const folders = [...discovery.ruleFolders.values()].filter((folder) =>
-    engine.options.ruleSources.has(folder.place.source),
-  );
-  const rules = folders.flatMap((folder) => folder.rules);
-  const rows = rules.map((rule) => ruleRow(engine.ledger, rule));
-  const listed = new Set(rules.map((rule) => rule.path));
-  for (const path of engine.ledger.withdrawnPaths("rule"))
-    if (!listed.has(path)) rows.push([path, "", "", "", C.REPORT_STATES.retracted]);
-  return { rows, rejected: folders.flatMap((folder) => folder.rejected) };
-}
-
-/** The rules part of `/lazy-agents why <path>`: each rule, and whether and why it applies there. */
-function explainRules(
-  engine: LazyAgents,
-  views: DirectoryView[],
-  touched: string | undefined,
-): { governing: string[][]; lines: string[] } {
-  const discovery = engine.discovery;
-  if (!engine.options.rules || !discovery || touched === undefined) return { governing: [], lines: [] };
-  const inScope = new Set(ruleFoldersFor(discovery, views, engine.options.ruleSources));
-  const lines: string[] = [];
-  const governing: string[][] = [];
-  for (const folder of discovery.ruleFolders.values()) {
-    for (const rule of folder.rules) {
-      const why = !engine.options.ruleSources.has(rule.source)
-        ? C.RULE_WHY.sourceOff
-        : !inScope.has(folder)
-          ? C.RULE_WHY.otherFolder
-          : rule.meta.kind === "glob"
-            ? ruleMatches(rule, touched)
-              ? C.RULE_WHY.matches
-              : C.RULE_WHY.noMatch
-            : C.RULE_WHY[rule.meta.kind];
-      lines.push(`  rule ${rule.path} (${rule.source}, scope ${rule.scope}): ${why}`);
-      if (why === C.RULE_WHY.matches || why === C.RULE_WHY.always)
-        governing.push([rule.path, `${C.REPORT_TEXT.ruleState} ${ruleState(engine.ledger, rule)}`]);
-    }
-  }
-  return { governing, lines: lines.length > 0 ? ["  Rules:", ...lines.map((line) => `  ${line}`)] : lines };
-}
-
 // =============================================================================================
 // 10. Pure path and text helpers. Containment is `path.relative` plus an exact `..` test on real paths.
 
@@ -4788,10 +4522,6 @@ function explainRules(
 export function isPathInside(parent: string, child: string): boolean {
   const rel = relativeInside(parent, child);
   return rel !== undefined && rel !== "";
-}
-
-function isPathInsideOrSame(parent: string, child: string): boolean {
-  return relativeInside(parent, child) !== undefined;
 }
 
 /** The one containment test: `child` relative to `parent` ("" for itself), undefined when it lies outside. */
@@ -4815,8 +4545,8 @@ function scopeGlob(scope: string): string {
   return `${scope}/**`;
 }
 
-// ignoreBOM keeps a BOM as text, so exactly one is stripped below, as Pi does.
-const UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+// A decoder strips exactly one BOM, as Pi does; a second one is text.
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
 
 // Exported for tests: a table test of decoding.
 /** Decodes strict UTF-8, drops a BOM and turns CRLF and lone CR into LF; undefined if invalid. */
@@ -4828,7 +4558,6 @@ export function decodeInstructionText(bytes: Uint8Array): string | undefined {
     if (errorCode(error) !== "ERR_ENCODING_INVALID_ENCODED_DATA") throw error;
     return undefined;
   }
-  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   return text.includes("\r") ? text.replace(/\r\n?/g, "\n") : text;
 }
 
@@ -4843,9 +4572,7 @@ export function cutUtf8(text: string, maxBytes: number): string {
 }
 
 const FENCE = /^\s{0,3}(`{3,}|~{3,})/;
-
 const INLINE_CODE = /(`+)[^`]*?\1/g;
-
 const IMPORT_TOKEN = /(?:^|[\s([])@((?:\.{1,2}\/|[\w-])[^\s)\]`'"<>,;]*)/g;
 
 // Exported for tests: a table test of `@path` tokens.

@@ -30,6 +30,7 @@ import {
   withTree,
   twoTrees,
 } from "./harness.ts";
+import { lazyAgents } from "./fixtures.ts";
 
 // Examples from each tool's documentation: Claude Code's memory docs (path-specific rules), Cursor's
 // rules docs, GitHub's custom instructions docs and VS Code's applyTo handling.
@@ -566,6 +567,20 @@ test("a rule withdrawn, then delivered again, is not reported as retracted while
     rmSync(tree.abs(".claude/rules/always.md"));
     await h.command("lazy-agents", "");
     assert.doesNotMatch(h.notifications.at(-1)!, /\.claude\/rules\/always\.md {2}retracted/);
+  }));
+
+test("with rules turned off, /lazy-agents lists no rules, not even one the model was told is withdrawn", () =>
+  twoTrees({ ".claude/rules/always.md": "ALWAYS-RULE\n", "src/a.ts": "a\n", "src/b.ts": "b\n" }, async (tree) => {
+    const { factory, engine } = lazyAgents();
+    const h = await loadRunner(tree, { hasUI: true, factories: [factory] });
+    assert.match(reminderOf((await h.call("read", { path: "src/a.ts" })).content) ?? "", /ALWAYS-RULE/);
+    rmSync(tree.abs(".claude/rules/always.md"));
+    await h.call("read", { path: "src/b.ts" });
+    await h.command("lazy-agents", "");
+    assert.match(h.notifications.at(-1)!, /\.claude\/rules\/always\.md {2,}retracted/);
+    engine().configure({ ...engine().options, rules: false });
+    await h.command("lazy-agents", "");
+    assert.doesNotMatch(h.notifications.at(-1)!, /Rules \(|always\.md/);
   }));
 
 test("a glob that makes a RegExp backtrack costs at most path length times pattern length: names of 48 and 90 characters", () =>
