@@ -4128,9 +4128,7 @@ class GitIgnoreOracle {
   private readonly spawnGit: SpawnGit;
   private child?: ChildProcessWithoutNullStreams;
   private off = false;
-  /** Git answered for cwd itself: it works here. */
-  private usable = false;
-  /** The rule that ignores cwd itself: it ignores everything below, so it tells nothing. */
+  /** The rule that ignores cwd itself, and so tells nothing ("" for none); undefined until git works here. */
   private cwdRule?: string;
   private buffer = "";
   private waiters: GitWaiter[] = [];
@@ -4166,14 +4164,7 @@ class GitIgnoreOracle {
       errorCode(error); // git cannot be started: no answers, nothing ignored by git
       return this.stop();
     }
-    if (this.usable) return;
-    this.send({
-      path: "",
-      answer: (rule) => {
-        this.usable = true;
-        this.cwdRule = rule || undefined;
-      },
-    });
+    if (this.cwdRule === undefined) this.send({ path: "", answer: (rule) => void (this.cwdRule = rule ?? "") });
   }
 
   /** Whether git ignores each cwd-relative path (a folder's ends in `/`); false for all without git. */
@@ -4193,18 +4184,14 @@ class GitIgnoreOracle {
   }
 
   /**
-   * `./` keeps a name that starts with `:` from being read as pathspec magic (check-ignore refuses
-   * both `:(literal)` and GIT_LITERAL_PATHSPECS). The slash is dropped so that git stats the folder
-   * itself: `generated/*` then does not match `generated`, and a `!generated/keep/` re-include is
-   * reported as the negation it is.
+   * `./` keeps a name that starts with `:` from being read as pathspec magic (check-ignore refuses both
+   * `:(literal)` and GIT_LITERAL_PATHSPECS). Without the slash git stats the folder itself: `generated/*`
+   * then does not match `generated`, and a `!generated/keep/` re-include is reported as the negation it is.
    */
   private send(waiter: GitWaiter): void {
     this.waiters.push(waiter);
-    try {
-      this.child?.stdin.write(`./${withoutSlash(waiter.path)}\0`);
-    } catch (error) {
-      errorCode(error); // a helper that cannot take the question has died: its close answers the waiters
-    }
+    // A helper that died cannot take the question: its close answers the waiters.
+    this.child?.stdin.write(`./${withoutSlash(waiter.path)}\0`);
   }
 
   private failedAt(path: string): boolean {
@@ -4226,16 +4213,12 @@ class GitIgnoreOracle {
     }
   }
 
-  /**
-   * The helper ended. Before it answered for cwd, git does not work here: off for the session.
-   * After, the first unanswered path is the one it died on: unknown (counted as not ignored),
-   * and a new helper takes the questions after it.
-   */
+  /** Before git answered for cwd it does not work here; after, it died on the first unanswered path. */
   private onClose(child: ChildProcessWithoutNullStreams): void {
     if (this.child !== child) return;
     this.child = undefined;
     this.buffer = "";
-    if (!this.usable || this.off) return this.stop();
+    if (this.cwdRule === undefined || this.off) return this.stop();
     const [culprit, ...rest] = this.waiters.splice(0);
     if (!culprit) return;
     this.failed.add(withoutSlash(culprit.path));
@@ -4250,14 +4233,9 @@ class GitIgnoreOracle {
   stop(): void {
     this.off = true;
     for (const waiter of this.waiters.splice(0)) waiter.answer(undefined);
-    const child = this.child;
+    this.child?.stdin.end();
+    this.child?.kill();
     this.child = undefined;
-    try {
-      child?.stdin.end();
-      child?.kill();
-    } catch (error) {
-      errorCode(error); // already gone
-    }
   }
 }
 
@@ -4348,10 +4326,9 @@ export const SETTING_KEYS = Object.keys(SETTINGS) as Array<keyof typeof SETTINGS
 /** Names the settings file a `lazyAgents` key came from (the whole object when `key` is undefined). */
 type SettingsOrigin = (key?: string) => string;
 
-// Exported for tests: a table test of settings validation.
 /**
- * Applies the `lazyAgents` settings object over the defaults of config.ts. Each warning names the
- * key and the file it came from, and the allowed values; never a value from the file.
+ * Exported for tests: the `lazyAgents` settings object over the defaults of config.ts. Each warning
+ * names the key, the file it came from and the allowed values; never a value from the file.
  */
 export function optionsFromSettings(
   raw: unknown,
@@ -4429,25 +4406,17 @@ const UNPARSED = Symbol("unparsed");
 
 /** The project's `lazyAgents` value: undefined when the project has no such file or key, UNPARSED when it cannot tell. */
 function projectSettingsSection(fs: FileSystem, cwd: string): unknown {
-  let loaded: Loaded;
   try {
     const cwdReal = fs.realpath(cwd);
     const real = fs.realpath(join(cwdReal, CONFIG_DIR_NAME, "settings.json"));
-    if (!isPathInside(cwdReal, real)) return UNPARSED;
-    loaded = readBounded(fs, real, C.MAX_SETTING_BYTES);
+    const loaded = isPathInside(cwdReal, real) ? readBounded(fs, real, C.MAX_SETTING_BYTES) : undefined;
+    if (!loaded?.ok) return UNPARSED;
+    // Pi reads an empty file as no settings.
+    if (loaded.text.trim() === "") return undefined;
+    return (JSON.parse(loaded.text) as Record<string, unknown> | null)?.[C.SETTINGS_KEY];
   } catch (error) {
+    if (error instanceof SyntaxError) return UNPARSED;
     return C.SETTLED_ERROR_CODES.has(errorCode(error)) ? undefined : UNPARSED;
-  }
-  if (!loaded.ok) return UNPARSED;
-  // Pi reads an empty file as no settings.
-  if (loaded.text.trim() === "") return undefined;
-  try {
-    const parsed: unknown = JSON.parse(loaded.text);
-    return typeof parsed === "object" && parsed !== null
-      ? (parsed as Record<string, unknown>)[C.SETTINGS_KEY]
-      : undefined;
-  } catch {
-    return UNPARSED; // JSON.parse throws only a SyntaxError
   }
 }
 
