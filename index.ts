@@ -4098,13 +4098,11 @@ class GitAnswers {
 export type SpawnGit = (cwd: string) => ChildProcessWithoutNullStreams;
 
 /**
- * Git runs no program a repository names. check-ignore runs no hooks, filters or pager, but its
- * index read runs `core.fsmonitor`: a command-line setting outranks every config file (the
- * repository's, what it includes, the user's), and empty is off in every git version ("false" is
- * a hook path before 2.36). A partial clone's missing `.gitignore` blob would be fetched through
- * the repository's remote (an `ext::` command, `core.sshCommand`): no lazy fetch, and an empty
- * GIT_ALLOW_PROTOCOL forbids every transport whatever `protocol.*.allow` says. No optional locks:
- * git never writes the index. The user's global and system config stay, for `core.excludesFile`.
+ * Git runs no program a repository names (docs/safety.md). An empty `core.fsmonitor` on the command
+ * line outranks every config file and is off in every git version ("false" is a hook path before
+ * 2.36); no lazy fetch and an empty GIT_ALLOW_PROTOCOL keep a partial clone from reaching any remote
+ * (`ext::`, `core.sshCommand`); no optional locks. The user's global and system config stay, for
+ * `core.excludesFile`.
  */
 const GIT_ARGS = ["-c", "core.fsmonitor=", "check-ignore", "--stdin", "-z", "--verbose", "--non-matching"];
 const GIT_ENV = {
@@ -4274,19 +4272,17 @@ type Setting = {
 const flag = (value: unknown) => (typeof value === "boolean" ? value : undefined);
 
 const byteCount = (min: number) => (value: unknown) =>
-  Number.isInteger(value) && (value as number) >= min && (value as number) <= C.MAX_SETTING_BYTES
-    ? (value as number)
+  typeof value === "number" && Number.isInteger(value) && value >= min && value <= C.MAX_SETTING_BYTES
+    ? value
     : undefined;
 
 /** Up to 64 distinct names of at most 255 characters, none `.`, `..` or holding `/`, `\` or NUL. */
 function isNameList(value: unknown, allowEmpty: boolean): value is string[] {
-  const plain = (name: unknown) =>
-    typeof name === "string" && /^[^/\\\0]{1,255}$/.test(name) && name !== "." && name !== "..";
   return (
     Array.isArray(value) &&
     (allowEmpty || value.length > 0) &&
     value.length <= 64 &&
-    value.every(plain) &&
+    value.every((name) => typeof name === "string" && /^(?!\.\.?$)[^/\\\0]{1,255}$/.test(name)) &&
     new Set(value).size === value.length
   );
 }
