@@ -4169,9 +4169,7 @@ class GitIgnoreOracle {
   async ask(paths: string[]): Promise<boolean[]> {
     this.start();
     if (this.off) return paths.map(() => false);
-    const rules = paths.map((path) =>
-      this.failedAt(path) ? undefined : new Promise<string | undefined>((answer) => this.send({ path, answer })),
-    );
+    const rules = paths.map((path) => new Promise<string | undefined>((answer) => this.send({ path, answer })));
     const timer = setTimeout(() => this.stop(), C.GIT_ANSWER_TIMEOUT_MS);
     try {
       // Only a rule about the path itself counts, not the one that ignores cwd and all below.
@@ -4187,15 +4185,14 @@ class GitIgnoreOracle {
    * then does not match `generated`, and a `!generated/keep/` re-include is reported as the negation it is.
    */
   private send(waiter: GitWaiter): void {
+    // A path at or below one git failed on is not asked again.
+    const parts = withoutSlash(waiter.path).split("/");
+    if (this.failed.size > 0 && parts.some((_, index) => this.failed.has(parts.slice(0, index + 1).join("/")))) {
+      return waiter.answer(undefined);
+    }
     this.waiters.push(waiter);
     // A helper that died cannot take the question: its close answers the waiters.
     this.child?.stdin.write(`./${withoutSlash(waiter.path)}\0`);
-  }
-
-  private failedAt(path: string): boolean {
-    if (this.failed.size === 0) return false;
-    const parts = withoutSlash(path).split("/");
-    return parts.some((_, index) => this.failed.has(parts.slice(0, index + 1).join("/")));
   }
 
   /** Records are four NUL-terminated fields: source, line, pattern, path; a negated pattern or none ignores nothing. */
@@ -4222,10 +4219,7 @@ class GitIgnoreOracle {
     this.failed.add(withoutSlash(culprit.path));
     culprit.answer(undefined);
     if (rest.length > 0) this.start();
-    for (const waiter of rest) {
-      if (this.failedAt(waiter.path)) waiter.answer(undefined);
-      else this.send(waiter);
-    }
+    for (const waiter of rest) this.send(waiter);
   }
 
   stop(): void {
