@@ -3664,30 +3664,19 @@ export const nodeFileSystem = {
 
 export type FileSystem = typeof nodeFileSystem;
 
-// Reading one file: stat first, bounded read, strict decoding.
-
 type Loaded = { ok: true; text: string; version: string; bytes: number } | { ok: false; reason: C.Reason };
 
-interface Signature {
-  dev: number;
-  ino: number;
-  size: number;
-  mtimeMs: number;
-  ctimeMs: number;
+type Signature = Pick<nodeFs.Stats, "dev" | "ino" | "size" | "mtimeMs" | "ctimeMs">;
+
+function signatureOf({ dev, ino, size, mtimeMs, ctimeMs }: Signature): Signature {
+  return { dev, ino, size, mtimeMs, ctimeMs };
 }
 
-function signatureOf(stats: nodeFs.Stats): Signature {
-  return { dev: stats.dev, ino: stats.ino, size: stats.size, mtimeMs: stats.mtimeMs, ctimeMs: stats.ctimeMs };
-}
-
-function sameSignature(a: Signature, b: Signature | nodeFs.Stats): boolean {
+function sameSignature(a: Signature, b: Signature): boolean {
   return a.ino === b.ino && a.mtimeMs === b.mtimeMs && a.ctimeMs === b.ctimeMs && a.size === b.size && a.dev === b.dev;
 }
 
-/**
- * What was built from a path (a folder's names, a file's text), kept while the path's stat
- * signature stands: a warm look costs the stat the caller took anyway, and nothing else.
- */
+/** What was built from a path, kept while its stat signature stands: a warm look costs only the caller's stat. */
 class SignatureCache<T> {
   private readonly entries = new Map<string, { signature: Signature; value: T }>();
 
@@ -3714,22 +3703,16 @@ class SignatureCache<T> {
     this.entries.delete(path);
   }
 
-  /** Drops the entries of paths that are gone, so the cache stays bounded by the tree on disk. */
   sweep(exists: (path: string) => boolean): void {
     for (const path of this.entries.keys()) if (!exists(path)) this.entries.delete(path);
   }
 }
 
-/** Reads at most `maxBytes` of a regular file; the file may change between stat and read. */
+/** Reads at most `maxBytes` of a regular file, strictly decoded; the file may change between stat and read. */
 function readBounded(fs: FileSystem, realPath: string, maxBytes: number): Loaded {
-  let fd: number;
+  let fd: number | undefined;
   try {
     fd = fs.open(realPath);
-  } catch (error) {
-    errorCode(error);
-    return { ok: false, reason: "unreadable" };
-  }
-  try {
     const stats = fs.fstat(fd);
     if (!stats.isFile()) return { ok: false, reason: "notRegular" };
     if (stats.size > maxBytes) return { ok: false, reason: "tooLarge" };
@@ -3737,18 +3720,12 @@ function readBounded(fs: FileSystem, realPath: string, maxBytes: number): Loaded
     // that grew since fills it, and the read goes on into a buffer of the cap (bench: 2 reads → 1).
     let buffer = new Uint8Array(stats.size + 1);
     let length = 0;
-    for (;;) {
+    while (length <= maxBytes) {
+      if (length === buffer.length) buffer = Buffer.concat([buffer], maxBytes + 1);
       const count = fs.read(fd, buffer, length, buffer.length - length, length);
       if (count <= 0) break;
       length += count;
-      if (length < buffer.length) {
-        if (length >= stats.size) break;
-        continue;
-      }
-      if (buffer.length > maxBytes) break;
-      const larger = new Uint8Array(maxBytes + 1);
-      larger.set(buffer);
-      buffer = larger;
+      if (length < buffer.length && length >= stats.size) break;
     }
     if (length > maxBytes) return { ok: false, reason: "tooLarge" };
     const text = decodeInstructionText(buffer.subarray(0, length));
@@ -3759,7 +3736,7 @@ function readBounded(fs: FileSystem, realPath: string, maxBytes: number): Loaded
     return { ok: false, reason: "unreadable" };
   } finally {
     try {
-      fs.close(fd);
+      if (fd !== undefined) fs.close(fd);
     } catch (error) {
       errorCode(error); // a failed close loses nothing we read
     }
@@ -3774,19 +3751,15 @@ function readBounded(fs: FileSystem, realPath: string, maxBytes: number): Loaded
 // died on the path it was asked (a submodule's inside), which alone stays unknown. It is run so
 // that no setting of the repository can start a program: `spawnGit`.
 
-/**
- * Git's answers for one discovery: which folders and import targets git ignores, and the questions
- * its views raised that git has not been asked yet. They start over with the discovery.
- */
+/** Git's answers for one discovery, and the questions its views raised that git was not asked yet. */
 class GitAnswers {
-  /** Scopes that git ignores (filled by the engine from its git helper); their subtrees too. */
+  /** Folders git ignores (their subtrees too), and import targets, by cwd-relative path. */
   readonly folders = new Map<string, boolean>();
-  /** Import targets that git ignores, by cwd-relative path (filled like `folders`). */
   readonly files = new Map<string, boolean>();
+  /** Questions imports raised while views were built: `scope/` for a folder, a file's path. */
+  readonly wanted = new Set<string>();
   /** Whether git may still answer; while it may, an import it has not answered for is held back. */
   readonly mayAnswer: () => boolean;
-  /** Questions for git that imports raised while views were built: `scope/` for a folder, a file's path. */
-  readonly wanted = new Set<string>();
 
   constructor(mayAnswer: () => boolean) {
     this.mayAnswer = mayAnswer;
@@ -3808,13 +3781,11 @@ class GitAnswers {
 export type SpawnGit = (cwd: string) => ChildProcessWithoutNullStreams;
 
 /**
- * Git runs no program a repository names. check-ignore runs no hooks, filters or pager, but its
- * index read runs `core.fsmonitor`: a command-line setting outranks every config file (the
- * repository's, what it includes, the user's), and empty is off in every git version ("false" is
- * a hook path before 2.36). A partial clone's missing `.gitignore` blob would be fetched through
- * the repository's remote (an `ext::` command, `core.sshCommand`): no lazy fetch, and an empty
- * GIT_ALLOW_PROTOCOL forbids every transport whatever `protocol.*.allow` says. No optional locks:
- * git never writes the index. The user's global and system config stay, for `core.excludesFile`.
+ * Git runs no program a repository names (docs/safety.md). An empty `core.fsmonitor` on the command
+ * line outranks every config file and is off in every git version ("false" is a hook path before
+ * 2.36); no lazy fetch and an empty GIT_ALLOW_PROTOCOL keep a partial clone from reaching any remote
+ * (`ext::`, `core.sshCommand`); no optional locks. The user's global and system config stay, for
+ * `core.excludesFile`.
  */
 const GIT_ARGS = ["-c", "core.fsmonitor=", "check-ignore", "--stdin", "-z", "--verbose", "--non-matching"];
 const GIT_ENV = {
@@ -3826,47 +3797,26 @@ const GIT_ENV = {
 };
 
 const spawnGit: SpawnGit = (cwd) =>
-  spawn("git", GIT_ARGS, {
-    cwd,
-    env: { ...process.env, ...GIT_ENV },
-    stdio: ["pipe", "pipe", "pipe"],
-  });
+  spawn("git", GIT_ARGS, { cwd, env: { ...process.env, ...GIT_ENV }, stdio: ["pipe", "pipe", "pipe"] });
 
-/**
- * A cwd-relative question for git ("" is cwd; a folder's ends in `/`). `./` keeps a name that starts
- * with `:` from being read as pathspec magic (check-ignore refuses both `:(literal)` and
- * GIT_LITERAL_PATHSPECS). The slash is dropped so that git stats the folder itself: `generated/*`
- * then does not match `generated`, and a `!generated/keep/` re-include is reported as the negation it is.
- */
-function gitQuestion(path: string): string {
-  return `./${withoutSlash(path)}\0`;
-}
+const withoutSlash = (path: string) => (path.endsWith("/") ? path.slice(0, -1) : path);
 
-function withoutSlash(path: string): string {
-  return path.endsWith("/") ? path.slice(0, -1) : path;
-}
-
-interface GitWaiter {
-  path: string;
-  /** The rule that matched (source, line, pattern), "" for none, undefined when git could not say. */
-  answer: (rule: string | undefined) => void;
-}
+/** A question (cwd-relative, "" for cwd, a folder's ends in `/`) and who waits for the rule that matched. */
+type GitWaiter = { path: string; answer: (rule: string | undefined) => void };
 
 class GitIgnoreOracle {
+  readonly cwdReal: string;
+  private readonly spawnGit: SpawnGit;
   private child?: ChildProcessWithoutNullStreams;
   private off = false;
-  /** Git answered for cwd itself: it works here. */
-  private usable = false;
-  /** The rule that ignores cwd itself: it ignores everything below, so it tells nothing. */
+  /** The rule that ignores cwd itself, and so tells nothing ("" for none); undefined until git works here. */
   private cwdRule?: string;
   private buffer = "";
   private waiters: GitWaiter[] = [];
   /** Scopes git failed on; their subtrees are not asked again. */
   private readonly failed = new Set<string>();
-  readonly cwdReal: string;
-  private readonly spawnGit: SpawnGit;
 
-  constructor(cwdReal: string, spawner: SpawnGit = spawnGit) {
+  constructor(cwdReal: string, spawner: SpawnGit) {
     this.cwdReal = cwdReal;
     this.spawnGit = spawner;
   }
@@ -3879,11 +3829,11 @@ class GitIgnoreOracle {
   start(): void {
     if (this.child || this.off) return;
     try {
-      const child = this.spawnGit(this.cwdReal);
-      this.child = child;
+      const child = (this.child = this.spawnGit(this.cwdReal));
       // The helper must never keep Pi (or a print-mode run) alive on its own.
-      child.unref();
-      for (const stream of [child.stdin, child.stdout, child.stderr] as Array<{ unref?: () => void }>) stream.unref?.();
+      for (const handle of [child, child.stdin, child.stdout, child.stderr] as Array<{ unref?: () => void }>) {
+        handle.unref?.();
+      }
       child.stdout.setEncoding("utf8");
       child.stdout.on("data", (chunk: string) => this.onData(chunk));
       child.stderr.resume();
@@ -3893,114 +3843,74 @@ class GitIgnoreOracle {
       child.stdin.on("error", () => {});
     } catch (error) {
       errorCode(error); // git cannot be started: no answers, nothing ignored by git
-      this.stop();
-      return;
+      return this.stop();
     }
-    if (!this.usable) this.send({ path: "", answer: (rule) => this.learnCwd(rule) });
+    if (this.cwdRule === undefined) this.send({ path: "", answer: (rule) => void (this.cwdRule = rule ?? "") });
   }
 
   /** Whether git ignores each cwd-relative path (a folder's ends in `/`); false for all without git. */
   async ask(paths: string[]): Promise<boolean[]> {
     this.start();
     if (this.off) return paths.map(() => false);
-    const answers = paths.map((path) =>
-      this.failedAt(path)
-        ? false
-        : new Promise<boolean>((resolve) => this.send({ path, answer: (rule) => resolve(this.ignores(rule)) })),
-    );
+    const rules = paths.map((path) => new Promise<string | undefined>((answer) => this.send({ path, answer })));
     const timer = setTimeout(() => this.stop(), C.GIT_ANSWER_TIMEOUT_MS);
     try {
-      return await Promise.all(answers);
+      // Only a rule about the path itself counts, not the one that ignores cwd and all below.
+      return (await Promise.all(rules)).map((rule) => !!rule && rule !== this.cwdRule);
     } finally {
       clearTimeout(timer);
     }
   }
 
-  private send(waiter: GitWaiter): void {
-    this.waiters.push(waiter);
-    try {
-      this.child?.stdin.write(gitQuestion(waiter.path));
-    } catch (error) {
-      errorCode(error);
-      // A helper that cannot take the question has died: its close answers the waiters.
-    }
-  }
-
-  private learnCwd(rule: string | undefined): void {
-    this.usable = true;
-    if (rule) this.cwdRule = rule;
-  }
-
-  /** Only a rule about the folder itself counts, not the one that ignores cwd and all below. */
-  private ignores(rule: string | undefined): boolean {
-    return rule !== undefined && rule !== "" && rule !== this.cwdRule;
-  }
-
-  private failedAt(path: string): boolean {
-    if (this.failed.size === 0) return false;
-    for (let at = withoutSlash(path); at !== ""; at = at.slice(0, Math.max(0, at.lastIndexOf("/")))) {
-      if (this.failed.has(at)) return true;
-    }
-    return false;
-  }
-
-  /** Records are four NUL-terminated fields: source, line, pattern, path. */
-  private onData(chunk: string): void {
-    this.buffer += chunk;
-    for (;;) {
-      const fields: string[] = [];
-      let start = 0;
-      for (let i = 0; i < 4; i++) {
-        const end = this.buffer.indexOf("\0", start);
-        if (end === -1) return;
-        fields.push(this.buffer.slice(start, end));
-        start = end + 1;
-      }
-      this.buffer = this.buffer.slice(start);
-      const [source, line, pattern] = fields as [string, string, string];
-      const rule = pattern === "" || pattern.startsWith("!") ? "" : `${source}\0${line}\0${pattern}`;
-      this.waiters.shift()?.answer(rule);
-    }
-  }
-
   /**
-   * The helper ended. Before it answered for cwd, git does not work here: off for the session.
-   * After, the first unanswered path is the one it died on: unknown (counted as not ignored),
-   * and a new helper takes the questions after it.
+   * `./` keeps a name that starts with `:` from being read as pathspec magic (check-ignore refuses both
+   * `:(literal)` and GIT_LITERAL_PATHSPECS). Without the slash git stats the folder itself: `generated/*`
+   * then does not match `generated`, and a `!generated/keep/` re-include is reported as the negation it is.
    */
+  private send(waiter: GitWaiter): void {
+    // A path at or below one git failed on is not asked again.
+    const parts = withoutSlash(waiter.path).split("/");
+    if (this.failed.size > 0 && parts.some((_, index) => this.failed.has(parts.slice(0, index + 1).join("/")))) {
+      return waiter.answer(undefined);
+    }
+    this.waiters.push(waiter);
+    // A helper that died cannot take the question: its close answers the waiters.
+    this.child?.stdin.write(`./${withoutSlash(waiter.path)}\0`);
+  }
+
+  /** Records are four NUL-terminated fields: source, line, pattern, path; a negated pattern or none ignores nothing. */
+  private onData(chunk: string): void {
+    const fields = (this.buffer + chunk).split("\0");
+    const whole = fields.length - 1 - ((fields.length - 1) % 4);
+    this.buffer = fields.slice(whole).join("\0");
+    for (let at = 0; at < whole; at += 4) {
+      const pattern = fields[at + 2]!;
+      this.waiters
+        .shift()
+        ?.answer(pattern === "" || pattern.startsWith("!") ? "" : fields.slice(at, at + 3).join("\0"));
+    }
+  }
+
+  /** Before git answered for cwd it does not work here; after, it died on the first unanswered path. */
   private onClose(child: ChildProcessWithoutNullStreams): void {
     if (this.child !== child) return;
     this.child = undefined;
     this.buffer = "";
-    if (!this.usable || this.off) {
-      this.stop();
-      return;
-    }
+    if (this.cwdRule === undefined || this.off) return this.stop();
     const [culprit, ...rest] = this.waiters.splice(0);
     if (!culprit) return;
     this.failed.add(withoutSlash(culprit.path));
     culprit.answer(undefined);
-    if (rest.length === 0) return;
-    this.start();
-    for (const waiter of rest) {
-      if (this.failedAt(waiter.path)) waiter.answer(undefined);
-      else this.send(waiter);
-    }
+    if (rest.length > 0) this.start();
+    for (const waiter of rest) this.send(waiter);
   }
 
   stop(): void {
     this.off = true;
     for (const waiter of this.waiters.splice(0)) waiter.answer(undefined);
-    const child = this.child;
+    this.child?.stdin.end();
+    this.child?.kill();
     this.child = undefined;
-    if (!child) return;
-    try {
-      child.stdin.end();
-      child.kill();
-    } catch (error) {
-      errorCode(error);
-      // Already gone.
-    }
   }
 }
 
@@ -4031,116 +3941,93 @@ export function defaultOptions() {
 // over global, key by key; Pi leaves an untrusted project's settings out). Every value is checked;
 // a bad one keeps its default and earns one fixed warning that names only our own key.
 
-/** Exported for the test that holds schema.json to the same keys. */
-export const SETTING_KEYS = [
-  "enabled",
-  "fileNames",
-  "ignoreDirs",
-  "maxFileBytes",
-  "reminderBudgetBytes",
-  "triggers",
-  "skills",
-  "imports",
-  "gateWrites",
-  "rules",
-  "ruleSources",
-  "checks",
-] as const;
+/** A setting: the option it sets, its value read from a good setting (undefined for a bad one), the values allowed. */
+type Setting = {
+  [K in keyof Options]: [option: K, read: (value: unknown) => Options[K] | undefined, expected: string];
+}[keyof Options];
 
-type SettingKey = (typeof SETTING_KEYS)[number];
+const flag = (value: unknown) => (typeof value === "boolean" ? value : undefined);
 
-const ALL_TRIGGERS: ReadonlySet<string> = new Set([...C.TRIGGER_TOOLS, ...C.OPTIONAL_TRIGGER_TOOLS]);
+const byteCount = (min: number) => (value: unknown) =>
+  typeof value === "number" && Number.isInteger(value) && value >= min && value <= C.MAX_SETTING_BYTES
+    ? value
+    : undefined;
 
-function isPlainName(value: unknown): value is string {
-  return (
-    typeof value === "string" &&
-    value !== "" &&
-    value !== "." &&
-    value !== ".." &&
-    value.length <= 255 &&
-    !/[/\\\0]/.test(value)
-  );
-}
-
+/** Up to 64 distinct names of at most 255 characters, none `.`, `..` or holding `/`, `\` or NUL. */
 function isNameList(value: unknown, allowEmpty: boolean): value is string[] {
   return (
     Array.isArray(value) &&
     (allowEmpty || value.length > 0) &&
     value.length <= 64 &&
-    value.every(isPlainName) &&
+    value.every((name) => typeof name === "string" && /^(?!\.\.?$)[^/\\\0]{1,255}$/.test(name)) &&
     new Set(value).size === value.length
   );
 }
 
-function isByteCount(value: unknown, min: number, max: number): value is number {
-  return typeof value === "number" && Number.isInteger(value) && value >= min && value <= max;
-}
+const ALL_TRIGGERS: ReadonlySet<string> = new Set([...C.TRIGGER_TOOLS, ...C.OPTIONAL_TRIGGER_TOOLS]);
+
+const SETTINGS = {
+  enabled: ["enabled", flag, C.SETTING_EXPECTED.boolean],
+  fileNames: ["fileNames", (value) => (isNameList(value, false) ? value : undefined), C.SETTING_EXPECTED.fileNames],
+  ignoreDirs: [
+    "ignoredDirs",
+    (value) => (isNameList(value, true) ? new Set(value) : undefined),
+    C.SETTING_EXPECTED.ignoreDirs,
+  ],
+  maxFileBytes: ["maxFileBytes", byteCount(1), C.SETTING_EXPECTED.bytes(1, C.MAX_SETTING_BYTES)],
+  reminderBudgetBytes: [
+    "budgetBytes",
+    byteCount(C.MIN_SETTING_BUDGET_BYTES),
+    C.SETTING_EXPECTED.bytes(C.MIN_SETTING_BUDGET_BYTES, C.MAX_SETTING_BYTES),
+  ],
+  triggers: [
+    "triggers",
+    (value) => (Array.isArray(value) && value.every((tool) => ALL_TRIGGERS.has(tool)) ? new Set(value) : undefined),
+    C.SETTING_EXPECTED.triggers([...ALL_TRIGGERS]),
+  ],
+  skills: ["skills", flag, C.SETTING_EXPECTED.boolean],
+  imports: ["imports", flag, C.SETTING_EXPECTED.boolean],
+  gateWrites: ["gateWrites", flag, C.SETTING_EXPECTED.boolean],
+  rules: ["rules", flag, C.SETTING_EXPECTED.boolean],
+  ruleSources: ["ruleSources", ruleSourcesOf, C.SETTING_EXPECTED.ruleSources(C.RULE_SOURCES)],
+  checks: ["checks", flag, C.SETTING_EXPECTED.boolean],
+} satisfies Record<string, Setting>;
+
+/** Exported for the test that holds schema.json to the same keys. */
+export const SETTING_KEYS = Object.keys(SETTINGS) as Array<keyof typeof SETTINGS>;
 
 /** Names the settings file a `lazyAgents` key came from (the whole object when `key` is undefined). */
 type SettingsOrigin = (key?: string) => string;
 
-// Exported for tests: a table test of settings validation.
 /**
- * Applies the `lazyAgents` settings object over the defaults of config.ts. Each warning names the
- * key and the file it came from, and the allowed values; never a value from the file.
+ * Exported for tests: the `lazyAgents` settings object over the defaults of config.ts. Each warning
+ * names the key, the file it came from and the allowed values; never a value from the file.
  */
 export function optionsFromSettings(
   raw: unknown,
   origin: SettingsOrigin = () => C.GLOBAL_SETTINGS_LABEL,
 ): { options: Options; warnings: string[] } {
   const options = defaultOptions();
-  const warnings: string[] = [];
-  if (raw === undefined) return { options, warnings };
+  if (raw === undefined) return { options, warnings: [] };
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
     return { options, warnings: [C.SETTINGS_WARNINGS.notObject(origin())] };
   }
-  const bad = (key: SettingKey, expected: string) =>
-    warnings.push(C.SETTINGS_WARNINGS.badValue(key, origin(key), expected));
   const settings = raw as Record<string, unknown>;
-  for (const key of Object.keys(settings)) {
-    if (!(SETTING_KEYS as readonly string[]).includes(key)) warnings.push(unknownKeyWarning(key, origin(key)));
-  }
-  for (const key of ["enabled", "skills", "imports", "gateWrites", "rules", "checks"] as const) {
+  const warnings = Object.keys(settings)
+    .filter((key) => !Object.hasOwn(SETTINGS, key))
+    .map((key) =>
+      C.SHOWN_KEY_PATTERN.test(key)
+        ? C.SETTINGS_WARNINGS.unknownKey(key, origin(key), nearestSettingKey(key))
+        : C.SETTINGS_WARNINGS.unnamedKey(origin(key)),
+    );
+  for (const key of SETTING_KEYS) {
     if (settings[key] === undefined) continue;
-    if (typeof settings[key] === "boolean") options[key] = settings[key];
-    else bad(key, C.SETTING_EXPECTED.boolean);
-  }
-  if (settings.fileNames !== undefined) {
-    if (isNameList(settings.fileNames, false)) options.fileNames = settings.fileNames;
-    else bad("fileNames", C.SETTING_EXPECTED.fileNames);
-  }
-  if (settings.ignoreDirs !== undefined) {
-    if (isNameList(settings.ignoreDirs, true)) options.ignoredDirs = new Set(settings.ignoreDirs);
-    else bad("ignoreDirs", C.SETTING_EXPECTED.ignoreDirs);
-  }
-  if (settings.maxFileBytes !== undefined) {
-    if (isByteCount(settings.maxFileBytes, 1, C.MAX_SETTING_BYTES)) options.maxFileBytes = settings.maxFileBytes;
-    else bad("maxFileBytes", C.SETTING_EXPECTED.bytes(1, C.MAX_SETTING_BYTES));
-  }
-  if (settings.reminderBudgetBytes !== undefined) {
-    if (isByteCount(settings.reminderBudgetBytes, C.MIN_SETTING_BUDGET_BYTES, C.MAX_SETTING_BYTES))
-      options.budgetBytes = settings.reminderBudgetBytes;
-    else bad("reminderBudgetBytes", C.SETTING_EXPECTED.bytes(C.MIN_SETTING_BUDGET_BYTES, C.MAX_SETTING_BYTES));
-  }
-  if (settings.triggers !== undefined) {
-    const triggers = settings.triggers;
-    if (Array.isArray(triggers) && triggers.every((t) => typeof t === "string" && ALL_TRIGGERS.has(t))) {
-      options.triggers = new Set(triggers as string[]);
-    } else {
-      bad("triggers", C.SETTING_EXPECTED.triggers([...ALL_TRIGGERS]));
-    }
-  }
-  if (settings.ruleSources !== undefined) {
-    const sources = ruleSourcesOf(settings.ruleSources);
-    if (sources) options.ruleSources = sources;
-    else bad("ruleSources", C.SETTING_EXPECTED.ruleSources(C.RULE_SOURCES));
+    const [option, read, expected] = SETTINGS[key];
+    const value = read(settings[key]);
+    if (value === undefined) warnings.push(C.SETTINGS_WARNINGS.badValue(key, origin(key), expected));
+    else (options as Record<string, unknown>)[option] = value;
   }
   return { options, warnings };
-}
-
-function unknownKeyWarning(key: string, where: string): string {
-  if (!C.SHOWN_KEY_PATTERN.test(key)) return C.SETTINGS_WARNINGS.unnamedKey(where);
-  return C.SETTINGS_WARNINGS.unknownKey(key, where, nearestSettingKey(key));
 }
 
 /** The setting a typo most likely meant: same letters in another case, a close spelling, or a part of its name. */
@@ -4159,19 +4046,15 @@ function nearestSettingKey(typed: string): string | undefined {
 }
 
 function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {
     const current = [i];
     for (let j = 1; j <= b.length; j++) {
-      current[j] = Math.min(
-        (previous[j] ?? 0) + 1,
-        (current[j - 1] ?? 0) + 1,
-        (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1),
-      );
+      current.push(Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1)));
     }
     previous = current;
   }
-  return previous[b.length] ?? 0;
+  return previous[b.length]!;
 }
 
 /**
@@ -4196,38 +4079,25 @@ const UNPARSED = Symbol("unparsed");
 
 /** The project's `lazyAgents` value: undefined when the project has no such file or key, UNPARSED when it cannot tell. */
 function projectSettingsSection(fs: FileSystem, cwd: string): unknown {
-  let loaded: Loaded;
   try {
     const cwdReal = fs.realpath(cwd);
     const real = fs.realpath(join(cwdReal, CONFIG_DIR_NAME, "settings.json"));
-    if (!isPathInside(cwdReal, real)) return UNPARSED;
-    loaded = readBounded(fs, real, C.MAX_SETTING_BYTES);
-  } catch (error) {
-    return C.SETTLED_ERROR_CODES.has(errorCode(error)) ? undefined : UNPARSED;
-  }
-  if (!loaded.ok) return UNPARSED;
-  // Pi reads an empty file as no settings.
-  if (loaded.text.trim() === "") return undefined;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(loaded.text);
+    const loaded = isPathInside(cwdReal, real) ? readBounded(fs, real, C.MAX_SETTING_BYTES) : undefined;
+    if (!loaded?.ok) return UNPARSED;
+    // Pi reads an empty file as no settings.
+    if (loaded.text.trim() === "") return undefined;
+    return (JSON.parse(loaded.text) as Record<string, unknown> | null)?.[C.SETTINGS_KEY];
   } catch (error) {
     if (error instanceof SyntaxError) return UNPARSED;
-    throw error;
+    return C.SETTLED_ERROR_CODES.has(errorCode(error)) ? undefined : UNPARSED;
   }
-  return typeof parsed === "object" && parsed !== null
-    ? (parsed as Record<string, unknown>)[C.SETTINGS_KEY]
-    : undefined;
 }
 
 /** True when two option sets would discover differently (the caches depend on these). */
 function discoveryChanged(a: Options, b: Options): boolean {
-  return (
-    a.fileNames.join("\0") !== b.fileNames.join("\0") ||
-    [...a.ignoredDirs].sort().join("\0") !== [...b.ignoredDirs].sort().join("\0") ||
-    a.maxFileBytes !== b.maxFileBytes ||
-    a.imports !== b.imports
-  );
+  const discovered = (o: Options) =>
+    JSON.stringify([o.fileNames, [...o.ignoredDirs].sort(), o.maxFileBytes, o.imports]);
+  return discovered(a) !== discovered(b);
 }
 
 // =============================================================================================
