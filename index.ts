@@ -2595,18 +2595,12 @@ interface Skill {
   version: string;
 }
 
-interface ImportedFile {
-  file: InstructionFile;
-  /** cwd-relative path of the file whose `@path` token brought it in. */
-  importedBy: string;
-}
-
 interface DirectoryView {
-  /** cwd-relative directory, the scope of what it holds. */
+  /** cwd-relative folder, with forward slashes. */
   scope: string;
   file?: InstructionFile;
-  /** Files the instruction file imports, depth first, each once. */
-  imports: ImportedFile[];
+  /** Files the instruction file imports, depth first, each once, with the file whose `@path` brought it in. */
+  imports: Array<{ file: InstructionFile; importedBy: string }>;
   rejected: Rejection[];
   skills: Skill[];
   /** A source here waits for git's answer: what the model holds of this folder stands until it comes. */
@@ -2614,13 +2608,10 @@ interface DirectoryView {
 }
 
 interface DirectoryEntry {
-  /** Instruction file names present (of any type), in preference order. */
-  present: string[];
-  /** Their absolute paths, joined once. */
+  /** Absolute paths of the instruction file names present (of any type), in preference order. */
   candidates: string[];
-  /** What `.agents` is in this folder: absent, a folder, or a link to resolve. */
-  agents: "none" | "dir" | "link";
-  /** What the folder's `.cursor` is, the parent of a nested rule folder (rules touch point). */
+  /** What `.agents` and `.cursor` (the parent of a nested rule folder) are in this folder. */
+  agents: ParentKind;
   ruleParent: ParentKind;
   /** The folder's last view, when it depends on nothing but the folder and its first file. */
   plainView?: DirectoryView;
@@ -2628,7 +2619,8 @@ interface DirectoryEntry {
   listed?: number;
 }
 
-type FolderNames = Pick<DirectoryEntry, "present" | "agents" | "ruleParent" | "listed">;
+/** A source resolved and let through by the source policy, or why not ("skip": nothing is there). */
+type ResolvedSource = { real: string; stats: nodeFs.Stats } | { reason: C.Reason | "skip" | "held" };
 
 /** A source file, or why there is none; `real` names a file that is there but was refused as read. */
 type SourceFile = InstructionFile | { reason: C.Reason | "skip" | "held"; real?: string };
@@ -2656,16 +2648,13 @@ interface ListingEntry {
   hasSkillFile: boolean;
 }
 
-const NO_IMPORTS: ImportedFile[] = [];
-
 function emptyView(scope: string): DirectoryView {
   return { scope, imports: [], rejected: [], skills: [] };
 }
 
-/** One folder strictly below cwd on the way to a target. */
+/** One folder strictly below cwd on the way to a target; `scope` is cwd-relative, with forward slashes. */
 interface ChainLink {
   dir: string;
-  /** cwd-relative, with forward slashes: the folder's scope. */
   scope: string;
   name: string;
 }
@@ -2687,26 +2676,19 @@ function fsOr<T, F>(fallback: F, call: () => T): T | F {
 }
 
 /** True when `path` is inside cwd by its real or its logical (possibly linked) form. */
-function mayBeInside(ctx: Discovery, path: string): boolean {
-  return (
-    relativeInside(ctx.cwdReal, path) !== undefined ||
-    (ctx.logicalCwd !== undefined && relativeInside(ctx.logicalCwd, path) !== undefined)
-  );
+function mayBeInside({ cwdReal, logicalCwd }: Discovery, path: string): boolean {
+  const inside = (root: string) => relativeInside(root, path) !== undefined;
+  return inside(cwdReal) || (logicalCwd !== undefined && inside(logicalCwd));
 }
 
 /** The folders strictly below cwd down to the cwd-relative `rel`, parent first; cached. */
 function chainFor(ctx: Discovery, rel: string): ChainLink[] {
-  const cached = ctx.chains.get(rel);
-  if (cached) return cached;
-  const links: ChainLink[] = [];
-  if (rel !== "") {
-    let dir = ctx.cwdReal;
-    let scope = "";
-    for (const name of rel.split(sep)) {
-      dir = join(dir, name);
-      scope = scope === "" ? name : `${scope}/${name}`;
-      links.push({ dir, scope, name });
-    }
+  let links = ctx.chains.get(rel);
+  if (links) return links;
+  links = [];
+  for (const name of rel === "" ? [] : rel.split(sep)) {
+    const parent = links.at(-1);
+    links.push({ dir: join(parent?.dir ?? ctx.cwdReal, name), scope: parent ? `${parent.scope}/${name}` : name, name });
   }
   ctx.chains.set(rel, links);
   return links;
@@ -2715,9 +2697,8 @@ function chainFor(ctx: Discovery, rel: string): ChainLink[] {
 /**
  * The chain to a tool's target. The fast path takes the target's folder as written when every
  * folder on the way is a real folder (lstat, no links): then it is its own real path, and those
- * stats serve the views too. Otherwise the slow path resolves real paths, walking up to the
- * nearest existing folder for targets that do not exist yet. Paths outside cwd by their text are
- * refused before any filesystem call.
+ * stats serve the views too. Otherwise the slow path resolves the real path of the folder, or of
+ * its nearest existing ancestor for a target that does not exist yet; undefined outside cwd.
  */
 function locateChain(ctx: Discovery, target: string, targetIsDirectory: boolean): Located | undefined {
   const dir = targetIsDirectory ? target : dirname(target);
@@ -2726,22 +2707,25 @@ function locateChain(ctx: Discovery, target: string, targetIsDirectory: boolean)
   if (rel !== undefined) {
     const fresh = !ctx.chains.has(rel);
     const links = chainFor(ctx, rel);
-    // A step that is missing, not a real folder or fails (ENAMETOOLONG, EACCES …) leaves the chain
-    // to the slow path, which walks up to a folder that can be resolved.
+    // A step that is missing, not a real folder or fails (ENAMETOOLONG, EACCES …) takes the slow path.
     const { stats, stop } = lstatChain(ctx.fs, links);
-    if (stop === undefined) {
-      if (!fresh || spelledAsOnDisk(ctx, links, stats)) return { links, stats };
-      // One folder, one identity: the chain as typed now leads to the folder's own spelling.
-      const real = ctx.realpathOrUndefined(dir);
-      if (real !== undefined && isPathInside(ctx.cwdReal, real)) {
-        const respelled = chainFor(ctx, relative(ctx.cwdReal, real));
-        ctx.chains.set(rel, respelled);
-        return { links: respelled };
-      }
-    }
+    if (stop === undefined && (!fresh || spelledAsOnDisk(ctx, links, stats))) return { links, stats };
+    // One folder, one identity: another spelling is looked at through its real path, every time.
+    if (stop === undefined) ctx.chains.delete(rel);
   }
-  const real = targetDirectory(ctx, target, targetIsDirectory);
-  return real === undefined ? undefined : { links: chainFor(ctx, relative(ctx.cwdReal, real)) };
+  // Outside cwd by its text, a path may still lead into it through a link (`/tmp` to
+  // `/private/tmp`): only its own folder's real path, a name lookup, can tell.
+  const viaLink = !mayBeInside(ctx, dir);
+  for (let up = dir; viaLink || mayBeInside(ctx, up); up = dirname(up)) {
+    const real = ctx.realpathOrUndefined(up);
+    if (real === undefined && dirname(up) === up) return undefined;
+    if (real === undefined) continue;
+    if (relativeInside(ctx.cwdReal, real) === undefined) return undefined;
+    // A directory target may name a file (grep, find): its folder is the scope.
+    const folder = targetIsDirectory && up === target && !ctx.fs.stat(real)?.isDirectory() ? dirname(real) : real;
+    return { links: chainFor(ctx, relative(ctx.cwdReal, folder)) };
+  }
+  return undefined;
 }
 
 /** lstat of each folder on a chain, parent first, up to the first step that is not a real folder. */
@@ -2751,19 +2735,14 @@ function lstatChain(
 ): { stats: nodeFs.Stats[]; stop?: nodeFs.Stats | "missing" | "error" } {
   const stats: nodeFs.Stats[] = [];
   for (const link of links) {
-    const stat = fsOr("error" as const, () => fs.lstat(link.dir));
-    if (stat === "error") return { stats, stop: stat };
-    if (!stat) return { stats, stop: "missing" };
-    if (!stat.isDirectory()) return { stats, stop: stat };
+    const stat = fsOr("error" as const, () => fs.lstat(link.dir)) ?? "missing";
+    if (typeof stat === "string" || !stat.isDirectory()) return { stats, stop: stat };
     stats.push(stat);
   }
   return { stats };
 }
 
-/**
- * Whether a new chain, whose folders lstat found as typed, is spelled as on disk. Only a
- * filesystem that folds names can find `PKG` for `pkg`; there one realpath per new chain tells.
- */
+/** Whether a new chain is spelled as on disk: only a filesystem that folds names finds `PKG` for `pkg`. */
 function spelledAsOnDisk(ctx: Discovery, links: ChainLink[], stats: nodeFs.Stats[]): boolean {
   const first = links[0]!;
   if (ctx.folds === undefined) {
@@ -2772,30 +2751,8 @@ function spelledAsOnDisk(ctx: Discovery, links: ChainLink[], stats: nodeFs.Stats
     const other = fsOr(undefined, () => ctx.fs.lstat(join(ctx.cwdReal, swapped)));
     ctx.folds = other !== undefined && other.ino === stats[0]!.ino && other.dev === stats[0]!.dev;
   }
-  if (!ctx.folds) return true;
   const last = links.at(-1)!.dir;
-  return ctx.realpathOrUndefined(last) === last;
-}
-
-/** Real folder of a target, or of its nearest existing ancestor; undefined outside cwd. */
-function targetDirectory(ctx: Discovery, target: string, targetIsDirectory: boolean): string | undefined {
-  let dir = targetIsDirectory ? target : dirname(target);
-  // Outside cwd by its text, a path may still lead into it through a link (`/tmp` to
-  // `/private/tmp`): only its own folder's real path, a name lookup, can tell.
-  const viaLink = !mayBeInside(ctx, dir);
-  while (viaLink || mayBeInside(ctx, dir)) {
-    const real = ctx.realpathOrUndefined(dir);
-    if (real !== undefined) {
-      if (relativeInside(ctx.cwdReal, real) === undefined) return undefined;
-      // A directory target may name a file (grep, find): its folder is the scope.
-      if (targetIsDirectory && dir === target && !ctx.fs.stat(real)?.isDirectory()) return dirname(real);
-      return real;
-    }
-    const parent = dirname(dir);
-    if (parent === dir) return undefined;
-    dir = parent;
-  }
-  return undefined;
+  return !ctx.folds || ctx.realpathOrUndefined(last) === last;
 }
 
 // The folder view: what each folder on a chain offers, parent first, up to the first ignored one.
@@ -2824,7 +2781,6 @@ function joinAnswers(...answers: Array<Promise<void> | undefined>): Promise<void
   return pending.length <= 1 ? pending[0] : Promise.all(pending).then(() => undefined);
 }
 
-/** Views of the chain's folders, parent first, up to the first ignored one. */
 function viewChain(ctx: Discovery, located: Located, withSkills: boolean): DirectoryView[] {
   const views: DirectoryView[] = [];
   for (let index = 0; index < located.links.length; index++) {
@@ -2852,18 +2808,17 @@ function viewDirectory(ctx: Discovery, link: ChainLink, withSkills: boolean, sta
   const entry = ctx.directoryEntry(link.dir, stats);
   if (!entry) return emptyView(link.scope);
   const skillsToo = withSkills && entry.agents !== "none";
-  // Most folders look the same call after call: reuse their view instead of building it again.
-  if (entry.candidates.length === 0 && !skillsToo) return (entry.plainView ??= emptyView(link.scope));
   const held = ctx.held;
   const first = entry.candidates.length > 0 ? ctx.sourceFileOrUnknown(entry.candidates[0]!, link.scope) : undefined;
-  if (!skillsToo && first !== undefined && entry.plainView?.file === first) return entry.plainView;
+  // Most folders look the same call after call: their view stands while the folder and its first file do.
+  if (!skillsToo && entry.plainView && entry.plainView.file === first) return entry.plainView;
   const view = emptyView(link.scope);
   for (const [index, candidate] of entry.candidates.entries()) {
     const result = index === 0 ? first! : ctx.sourceFileOrUnknown(candidate, link.scope);
     if (!("reason" in result)) {
       view.file = result;
-      for (const later of entry.present.slice(index + 1))
-        view.rejected.push({ path: `${link.scope}/${later}`, reason: "overridden", kind: "overridden" });
+      for (const later of entry.candidates.slice(index + 1))
+        view.rejected.push({ path: `${link.scope}/${basename(later)}`, reason: "overridden", kind: "overridden" });
       break;
     }
     // A file that waits for git, or cannot be read now, may be the one that applies: the names after it wait.
@@ -2872,18 +2827,12 @@ function viewDirectory(ctx: Discovery, link: ChainLink, withSkills: boolean, sta
       view.rejected.push({ path: toDisplayPath(ctx.cwdReal, candidate), reason: result.reason, kind: "instruction" });
     if (result.reason === "unreadable") break;
   }
-  if (view.file && ctx.options.imports) view.imports = importsOf(ctx, view.file, view.scope, view.rejected);
+  // A file with `@path` tokens depends on their targets too, which may appear or change at any time.
+  const imports = view.file && ctx.options.imports ? importTargetsOf(ctx, view.file) : [];
+  if (imports.length > 0) view.imports = importsOf(ctx, view.file!, view.scope, view.rejected);
   if (skillsToo) view.skills = skillsOf(ctx, link, entry, view.rejected);
   if (ctx.held !== held) view.pending = true;
-  // A view that depends on nothing but its folder and its first file can be reused while both stand.
-  // A file with `@path` tokens depends on their targets too, which may appear or change at any time.
-  const reusable =
-    !skillsToo &&
-    view.file === first &&
-    (view.file === undefined || !ctx.options.imports || importTargetsOf(ctx, view.file).length === 0) &&
-    view.rejected.every((rejection) => rejection.kind === "overridden") &&
-    !view.pending;
-  entry.plainView = reusable ? view : undefined;
+  entry.plainView = !skillsToo && view.file === first && imports.length === 0 ? view : undefined;
   return view;
 }
 
@@ -2901,7 +2850,6 @@ class Discovery {
   logicalCwd?: string;
   /** Whether cwd's filesystem folds case (and, on macOS, Unicode normalization); asked once. */
   folds?: boolean;
-  /** What git said about this discovery's folders and imports (see the Git section). */
   readonly gitAnswers: GitAnswers;
   /** Folders whose subtree was skipped, for the inspection command. */
   readonly ignoredSeen = new Map<string, C.Reason>();
@@ -2917,6 +2865,7 @@ class Discovery {
   readonly rootRulePlaces: RulePlace[];
   /** What `.claude`, `.cursor` and `.github` are in cwd, by cwd's signature. */
   readonly rootRuleParents = new SignatureCache<Map<C.RuleSource, ParentKind>>();
+  private sweepAt = 256;
 
   constructor(fs: FileSystem, cwdReal: string, options: Options, gitMayAnswer: () => boolean) {
     this.fs = fs;
@@ -2928,52 +2877,37 @@ class Discovery {
 
   /** Sizes of the internal caches, for the soak test and the inspection command. */
   cacheSizes(): Record<string, number> {
-    return {
-      directories: this.directories.size,
-      files: this.files.size,
-      listings: this.listings.size,
-      chains: this.chains.size,
-      gitAnswers: this.gitAnswers.folders.size,
-      gitFileAnswers: this.gitAnswers.files.size,
-      ignoredSeen: this.ignoredSeen.size,
-      ruleFolders: this.ruleFolders.size,
-      rulePlaces: this.rulePlaces.size,
-      compiledRules: this.compiledRules.size,
-    };
+    const { folders: gitAnswers, files: gitFileAnswers } = this.gitAnswers;
+    const { directories, files, listings, chains, ignoredSeen, ruleFolders, rulePlaces, compiledRules } = this;
+    const caches = { directories, files, listings, chains, gitAnswers, gitFileAnswers, ignoredSeen, ruleFolders };
+    const all = Object.entries({ ...caches, rulePlaces, compiledRules });
+    return Object.fromEntries(all.map(([name, cache]) => [name, cache.size]));
   }
-
-  /** Cache size at which the next sweep runs. */
-  sweepAt = 256;
 
   /**
    * Drops cache entries of paths that are gone, once the caches have doubled since the last sweep:
-   * they stay bounded by the tree on disk, not by every path a long session has seen. Returns
-   * whether it swept.
+   * they stay bounded by the tree on disk, not by every path a long session has seen.
    */
   sweep(): boolean {
     if (!this.wantsSweep()) return false;
-    const byPath = [this.directories, this.files, this.listings];
-    for (const cache of byPath) cache.sweep((path) => this.exists(path));
-    for (const path of this.compiledRules.keys()) if (!this.exists(path)) this.compiledRules.delete(path);
+    const exists = (path: string) => this.exists(path);
+    for (const cache of [this.directories, this.files, this.listings]) cache.sweep(exists);
+    for (const path of this.compiledRules.keys()) if (!exists(path)) this.compiledRules.delete(path);
     const { chains, gitAnswers, ignoredSeen, ruleFolders, rulePlaces } = this;
     const byScope = [chains, gitAnswers.folders, gitAnswers.files, ignoredSeen, ruleFolders, rulePlaces];
     for (const map of byScope as Array<Map<string, unknown>>) {
-      for (const scope of map.keys()) if (!this.exists(join(this.cwdReal, scope))) map.delete(scope);
+      for (const scope of map.keys()) if (!exists(join(this.cwdReal, scope))) map.delete(scope);
     }
     this.sweepAt = Math.max(256, 2 * this.cachedEntries());
     return true;
   }
 
-  /** Whether the caches have doubled since the last sweep. */
   wantsSweep(): boolean {
     return this.cachedEntries() >= this.sweepAt;
   }
 
-  /** Entries of the caches whose growth schedules a sweep; the rule maps are swept along with them. */
   private cachedEntries(): number {
-    const { directories, files, listings, chains, gitAnswers, ignoredSeen } = this;
-    const sizes = [directories, files, listings, chains, gitAnswers.folders, gitAnswers.files, ignoredSeen];
-    return sizes.reduce((sum, cache) => sum + cache.size, 0);
+    return Object.values(this.cacheSizes()).reduce((sum, size) => sum + size, 0);
   }
 
   exists(path: string): boolean {
@@ -2986,16 +2920,6 @@ class Discovery {
 
   realpathOrUndefined(path: string): string | undefined {
     return fsOr(undefined, () => this.fs.realpath(path));
-  }
-
-  /** Real path, or undefined when nothing resolves there; a passing I/O error is thrown. */
-  realpathIfThere(path: string): string | undefined {
-    try {
-      return this.fs.realpath(path);
-    } catch (error) {
-      if (C.SETTLED_ERROR_CODES.has(errorCode(error))) return undefined;
-      throw error;
-    }
   }
 
   /** What a viewed folder's `.cursor` is (rules touch point): from its cached entry, no fs call. */
@@ -3016,119 +2940,78 @@ class Discovery {
       // One listing costs less than seven name probes in a small folder; a large one keeps the probes,
       // whose cost does not grow with the folder (bench: cold every-folder chain, 7 probes → 1 call per folder).
       const listable = stats.size <= C.LISTED_DIR_MAX_BYTES && (previous?.listed ?? 0) <= C.LISTED_DIR_MAX_ENTRIES;
-      const names = (listable ? this.namesByListing(dir) : undefined) ?? this.namesByProbing(dir);
-      return {
-        present: names.present,
-        candidates: names.present.map((name) => join(dir, name)),
-        agents: names.agents,
-        ruleParent: names.ruleParent,
-        listed: names.listed,
-      };
+      return this.folderNames(dir, listable ? fsOr(undefined, () => this.fs.readdir(dir)) : undefined);
     });
   }
 
-  /** Instruction file names, `.agents` and `.cursor` by one lstat each. */
-  private namesByProbing(dir: string): FolderNames {
-    const present = this.options.fileNames.filter((name) => this.exists(join(dir, name)));
-    return {
-      present,
-      agents: kindOfEntry(this.fs.lstat(join(dir, C.SKILLS_DIR_SEGMENTS[0]!))),
-      ruleParent: kindOfEntry(this.fs.lstat(join(dir, C.RULE_DIRS.cursor[0]))),
-    };
-  }
-
   /**
-   * The same from one listing. Undefined when the folder cannot be listed (read permission, a
-   * fault), or holds a name that matches a wanted one only in case: on a case-insensitive
-   * filesystem the probes find such a file, so they answer for that folder.
+   * Instruction files, `.agents` and `.cursor` from the folder's listing, or by one lstat each
+   * without one (too large, unreadable) or when it holds a name that matches one only in case: on a
+   * case-insensitive filesystem the probes find such a file, so they answer for that folder.
    */
-  private namesByListing(dir: string): FolderNames | undefined {
-    const dirents = fsOr(undefined, () => this.fs.readdir(dir));
-    if (!dirents) return undefined;
+  private folderNames(dir: string, listed: nodeFs.Dirent[] | undefined): DirectoryEntry {
     const wanted = this.options.fileNames;
-    const found = new Set<string>();
-    let agents: ParentKind = "none";
-    let ruleParent: ParentKind = "none";
-    for (const dirent of dirents) {
-      const name = dirent.name;
-      if (name === C.SKILLS_DIR_SEGMENTS[0]) agents = kindOfEntry(dirent);
-      else if (name === C.RULE_DIRS.cursor[0]) ruleParent = kindOfEntry(dirent);
-      else if (wanted.includes(name)) found.add(name);
-      else if (this.foldedNames().has(name.toLowerCase())) return undefined;
+    const [agents, cursor] = [C.SKILLS_DIR_SEGMENTS[0]!, C.RULE_DIRS.cursor[0]];
+    const own = [...wanted, agents, cursor];
+    const folded = new Set(own.map((name) => name.toLowerCase()));
+    if (listed && !listed.some(({ name }) => !own.includes(name) && folded.has(name.toLowerCase()))) {
+      const named = new Map(listed.map((dirent) => [dirent.name, dirent]));
+      const candidates = wanted.filter((name) => named.has(name)).map((name) => join(dir, name));
+      return {
+        candidates,
+        agents: kindOfEntry(named.get(agents)),
+        ruleParent: kindOfEntry(named.get(cursor)),
+        listed: listed.length,
+      };
     }
-    return { present: wanted.filter((name) => found.has(name)), agents, ruleParent, listed: dirents.length };
-  }
-
-  private folded?: { names: readonly string[]; set: Set<string> };
-
-  /** Lower-cased wanted names, to spot a name that differs from one only in case. */
-  private foldedNames(): Set<string> {
-    const names = this.options.fileNames;
-    if (this.folded?.names !== names) {
-      const set = new Set(
-        [...names, C.SKILLS_DIR_SEGMENTS[0]!, C.RULE_DIRS.cursor[0]].map((name) => name.toLowerCase()),
-      );
-      this.folded = { names, set };
-    }
-    return this.folded.set;
+    return {
+      candidates: wanted.map((name) => join(dir, name)).filter((path) => this.exists(path)),
+      agents: kindOfEntry(this.fs.lstat(join(dir, agents))),
+      ruleParent: kindOfEntry(this.fs.lstat(join(dir, cursor))),
+    };
   }
 
   /** Real paths of Pi's start-up context files; only those inside cwd by their text are looked up. */
   learnStartupFiles(paths: readonly string[]): void {
-    const real = new Set<string>();
-    for (const path of paths) {
-      const resolved = mayBeInside(this, path) ? this.realpathOrUndefined(path) : undefined;
-      if (resolved !== undefined) real.add(resolved);
-    }
-    this.startupContext = real;
+    const real = paths.map((path) => (mayBeInside(this, path) ? this.realpathOrUndefined(path) : undefined));
+    this.startupContext = new Set(real.filter((path) => path !== undefined));
   }
 
   // Sources: instruction files, imports, rule files, skill files and the folders links lead to.
 
   /**
-   * Resolves a source and applies the source policy (`sourceRefusal`) to it: its real file or
-   * folder, or why it is refused ("skip" when nothing is there, "held" while git has to answer).
-   * `scope` is the folder the model reached it through; `how` says who named the path: the
-   * source's own layout, repository text (an import token, resolved even when it is no link), or
-   * a file read only to decide and never sent (a skills tree's ignore file: containment alone).
+   * Resolves a source and applies the source policy (`sourceRefusal`) to it. `scope` is the folder
+   * the model reached it through; `how` says who named the path.
    */
-  resolveSource(
-    written: string,
-    scope: string,
-    how: "layout" | "named" | "control" = "layout",
-  ): { real: string; stats: nodeFs.Stats } | { reason: C.Reason | "skip" | "held" } {
+  resolveSource(written: string, scope: string, how: SourceNaming = "layout"): ResolvedSource {
     const named = how === "named";
     // Text first: a path outside cwd is refused before any filesystem call.
     if (named && !isPathInside(this.cwdReal, written)) return { reason: "outsideCwd" };
     const link = this.fs.lstat(written);
     if (!link) return { reason: "skip" };
+    let real = written;
     // A named path may lead through a linked folder: only its real path tells where it is.
-    const real = link.isSymbolicLink() || named ? this.realpathIfThere(written) : written;
-    if (real === undefined) return { reason: "skip" };
+    if (link.isSymbolicLink() || named) {
+      try {
+        real = this.fs.realpath(written);
+      } catch (error) {
+        // Nothing resolves there; a passing I/O error reaches the caller.
+        if (C.SETTLED_ERROR_CODES.has(errorCode(error))) return { reason: "skip" };
+        throw error;
+      }
+    }
     // Stat only once the policy has the path inside cwd: nothing outside is ever opened.
-    let stats = real === written && !link.isSymbolicLink() ? link : undefined;
-    const statOnce = () => (stats ??= this.fs.stat(real));
-    const isDirectory = () => statOnce()?.isDirectory() === true;
-    const refusal =
-      how === "control"
-        ? isPathInside(this.cwdReal, real)
-          ? undefined
-          : "symlinkEscape"
-        : sourceRefusal(this, { written, real, scope, named, isDirectory });
+    let stats = real === written ? link : undefined;
+    const isDirectory = () => (stats ??= this.fs.stat(real))?.isDirectory() === true;
+    const refusal = sourceRefusal(this, how, scope, written, real, isDirectory);
     if (refusal !== undefined) return { reason: refusal };
-    const found = statOnce();
-    return found ? { real, stats: found } : { reason: "skip" };
+    stats ??= this.fs.stat(real);
+    return stats ? { real, stats } : { reason: "skip" };
   }
 
-  /**
-   * The one reader of a source file (instruction, rule, skill or ignore file) found by its source's
-   * layout, or, `how` "control", read only to decide. Folders are nothing, other kinds not regular.
-   */
-  sourceFile(written: string, scope: string, how: "layout" | "control" = "layout"): SourceFile {
-    const resolved = this.resolveSource(written, scope, how);
-    if ("reason" in resolved) return resolved;
-    if (resolved.stats.isFile()) return this.fileAt(resolved.real, resolved.stats);
-    return { reason: resolved.stats.isDirectory() ? "skip" : "notRegular" };
+  /** The one reader of a source file: instruction, rule, skill or ignore file, or an import. */
+  sourceFile(written: string, scope: string, how: SourceNaming = "layout"): SourceFile {
+    return this.fileOf(this.resolveSource(written, scope, how));
   }
 
   /** As sourceFile, with a passing I/O error reported as "unreadable": the file is unknown. */
@@ -3136,13 +3019,14 @@ class Discovery {
     return fsOr({ reason: "unreadable" as const }, () => this.sourceFile(written, scope));
   }
 
-  /** The file at a real path, read once per content (its cache entry under `files`). */
-  fileAt(real: string, stats: nodeFs.Stats): InstructionFile | { reason: C.Reason; real: string } {
+  /** The file a source resolved to, read once per content; a folder is nothing, another kind not regular. */
+  fileOf(resolved: ResolvedSource): SourceFile {
+    if ("reason" in resolved) return resolved;
+    const { real, stats } = resolved;
+    if (!stats.isFile()) return { reason: stats.isDirectory() ? "skip" : "notRegular" };
+    const max = this.options.maxFileBytes;
     const load = (): FileEntry => ({
-      loaded:
-        stats.size > this.options.maxFileBytes
-          ? { ok: false, reason: "tooLarge" }
-          : readBounded(this.fs, real, this.options.maxFileBytes),
+      loaded: stats.size > max ? { ok: false, reason: "tooLarge" } : readBounded(this.fs, real, max),
     });
     // A read that failed (EIO, EACCES, a race) may succeed next time without the file changing.
     const entry = this.files.get(real, stats, load, ({ loaded }) => loaded.ok || loaded.reason !== "unreadable");
@@ -3179,13 +3063,12 @@ class Discovery {
 // Imports: `@relative/path` tokens in an instruction file, resolved against its folder, under the
 // same rules as instruction files. Depth first, at most C.MAX_IMPORT_DEPTH hops, cycles cut.
 
-function importsOf(ctx: Discovery, root: InstructionFile, scope: string, rejected: Rejection[]): ImportedFile[] {
-  if (importTargetsOf(ctx, root).length === 0) return NO_IMPORTS;
-  const imports: ImportedFile[] = [];
+function importsOf(ctx: Discovery, root: InstructionFile, scope: string, rejected: Rejection[]) {
+  const imports: DirectoryView["imports"] = [];
   const seen = new Set([root.realPath]);
   const visit = (file: InstructionFile, depth: number): void => {
     for (const target of importTargetsOf(ctx, file)) {
-      const found = fsOr(undefined, () => importedFiles(ctx, file, target, scope, rejected, true));
+      const found = fsOr(undefined, () => importedFiles(ctx, file, target, scope, rejected));
       if (!found) rejected.push({ path: file.path, reason: "unreadable", kind: "import" });
       for (const imported of found ?? []) {
         if (seen.has(imported.realPath)) continue;
@@ -3210,33 +3093,23 @@ function importTargetsOf(ctx: Discovery, file: InstructionFile): string[] {
 /**
  * The files one target names: a file, or the files of a folder by name (one level, dot names
  * aside, up to the cap). Nothing for a token that names nothing (an npm scope, an email), nor
- * for a target git has yet to answer for.
+ * for a target git has yet to answer for. The token is file content: a rejection names only the
+ * importing file.
  */
-function importedFiles(
-  ctx: Discovery,
-  from: InstructionFile,
-  target: string,
-  scope: string,
-  rejected: Rejection[],
-  folderToo: boolean,
-): InstructionFile[] {
-  // The token itself is file content: a rejection names only the importing file.
-  const reject = (reason: C.Reason): InstructionFile[] => {
-    rejected.push({ path: from.path, reason, kind: "import" });
-    return [];
+function importedFiles(ctx: Discovery, from: InstructionFile, target: string, scope: string, rejected: Rejection[]) {
+  const files: InstructionFile[] = [];
+  const add = (file: SourceFile): void => {
+    if (!("reason" in file)) files.push(file);
+    else if (file.reason !== "skip" && file.reason !== "held")
+      rejected.push({ path: from.path, reason: file.reason, kind: "import" });
   };
   const resolved = ctx.resolveSource(target, scope, "named");
-  if ("reason" in resolved)
-    return resolved.reason === "skip" || resolved.reason === "held" ? [] : reject(resolved.reason);
-  const { real, stats } = resolved;
-  if (stats.isFile()) {
-    const file = ctx.fileAt(real, stats);
-    return "reason" in file ? reject(file.reason) : [file];
+  if ("reason" in resolved || !resolved.stats.isDirectory()) {
+    add(ctx.fileOf(resolved));
+    return files;
   }
-  if (!stats.isDirectory()) return reject("notRegular");
-  const listing = folderToo ? ctx.listing(real) : undefined;
-  if (!listing) return [];
-  const files: InstructionFile[] = [];
+  const listing = ctx.listing(resolved.real);
+  if (!listing) return files;
   for (const entry of sortedNames(listing)) {
     if (entry.name.startsWith(".") || (entry.kind !== "file" && entry.kind !== "link")) continue;
     if (files.length >= C.MAX_IMPORT_DIR_FILES) {
@@ -3244,30 +3117,22 @@ function importedFiles(
       rejected.push({ path: from.path, reason: "importDirCapped", kind: "cap", counts });
       break;
     }
-    files.push(...importedFiles(ctx, from, join(real, entry.name), scope, rejected, false));
+    add(ctx.sourceFile(join(resolved.real, entry.name), scope, "named"));
   }
   return files;
 }
 
-// The source policy. Every file the extension reads for the model (instruction files, imports,
-// rule files, skill files), and every folder a link leads it into, passes `sourceRefusal`.
+/**
+ * Who names a source's path: the source's own layout, repository text (an import token, resolved
+ * even when it is no link), or a reader of a file read only to decide and never sent (a skills
+ * tree's ignore file: containment alone).
+ */
+type SourceNaming = "layout" | "named" | "control";
 
 /** The dot folders sources live in, each with the one child that is the source (`.claude/rules` …). */
 const SOURCE_HOMES: ReadonlyMap<string, string> = new Map(
   [...Object.values(C.RULE_DIRS), C.SKILLS_DIR_SEGMENTS].map(([home, child]) => [home!, child!]),
 );
-
-interface SourcePath {
-  /** Absolute path as the source's layout or an import token names it. */
-  written: string;
-  /** Absolute real path it resolves to. */
-  real: string;
-  /** cwd-relative folder the model reached: the folder view has checked its segments already. */
-  scope: string;
-  /** Whether repository text (an import token) chose the written path. */
-  named: boolean;
-  isDirectory: () => boolean;
-}
 
 /**
  * The source policy. What the repository chooses, where a link leads and what an import names,
@@ -3275,34 +3140,35 @@ interface SourcePath {
  * name but the sources' own homes (credentials live in `.env`, `.git`, `.aws` whether or not git
  * ignores them), pass through no ignored folder, and not be ignored by git. A path the source's own
  * layout names (an AGENTS.md of a folder the model touched, a rule file in its rule folder) is the
- * folder view's to judge. "held" while git has yet to answer.
+ * folder view's to judge, as are the segments of `scope`, the folder the model reached. A file
+ * read only to decide need only lie inside cwd. "held" while git has yet to answer.
  */
-function sourceRefusal(ctx: Discovery, source: SourcePath): C.Reason | "held" | undefined {
-  const { written, real } = source;
+function sourceRefusal(
+  ctx: Discovery,
+  how: SourceNaming,
+  scope: string,
+  written: string,
+  real: string,
+  isDirectory: () => boolean,
+): C.Reason | "held" | undefined {
+  if (how === "control") return isPathInside(ctx.cwdReal, real) ? undefined : "symlinkEscape";
   if (ctx.startupContext.has(real)) return "startupContext";
   // The warm path: a file its source's layout names, and no link, is the folder view's to judge.
-  if (!source.named && real === written) return undefined;
-  const checked = source.named ? [written, real] : [real];
-  for (const path of checked) {
+  if (how === "layout" && real === written) return undefined;
+  for (const path of how === "named" ? [written, real] : [real]) {
     const rel = relativeInside(ctx.cwdReal, path);
     if (rel === undefined || rel === "") return path === written ? "outsideCwd" : "symlinkEscape";
-    const segments = segmentsBelow(rel, source.scope);
+    const prefix = `${scope.split("/").join(sep)}${sep}`;
+    const segments = (scope !== "" && rel.startsWith(prefix) ? rel.slice(prefix.length) : rel).split(sep);
     for (const [index, name] of segments.entries()) {
       if (ctx.options.ignoredDirs.has(name) || C.NEVER_IMPORTED_DIR_NAMES.includes(name)) return "ignoredDir";
       if (!name.startsWith(".")) continue;
       const child = SOURCE_HOMES.get(name);
-      const home = child !== undefined && (segments[index + 1] ?? (source.isDirectory() ? child : "")) === child;
+      const home = child !== undefined && (segments[index + 1] ?? (isDirectory() ? child : "")) === child;
       if (!home) return "dotfile";
     }
   }
-  return gitRefusal(ctx, relativeInside(ctx.cwdReal, real)!.split(sep), source.isDirectory());
-}
-
-/** The segments of a cwd-relative path below `scope` (cwd-relative, with `/`), or all of them. */
-function segmentsBelow(rel: string, scope: string): string[] {
-  const prefix = sep === "/" ? scope : scope.split("/").join(sep);
-  const below = prefix !== "" && rel.startsWith(`${prefix}${sep}`) ? rel.slice(prefix.length + 1) : rel;
-  return below.split(sep);
+  return gitRefusal(ctx, relativeInside(ctx.cwdReal, real)!.split(sep), isDirectory());
 }
 
 /** Whether git ignores a target (cwd-relative segments) or a folder above it; "held" when unknown. */
