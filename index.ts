@@ -638,7 +638,6 @@ export class LazyAgents {
     return { ...base, target, chains: [located], touched: touched === undefined ? [] : [touched], writes };
   }
 
-  /** The outermost call a nested call (a codemode script's) belongs to. */
   private rootOf(toolCallId: string): string {
     let id = toolCallId;
     for (let hops = 0; hops < 64 && this.parentOf.has(id); hops++) id = this.parentOf.get(id)!;
@@ -852,7 +851,6 @@ export class LazyAgents {
   }
 }
 
-/** Questions for git about the new folders of these calls' chains. */
 function chainQuestionsOf(discovery: Discovery, calls: PendingCall[]): string[] {
   return calls.flatMap((call) => call.chains.flatMap((located) => chainQuestions(discovery, located.links)));
 }
@@ -860,16 +858,12 @@ function chainQuestionsOf(discovery: Discovery, calls: PendingCall[]): string[] 
 /**
  * The write gate, present only while `gateWrites` is on. It holds back the first write or edit into
  * a scope whose instructions the model lacks: the block reason carries them, the ledger counts them
- * delivered, and the retry goes through. Pi persists the reason as the call's error result;
- * `records` waits for that message to record it.
+ * delivered, and the retry goes through. Pi persists the reason as the call's error result, which
+ * `records` waits for. Pi runs every sibling's tool_call before any result reaches the model, so a
+ * sibling write into a scope held for in this turn (`scopes`) is held too.
  */
 class WriteGate {
-  /** Deliveries made through a held-back write, waiting for Pi's error result message. */
   readonly records = new Map<string, LedgerRecord>();
-  /**
-   * Scopes whose instructions the gate held back a call for in this turn. Pi runs every sibling's
-   * tool_call before any result reaches the model, so a sibling write into them is held too.
-   */
   readonly scopes = new Set<string>();
   /** Targets held back once, whose next write or edit goes through (the retry the reason asks for). */
   readonly retries = new Set<string>();
