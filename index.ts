@@ -661,6 +661,8 @@ export class LazyAgents {
       return wait.then(again, again);
     }
     const discovery = this.discovery;
+    // Cleared once before all the calls' views, so that each call's questions reach git, not only the last one's.
+    discovery?.gitAnswers.takeWanted();
     const views = discovery ? mergeViews(calls.flatMap((call) => this.viewsOf(discovery, call))) : [];
     const plan = planDelivery(this.ledger, {
       views,
@@ -688,7 +690,6 @@ export class LazyAgents {
 
   /** A call's views: its chains located again when the tool wrote an instruction file into them. */
   private viewsOf(discovery: Discovery, call: PendingCall): DirectoryView[] {
-    discovery.gitAnswers.takeWanted();
     if (call.commands && shellNamesInstruction(call.commands, this.options.fileNames)) {
       call.chains = shellChains(locateShellWords(discovery, call.commands, this.boundCwd ?? discovery.cwdReal));
     } else if (call.writes !== undefined) {

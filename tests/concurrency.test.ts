@@ -13,6 +13,7 @@ import {
   reminderOf,
   textOf,
   withTree,
+  twoTrees,
   finalTurn,
   persistedToolResults,
   startSession,
@@ -400,3 +401,24 @@ test("in a real session, one turn that edits an instruction file and reads below
       h.dispose();
     }
   }));
+
+test("a codemode script's nested reads in two scopes each bring their imports, in a plain folder and under git", () =>
+  twoTrees(
+    {
+      "a/AGENTS.md": "A-RULES @../docs/a.md",
+      "a/x.ts": "x\n",
+      "b/AGENTS.md": "B-RULES @../notes/b.md",
+      "b/y.ts": "y\n",
+      "docs/a.md": "A-IMPORT",
+      "notes/b.md": "B-IMPORT",
+    },
+    async (tree) => {
+      const { factory } = lazyAgents({ git: true });
+      const h = await loadRunner(tree, { factories: [factory] });
+      // Both nested reads are viewed together at the script's result: each one's questions for git must be asked.
+      await h.call("read", { path: "a/x.ts" }, { parentToolCallId: "cm-1" });
+      await h.call("read", { path: "b/y.ts" }, { parentToolCallId: "cm-1" });
+      const reminder = reminderOf((await h.call("codemode", { code: "…" }, { id: "cm-1" })).content) ?? "";
+      for (const text of ["A-RULES", "B-RULES", "A-IMPORT", "B-IMPORT"]) assert.match(reminder, new RegExp(text));
+    },
+  ));
