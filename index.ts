@@ -486,6 +486,8 @@ interface PendingCall {
   commands?: ShellCommand[];
   /** Real path of an instruction file this call writes: the batch's other results leave it alone. */
   writes?: string;
+  /** An edit or write of a file named otherwise, which may reach one through a link: see `writesOf`. */
+  mayLink?: boolean;
   /** Git's answers for the chains' new folders, asked at tool_call, awaited at the result. */
   gitAnswer?: Promise<void>;
 }
@@ -627,15 +629,30 @@ export class LazyAgents {
     this.sweepSoon(discovery);
     const located = locateChain(discovery, target, targetIsDirectory);
     if (located === undefined) return undefined;
-    const writes =
-      (event.toolName === "edit" || event.toolName === "write") && this.options.fileNames.includes(basename(target))
-        ? (discovery.realpathOrUndefined(target) ?? target)
-        : undefined;
+    const edits = event.toolName === "edit" || event.toolName === "write";
+    const named = edits && this.options.fileNames.includes(basename(target));
+    const writes = named ? (discovery.realpathOrUndefined(target) ?? target) : undefined;
     // A write may create an instruction file in folders that do not exist yet: the call is kept,
     // so that its result counts the file as delivered.
-    if (located.links.length === 0 && writes === undefined && !this.options.rules) return undefined;
+    if (located.links.length === 0 && !edits && !this.options.rules) return undefined;
     const touched = this.options.rules ? touchedPath(discovery, target, env.cwd) : undefined;
-    return { ...base, target, chains: [located], touched: touched === undefined ? [] : [touched], writes };
+    const rest = { touched: touched === undefined ? [] : [touched], writes, mayLink: edits && !named };
+    return { ...base, target, chains: [located], ...rest };
+  }
+
+  /**
+   * The instruction file a call writes. A target named otherwise may reach one through a link inside
+   * cwd: its real path is looked at only once that matters, so that a plain edit costs no call.
+   */
+  private writesOf(call: PendingCall): string | undefined {
+    const discovery = this.discovery;
+    if (call.mayLink && discovery) {
+      call.mayLink = false;
+      const real = discovery.realpathOrUndefined(call.target);
+      const inside = real !== undefined && isPathInside(discovery.cwdReal, real);
+      if (inside && this.options.fileNames.includes(basename(real))) call.writes = real;
+    }
+    return call.writes;
   }
 
   private rootOf(toolCallId: string): string {
@@ -702,9 +719,12 @@ export class LazyAgents {
 
   /** Instruction files that sibling calls still write: these calls' plans leave them to the writer's result. */
   private leftAloneBy(calls: PendingCall[]): ReadonlySet<string> | undefined {
-    const own = new Set(calls.map((call) => call.writes));
     const others = new Set<string>();
-    for (const { writes } of this.pending.values()) if (writes !== undefined && !own.has(writes)) others.add(writes);
+    for (const call of this.pending.values()) {
+      const writes = calls.includes(call) ? undefined : this.writesOf(call);
+      if (writes !== undefined) others.add(writes);
+    }
+    for (const { writes } of calls) if (writes !== undefined) others.delete(writes);
     return others.size === 0 ? undefined : others;
   }
 
@@ -754,7 +774,10 @@ export class LazyAgents {
 
   /** What of an instruction file or an import the tool's own output already shows the model. */
   private shownByTool(call: PendingCall, event: ToolResultEvent, views: DirectoryView[]): Shown {
-    const named = this.options.fileNames.includes(basename(call.target));
+    // A read is judged by its name alone (its real path would cost every read a call); a write, when a view
+    // offers an instruction file, also by where it leads.
+    const writes = call.toolName === "write" && views.some((view) => view.file) ? this.writesOf(call) : call.writes;
+    const named = writes !== undefined || this.options.fileNames.includes(basename(call.target));
     const target = named ? this.discovery?.realpathOrUndefined(call.target) : this.importTarget(call, views);
     if (target === undefined) return {};
     // A failed write showed nothing: the file on disk is still the one the model lacks.

@@ -382,6 +382,23 @@ test("a batch that edits an instruction file and reads below it never leaves the
     assert.equal(reminderOf((await h.call("read", read)).content), undefined, "the model holds V2");
   }));
 
+test("a batch that edits an instruction file through a link named otherwise leaves the file to the edit's result", () =>
+  twoTrees({ "pkg/AGENTS.md": "RULE-V1\n", "pkg/NOTES.md": { link: "AGENTS.md" }, "pkg/x.ts": "x\n" }, async (tree) => {
+    const { factory } = lazyAgents({ git: true });
+    const h = await loadRunner(tree, { factories: [factory] });
+    const edit = { path: "pkg/NOTES.md", edits: [{ oldText: "RULE-V1", newText: "RULE-V2" }] };
+    const read = { path: "pkg/x.ts" };
+    await h.runner.emitToolCall({ type: "tool_call", toolName: "edit", toolCallId: "e-1", input: edit } as never);
+    await h.runner.emitToolCall({ type: "tool_call", toolName: "read", toolCallId: "r-1", input: read } as never);
+    const readReminder = reminderOf(await finishCall(h, "read", "r-1", read)) ?? "";
+    writeFileSync(tree.abs("pkg/AGENTS.md"), "RULE-V2\n");
+    const editReminder = reminderOf(await finishCall(h, "edit", "e-1", edit)) ?? "";
+    assert.doesNotMatch(readReminder, /RULE-V1/, "the edit's result carries the file it writes");
+    assert.match(editReminder, /RULE-V2/);
+    await h.runner.emit({ type: "turn_end", turnIndex: 0, toolResults: [] } as never);
+    assert.equal(reminderOf((await h.call("read", read)).content), undefined, "the model holds V2");
+  }));
+
 test("in a real session, one turn that edits an instruction file and reads below it ends on the newer version", () =>
   withTree({ "pkg/AGENTS.md": "RULE-V1\n", "pkg/x.ts": "x\n" }, async (tree) => {
     const h = await startSession(tree, [
