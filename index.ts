@@ -343,16 +343,6 @@ function locateShellWords(discovery: Discovery, commands: ShellCommand[], cwd: s
   );
 }
 
-/** The cwd-relative paths a command names, as rule globs see them (cwd itself aside). */
-function shellTouched(discovery: Discovery, outcomes: ShellWordOutcome[], cwd: string): string[] {
-  const touched = new Set<string>();
-  for (const { path } of outcomes) {
-    const rel = path === undefined ? undefined : touchedPath(discovery, path, cwd);
-    if (rel) touched.add(rel);
-  }
-  return [...touched];
-}
-
 /** The distinct chains the outcomes activate, one per deepest folder. */
 function shellChains(outcomes: ShellWordOutcome[]): Located[] {
   const chains = new Map<string, Located>();
@@ -616,10 +606,14 @@ export class LazyAgents {
       const commands = readShellCommand(event.input.command);
       const outcomes = locateShellWords(discovery, commands, env.cwd);
       const chains = shellChains(outcomes);
-      // Rules touch point: the paths the command names, for rule globs.
-      const touched = this.options.rules ? shellTouched(discovery, outcomes, env.cwd) : [];
-      if (chains.length === 0 && touched.length === 0) return undefined;
-      return { ...base, target: "", chains, touched, commands };
+      // Rules touch point: the cwd-relative paths the command names, for rule globs (cwd itself aside).
+      const touched = new Set<string>();
+      for (const { path } of this.options.rules ? outcomes : []) {
+        const rel = path === undefined ? undefined : touchedPath(discovery, path, env.cwd);
+        if (rel) touched.add(rel);
+      }
+      if (chains.length === 0 && touched.size === 0) return undefined;
+      return { ...base, target: "", chains, touched: [...touched], commands };
     }
     const targetIsDirectory = !FILE_TOOLS.has(event.toolName);
     // Search tools and other triggers name a folder, cwd when they name none (as Pi's do).
@@ -632,8 +626,8 @@ export class LazyAgents {
     const edits = event.toolName === "edit" || event.toolName === "write";
     const named = edits && this.options.fileNames.includes(basename(target));
     const writes = named ? (discovery.realpathOrUndefined(target) ?? target) : undefined;
-    // A write may create an instruction file in folders that do not exist yet: the call is kept,
-    // so that its result counts the file as delivered.
+    // An edit or write is kept even in cwd itself: it may create an instruction file in folders that do not
+    // exist yet, or change one through a link, and the batch must know.
     if (located.links.length === 0 && !edits && !this.options.rules) return undefined;
     const touched = this.options.rules ? touchedPath(discovery, target, env.cwd) : undefined;
     const rest = { touched: touched === undefined ? [] : [touched], writes, mayLink: edits && !named };
