@@ -67,11 +67,6 @@ import * as C from "./config.ts";
 // 1. Pi adapter. The only code that knows Pi's events: it turns them into engine calls and decides
 // when a handler waits, so that everything below stays testable through Pi's real runner.
 
-/** One fixed line per refused file, for the user; never contents, absolute paths or exceptions. */
-function warningText(skip: Skip): string {
-  return `${C.USER_PREFIX}${skipText(skip, oneLine)}`;
-}
-
 interface CreateOptions {
   fs?: FileSystem;
   spawnGit?: SpawnGit;
@@ -81,56 +76,42 @@ interface CreateOptions {
 
 export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI) => void {
   return (pi: ExtensionAPI) => {
-    const engine = new LazyAgents(create.fs ?? nodeFileSystem, create.spawnGit ?? spawnGit);
+    const engine = new LazyAgents(create.fs, create.spawnGit);
     create.onEngine?.(engine);
+    pi.registerFlag(C.DISABLE_FLAG, { description: C.DISABLE_FLAG_DESCRIPTION, type: "boolean", default: false });
 
-    pi.registerFlag(C.DISABLE_FLAG, {
-      description: C.DISABLE_FLAG_DESCRIPTION,
-      type: "boolean",
-      default: false,
-    });
-
-    const tell = (ctx: ExtensionContext, message: string, level: "info" | "warning"): void => {
+    // The UI is decoration: one that fails must not cost the model anything.
+    const tell: Tell = (ctx, message, level) => {
       try {
         if (ctx.hasUI) ctx.ui.notify(message, level);
         else if (level === "warning") process.stderr.write(`${message}\n`);
-      } catch {
-        // A UI that fails must not cost the model anything.
-      }
+      } catch {}
     };
-
     const showStatus = (ctx: ExtensionContext): void => {
       try {
         if (ctx.hasUI) ctx.ui.setStatus(C.STATUS_KEY, engine.options.enabled ? statusText(engine.ledger) : undefined);
-      } catch {
-        // The status line is decoration.
-      }
+      } catch {}
     };
 
-    // A held-back call has no tool_result: its delivery is recorded on the error result Pi persists.
-    // The hook runs for every message, so it is registered only while the gate is on.
     // Every hook runs fail-open: a failure costs only what the extension would have added. It is
     // counted under a fixed label for `/lazy-agents`, and the user is warned once per session.
-    const failed = <T>(ctx: ExtensionContext, label: C.FailureLabel, fallback: () => T): T => {
-      if (engine.noteFailure(label)) tell(ctx, C.FAILURE_WARNING, "warning");
-      return fallback();
-    };
-    const guarded = <T>(
-      ctx: ExtensionContext,
-      label: C.FailureLabel,
-      run: () => T | Promise<T>,
-      fallback: () => T,
-    ): T | Promise<T> => {
+    const guarded: Guarded = (ctx, label, run, fallback) => {
+      const failed = () => {
+        if (engine.noteFailure(label)) tell(ctx, C.FAILURE_WARNING, "warning");
+        return fallback();
+      };
       try {
         const result = run();
-        return result instanceof Promise ? result.catch(() => failed(ctx, label, fallback)) : result;
+        return result instanceof Promise ? result.catch(failed) : result;
       } catch {
-        return failed(ctx, label, fallback);
+        return failed();
       }
     };
     const nothing = () => undefined;
     registerChecks(pi, engine, guarded, tell);
 
+    // A held-back call has no tool_result: its delivery is recorded on the error result Pi persists.
+    // The hook runs for every message, so it is registered only while the gate is on.
     const recordGateDelivery: ExtensionHandler<MessageEndEvent, MessageEndEventResult> = (event, ctx) =>
       guarded(
         ctx,
@@ -140,20 +121,11 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
           if (message.role !== "toolResult") return undefined;
           const record = engine.gate?.takeRecord(message.toolCallId);
           if (!record) return undefined;
-          const details = withRecord(message.details, record);
-          return { message: { ...message, details: details as typeof message.details } };
+          return { message: { ...message, details: withRecord(message.details, record) as typeof message.details } };
         },
         nothing,
       );
     let stopGateHook: (() => void) | undefined;
-    const syncGateHook = (): void => {
-      const wanted = engine.options.enabled && engine.options.gateWrites;
-      if (wanted && !stopGateHook) stopGateHook = pi.on("message_end", recordGateDelivery);
-      if (!wanted && stopGateHook) {
-        stopGateHook();
-        stopGateHook = undefined;
-      }
-    };
 
     const loadSettings = (ctx: ExtensionContext): void => {
       const raw = (pi.getSettings() as Record<string, unknown>)[C.SETTINGS_KEY];
@@ -161,7 +133,11 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
       const { options, warnings } = optionsFromSettings(raw, origin);
       if (pi.getFlag(C.DISABLE_FLAG) === true) options.enabled = false;
       engine.configure(options);
-      syncGateHook();
+      if (options.enabled && options.gateWrites) stopGateHook ??= pi.on("message_end", recordGateDelivery);
+      else {
+        stopGateHook?.();
+        stopGateHook = undefined;
+      }
       for (const warning of warnings) tell(ctx, warning, "warning");
     };
 
@@ -184,13 +160,18 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
     // Pi's TUI replaces an info notification with the next one, so parallel calls would each hide
     // the last: what a turn loads is gathered here and told once, when the turn ends.
     let turnLoaded: TurnLoaded = emptyLoaded();
-    const announce = (ctx: ExtensionContext, plan: DeliveryPlan): void => {
-      if (!ctx.hasUI) return;
-      addLoaded(turnLoaded, plan.record);
-      for (const skip of plan.record.skipped) tell(ctx, warningText(skip), "warning");
-      showStatus(ctx);
+    const answer = <R>(ctx: ExtensionContext, outcome: Outcome<R> | undefined): R | undefined => {
+      if (outcome && ctx.hasUI) {
+        addLoaded(turnLoaded, outcome.plan.record);
+        // One fixed line per refused file; never contents, absolute paths or exceptions.
+        for (const skip of outcome.plan.record.skipped)
+          tell(ctx, `${C.USER_PREFIX}${skipText(skip, oneLine)}`, "warning");
+        showStatus(ctx);
+      }
+      return outcome?.answer;
     };
-    const tellLoaded = (ctx: ExtensionContext): void => {
+    const endTurn = (ctx: ExtensionContext): void => {
+      engine.endTurn();
       const loaded = turnLoaded;
       turnLoaded = emptyLoaded();
       if (loaded.files.size + loaded.rules.size + loaded.skills.size === 0) return;
@@ -217,28 +198,14 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
       if (guarded(ctx, "rebuild", check, () => true)) rebuild(ctx);
     });
 
-    const block = (ctx: ExtensionContext, gate: GateOutcome | undefined) => {
-      if (gate) announce(ctx, gate.plan);
-      return gate && { block: true as const, reason: gate.reason };
-    };
-    // Never block a tool by accident: a failed discovery only means nothing is appended.
+    // Never block a tool by accident: a failed discovery only means nothing is appended. Only a
+    // call that entered new folders or imports waits, for git; the plan-and-apply never follows an await.
+    const env = (ctx: ExtensionContext): CallEnvironment => ({ cwd: ctx.cwd, trusted: ctx.isProjectTrusted() });
     pi.on("tool_call", (event, ctx) =>
-      guarded(
-        ctx,
-        "toolCall",
-        () =>
-          then(engine.onToolCall(event, { cwd: ctx.cwd, trusted: ctx.isProjectTrusted() }), (held) => block(ctx, held)),
-        nothing,
-      ),
+      guarded(ctx, "toolCall", () => then(engine.onToolCall(event, env(ctx)), (held) => answer(ctx, held)), nothing),
     );
-
-    const patch = (ctx: ExtensionContext, outcome: ResultOutcome | undefined) => {
-      if (outcome) announce(ctx, outcome.plan);
-      return outcome?.patch;
-    };
-    // Only a call that entered new folders or imports waits, for git; the plan-and-apply never follows an await.
     pi.on("tool_result", (event, ctx) =>
-      guarded(ctx, "toolResult", () => then(engine.onToolResult(event), (done) => patch(ctx, done)), nothing),
+      guarded(ctx, "toolResult", () => then(engine.onToolResult(event), (done) => answer(ctx, done)), nothing),
     );
 
     // Per-call state ends with each result; what calls without a result (blocked, aborted) leave
@@ -246,28 +213,21 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
     pi.on("turn_end", (event, ctx) => {
       // A reminder that a later extension replaced, cut or dropped never reached the model: the ledger follows the session.
       const confirm = () => {
-        const { lost, rescued } = engine.calls.confirmTurn(event.toolResults);
+        const { lost, rescued } = engine.confirmTurn(event.toolResults);
         for (const entry of rescued) pi.appendEntry(C.RESCUED_RECORD_ENTRY, entry);
         return lost;
       };
       if (guarded(ctx, "rebuild", confirm, () => false) === true) rebuild(ctx);
-      engine.endTurn();
-      tellLoaded(ctx);
+      endTurn(ctx);
     });
-    pi.on("agent_end", (_event, ctx) => {
-      engine.endTurn();
-      tellLoaded(ctx);
-    });
-
-    pi.on("session_shutdown", () => {
-      engine.shutdown();
-    });
+    pi.on("agent_end", (_event, ctx) => endTurn(ctx));
+    pi.on("session_shutdown", () => engine.shutdown());
 
     pi.registerCommand(C.COMMAND_NAME, {
       description: C.COMMAND_DESCRIPTION,
       getArgumentCompletions: (prefix) => commandCompletions(engine, prefix),
       handler: async (args, ctx) => {
-        const report = await commandReport(engine, args, { cwd: ctx.cwd, trusted: ctx.isProjectTrusted() });
+        const report = await commandReport(engine, args, env(ctx));
         // Without a UI the report goes to stderr: Pi keeps stdout for the answer (print) or events (json).
         if (ctx.hasUI) ctx.ui.notify(report, "info");
         else process.stderr.write(`${report}\n`);
@@ -281,7 +241,6 @@ function then<T, R>(value: T | Promise<T>, next: (value: T) => R): R | Promise<R
   return value instanceof Promise ? value.then(next) : next(value);
 }
 
-/** The text `/lazy-agents [why <path>]` shows. */
 async function commandReport(engine: LazyAgents, args: string, env: CallEnvironment): Promise<string> {
   try {
     const words = args.trim();
@@ -308,16 +267,13 @@ export default createLazyAgents();
 // step; turn_end confirms what Pi persisted. What a call touches is its tool path or its bash words.
 
 const UNICODE_SPACES = /[\u00A0\u2000-\u200A\u202F\u205F\u3000]/g;
-
 const NARROW_NO_BREAK_SPACE = "\u202F";
-
 const RIGHT_SINGLE_QUOTE = "\u2019";
 
-// Exported for tests: a table test of tool path resolution.
 /**
- * Resolves a tool's `path` argument the way Pi's built-in tools do (unicode spaces, a leading `@`,
- * `~`, `file://`), or undefined for input no tool could open. With `exists`, a path that is not
- * there falls back as Pi's read tool does, to the first of its other spellings that exists.
+ * A tool's `path` argument resolved as Pi's built-in tools do (unicode spaces, a leading `@`, `~`,
+ * `file://`), or undefined for input no tool could open. With `exists`, a path that is not there
+ * falls back as Pi's read tool does, to the first of its other spellings that exists. Exported for tests.
  */
 export function resolveToolPath(raw: unknown, cwd: string, exists?: (path: string) => boolean): string | undefined {
   if (typeof raw !== "string" || raw.trim() === "" || raw.includes("\0")) return undefined;
@@ -359,48 +315,32 @@ function readPathFallback(resolved: string, exists: (path: string) => boolean): 
 
 // Bash activation: the paths a command's words name, located like the targets of read and write.
 
-/** One word's outcome: the chain it activates, or why it activates nothing. */
+/** One word's outcome: the chain it activates, or why not; `path` when it names something inside cwd. */
 interface ShellWordOutcome {
   use: ShellWordUse;
   located?: Located;
   reason?: C.ShellWordReason;
-  /** Absolute path of a word that names something inside cwd (what it activates, or cwd's own entries). */
   path?: string;
 }
+
+/** A word's folder: its chain of real folders, one that does not exist, or one to resolve through real paths. */
+type ShellFolder = Located | "missing" | "resolve";
 
 /** Locates what the words name. Each distinct path costs one lstat, and only once its folders are known to be real. */
 function locateShellWords(discovery: Discovery, commands: ShellCommand[], cwd: string): ShellWordOutcome[] {
   const byPath = new Map<string, Located | C.ShellWordReason>();
-  const folders = new Map<string, Located | "missing" | "resolve">();
-  const outcomes: ShellWordOutcome[] = [];
-  for (const { uses } of commands) {
-    for (const use of uses) {
-      if (use.role === "skip") {
-        outcomes.push({ use, reason: use.reason });
-        continue;
-      }
+  const folders = new Map<string, ShellFolder>();
+  return commands.flatMap(({ uses }) =>
+    uses.map((use): ShellWordOutcome => {
+      if (use.role === "skip") return { use, reason: use.reason };
       const key = `${use.role}\0${use.path}`;
-      const path = absoluteShellPath(use.path, cwd);
+      const path = expandHome(use.path) ?? resolve(cwd, use.path);
       let found = byPath.get(key);
-      if (found === undefined) {
-        found = locateShellPath(discovery, use.role, path, folders);
-        byPath.set(key, found);
-      }
-      if (typeof found !== "string") outcomes.push({ use, located: found, path });
-      else outcomes.push(found === "cwdItself" ? { use, reason: found, path } : { use, reason: found });
-    }
-  }
-  return outcomes;
-}
-
-/** The cwd-relative paths a command names, as rule globs see them (cwd itself aside). */
-function shellTouched(discovery: Discovery, outcomes: ShellWordOutcome[], cwd: string): string[] {
-  const touched = new Set<string>();
-  for (const { path } of outcomes) {
-    const rel = path === undefined ? undefined : touchedPath(discovery, path, cwd);
-    if (rel) touched.add(rel);
-  }
-  return [...touched];
+      if (found === undefined) byPath.set(key, (found = locateShellPath(discovery, use.role, path, folders)));
+      if (typeof found !== "string") return { use, located: found, path };
+      return found === "cwdItself" ? { use, reason: found, path } : { use, reason: found };
+    }),
+  );
 }
 
 /** The distinct chains the outcomes activate, one per deepest folder. */
@@ -410,15 +350,11 @@ function shellChains(outcomes: ShellWordOutcome[]): Located[] {
   return [...chains.values()];
 }
 
-function absoluteShellPath(path: string, cwd: string): string {
-  return expandHome(path) ?? resolve(cwd, path);
-}
-
 function locateShellPath(
   discovery: Discovery,
   role: "read" | "write",
   path: string,
-  folders: Map<string, Located | "missing" | "resolve">,
+  folders: Map<string, ShellFolder>,
 ): Located | C.ShellWordReason {
   if (path.includes("\0") || Buffer.byteLength(path) > C.MAX_PATH_BYTES) return "missing";
   if (!mayBeInside(discovery, path)) return "outside";
@@ -432,7 +368,7 @@ function locateShellPath(
 function locateExisting(
   discovery: Discovery,
   path: string,
-  folders: Map<string, Located | "missing" | "resolve">,
+  folders: Map<string, ShellFolder>,
 ): Located | C.ShellWordReason | undefined {
   const folder = dirname(path);
   // Only cwd itself has its folder outside: nothing above it is ever looked at.
@@ -442,7 +378,7 @@ function locateExisting(
   if (parent === "missing") return "missing";
   // Only a folder whose every step below cwd is a real folder lets the word be looked at as written.
   if (parent !== "resolve") {
-    const kind = wordKind(discovery, path, parent.stats?.at(-1));
+    const kind = wordKind(discovery, path, parent.stats!.at(-1));
     if (kind === "missing") return "missing";
     if (typeof kind === "object")
       return { links: chainFor(discovery, relative(discovery.cwdReal, path)), stats: [...parent.stats!, kind] };
@@ -451,22 +387,12 @@ function locateExisting(
   const target = discovery.realpathOrUndefined(path);
   if (target === undefined) return "missing";
   if (relativeInside(discovery.cwdReal, target) === undefined) return "outside";
-  let isDirectory: boolean;
-  try {
-    isDirectory = discovery.fs.stat(target)?.isDirectory() === true;
-  } catch (error) {
-    errorCode(error);
-    return "missing";
-  }
-  return locateChain(discovery, target, isDirectory);
+  const stats = fsOr("missing" as const, () => discovery.fs.stat(target));
+  return stats === "missing" ? stats : locateChain(discovery, target, stats?.isDirectory() === true);
 }
 
-/**
- * A word's folder walked down from cwd, one lstat per step: real folders (with their stats), a
- * step that is not there (so the word names nothing, with no further call), or one to resolve
- * through real paths (a link on the way, an error, a path that reaches cwd through a link).
- */
-function shellFolder(discovery: Discovery, folder: string): Located | "missing" | "resolve" {
+/** A word's folder walked down from cwd, one lstat per step; a link, an error or another spelling resolves. */
+function shellFolder(discovery: Discovery, folder: string): ShellFolder {
   const rel = relativeInside(discovery.cwdReal, folder);
   if (rel === "") return { links: [], stats: [] };
   if (rel === undefined) return "resolve";
@@ -486,21 +412,17 @@ function shellFolder(discovery: Discovery, folder: string): Located | "missing" 
 
 /**
  * What a word names: a folder (with its fresh stats, which its views need), a file, nothing, or
- * "link" when it must be looked at through its real path (a link, or an lstat that failed). A file or nothing is remembered against its folder's signature, which any entry added,
- * removed or replaced there changes: a known word in an unchanged folder costs no call at all.
+ * "link" to look at through its real path (a link, or an lstat that failed). A file or nothing is
+ * remembered against its folder's signature, which any entry added, removed or replaced there
+ * changes: a known word in an unchanged folder costs no call at all (bench/bash.ts measures it).
  */
 function wordKind(discovery: Discovery, path: string, folder: nodeFs.Stats | undefined): ShellWordKind | nodeFs.Stats {
   let known = shellWordKinds.get(discovery);
   if (!known) shellWordKinds.set(discovery, (known = new Map()));
   const cached = folder && known.get(path);
   if (cached && sameSignature(cached.folder, folder)) return cached.kind;
-  let stats: nodeFs.Stats | undefined;
-  try {
-    stats = discovery.fs.lstat(path);
-  } catch (error) {
-    errorCode(error);
-    return "link"; // EIO, EACCES …: the word is looked at through its real path instead.
-  }
+  const stats = fsOr("link" as const, () => discovery.fs.lstat(path));
+  if (stats === "link") return stats;
   if (stats?.isDirectory()) return stats;
   const kind = !stats ? "missing" : stats.isSymbolicLink() ? "link" : "file";
   if (folder && kind !== "link") {
@@ -512,7 +434,6 @@ function wordKind(discovery: Discovery, path: string, folder: nodeFs.Stats | und
 
 type ShellWordKind = "missing" | "file" | "link";
 
-// Keyed by the word's folder signature, not its own, so a known word costs no call (bench/bash.ts measures it).
 const shellWordKinds = new WeakMap<Discovery, Map<string, { folder: Signature; kind: ShellWordKind }>>();
 
 /** Words named like instruction files: the command may create or change one (`>`, `tee`, `sed -i`). */
@@ -524,43 +445,46 @@ function shellNamesInstruction(commands: ShellCommand[], fileNames: readonly str
 
 const FILE_TOOLS: ReadonlySet<string> = new Set(["read", "edit", "write"]);
 
-interface GateOutcome {
-  reason: string;
-  plan: DeliveryPlan;
-}
-
 interface CallEnvironment {
   cwd: string;
   trusted: boolean;
 }
 
+/** What a hook hands Pi for a call (a block, a patch), with the plan it carries, which the user is told of. */
+interface Outcome<R> {
+  answer: R;
+  plan: DeliveryPlan;
+}
+
+type GateOutcome = Outcome<{ block: true; reason: string }>;
+type ResultOutcome = Outcome<ToolResultEventResult>;
+
 /** What a tool call located when it started; its views are taken once, at its result. */
 interface PendingCall {
   toolName: string;
+  /** The outermost call (a codemode script's): its own id when it is outermost. */
   rootId: string;
-  nested: boolean;
   /** The tool's resolved target ("" for bash). */
   target: string;
-  /** The chains it touches: its target's, or those its bash words activate. */
+  /** Its target's chain, or those its bash words activate. */
   chains: Located[];
   withSkills: boolean;
-  partial: boolean;
-  /** cwd-relative paths the call touched, for rule globs (rules touch point). */
+  partial?: boolean;
+  /** cwd-relative paths the call touched, for rule globs. */
   touched: string[];
   /** A bash call's commands, located again after it ran when they name an instruction file. */
   commands?: ShellCommand[];
   /** Real path of an instruction file this call writes: the batch's other results leave it alone. */
   writes?: string;
+  /** An edit or write of a file named otherwise, which may reach one through a link: see `writesOf`. */
+  mayLink?: boolean;
   /** Git's answers for the chains' new folders, asked at tool_call, awaited at the result. */
   gitAnswer?: Promise<void>;
 }
 
-interface ResultOutcome {
-  patch: ToolResultEventResult;
-  plan: DeliveryPlan;
-}
-
 type Shown = Pick<PlanInput, "shownWhole" | "shownInPart">;
+
+const nothingShown = (): Shown => ({});
 
 // Exported for tests: they read the engine's state through onEngine.
 export class LazyAgents {
@@ -568,23 +492,27 @@ export class LazyAgents {
   options: Options = defaultOptions();
   readonly ledger = new Ledger();
   discovery?: Discovery;
-  /** What this turn's calls leave between their tool_call, their result and the turn's end. */
-  readonly calls = new CallTracker();
-  /** The write gate, only while `gateWrites` is on. */
   gate?: WriteGate;
   readonly inspection = new Inspection();
   /** The session entry the ledger was last checked against, for context edits appended since. */
   contextMark?: string | null;
-  /** Failures the hooks caught, by fixed label, for `/lazy-agents`. */
+  /** Failures the hooks caught, by label, for `/lazy-agents`. */
   readonly failures = new Map<C.FailureLabel, number>();
   /** hookify rules of cwd and the folders seen (see the Checks section). */
   readonly checks: CheckState = newCheckState();
   git?: GitIgnoreOracle;
-  private readonly spawner: SpawnGit;
-  private boundCwd?: string;
   startupSkills = new Map<string, string>();
   /** Paths of the context files Pi loaded at start-up, as Pi gives them. */
   private startupFiles: readonly string[] = [];
+  private readonly spawner: SpawnGit;
+  private boundCwd?: string;
+  private sweepScheduled = false;
+  // Per-call state: calls between tool_call and result; nested calls that activated, waiting for their
+  // outermost call's result; records this turn's results carry, until turn_end shows what Pi persisted.
+  private readonly pending = new Map<string, PendingCall>();
+  private readonly nested = new Map<string, PendingCall[]>();
+  private readonly parentOf = new Map<string, string>();
+  private readonly unconfirmed = new Map<string, LedgerRecord>();
 
   constructor(fs: FileSystem = nodeFileSystem, spawner: SpawnGit = spawnGit) {
     this.fs = fs;
@@ -601,42 +529,30 @@ export class LazyAgents {
   /** The discovery of cwd, made once per cwd: its real path is the boundary every candidate is checked against. */
   discoveryFor(cwd: string): Discovery | undefined {
     // The warm path: cwd does not move within a session, so its real path is resolved once.
-    if (this.discovery && this.boundCwd === cwd) {
-      this.discovery.options = this.options;
-      return this.discovery;
+    let discovery = this.boundCwd === cwd ? this.discovery : undefined;
+    if (!discovery) {
+      this.boundCwd = cwd;
+      const cwdReal = fsOr(undefined, () => this.fs.realpath(resolve(cwd)));
+      if (cwdReal === undefined) return undefined;
+      if (this.discovery?.cwdReal === cwdReal) discovery = this.discovery;
+      else {
+        if (this.git?.cwdReal !== cwdReal) {
+          this.git?.stop();
+          this.git = new GitIgnoreOracle(cwdReal, this.spawner);
+        }
+        discovery = this.discovery = new Discovery(this.fs, cwdReal, this.options, () => this.git?.available === true);
+        discovery.logicalCwd = resolve(cwd);
+        discovery.learnStartupFiles(this.startupFiles);
+      }
     }
-    this.boundCwd = cwd;
-    let cwdReal: string;
-    try {
-      cwdReal = this.fs.realpath(resolve(cwd));
-    } catch (error) {
-      errorCode(error);
-      return undefined;
-    }
-    if (this.discovery?.cwdReal === cwdReal) {
-      this.discovery.options = this.options;
-      return this.discovery;
-    }
-    if (this.git?.cwdReal !== cwdReal) {
-      this.git?.stop();
-      this.git = new GitIgnoreOracle(cwdReal, this.spawner);
-    }
-    this.discovery = new Discovery(this.fs, cwdReal, this.options, () => this.git?.available === true);
-    this.discovery.logicalCwd = resolve(cwd);
-    this.discovery.learnStartupFiles(this.startupFiles);
-    return this.discovery;
+    discovery.options = this.options;
+    return discovery;
   }
 
   shutdown(): void {
     this.git?.stop();
     this.git = undefined;
     this.discovery = undefined;
-  }
-
-  /** Asks git what the views and plan just built left open (imports, rule folders); undefined when nothing. */
-  private learnOpenQuestions(discovery: Discovery, calls: PendingCall[]): Promise<void> | undefined {
-    const chains = calls.flatMap((call) => call.chains.flatMap((located) => chainQuestions(discovery, located.links)));
-    return askGit(discovery, this.git, [...discovery.gitAnswers.takeWanted(), ...chains]);
   }
 
   /**
@@ -652,29 +568,25 @@ export class LazyAgents {
 
   /**
    * Before the tool runs: locates what the call touches and asks git about new folders, so that
-   * the answers overlap the tool's run. Only the write gate views and plans here.
+   * the answers overlap the tool's run. Only the write gate views and plans here, for outermost
+   * writes and edits, once git has answered.
    */
   onToolCall(event: ToolCallEvent, env: CallEnvironment): GateOutcome | undefined | Promise<GateOutcome | undefined> {
-    if (event.parentToolCallId !== undefined) this.calls.parentOf.set(event.toolCallId, event.parentToolCallId);
+    if (event.parentToolCallId !== undefined) this.parentOf.set(event.toolCallId, event.parentToolCallId);
     if (!this.options.enabled || !this.options.triggers.has(event.toolName)) return undefined;
     const discovery = this.discoveryFor(env.cwd);
-    if (!discovery) return undefined;
-    const call = this.locate(discovery, event, env);
+    const call = discovery && this.locate(discovery, event, env);
     if (!call) return undefined;
-    if (call.writes !== undefined) this.calls.written.add(call.writes);
-    const questions = call.chains.flatMap((located) => chainQuestions(discovery, located.links));
-    call.gitAnswer = askGit(discovery, this.git, questions);
-    // The gate looks at outermost writes and edits: it views and plans before the tool runs, once git has answered.
+    call.gitAnswer = askGit(discovery!, this.git, chainQuestionsOf(discovery!, [call]));
+    this.pending.set(event.toolCallId, call);
     const gate = this.gate;
     if (!gate || event.parentToolCallId !== undefined || (event.toolName !== "write" && event.toolName !== "edit")) {
-      this.calls.pending.set(event.toolCallId, call);
       return undefined;
     }
-    return this.settle([call], {}, call.gitAnswer, 0, (views, plan) => {
+    return this.settle([call], call.gitAnswer, nothingShown, (views, plan) => {
       this.inspection.record(views);
       const held = gate.hold(event.toolCallId, call.target, plan, views, this.ledger, this.options.budgetBytes);
-      if (held) this.calls.written.delete(call.writes!);
-      else this.calls.pending.set(event.toolCallId, call);
+      if (held) this.pending.delete(event.toolCallId);
       return held;
     });
   }
@@ -684,8 +596,7 @@ export class LazyAgents {
     const read = isToolCallEventType("read", event) ? event.input : undefined;
     const base = {
       toolName: event.toolName,
-      rootId: this.calls.rootOf(event.toolCallId),
-      nested: event.parentToolCallId !== undefined,
+      rootId: this.rootOf(event.toolCallId),
       withSkills: env.trusted && this.options.skills,
       partial: read !== undefined && (read.offset !== undefined || read.limit !== undefined),
     };
@@ -695,10 +606,14 @@ export class LazyAgents {
       const commands = readShellCommand(event.input.command);
       const outcomes = locateShellWords(discovery, commands, env.cwd);
       const chains = shellChains(outcomes);
-      // Rules touch point: the paths the command names, for rule globs.
-      const touched = this.options.rules ? shellTouched(discovery, outcomes, env.cwd) : [];
-      if (chains.length === 0 && touched.length === 0) return undefined;
-      return { ...base, target: "", chains, touched, commands };
+      // Rules touch point: the cwd-relative paths the command names, for rule globs (cwd itself aside).
+      const touched = new Set<string>();
+      for (const { path } of this.options.rules ? outcomes : []) {
+        const rel = path === undefined ? undefined : touchedPath(discovery, path, env.cwd);
+        if (rel) touched.add(rel);
+      }
+      if (chains.length === 0 && touched.size === 0) return undefined;
+      return { ...base, target: "", chains, touched: [...touched], commands };
     }
     const targetIsDirectory = !FILE_TOOLS.has(event.toolName);
     // Search tools and other triggers name a folder, cwd when they name none (as Pi's do).
@@ -708,15 +623,36 @@ export class LazyAgents {
     this.sweepSoon(discovery);
     const located = locateChain(discovery, target, targetIsDirectory);
     if (located === undefined) return undefined;
-    const writes =
-      (event.toolName === "edit" || event.toolName === "write") && this.options.fileNames.includes(basename(target))
-        ? (discovery.realpathOrUndefined(target) ?? target)
-        : undefined;
-    // A write may create an instruction file in folders that do not exist yet: the call is kept,
-    // so that its result counts the file as delivered.
-    if (located.links.length === 0 && writes === undefined && !this.options.rules) return undefined;
+    const edits = event.toolName === "edit" || event.toolName === "write";
+    const named = edits && this.options.fileNames.includes(basename(target));
+    const writes = named ? (discovery.realpathOrUndefined(target) ?? target) : undefined;
+    // An edit or write is kept even in cwd itself: it may create an instruction file in folders that do not
+    // exist yet, or change one through a link, and the batch must know.
+    if (located.links.length === 0 && !edits && !this.options.rules) return undefined;
     const touched = this.options.rules ? touchedPath(discovery, target, env.cwd) : undefined;
-    return { ...base, target, chains: [located], touched: touched === undefined ? [] : [touched], writes };
+    const rest = { touched: touched === undefined ? [] : [touched], writes, mayLink: edits && !named };
+    return { ...base, target, chains: [located], ...rest };
+  }
+
+  /**
+   * The instruction file a call writes. A target named otherwise may reach one through a link inside
+   * cwd: its real path is looked at only once that matters, so that a plain edit costs no call.
+   */
+  private writesOf(call: PendingCall): string | undefined {
+    const discovery = this.discovery;
+    if (call.mayLink && discovery) {
+      call.mayLink = false;
+      const real = discovery.realpathOrUndefined(call.target);
+      const inside = real !== undefined && isPathInside(discovery.cwdReal, real);
+      if (inside && this.options.fileNames.includes(basename(real))) call.writes = real;
+    }
+    return call.writes;
+  }
+
+  private rootOf(toolCallId: string): string {
+    let id = toolCallId;
+    for (let hops = 0; hops < 64 && this.parentOf.has(id); hops++) id = this.parentOf.get(id)!;
+    return id;
   }
 
   /**
@@ -726,37 +662,47 @@ export class LazyAgents {
    */
   private settle<T>(
     calls: PendingCall[],
-    shown: Shown | ((views: DirectoryView[]) => Shown),
     wait: Promise<void> | undefined,
-    round: number,
+    shown: (views: DirectoryView[]) => Shown,
     finish: (views: DirectoryView[], plan: DeliveryPlan) => T,
+    round = 0,
   ): T | Promise<T> {
-    const again = () => this.settle(calls, shown, undefined, round + 1, finish);
-    if (wait) return wait.then(again, again);
+    if (wait) {
+      const again = () => this.settle(calls, undefined, shown, finish, round + 1);
+      return wait.then(again, again);
+    }
     const discovery = this.discovery;
+    // Cleared once before all the calls' views, so that each call's questions reach git, not only the last one's.
+    discovery?.gitAnswers.takeWanted();
     const views = discovery ? mergeViews(calls.flatMap((call) => this.viewsOf(discovery, call))) : [];
-    const plan = this.planFor(
+    const plan = planDelivery(this.ledger, {
       views,
-      typeof shown === "function" ? shown(views) : shown,
-      calls.flatMap((call) => call.touched),
-      this.calls.leftAloneBy(calls),
-    );
-    const open = discovery && round <= C.MAX_IMPORT_DEPTH ? this.learnOpenQuestions(discovery, calls) : undefined;
-    return open ? this.settle(calls, shown, open, round, finish) : finish(views, plan);
+      ...shown(views),
+      leaveAlone: this.leftAloneBy(calls),
+      startupSkills: this.startupSkills,
+      cwdReal: discovery?.cwdReal,
+    });
+    // Rules touch point: rules contribute planned entries alongside the views.
+    const touched = calls.flatMap((call) => call.touched);
+    if (this.options.rules && discovery)
+      planRules(this.ledger, plan, { discovery, views, touched, options: this.options });
+    if (!discovery || round > C.MAX_IMPORT_DEPTH) return finish(views, plan);
+    // What the views and plan just built left open (imports, rule folders).
+    const open = [...discovery.gitAnswers.takeWanted(), ...chainQuestionsOf(discovery, calls)];
+    const answers = askGit(discovery, this.git, open);
+    return answers ? this.settle(calls, answers, shown, finish, round) : finish(views, plan);
   }
 
   /** Resolves once git has answered all that views of these chains ask (`/lazy-agents why` waits so too). */
   async settled(chains: Located[], withSkills: boolean): Promise<void> {
-    const look = { toolName: "ls", rootId: "", nested: false, target: "", chains, withSkills, partial: false };
-    await this.settle([{ ...look, touched: [] }], {}, undefined, 0, () => undefined);
+    const look = { toolName: "ls", rootId: "", target: "", chains, withSkills, touched: [] };
+    await this.settle([look], undefined, nothingShown, () => undefined);
   }
 
   /** A call's views: its chains located again when the tool wrote an instruction file into them. */
   private viewsOf(discovery: Discovery, call: PendingCall): DirectoryView[] {
-    discovery.gitAnswers.takeWanted();
     if (call.commands && shellNamesInstruction(call.commands, this.options.fileNames)) {
-      const cwd = this.boundCwd ?? discovery.cwdReal;
-      call.chains = shellChains(locateShellWords(discovery, call.commands, cwd));
+      call.chains = shellChains(locateShellWords(discovery, call.commands, this.boundCwd ?? discovery.cwdReal));
     } else if (call.writes !== undefined) {
       // A write may have made the folders of the instruction file it wrote: locate them again.
       const located = locateChain(discovery, call.target, false);
@@ -765,7 +711,16 @@ export class LazyAgents {
     return mergeViews(call.chains.flatMap((located) => viewChain(discovery, located, call.withSkills)));
   }
 
-  private sweepScheduled = false;
+  /** Instruction files that sibling calls still write: these calls' plans leave them to the writer's result. */
+  private leftAloneBy(calls: PendingCall[]): ReadonlySet<string> | undefined {
+    const others = new Set<string>();
+    for (const call of this.pending.values()) {
+      const writes = calls.includes(call) ? undefined : this.writesOf(call);
+      if (writes !== undefined) others.add(writes);
+    }
+    for (const { writes } of calls) if (writes !== undefined) others.delete(writes);
+    return others.size === 0 ? undefined : others;
+  }
 
   /** Runs a due cache sweep after the current call, so no tool call pays for it. */
   private sweepSoon(discovery: Discovery): void {
@@ -784,52 +739,28 @@ export class LazyAgents {
     });
   }
 
-  private planFor(
-    views: DirectoryView[],
-    shown: Shown,
-    touched: readonly string[] = [],
-    leaveAlone?: ReadonlySet<string>,
-  ): DeliveryPlan {
-    const plan = planDelivery(this.ledger, {
-      views,
-      ...shown,
-      leaveAlone,
-      startupSkills: this.startupSkills,
-      cwdReal: this.discovery?.cwdReal,
-    });
-    // Rules touch point: rules contribute planned entries alongside the views.
-    if (this.options.rules && this.discovery) {
-      planRules(this.ledger, plan, {
-        discovery: this.discovery,
-        views,
-        touched,
-        options: this.options,
-      });
-    }
-    return plan;
-  }
-
   /**
    * Activation, after the tool ran: the patch for this result, or undefined to leave it alone.
    * A nested call's activation waits for its outermost call's result, which views them all.
    */
   onToolResult(event: ToolResultEvent): ResultOutcome | undefined | Promise<ResultOutcome | undefined> {
-    const call = this.calls.finish(event.toolCallId);
+    const call = this.pending.get(event.toolCallId);
+    this.pending.delete(event.toolCallId);
+    this.parentOf.delete(event.toolCallId);
     const own = call !== undefined && activates(call.toolName, event.isError) ? call : undefined;
-    if (own?.nested) {
-      this.calls.nested.set(own.rootId, [...(this.calls.nested.get(own.rootId) ?? []), own]);
+    if (own && own.rootId !== event.toolCallId) {
+      this.nested.set(own.rootId, [...(this.nested.get(own.rootId) ?? []), own]);
       return undefined;
     }
-    const calls = [...(this.calls.nested.get(event.toolCallId) ?? []), ...(own ? [own] : [])];
-    this.calls.nested.delete(event.toolCallId);
+    const calls = [...(this.nested.get(event.toolCallId) ?? []), ...(own ? [own] : [])];
+    this.nested.delete(event.toolCallId);
     if (calls.length === 0) return undefined;
     const shown = (views: DirectoryView[]) => (own ? this.shownByTool(own, event, views) : {});
-    const wait = joinAnswers(...calls.map((c) => c.gitAnswer));
     // A file tool's reminder is for the path its call names; a command's or a script's names the paths it touched.
     const named = calls.length > (own ? 1 : 0) || own?.commands !== undefined;
-    return this.settle(calls, shown, wait, 0, (views, plan) => {
+    return this.settle(calls, joinAnswers(...calls.map((c) => c.gitAnswer)), shown, (views, plan) => {
       this.inspection.record(views);
-      const touched = calls.flatMap((call) => call.touched);
+      const touched = calls.flatMap((c) => c.touched);
       if (named && touched.length > 0) plan.touched = touched;
       return this.deliver(event, plan);
     });
@@ -837,7 +768,10 @@ export class LazyAgents {
 
   /** What of an instruction file or an import the tool's own output already shows the model. */
   private shownByTool(call: PendingCall, event: ToolResultEvent, views: DirectoryView[]): Shown {
-    const named = this.options.fileNames.includes(basename(call.target));
+    // A read is judged by its name alone (its real path would cost every read a call); a write, when a view
+    // offers an instruction file, also by where it leads.
+    const writes = call.toolName === "write" && views.some((view) => view.file) ? this.writesOf(call) : call.writes;
+    const named = writes !== undefined || this.options.fileNames.includes(basename(call.target));
     const target = named ? this.discovery?.realpathOrUndefined(call.target) : this.importTarget(call, views);
     if (target === undefined) return {};
     // A failed write showed nothing: the file on disk is still the one the model lacks.
@@ -867,91 +801,12 @@ export class LazyAgents {
       if (event.structuredContent !== undefined) patch.structuredContent = event.structuredContent;
     }
     this.ledger.apply(plan.record);
-    if (patch.content) this.calls.awaitConfirmation(event.toolCallId, plan.record);
-    return { patch, plan };
-  }
-
-  /** Applies new options; caches that depend on them start over. */
-  configure(options: Options): void {
-    if (discoveryChanged(this.options, options)) {
-      this.discovery = undefined;
-      this.inspection.clear();
+    if (patch.content) {
+      if (this.unconfirmed.size >= C.MAX_UNCONFIRMED_RESULTS)
+        this.unconfirmed.delete(this.unconfirmed.keys().next().value!);
+      this.unconfirmed.set(event.toolCallId, plan.record);
     }
-    this.options = options;
-    this.gate = options.gateWrites ? (this.gate ?? new WriteGate()) : undefined;
-  }
-
-  /** Forgets what calls that never reached their result left behind; all calls of the turn are done. */
-  endTurn(): void {
-    this.calls.endTurn();
-    this.gate?.endTurn();
-  }
-
-  /** Sizes of every map, for tests and the soak run. */
-  stateSizes(): Record<string, number> {
-    return {
-      ...this.calls.sizes(),
-      gateRecords: this.gate?.records.size ?? 0,
-      gatedScopes: this.gate?.scopes.size ?? 0,
-      gateRetries: this.gate?.retries.size ?? 0,
-      ...this.inspection.sizes(),
-      ledgerFiles: this.ledger.all("file").length,
-      ledgerScopes: this.ledger.byScope.size,
-      ledgerImports: this.ledger.importsByScope.size,
-      ledgerSkills: this.ledger.all("skill").length,
-      ledgerWithdrawn: this.ledger.withdrawn.size,
-      ledgerSkipped: this.ledger.skipped.size,
-      ledgerAlsoGoverns: this.ledger.alsoGoverns.size,
-      ...this.discovery?.cacheSizes(),
-    };
-  }
-}
-
-/** What the calls of one turn leave behind between their tool_call, their result and the turn's end. */
-class CallTracker {
-  /** Per-call state between tool_call and tool_result. */
-  readonly pending = new Map<string, PendingCall>();
-  /** Nested calls that activated, waiting for the outermost call's result. */
-  readonly nested = new Map<string, PendingCall[]>();
-  readonly parentOf = new Map<string, string>();
-  /** Instruction files this turn's calls write, until their result: the other results leave them alone. */
-  readonly written = new Set<string>();
-  /** Records this turn's results carry, until the turn's end shows what Pi persisted of them. */
-  readonly unconfirmed = new Map<string, LedgerRecord>();
-
-  /** The outermost call a nested call (a codemode script's) belongs to. */
-  rootOf(toolCallId: string): string {
-    let id = toolCallId;
-    for (let hops = 0; hops < 64; hops++) {
-      const parent = this.parentOf.get(id);
-      if (parent === undefined) return id;
-      id = parent;
-    }
-    return id;
-  }
-
-  /** The call whose result came; the file it wrote is now on disk for every sibling to see. */
-  finish(toolCallId: string): PendingCall | undefined {
-    const call = this.pending.get(toolCallId);
-    this.pending.delete(toolCallId);
-    this.parentOf.delete(toolCallId);
-    if (call?.writes !== undefined) this.written.delete(call.writes);
-    return call;
-  }
-
-  /** Files that sibling calls still write: these calls' plans leave them to the writer's result. */
-  leftAloneBy(calls: PendingCall[]): ReadonlySet<string> | undefined {
-    if (this.written.size === 0) return undefined;
-    const others = new Set(this.written);
-    for (const call of calls) if (call.writes !== undefined) others.delete(call.writes);
-    return others;
-  }
-
-  awaitConfirmation(toolCallId: string, record: LedgerRecord): void {
-    if (this.unconfirmed.size >= C.MAX_UNCONFIRMED_RESULTS) {
-      this.unconfirmed.delete(this.unconfirmed.keys().next().value!);
-    }
-    this.unconfirmed.set(toolCallId, record);
+    return { answer: patch, plan };
   }
 
   /**
@@ -974,38 +829,59 @@ class CallTracker {
     return { lost, rescued };
   }
 
-  endTurn(): void {
-    this.unconfirmed.clear();
-    this.pending.clear();
-    this.nested.clear();
-    this.written.clear();
-    this.parentOf.clear();
+  /** Applies new options; caches that depend on them start over. */
+  configure(options: Options): void {
+    if (discoveryChanged(this.options, options)) {
+      this.discovery = undefined;
+      this.inspection.clear();
+    }
+    this.options = options;
+    this.gate = options.gateWrites ? (this.gate ?? new WriteGate()) : undefined;
   }
 
-  sizes(): Record<string, number> {
+  /** Forgets what calls that never reached their result left behind; all calls of the turn are done. */
+  endTurn(): void {
+    for (const map of [this.pending, this.nested, this.parentOf, this.unconfirmed]) map.clear();
+    this.gate?.endTurn();
+  }
+
+  /** For tests and the soak run. */
+  stateSizes(): Record<string, number> {
     return {
       pending: this.pending.size,
       nested: this.nested.size,
-      written: this.written.size,
+      written: [...this.pending.values()].filter((call) => call.writes !== undefined).length,
       parentOf: this.parentOf.size,
       unconfirmed: this.unconfirmed.size,
+      gateRecords: this.gate?.records.size ?? 0,
+      gatedScopes: this.gate?.scopes.size ?? 0,
+      gateRetries: this.gate?.retries.size ?? 0,
+      ...this.inspection.sizes(),
+      ledgerFiles: this.ledger.all("file").length,
+      ledgerScopes: this.ledger.byScope.size,
+      ledgerImports: this.ledger.importsByScope.size,
+      ledgerSkills: this.ledger.all("skill").length,
+      ledgerWithdrawn: this.ledger.withdrawn.size,
+      ledgerSkipped: this.ledger.skipped.size,
+      ledgerAlsoGoverns: this.ledger.alsoGoverns.size,
+      ...this.discovery?.cacheSizes(),
     };
   }
+}
+
+function chainQuestionsOf(discovery: Discovery, calls: PendingCall[]): string[] {
+  return calls.flatMap((call) => call.chains.flatMap((located) => chainQuestions(discovery, located.links)));
 }
 
 /**
  * The write gate, present only while `gateWrites` is on. It holds back the first write or edit into
  * a scope whose instructions the model lacks: the block reason carries them, the ledger counts them
- * delivered, and the retry goes through. Pi persists the reason as the call's error result;
- * `records` waits for that message to record it.
+ * delivered, and the retry goes through. Pi persists the reason as the call's error result, which
+ * `records` waits for. Pi runs every sibling's tool_call before any result reaches the model, so a
+ * sibling write into a scope held for in this turn (`scopes`) is held too.
  */
 class WriteGate {
-  /** Deliveries made through a held-back write, waiting for Pi's error result message. */
   readonly records = new Map<string, LedgerRecord>();
-  /**
-   * Scopes whose instructions the gate held back a call for in this turn. Pi runs every sibling's
-   * tool_call before any result reaches the model, so a sibling write into them is held too.
-   */
   readonly scopes = new Set<string>();
   /** Targets held back once, whose next write or edit goes through (the retry the reason asks for). */
   readonly retries = new Set<string>();
@@ -1024,9 +900,16 @@ class WriteGate {
     budgetBytes: number,
   ): GateOutcome | undefined {
     if (this.retries.delete(target)) return undefined;
-    if (plan.files.length === 0 && !plan.rules?.length) return this.holdSibling(views);
-    fitPlanToBudget(plan, budgetBytes);
-    if (plan.files.length === 0 && !plan.rules?.length) return this.holdSibling(views);
+    const carries = () => plan.files.length > 0 || (plan.rules?.length ?? 0) > 0;
+    if (carries()) fitPlanToBudget(plan, budgetBytes);
+    if (!carries()) {
+      // A write into a scope gated in this turn: its instructions reach the model only after it.
+      if (!views.some((view) => this.scopes.has(view.scope))) return undefined;
+      return {
+        answer: { block: true, reason: C.GATE_SIBLING_TEXT },
+        plan: { record: emptyRecord(), files: [], skills: [] },
+      };
+    }
     const text = formatReminder(plan);
     plan.record.reminder = versionOf(text);
     ledger.apply(plan.record);
@@ -1034,16 +917,9 @@ class WriteGate {
     if (this.retries.size >= C.MAX_UNCONFIRMED_RESULTS) this.retries.delete(this.retries.values().next().value!);
     this.retries.add(target);
     for (const entry of plan.files) this.scopes.add(entry.scope);
-    return { reason: `${text}\n${C.GATE_RETRY_TEXT}`, plan };
+    return { answer: { block: true, reason: `${text}\n${C.GATE_RETRY_TEXT}` }, plan };
   }
 
-  /** Holds a write into a scope gated in this turn: its instructions reach the model only after it. */
-  private holdSibling(views: DirectoryView[]): GateOutcome | undefined {
-    if (this.scopes.size === 0 || !views.some((view) => this.scopes.has(view.scope))) return undefined;
-    return { reason: C.GATE_SIBLING_TEXT, plan: { record: emptyRecord(), files: [], skills: [] } };
-  }
-
-  /** The gate's ledger record for the error result Pi persists for a held-back call. */
   takeRecord(toolCallId: string): LedgerRecord | undefined {
     const record = this.records.get(toolCallId);
     this.records.delete(toolCallId);

@@ -13,12 +13,14 @@ import {
   reminderOf,
   textOf,
   withTree,
+  twoTrees,
   finalTurn,
   persistedToolResults,
   startSession,
   toolTurn,
   type CallResult,
   type RunnerHarness,
+  type Tree,
   type TreeSpec,
 } from "./harness.ts";
 import { PNG, lazyAgents, tree } from "./fixtures.ts";
@@ -362,24 +364,34 @@ test("a codemode script's read taken before a sibling edit does not send the old
     assert.equal(reminderOf(next.content), undefined, "the model holds V2: nothing to send");
   }));
 
+/**
+ * Pi preflights both calls in order, then runs them concurrently: here the read finishes first,
+ * before the edit (of `path`, pkg/AGENTS.md or a link to it) has written, and Pi still persists the
+ * edit's result first. The model must end on the newer version, carried by the edit's result.
+ */
+async function editWhileReading(tree: Tree, path: string, git = false): Promise<void> {
+  const { factory } = lazyAgents({ git });
+  const h = await loadRunner(tree, { factories: [factory] });
+  const edit = { path, edits: [{ oldText: "RULE-V1", newText: "RULE-V2" }] };
+  const read = { path: "pkg/x.ts" };
+  await h.runner.emitToolCall({ type: "tool_call", toolName: "edit", toolCallId: "e-1", input: edit } as never);
+  await h.runner.emitToolCall({ type: "tool_call", toolName: "read", toolCallId: "r-1", input: read } as never);
+  const readReminder = reminderOf(await finishCall(h, "read", "r-1", read)) ?? "";
+  writeFileSync(tree.abs("pkg/AGENTS.md"), "RULE-V2\n");
+  const editReminder = reminderOf(await finishCall(h, "edit", "e-1", edit)) ?? "";
+  assert.doesNotMatch(readReminder, /RULE-V1/, "the edit's result carries the file it writes");
+  assert.match(editReminder, /RULE-V2/);
+  await h.runner.emit({ type: "turn_end", turnIndex: 0, toolResults: [] } as never);
+  assert.equal(reminderOf((await h.call("read", read)).content), undefined, "the model holds V2");
+}
+
 test("a batch that edits an instruction file and reads below it never leaves the model on the older version", () =>
-  withTree({ "pkg/AGENTS.md": "RULE-V1\n", "pkg/x.ts": "x\n" }, async (tree) => {
-    const { factory } = lazyAgents();
-    const h = await loadRunner(tree, { factories: [factory] });
-    // Pi preflights both calls in order, then runs them concurrently: here the read finishes
-    // first, before the edit has written, and Pi still persists the edit's result first.
-    const edit = { path: "pkg/AGENTS.md", edits: [{ oldText: "RULE-V1", newText: "RULE-V2" }] };
-    const read = { path: "pkg/x.ts" };
-    await h.runner.emitToolCall({ type: "tool_call", toolName: "edit", toolCallId: "e-1", input: edit } as never);
-    await h.runner.emitToolCall({ type: "tool_call", toolName: "read", toolCallId: "r-1", input: read } as never);
-    const readReminder = reminderOf(await finishCall(h, "read", "r-1", read)) ?? "";
-    writeFileSync(tree.abs("pkg/AGENTS.md"), "RULE-V2\n");
-    const editReminder = reminderOf(await finishCall(h, "edit", "e-1", edit)) ?? "";
-    assert.doesNotMatch(readReminder, /RULE-V1/, "the edit's result carries the file it writes");
-    assert.match(editReminder, /RULE-V2/);
-    await h.runner.emit({ type: "turn_end", turnIndex: 0, toolResults: [] } as never);
-    assert.equal(reminderOf((await h.call("read", read)).content), undefined, "the model holds V2");
-  }));
+  withTree({ "pkg/AGENTS.md": "RULE-V1\n", "pkg/x.ts": "x\n" }, (tree) => editWhileReading(tree, "pkg/AGENTS.md")));
+
+test("a batch that edits an instruction file through a link named otherwise leaves the file to the edit's result", () =>
+  twoTrees({ "pkg/AGENTS.md": "RULE-V1\n", "pkg/NOTES.md": { link: "AGENTS.md" }, "pkg/x.ts": "x\n" }, (tree) =>
+    editWhileReading(tree, "pkg/NOTES.md", true),
+  ));
 
 test("in a real session, one turn that edits an instruction file and reads below it ends on the newer version", () =>
   withTree({ "pkg/AGENTS.md": "RULE-V1\n", "pkg/x.ts": "x\n" }, async (tree) => {
@@ -400,3 +412,24 @@ test("in a real session, one turn that edits an instruction file and reads below
       h.dispose();
     }
   }));
+
+test("a codemode script's nested reads in two scopes each bring their imports, in a plain folder and under git", () =>
+  twoTrees(
+    {
+      "a/AGENTS.md": "A-RULES @../docs/a.md",
+      "a/x.ts": "x\n",
+      "b/AGENTS.md": "B-RULES @../notes/b.md",
+      "b/y.ts": "y\n",
+      "docs/a.md": "A-IMPORT",
+      "notes/b.md": "B-IMPORT",
+    },
+    async (tree) => {
+      const { factory } = lazyAgents({ git: true });
+      const h = await loadRunner(tree, { factories: [factory] });
+      // Both nested reads are viewed together at the script's result: each one's questions for git must be asked.
+      await h.call("read", { path: "a/x.ts" }, { parentToolCallId: "cm-1" });
+      await h.call("read", { path: "b/y.ts" }, { parentToolCallId: "cm-1" });
+      const reminder = reminderOf((await h.call("codemode", { code: "…" }, { id: "cm-1" })).content) ?? "";
+      for (const text of ["A-RULES", "B-RULES", "A-IMPORT", "B-IMPORT"]) assert.match(reminder, new RegExp(text));
+    },
+  ));

@@ -10,6 +10,7 @@ import {
   reminderOf,
   textOf,
   withTree,
+  twoTrees,
   finalTurn,
   persistedToolResults,
   prefixBreaks,
@@ -212,6 +213,23 @@ test("a write that succeeds on an instruction file counts as its delivery", () =
     const read = await h.call("read", { path: "pkg/a.ts" });
     assert.deepEqual(read.content, read.original);
   }));
+
+test("a write through a link to an instruction file counts as its delivery, whatever the link's name", () =>
+  twoTrees(
+    { "pkg/AGENTS.md": "OLD-RULES\n", "pkg/NOTES.md": { link: "AGENTS.md" }, "pkg/a.ts": "a\n" },
+    async (tree) => {
+      const h = await loadRunner(tree);
+      const written = await h.call("write", { path: "pkg/NOTES.md", content: "NEW-RULES\n" });
+      assert.equal(written.isError, false);
+      assert.deepEqual(written.content, written.original, "the model wrote the file: nothing to append");
+      assert.deepEqual(
+        recordOf(written.details)?.files.map((file) => [file.path, file.via]),
+        [["pkg/AGENTS.md", "read"]],
+      );
+      const read = await h.call("read", { path: "pkg/a.ts" });
+      assert.deepEqual(read.content, read.original);
+    },
+  ));
 
 test("a tool result's structured content stays as the tool gave it when the reminder is appended", () =>
   withTree(chain, async (tree) => {

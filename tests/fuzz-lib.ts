@@ -741,7 +741,7 @@ function expectFor(s: Session, played: Played): ExpectedRecord {
   // judged by the files as it left them; folders it created were not there to locate.
   if (call.tool !== "read" && (views.length > 0 || NAMES.includes(basename(target)))) {
     views = s.model.views(s.model.targetFolder(target), true);
-    instructionTarget = s.model.instructionTarget(target);
+    instructionTarget = s.model.instructionTarget(target, true);
   }
   const shown: Shown = {};
   if (instructionTarget !== undefined) {

@@ -403,9 +403,15 @@ export class ReferenceModel {
     out.push({ path: result.file.path, name, description: trimmed, key: `${name}\n${trimmed}` });
   }
 
-  /** The real path of a target named like an instruction file, when it resolves. */
-  instructionTarget(target: string): string | undefined {
-    return NAMES.includes(basename(target)) ? tryRealpath(target) : undefined;
+  /**
+   * The real path of a target named like an instruction file, when it resolves. A written target
+   * named otherwise writes one when it is a link to one inside cwd.
+   */
+  instructionTarget(target: string, written = false): string | undefined {
+    if (NAMES.includes(basename(target))) return tryRealpath(target);
+    const real = written ? tryRealpath(target) : undefined;
+    const inside = real !== undefined && real !== this.cwd && insideOrSame(this.cwd, real);
+    return inside && NAMES.includes(basename(real)) ? real : undefined;
   }
 
   /** What one activation should deliver, given what the LLM holds now. */
