@@ -1716,22 +1716,16 @@ type Field = "string" | "number" | "boolean" | "strings" | ReadonlySet<unknown> 
 
 type Spec = Readonly<Record<string, Field>>;
 
+type Scalars = { string: string; number: number; boolean: boolean; strings: string[] };
+
 /** The type a field reads as. */
-type Value<F> = F extends "string"
-  ? string
-  : F extends "number"
-    ? number
-    : F extends "boolean"
-      ? boolean
-      : F extends "strings"
-        ? string[]
-        : F extends ReadonlySet<infer V>
-          ? V
-          : F extends { list: ReadonlySet<infer V> }
-            ? V[]
-            : F extends { list: infer S }
-              ? Array<Entry<S>>
-              : never;
+type Value<F> = F extends keyof Scalars
+  ? Scalars[F]
+  : F extends ReadonlySet<infer V>
+    ? V
+    : F extends { list: infer L }
+      ? Array<L extends ReadonlySet<infer V> ? V : Entry<L>>
+      : never;
 
 type Entry<S> = { -readonly [K in keyof S as K extends `${string}?` ? never : K]: Value<S[K]> } & {
   -readonly [K in keyof S as K extends `${infer N}?` ? N : never]?: Value<S[K]>;
@@ -1808,40 +1802,33 @@ export type LedgerRecord = Omit<Entry<typeof RECORD_FIELDS>, "skipped"> & {
 };
 
 // Exported for tests: they read the records stored in details.
-/** The ledger record in a tool result's details. */
 export function readRecord(details: unknown): LedgerRecord | undefined {
   const stored = isObject(details) ? details[C.DETAILS_KEY] : undefined;
   if (!isObject(stored) || stored.v !== C.LEDGER_VERSION) return undefined;
-  const record = { ...fieldsOf(stored, RECORD_FIELDS), v: C.LEDGER_VERSION } as LedgerRecord;
+  const record = { ...(readField(stored, RECORD_FIELDS) as object), v: C.LEDGER_VERSION } as LedgerRecord;
   if (typeof stored.reminder === "string") record.reminder = stored.reminder;
   return record;
 }
 
-function fieldsOf(entry: Record<string, unknown>, spec: Spec): Record<string, unknown> | undefined {
+/** A stored value as its field reads it, or undefined when it does not fit. */
+function readField(value: unknown, type: Field | Spec): unknown {
+  if (type instanceof Set) return type.has(value) ? value : undefined;
+  if (type === "strings")
+    return Array.isArray(value) && value.every((item) => typeof item === "string") ? value : undefined;
+  if (typeof type === "string") return typeof value === type ? value : undefined;
+  if ("list" in type)
+    return Array.isArray(value) ? value.flatMap((item) => readField(item, type.list) ?? []) : undefined;
+  if (!isObject(value)) return undefined;
   const fields: Record<string, unknown> = {};
-  for (const [name, type] of Object.entries(spec)) {
+  for (const [name, field] of Object.entries(type as Spec)) {
     const key = name.endsWith("?") ? name.slice(0, -1) : name;
-    const value = entry[key];
-    if (typeof type === "object" && "list" in type) {
-      if (Array.isArray(value)) fields[key] = value.flatMap((item) => entryOf(item, type.list) ?? []);
-      else if (key === name) fields[key] = [];
-    } else if (key === name || (value !== undefined && value !== false)) {
-      if (!fits(value, type)) return undefined;
-      fields[key] = value;
-    }
+    if (key !== name && (value[key] === undefined || value[key] === false)) continue;
+    const read = readField(value[key], field);
+    if (read !== undefined) fields[key] = read;
+    else if (typeof field !== "object" || !("list" in field)) return undefined;
+    else if (key === name) fields[key] = [];
   }
   return fields;
-}
-
-function entryOf(entry: unknown, type: Spec | ReadonlySet<unknown>): unknown {
-  if (type instanceof Set) return type.has(entry) ? entry : undefined;
-  return isObject(entry) ? fieldsOf(entry, type as Spec) : undefined;
-}
-
-function fits(value: unknown, type: Exclude<Field, { list: unknown }>): boolean {
-  if (type instanceof Set) return type.has(value);
-  if (type === "strings") return Array.isArray(value) && value.every((item) => typeof item === "string");
-  return typeof value === type;
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
@@ -1870,7 +1857,6 @@ function recordShowsText(r: LedgerRecord): boolean {
   return appended || r.skills.length + notices + rules > 0;
 }
 
-/** The set a map holds under a key, made when it holds none yet. */
 function setIn<K, V>(map: Map<K, Set<V>>, key: K): Set<V> {
   let set = map.get(key);
   if (!set) map.set(key, (set = new Set()));
@@ -1982,12 +1968,6 @@ class Ledger {
     else if (file.imports) this.importsByScope.set(scope, new Set(file.imports));
     else this.importsByScope.delete(scope);
   }
-
-  /** Whether the file the model holds for a scope other than `scope` imports this path. */
-  importedElsewhere(path: string, scope: string): boolean {
-    for (const [other, imports] of this.importsByScope) if (other !== scope && imports.has(path)) return true;
-    return false;
-  }
 }
 
 // Planning one delivery: what of the viewed chain the model lacks. Each planned entry holds the
@@ -2053,53 +2033,46 @@ function planDelivery(ledger: Ledger, input: PlanInput): DeliveryPlan {
   const plan: DeliveryPlan = { record: emptyRecord(), files: [], skills: [] };
   // A copy: the gate applies its record before it formats the reminder.
   if (ledger.explained.size > 0) plan.explainedEarlier = new Set(ledger.explained);
-  const offered = new Set(input.views.flatMap((view) => [view.file?.path, ...view.imports.map((i) => i.file.path)]));
+  const files = input.views.flatMap((view) => (view.file ? [view.file, ...view.imports.map((i) => i.file)] : []));
+  const offered = new Set(files.map((file) => file.path));
+  const planFile = (file: InstructionFile, scope: string, importedBy?: string): void => {
+    if (file.realPath === input.shownInPart || input.leaveAlone?.has(file.realPath)) return;
+    const held = ledger.get("file", file.path);
+    // One file linked into several folders: the model, holding its text, learns the other scopes.
+    const sentWith = plan.record.files.find((record) => record.path === file.path)?.scope ?? held?.scope;
+    const via = file.realPath === input.shownWhole ? "read" : "reminder";
+    const record: FileRecord = { path: file.path, scope, version: file.version, bytes: file.bytes, via };
+    if (importedBy !== undefined) record.importedBy = importedBy;
+    // A whole read is recorded even when the model already held the file: if a compaction later
+    // drops the earlier delivery but keeps this read, the ledger must still see the file.
+    if (takes(ledger, plan, "file", record, via === "read")) {
+      if (via === "reminder") plan.files.push({ file, scope, record, supersedes: held !== undefined });
+    } else if (importedBy === undefined && sentWith !== undefined && sentWith !== scope) {
+      const told = (plan.record.alsoGoverns ??= []);
+      if (ledger.alsoGoverns.get(file.path)?.has(scope) || told.some((t) => t.path === file.path && t.scope === scope))
+        return;
+      told.push({ path: file.path, scope });
+    }
+  };
   for (const view of input.views) {
-    if (!isUnknown(view, false)) planRetraction(ledger, plan, "file", view.scope, (path) => offered.has(path));
-    if (!isUnknown(view, true))
-      planRetraction(ledger, plan, "skill", view.scope, (path) => view.skills.some((skill) => skill.path === path));
+    const { scope } = view;
+    if (!isUnknown(view, false)) planRetraction(ledger, plan, "file", scope, offered);
+    if (!isUnknown(view, true)) planRetraction(ledger, plan, "skill", scope, new Set(view.skills.map((s) => s.path)));
     planSkips(ledger, plan, view.rejected);
-    if (view.file) planFile(ledger, input, plan, view.file, view.scope);
+    if (view.file) planFile(view.file, scope);
     const root = plan.record.files.at(-1);
     if (root?.path === view.file?.path && view.imports.length > 0) root!.imports = view.imports.map((i) => i.file.path);
-    for (const { file, importedBy } of view.imports) planFile(ledger, input, plan, file, view.scope, importedBy);
+    for (const { file, importedBy } of view.imports) planFile(file, scope, importedBy);
     for (const skill of view.skills) {
       const startup = input.startupSkills?.get(skill.name);
       const cwd = input.cwdReal;
       if (startup !== undefined && cwd !== undefined && resolve(cwd, skill.path) === resolve(startup)) continue;
-      const record = { path: skill.path, name: skill.name, scope: view.scope, version: skill.version };
+      const record = { path: skill.path, name: skill.name, scope, version: skill.version };
       if (takes(ledger, plan, "skill", record))
-        plan.skills.push({ ...skill, scope: view.scope, record, overridesStartup: startup !== undefined });
+        plan.skills.push({ ...skill, scope, record, overridesStartup: startup !== undefined });
     }
   }
   return plan;
-}
-
-function planFile(
-  ledger: Ledger,
-  input: PlanInput,
-  plan: DeliveryPlan,
-  file: InstructionFile,
-  scope: string,
-  importedBy?: string,
-): void {
-  if (file.realPath === input.shownInPart || input.leaveAlone?.has(file.realPath)) return;
-  const held = ledger.get("file", file.path);
-  // One file linked into several folders: the model, holding its text, learns the other scopes.
-  const sentWith = plan.record.files.find((record) => record.path === file.path)?.scope ?? held?.scope;
-  const via = file.realPath === input.shownWhole ? "read" : "reminder";
-  const record: FileRecord = { path: file.path, scope, version: file.version, bytes: file.bytes, via };
-  if (importedBy !== undefined) record.importedBy = importedBy;
-  // A whole read is recorded even when the model already held the file: if a compaction later
-  // drops the earlier delivery but keeps this read, the ledger must still see the file.
-  if (takes(ledger, plan, "file", record, via === "read")) {
-    if (via === "reminder") plan.files.push({ file, scope, record, supersedes: held !== undefined });
-  } else if (importedBy === undefined && sentWith !== undefined && sentWith !== scope) {
-    const told = (plan.record.alsoGoverns ??= []);
-    if (ledger.alsoGoverns.get(file.path)?.has(scope) || told.some((t) => t.path === file.path && t.scope === scope))
-      return;
-    told.push({ path: file.path, scope });
-  }
 }
 
 /**
@@ -2128,20 +2101,15 @@ function isUnknown(view: DirectoryView, skills: boolean): boolean {
  * offers is withdrawn. An import stays while another file the model holds still imports it; a
  * rule's imports go with their rule.
  */
-function planRetraction(
-  ledger: Ledger,
-  plan: DeliveryPlan,
-  kind: Kind,
-  scope: string,
-  offers: (path: string) => boolean,
-) {
+function planRetraction(ledger: Ledger, plan: DeliveryPlan, kind: Kind, scope: string, offered: ReadonlySet<string>) {
   const keys = ledger.byScope.get(scope);
   for (const key of keys ?? []) {
     const held = ledger.held.get(key);
-    if (held?.kind !== kind || held.scope !== scope || offers(held.record.path)) continue;
+    if (held?.kind !== kind || held.scope !== scope || offered.has(held.record.path)) continue;
     const { path } = held.record;
     const importedBy = kind === "skill" ? undefined : (held.record as FileRecord | RuleRecord).importedBy;
-    if (importedBy !== undefined && (kind === "rule" || ledger.importedElsewhere(path, scope))) continue;
+    const elsewhere = () => [...ledger.importsByScope].some(([other, paths]) => other !== scope && paths.has(path));
+    if (importedBy !== undefined && (kind === "rule" || elsewhere())) continue;
     if (kind === "file") plan.record.retracted.push({ path, scope });
     else if (kind === "skill") plan.record.retractedSkills.push({ path, scope });
     else
@@ -2183,8 +2151,7 @@ function planRules(ledger: Ledger, plan: DeliveryPlan, input: RulePlanInput): vo
   const folders = ruleFoldersFor(input.discovery, input.views, input.options.ruleSources);
   for (const folder of folders) {
     folder.offered ??= new Set(folder.rules.filter((rule) => rule.meta.kind !== "manual").map((rule) => rule.path));
-    const offered = folder.offered;
-    planRetraction(ledger, plan, "rule", folder.place.display, (path) => offered.has(path));
+    planRetraction(ledger, plan, "rule", folder.place.display, folder.offered);
     planSkips(ledger, plan, folder.rejected);
   }
   if (input.touched.length === 0) return;
@@ -2203,14 +2170,9 @@ function planRules(ledger: Ledger, plan: DeliveryPlan, input: RulePlanInput): vo
       planSkips(ledger, plan, rejected);
     }
     for (const { file, importedBy } of entries) {
-      const supersedes = ledger.get("rule", file.path) !== undefined;
-      const record: RuleRecord = {
-        path: file.path,
-        dir: rule.dir,
-        version: file.version,
-        as: "text",
-        bytes: file.bytes,
-      };
+      const { path, version, bytes } = file;
+      const supersedes = ledger.get("rule", path) !== undefined;
+      const record: RuleRecord = { path, dir: rule.dir, version, as: "text", bytes };
       if (importedBy !== undefined) record.importedBy = importedBy;
       if (takes(ledger, plan, "rule", record))
         (plan.rules ??= []).push({ file, scope: rule.base, record, scopeText: shownRuleScope(rule.scope), supersedes });
@@ -2302,13 +2264,7 @@ function skipText(skip: Skip, field: (text: string) => string = reminderField): 
     : C.notLoadedNotice(field(skip.path), C.REASONS[skip.reason]);
 }
 
-const XML_ESCAPES: Readonly<Record<string, string>> = {
-  "&": "&amp;",
-  "<": "&lt;",
-  ">": "&gt;",
-  '"': "&quot;",
-  "'": "&apos;",
-};
+const XML_ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&apos;" };
 
 /** A one-line field or attribute value inside the reminder, escaped as Pi escapes its own skill listing. */
 function reminderField(text: string): string {
