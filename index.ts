@@ -1718,7 +1718,6 @@ type Spec = Readonly<Record<string, Field>>;
 
 type Scalars = { string: string; number: number; boolean: boolean; strings: string[] };
 
-/** The type a field reads as. */
 type Value<F> = F extends keyof Scalars
   ? Scalars[F]
   : F extends ReadonlySet<infer V>
@@ -1977,7 +1976,6 @@ interface PlannedFile {
   file: InstructionFile;
   scope: string;
   record: FileRecord | RuleRecord;
-  /** The model holds an earlier version of this path. */
   supersedes: boolean;
   /** Set when the budget cut the text. */
   cutText?: string;
@@ -1986,7 +1984,6 @@ interface PlannedFile {
 }
 
 interface PlannedSkill extends Skill {
-  scope: string;
   record: SkillRecord;
   /** Pi listed a skill of this name at start-up, from another location. */
   overridesStartup: boolean;
@@ -2033,8 +2030,7 @@ function planDelivery(ledger: Ledger, input: PlanInput): DeliveryPlan {
   const plan: DeliveryPlan = { record: emptyRecord(), files: [], skills: [] };
   // A copy: the gate applies its record before it formats the reminder.
   if (ledger.explained.size > 0) plan.explainedEarlier = new Set(ledger.explained);
-  const files = input.views.flatMap((view) => (view.file ? [view.file, ...view.imports.map((i) => i.file)] : []));
-  const offered = new Set(files.map((file) => file.path));
+  const offered = new Set(input.views.flatMap((view) => [view.file?.path, ...view.imports.map((i) => i.file.path)]));
   const planFile = (file: InstructionFile, scope: string, importedBy?: string): void => {
     if (file.realPath === input.shownInPart || input.leaveAlone?.has(file.realPath)) return;
     const held = ledger.get("file", file.path);
@@ -2069,7 +2065,7 @@ function planDelivery(ledger: Ledger, input: PlanInput): DeliveryPlan {
       if (startup !== undefined && cwd !== undefined && resolve(cwd, skill.path) === resolve(startup)) continue;
       const record = { path: skill.path, name: skill.name, scope, version: skill.version };
       if (takes(ledger, plan, "skill", record))
-        plan.skills.push({ ...skill, scope, record, overridesStartup: startup !== undefined });
+        plan.skills.push({ ...skill, record, overridesStartup: startup !== undefined });
     }
   }
   return plan;
@@ -2091,9 +2087,8 @@ function takes<K extends Kind>(ledger: Ledger, plan: DeliveryPlan, kind: K, reco
 
 /** Whether an I/O error hid part of what the folder offers: what the model holds of it then stands. */
 function isUnknown(view: DirectoryView, skills: boolean): boolean {
-  return (
-    view.pending === true || view.rejected.some((r) => r.reason === "unreadable" && (r.kind === "skill") === skills)
-  );
+  const unreadable = view.rejected.some((r) => r.reason === "unreadable" && (r.kind === "skill") === skills);
+  return view.pending === true || unreadable;
 }
 
 /**
@@ -2101,7 +2096,7 @@ function isUnknown(view: DirectoryView, skills: boolean): boolean {
  * offers is withdrawn. An import stays while another file the model holds still imports it; a
  * rule's imports go with their rule.
  */
-function planRetraction(ledger: Ledger, plan: DeliveryPlan, kind: Kind, scope: string, offered: ReadonlySet<string>) {
+function planRetraction(ledger: Ledger, plan: DeliveryPlan, kind: Kind, scope: string, offered: ReadonlySet<unknown>) {
   const keys = ledger.byScope.get(scope);
   for (const key of keys ?? []) {
     const held = ledger.held.get(key);
@@ -2386,7 +2381,10 @@ function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
   else delete record.explained;
 }
 
-/** The plan's files and rule texts in the order they claim the budget: deepest scope first, a file before its imports; rule texts after the deepest folder's files. */
+/**
+ * The plan's files and rule texts in the order they claim the budget: deepest scope first, a file
+ * before its imports; rule texts after the deepest folder's files.
+ */
 function budgetOrder(plan: DeliveryPlan): PlannedFile[] {
   const depth = (entry: PlannedFile) => depthOf(entry.scope);
   const imported = (entry: PlannedFile) => Number(entry.record.importedBy !== undefined);
@@ -2459,8 +2457,8 @@ function formatFile(entry: PlannedFile): string {
 function skillLine(skill: PlannedSkill): string {
   const precedence = skill.overridesStartup ? C.SKILL_OVERRIDES_STARTUP : "";
   // A skill is for the folder that holds its .agents/skills: its scope is said only for one linked from elsewhere.
-  const own = skill.path.startsWith(`${posix.join(skill.scope, ...C.SKILLS_DIR_SEGMENTS)}/`);
-  const scope = own ? "" : ` (scope ${reminderField(scopeGlob(skill.scope))})`;
+  const own = skill.path.startsWith(`${posix.join(skill.record.scope, ...C.SKILLS_DIR_SEGMENTS)}/`);
+  const scope = own ? "" : ` (scope ${reminderField(scopeGlob(skill.record.scope))})`;
   return `- ${reminderField(skill.name)}${scope}: ${reminderField(skill.description)} [${reminderField(skill.path)}]${precedence}`;
 }
 
