@@ -2001,7 +2001,6 @@ interface DeliveryPlan {
   /** Files to append, parent first, each import right after the file that imports it. */
   files: PlannedFile[];
   skills: PlannedSkill[];
-  /** Rule texts (and their imports) and description-only rules. */
   rules?: PlannedFile[];
   ruleListings?: RuleListing[];
   /** What the budget left out of this reminder, announced in one line. */
@@ -2125,12 +2124,8 @@ function planSkips(ledger: Ledger, plan: DeliveryPlan, rejected: readonly Reject
     const skip: Skip = kind === "import" ? { path, reason, inImport: true } : { path, reason };
     if (counts) skip.counts = counts;
     const key = skipKey(skip);
-    if (
-      ledger.skipped.get(key) === reason ||
-      plan.record.skipped.some((s) => skipKey(s) === key && s.reason === reason)
-    )
-      continue;
-    plan.record.skipped.push(skip);
+    const told = (other: Skip) => skipKey(other) === key && other.reason === reason;
+    if (ledger.skipped.get(key) !== reason && !plan.record.skipped.some(told)) plan.record.skipped.push(skip);
   }
 }
 
@@ -2292,7 +2287,6 @@ const INTROS: Record<Section, readonly [string, string?]> = {
   ruleListings: [C.RULE_LISTING_INTRO, C.RULE_LISTING_HEADER],
 };
 
-/** Each notice a record carries, as its line. */
 const NOTICE_LINES = {
   retracted: (notice: { path: string }) => `- ${C.withdrawnNotice(reminderField(notice.path))}`,
   retractedSkills: (notice: { path: string }) => `- ${C.skillGoneNotice(reminderField(notice.path))}`,
