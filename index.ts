@@ -1581,60 +1581,133 @@ function checkWhy(engine: LazyAgents, env: CallEnvironment, shown: string): stri
 //   no longer offered by its folder      -> withdraw
 //   not in the model's context any more  -> send at the next access
 
-// The record format and the ledger: what the model has in context right now, rebuilt from the
-// session's own tool results.
+/**
+ * The stored record, read field by field: session files outlive versions of this extension, so each
+ * entry is checked against its kind's fields and one that does not fit is dropped alone. A field is
+ * a typeof name, a list of strings, one of a set of values, or a list of entries. A name ending in
+ * `?` is optional: an optional list is kept only when stored, an optional flag only when true, so
+ * that records without them read back with the shape they were written in.
+ */
+type Field = "string" | "number" | "boolean" | "strings" | ReadonlySet<unknown> | { list: Spec | ReadonlySet<unknown> };
 
-interface FileRecord {
-  path: string;
-  scope: string;
-  version: string;
-  bytes: number;
-  /** How the model got it: appended by us, or through its own read of the file. */
-  via: "reminder" | "read";
-  /** Set for an import: the file whose `@path` token brought it in. */
-  importedBy?: string;
-  /** Set for an instruction file that imports: the paths it imports, directly or through others. */
-  imports?: string[];
-  truncated?: boolean;
-}
+type Spec = Readonly<Record<string, Field>>;
 
-interface SkillRecord {
-  path: string;
-  name: string;
-  scope: string;
-  version: string;
-}
+type Scalars = { string: string; number: number; boolean: boolean; strings: string[] };
 
-// Exported for tests: they read the records stored in details.
-export interface LedgerRecord {
-  v: number;
-  files: FileRecord[];
-  skills: SkillRecord[];
-  retracted: Array<{ path: string; scope: string }>;
-  retractedSkills: Array<{ path: string; scope: string }>;
-  /** Refused files the model was told about; `inImport` marks a refused import of `path`. */
-  skipped: Skip[];
-  /** Files the model holds that also govern another scope (one file linked into several folders). */
-  alsoGoverns?: Array<{ path: string; scope: string }>;
-  /** Rules delivered or listed (absent in records without rules, so older records read the same). */
-  rules?: RuleRecord[];
-  retractedRules?: Array<{ path: string; dir: string }>;
-  /** Sections this reminder explained in full (absent when it explained none, as in older records). */
-  explained?: Section[];
-  /** Digest of the reminder text it was delivered with: only that text, whole, confirms it. */
-  reminder?: string;
-}
+type Value<F> = F extends keyof Scalars
+  ? Scalars[F]
+  : F extends ReadonlySet<infer V>
+    ? V
+    : F extends { list: infer L }
+      ? Array<L extends ReadonlySet<infer V> ? V : Entry<L>>
+      : never;
+
+type Entry<S> = { -readonly [K in keyof S as K extends `${string}?` ? never : K]: Value<S[K]> } & {
+  -readonly [K in keyof S as K extends `${infer N}?` ? N : never]?: Value<S[K]>;
+};
 
 /** The parts of a reminder that each open with an explanation. */
 const SECTIONS = ["files", "skills", "rules", "ruleListings"] as const;
 
 type Section = (typeof SECTIONS)[number];
 
-interface Skip {
-  path: string;
-  reason: C.Reason;
-  inImport?: boolean;
-  counts?: { taken: number; total: number };
+const SCOPED_FIELDS = { path: "string", scope: "string" } as const;
+
+/** `importedBy`: the file (or Claude rule) whose `@path` token brought this one in. */
+const IMPORT_FIELDS = { version: "string", "importedBy?": "string", "truncated?": "boolean" } as const;
+
+const FILE_FIELDS = {
+  ...SCOPED_FIELDS,
+  ...IMPORT_FIELDS,
+  bytes: "number",
+  /** How the model got it: appended by us, or through its own read of the file. */
+  via: new Set(["reminder", "read"] as const),
+  /** For an instruction file that imports: the paths it imports, directly or through others. */
+  "imports?": "strings",
+} as const;
+
+const SKILL_FIELDS = { ...SCOPED_FIELDS, name: "string", version: "string" } as const;
+
+/** `dir`: the cwd-relative rule folder; `as`: its body was appended, or only its name and description listed. */
+const RULE_FIELDS = {
+  path: "string",
+  dir: "string",
+  ...IMPORT_FIELDS,
+  as: new Set(["text", "listing"] as const),
+  "bytes?": "number",
+} as const;
+
+/** `inImport` marks a refused import of `path`. */
+const SKIP_FIELDS = {
+  path: "string",
+  reason: new Set(Object.keys(C.REASONS) as C.Reason[]),
+  "inImport?": "boolean",
+} as const;
+
+const RECORD_FIELDS = {
+  files: { list: FILE_FIELDS },
+  skills: { list: SKILL_FIELDS },
+  retracted: { list: SCOPED_FIELDS },
+  retractedSkills: { list: SCOPED_FIELDS },
+  /** Refused files the model was told about. */
+  skipped: { list: SKIP_FIELDS },
+  /** Files the model holds that also govern another scope (one file linked into several folders). */
+  "alsoGoverns?": { list: SCOPED_FIELDS },
+  /** Rules delivered or listed (absent in records without rules, so older records read the same). */
+  "rules?": { list: RULE_FIELDS },
+  "retractedRules?": { list: { path: "string", dir: "string" } },
+  /** Sections this reminder explained in full (absent when it explained none, as in older records). */
+  "explained?": { list: new Set(SECTIONS) },
+} as const satisfies Spec;
+
+type FileRecord = Entry<typeof FILE_FIELDS>;
+
+type SkillRecord = Entry<typeof SKILL_FIELDS>;
+
+type RuleRecord = Entry<typeof RULE_FIELDS>;
+
+type Skip = Entry<typeof SKIP_FIELDS> & { counts?: { taken: number; total: number } };
+
+// Exported for tests: they read the records stored in details.
+export type LedgerRecord = Omit<Entry<typeof RECORD_FIELDS>, "skipped"> & {
+  v: number;
+  skipped: Skip[];
+  /** Digest of the reminder text it was delivered with: only that text, whole, confirms it. */
+  reminder?: string;
+};
+
+// Exported for tests: they read the records stored in details.
+export function readRecord(details: unknown): LedgerRecord | undefined {
+  const stored = isObject(details) ? details[C.DETAILS_KEY] : undefined;
+  if (!isObject(stored) || stored.v !== C.LEDGER_VERSION) return undefined;
+  const record = { ...(readField(stored, RECORD_FIELDS) as object), v: C.LEDGER_VERSION } as LedgerRecord;
+  if (typeof stored.reminder === "string") record.reminder = stored.reminder;
+  return record;
+}
+
+/** A stored value as its field reads it, or undefined when it does not fit. */
+function readField(value: unknown, type: Field | Spec): unknown {
+  if (type instanceof Set) return type.has(value) ? value : undefined;
+  if (type === "strings")
+    return Array.isArray(value) && value.every((item) => typeof item === "string") ? value : undefined;
+  if (typeof type === "string") return typeof value === type ? value : undefined;
+  if ("list" in type)
+    return Array.isArray(value) ? value.flatMap((item) => readField(item, type.list) ?? []) : undefined;
+  if (!isObject(value)) return undefined;
+  const fields: Record<string, unknown> = {};
+  for (const [name, field] of Object.entries(type as Spec)) {
+    const key = name.endsWith("?") ? name.slice(0, -1) : name;
+    if (key !== name && (value[key] === undefined || value[key] === false)) continue;
+    const read = readField(value[key], field);
+    if (read !== undefined) fields[key] = read;
+    else if (typeof field !== "object" || !("list" in field)) return undefined;
+    else if (key === name) fields[key] = [];
+  }
+  return fields;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 function skipKey(skip: Skip): string {
@@ -1651,86 +1724,14 @@ function isRecordEmpty(record: LedgerRecord): boolean {
   return record.files.length === 0 && !recordShowsText(record);
 }
 
-// Exported for tests: they read the records stored in details.
-/**
- * The ledger record in a tool result's details. Session files outlive versions of this extension:
- * each entry is checked on its own against its kind's fields, and one that does not fit is dropped alone.
- */
-export function readRecord(details: unknown): LedgerRecord | undefined {
-  const stored = isObject(details) ? details[C.DETAILS_KEY] : undefined;
-  if (!isObject(stored) || stored.v !== C.LEDGER_VERSION) return undefined;
-  const record = { ...fieldsOf(stored, RECORD_FIELDS), v: C.LEDGER_VERSION } as unknown as LedgerRecord;
-  if (typeof stored.reminder === "string") record.reminder = stored.reminder;
-  return record;
+/** Whether a delivery puts text in front of the model (a read of the file itself puts none). */
+function recordShowsText(r: LedgerRecord): boolean {
+  const appended = r.files.some((file) => file.via === "reminder");
+  const notices = r.retracted.length + r.retractedSkills.length + r.skipped.length + (r.alsoGoverns?.length ?? 0);
+  const rules = (r.rules?.length ?? 0) + (r.retractedRules?.length ?? 0);
+  return appended || r.skills.length + notices + rules > 0;
 }
 
-/**
- * A field's type: a typeof name, a list of strings, one of a set of values, or a list of entries of a
- * spec. A name ending in `?` is optional; an optional list is kept only when stored, an optional
- * flag only when true, so that records without them read back with the shape they were written in.
- */
-type Field = "string" | "number" | "boolean" | "strings" | ReadonlySet<unknown> | { list: Spec | ReadonlySet<unknown> };
-
-type Spec = Readonly<Record<string, Field>>;
-
-const SCOPED_FIELDS: Spec = { path: "string", scope: "string" };
-
-const IMPORT_FIELDS: Spec = { version: "string", "importedBy?": "string", "truncated?": "boolean" };
-
-const RECORD_FIELDS: Spec = {
-  files: {
-    list: {
-      ...SCOPED_FIELDS,
-      ...IMPORT_FIELDS,
-      bytes: "number",
-      via: new Set(["reminder", "read"]),
-      "imports?": "strings",
-    },
-  },
-  skills: { list: { ...SCOPED_FIELDS, name: "string", version: "string" } },
-  retracted: { list: SCOPED_FIELDS },
-  retractedSkills: { list: SCOPED_FIELDS },
-  skipped: { list: { path: "string", reason: new Set(Object.keys(C.REASONS)), "inImport?": "boolean" } },
-  "alsoGoverns?": { list: SCOPED_FIELDS },
-  "rules?": {
-    list: { path: "string", dir: "string", ...IMPORT_FIELDS, as: new Set(["text", "listing"]), "bytes?": "number" },
-  },
-  "retractedRules?": { list: { path: "string", dir: "string" } },
-  "explained?": { list: new Set(SECTIONS) },
-};
-
-function fieldsOf(entry: Record<string, unknown>, spec: Spec): Record<string, unknown> | undefined {
-  const fields: Record<string, unknown> = {};
-  for (const [name, type] of Object.entries(spec)) {
-    const key = name.endsWith("?") ? name.slice(0, -1) : name;
-    const value = entry[key];
-    if (typeof type === "object" && "list" in type) {
-      if (Array.isArray(value)) fields[key] = value.flatMap((item) => entryOf(item, type.list) ?? []);
-      else if (key === name) fields[key] = [];
-    } else if (key === name || (value !== undefined && value !== false)) {
-      if (!fits(value, type)) return undefined;
-      fields[key] = value;
-    }
-  }
-  return fields;
-}
-
-function entryOf(entry: unknown, type: Spec | ReadonlySet<unknown>): unknown {
-  if (type instanceof Set) return type.has(entry) ? entry : undefined;
-  return isObject(entry) ? fieldsOf(entry, type as Spec) : undefined;
-}
-
-function fits(value: unknown, type: Exclude<Field, { list: unknown }>): boolean {
-  if (type instanceof Set) return type.has(value);
-  if (type === "strings") return Array.isArray(value) && value.every((item) => typeof item === "string");
-  return typeof value === type;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-/** The set a map holds under a key, made when it holds none yet. */
 function setIn<K, V>(map: Map<K, Set<V>>, key: K): Set<V> {
   let set = map.get(key);
   if (!set) map.set(key, (set = new Set()));
@@ -1758,13 +1759,13 @@ function keyOf(kind: Kind, path: string): string {
 }
 
 class Ledger {
-  /** What the model holds, by kind and path (`keyOf`). */
+  /** What the model holds, by `keyOf`. */
   readonly held = new Map<string, Held>();
   /** Keys held for each scope: what a view of that scope may withdraw. */
   readonly byScope = new Map<string, Set<string>>();
   /** Keys whose withdrawal notice the model holds. */
   readonly withdrawn = new Set<string>();
-  /** What the instruction file the model holds for each scope imports: an import stays while one still does. */
+  /** What the instruction file held for each scope imports: an import stays while one still does. */
   readonly importsByScope = new Map<string, Set<string>>();
   /** Skip notices the model holds, by skipKey → reason. */
   readonly skipped = new Map<string, C.Reason>();
@@ -1791,9 +1792,14 @@ class Ledger {
   }
 
   clear(): void {
-    for (const map of [this.held, this.byScope, this.withdrawn, this.importsByScope, this.skipped, this.alsoGoverns])
-      map.clear();
-    this.explained.clear();
+    const all = [this.held, this.byScope, this.withdrawn, this.importsByScope, this.skipped, this.alsoGoverns];
+    for (const map of [...all, this.explained]) map.clear();
+  }
+
+  /** Replays the records of the entries still in the model's context, oldest first. */
+  rebuild(records: Iterable<LedgerRecord>): void {
+    this.clear();
+    for (const record of records) this.apply(record);
   }
 
   /** Withdrawals first: a record that withdraws and sends one path ends holding it. */
@@ -1837,28 +1843,16 @@ class Ledger {
     else if (file.imports) this.importsByScope.set(scope, new Set(file.imports));
     else this.importsByScope.delete(scope);
   }
-
-  /** Whether the file the model holds for a scope other than `scope` imports this path. */
-  importedElsewhere(path: string, scope: string): boolean {
-    for (const [other, imports] of this.importsByScope) if (other !== scope && imports.has(path)) return true;
-    return false;
-  }
-
-  /** Replays the records of the entries still in the model's context, oldest first. */
-  rebuild(records: Iterable<LedgerRecord>): void {
-    this.clear();
-    for (const record of records) this.apply(record);
-  }
 }
 
-// Planning one delivery: what of the viewed chain the model lacks.
+// Planning one delivery: what of the viewed chain the model lacks. Each planned entry holds the
+// record it adds, so the budget drops both together.
 
 interface PlannedFile {
   file: InstructionFile;
   scope: string;
-  /** The model holds an earlier version of this path. */
+  record: FileRecord | RuleRecord;
   supersedes: boolean;
-  importedBy?: string;
   /** Set when the budget cut the text. */
   cutText?: string;
   /** The scope as shown, when it is not the folder's (a rule's globs). */
@@ -1866,9 +1860,16 @@ interface PlannedFile {
 }
 
 interface PlannedSkill extends Skill {
-  scope: string;
+  record: SkillRecord;
   /** Pi listed a skill of this name at start-up, from another location. */
   overridesStartup: boolean;
+}
+
+interface RuleListing {
+  name: string;
+  description: string;
+  scope: string;
+  record: RuleRecord;
 }
 
 interface DeliveryPlan {
@@ -1876,7 +1877,6 @@ interface DeliveryPlan {
   /** Files to append, parent first, each import right after the file that imports it. */
   files: PlannedFile[];
   skills: PlannedSkill[];
-  /** Rule texts (and their imports) and description-only rules, planned by the Rules section. */
   rules?: PlannedFile[];
   ruleListings?: RuleListing[];
   /** What the budget left out of this reminder, announced in one line. */
@@ -1905,42 +1905,45 @@ function planDelivery(ledger: Ledger, input: PlanInput): DeliveryPlan {
   const plan: DeliveryPlan = { record: emptyRecord(), files: [], skills: [] };
   // A copy: the gate applies its record before it formats the reminder.
   if (ledger.explained.size > 0) plan.explainedEarlier = new Set(ledger.explained);
-  const offered = offeredPaths(input.views);
+  const offered = new Set(input.views.flatMap((view) => [view.file?.path, ...view.imports.map((i) => i.file.path)]));
+  const planFile = (file: InstructionFile, scope: string, importedBy?: string): void => {
+    if (file.realPath === input.shownInPart || input.leaveAlone?.has(file.realPath)) return;
+    const held = ledger.get("file", file.path);
+    // One file linked into several folders: the model, holding its text, learns the other scopes.
+    const sentWith = plan.record.files.find((record) => record.path === file.path)?.scope ?? held?.scope;
+    const via = file.realPath === input.shownWhole ? "read" : "reminder";
+    const record: FileRecord = { path: file.path, scope, version: file.version, bytes: file.bytes, via };
+    if (importedBy !== undefined) record.importedBy = importedBy;
+    // A whole read is recorded even when the model already held the file: if a compaction later
+    // drops the earlier delivery but keeps this read, the ledger must still see the file.
+    if (takes(ledger, plan, "file", record, via === "read")) {
+      if (via === "reminder") plan.files.push({ file, scope, record, supersedes: held !== undefined });
+    } else if (importedBy === undefined && sentWith !== undefined && sentWith !== scope) {
+      const told = (plan.record.alsoGoverns ??= []);
+      if (ledger.alsoGoverns.get(file.path)?.has(scope) || told.some((t) => t.path === file.path && t.scope === scope))
+        return;
+      told.push({ path: file.path, scope });
+    }
+  };
   for (const view of input.views) {
-    if (!isUnknown(view, false)) planRetraction(ledger, plan, "file", view.scope, (path) => offered.has(path));
-    if (!isUnknown(view, true))
-      planRetraction(ledger, plan, "skill", view.scope, (path) => view.skills.some((skill) => skill.path === path));
-    planSkips(ledger, view, plan);
-    if (view.file) planFile(ledger, input, plan, { file: view.file, scope: view.scope });
+    const { scope } = view;
+    if (!isUnknown(view, false)) planRetraction(ledger, plan, "file", scope, offered);
+    if (!isUnknown(view, true)) planRetraction(ledger, plan, "skill", scope, new Set(view.skills.map((s) => s.path)));
+    planSkips(ledger, plan, view.rejected);
+    if (view.file) planFile(view.file, scope);
     const root = plan.record.files.at(-1);
     if (root?.path === view.file?.path && view.imports.length > 0) root!.imports = view.imports.map((i) => i.file.path);
-    for (const { file, importedBy } of view.imports)
-      planFile(ledger, input, plan, { file, scope: view.scope, importedBy });
-    for (const skill of view.skills) planSkill(ledger, input, plan, skill, view.scope);
+    for (const { file, importedBy } of view.imports) planFile(file, scope, importedBy);
+    for (const skill of view.skills) {
+      const startup = input.startupSkills?.get(skill.name);
+      const cwd = input.cwdReal;
+      if (startup !== undefined && cwd !== undefined && resolve(cwd, skill.path) === resolve(startup)) continue;
+      const record = { path: skill.path, name: skill.name, scope, version: skill.version };
+      if (takes(ledger, plan, "skill", record))
+        plan.skills.push({ ...skill, record, overridesStartup: startup !== undefined });
+    }
   }
   return plan;
-}
-
-function planFile(
-  ledger: Ledger,
-  input: PlanInput,
-  plan: DeliveryPlan,
-  entry: { file: InstructionFile; scope: string; importedBy?: string },
-): void {
-  const { file, scope, importedBy } = entry;
-  if (file.realPath === input.shownInPart || input.leaveAlone?.has(file.realPath)) return;
-  const held = ledger.get("file", file.path);
-  // One file linked into several folders: the model, holding its text, learns the other scopes.
-  const sentWith = plan.record.files.find((record) => record.path === file.path)?.scope ?? held?.scope;
-  const via = file.realPath === input.shownWhole ? "read" : "reminder";
-  const record: FileRecord = { path: file.path, scope, version: file.version, bytes: file.bytes, via };
-  if (importedBy !== undefined) record.importedBy = importedBy;
-  // A whole read is recorded even when the model already held the file: if a compaction later
-  // drops the earlier delivery but keeps this read, the ledger must still see the file.
-  if (takes(ledger, plan, "file", record, via === "read")) {
-    if (via === "reminder") plan.files.push({ file, scope, supersedes: held !== undefined, importedBy });
-  } else if (importedBy === undefined && sentWith !== undefined)
-    planAlsoGoverns(ledger, plan, file.path, sentWith, scope);
 }
 
 /**
@@ -1957,35 +1960,10 @@ function takes<K extends Kind>(ledger: Ledger, plan: DeliveryPlan, kind: K, reco
   return true;
 }
 
-function planAlsoGoverns(ledger: Ledger, plan: DeliveryPlan, path: string, sentWith: string, scope: string): void {
-  if (sentWith === scope || ledger.alsoGoverns.get(path)?.has(scope)) return;
-  const told = (plan.record.alsoGoverns ??= []);
-  if (!told.some((entry) => entry.path === path && entry.scope === scope)) told.push({ path, scope });
-}
-
-function planSkill(ledger: Ledger, input: PlanInput, plan: DeliveryPlan, skill: Skill, scope: string): void {
-  const startup = input.startupSkills?.get(skill.name);
-  if (startup !== undefined && input.cwdReal !== undefined && resolve(input.cwdReal, skill.path) === resolve(startup))
-    return;
-  if (takes(ledger, plan, "skill", { path: skill.path, name: skill.name, scope, version: skill.version }))
-    plan.skills.push({ ...skill, scope, overridesStartup: startup !== undefined });
-}
-
-/** Every path the chain offers: instruction files and their imports, in any of its folders. */
-function offeredPaths(views: DirectoryView[]): Set<string> {
-  const offered = new Set<string>();
-  for (const view of views) {
-    if (view.file) offered.add(view.file.path);
-    for (const { file } of view.imports) offered.add(file.path);
-  }
-  return offered;
-}
-
 /** Whether an I/O error hid part of what the folder offers: what the model holds of it then stands. */
 function isUnknown(view: DirectoryView, skills: boolean): boolean {
-  return (
-    view.pending === true || view.rejected.some((r) => r.reason === "unreadable" && (r.kind === "skill") === skills)
-  );
+  const unreadable = view.rejected.some((r) => r.reason === "unreadable" && (r.kind === "skill") === skills);
+  return view.pending === true || unreadable;
 }
 
 /**
@@ -1993,20 +1971,15 @@ function isUnknown(view: DirectoryView, skills: boolean): boolean {
  * offers is withdrawn. An import stays while another file the model holds still imports it; a
  * rule's imports go with their rule.
  */
-function planRetraction(
-  ledger: Ledger,
-  plan: DeliveryPlan,
-  kind: Kind,
-  scope: string,
-  offers: (path: string) => boolean,
-) {
+function planRetraction(ledger: Ledger, plan: DeliveryPlan, kind: Kind, scope: string, offered: ReadonlySet<unknown>) {
   const keys = ledger.byScope.get(scope);
   for (const key of keys ?? []) {
     const held = ledger.held.get(key);
-    if (held?.kind !== kind || held.scope !== scope || offers(held.record.path)) continue;
+    if (held?.kind !== kind || held.scope !== scope || offered.has(held.record.path)) continue;
     const { path } = held.record;
     const importedBy = kind === "skill" ? undefined : (held.record as FileRecord | RuleRecord).importedBy;
-    if (importedBy !== undefined && (kind === "rule" || ledger.importedElsewhere(path, scope))) continue;
+    const elsewhere = () => [...ledger.importsByScope].some(([other, paths]) => other !== scope && paths.has(path));
+    if (importedBy !== undefined && (kind === "rule" || elsewhere())) continue;
     if (kind === "file") plan.record.retracted.push({ path, scope });
     else if (kind === "skill") plan.record.retractedSkills.push({ path, scope });
     else
@@ -2019,50 +1992,17 @@ function planRetraction(
 }
 
 /** Instruction files that exist but were refused: the model hears of each once per reason. */
-function planSkips(ledger: Ledger, view: DirectoryView, plan: DeliveryPlan): void {
-  for (const rejection of view.rejected) {
-    if (rejection.kind !== "instruction" && rejection.kind !== "import" && rejection.kind !== "cap") continue;
+function planSkips(ledger: Ledger, plan: DeliveryPlan, rejected: readonly Rejection[]): void {
+  for (const { path, reason, kind, counts } of rejected) {
+    if (kind !== "instruction" && kind !== "import" && kind !== "cap") continue;
     // A file the model holds stays as it is while it cannot be read: nothing to tell.
-    if (rejection.reason === "unreadable" && ledger.get("file", rejection.path) !== undefined) continue;
-    const skip: Skip =
-      rejection.kind === "import"
-        ? { path: rejection.path, reason: rejection.reason, inImport: true }
-        : { path: rejection.path, reason: rejection.reason };
-    if (rejection.counts) skip.counts = rejection.counts;
-    if (ledger.skipped.get(skipKey(skip)) === skip.reason) continue;
-    if (plan.record.skipped.some((s) => skipKey(s) === skipKey(skip) && s.reason === skip.reason)) continue;
-    plan.record.skipped.push(skip);
+    if (reason === "unreadable" && ledger.get("file", path) !== undefined) continue;
+    const skip: Skip = kind === "import" ? { path, reason, inImport: true } : { path, reason };
+    if (counts) skip.counts = counts;
+    const key = skipKey(skip);
+    const told = (other: Skip) => skipKey(other) === key && other.reason === reason;
+    if (ledger.skipped.get(key) !== reason && !plan.record.skipped.some(told)) plan.record.skipped.push(skip);
   }
-}
-
-/** Whether a delivery puts text in front of the model (a read of the file itself puts none). */
-function recordShowsText(r: LedgerRecord): boolean {
-  const appended = r.files.some((file) => file.via === "reminder");
-  const notices = r.retracted.length + r.retractedSkills.length + r.skipped.length + (r.alsoGoverns?.length ?? 0);
-  const rules = (r.rules?.length ?? 0) + (r.retractedRules?.length ?? 0);
-  return appended || r.skills.length + notices + rules > 0;
-}
-
-// Rules in the ledger and in planning.
-
-interface RuleRecord {
-  path: string;
-  /** cwd-relative rule folder it came from. */
-  dir: string;
-  version: string;
-  /** "text": the body was appended; "listing": only its name and description were listed. */
-  as: "text" | "listing";
-  bytes?: number;
-  /** Set for an import of a Claude rule: the rule whose `@path` token brought it in. */
-  importedBy?: string;
-  truncated?: boolean;
-}
-
-interface RuleListing {
-  name: string;
-  description: string;
-  path: string;
-  scope: string;
 }
 
 interface RulePlanInput {
@@ -2077,39 +2017,33 @@ function planRules(ledger: Ledger, plan: DeliveryPlan, input: RulePlanInput): vo
   const folders = ruleFoldersFor(input.discovery, input.views, input.options.ruleSources);
   for (const folder of folders) {
     folder.offered ??= new Set(folder.rules.filter((rule) => rule.meta.kind !== "manual").map((rule) => rule.path));
-    const offered = folder.offered;
-    planRetraction(ledger, plan, "rule", folder.place.display, (path) => offered.has(path));
-    if (folder.rejected.length > 0)
-      planSkips(ledger, { ...emptyView(folder.place.display), rejected: folder.rejected }, plan);
+    planRetraction(ledger, plan, "rule", folder.place.display, folder.offered);
+    planSkips(ledger, plan, folder.rejected);
   }
   if (input.touched.length === 0) return;
   for (const rule of applyingRules(input.discovery, folders, input.touched)) {
-    if (rule.meta.kind === "described") planRuleListing(ledger, plan, input, rule);
-    else planRuleText(ledger, plan, input, rule);
+    const { name, description, kind } = rule.meta;
+    if (kind === "described") {
+      const record: RuleRecord = { path: rule.path, dir: rule.dir, version: rule.listingVersion, as: "listing" };
+      if (takes(ledger, plan, "rule", record))
+        (plan.ruleListings ??= []).push({ name, description, scope: rule.scope, record });
+      continue;
+    }
+    const entries: Array<{ file: InstructionFile; importedBy?: string }> = [{ file: rule.body }];
+    if (rule.source === "claude" && input.options.imports) {
+      const rejected: Rejection[] = [];
+      entries.push(...importsOf(input.discovery, rule.loaded, rule.base, rejected));
+      planSkips(ledger, plan, rejected);
+    }
+    for (const { file, importedBy } of entries) {
+      const { path, version, bytes } = file;
+      const supersedes = ledger.get("rule", path) !== undefined;
+      const record: RuleRecord = { path, dir: rule.dir, version, as: "text", bytes };
+      if (importedBy !== undefined) record.importedBy = importedBy;
+      if (takes(ledger, plan, "rule", record))
+        (plan.rules ??= []).push({ file, scope: rule.base, record, scopeText: shownRuleScope(rule.scope), supersedes });
+    }
   }
-}
-
-function planRuleText(ledger: Ledger, plan: DeliveryPlan, input: RulePlanInput, rule: Rule): void {
-  const entries: Array<{ file: InstructionFile; importedBy?: string }> = [{ file: rule.body }];
-  if (rule.source === "claude" && input.options.imports) {
-    const rejected: Rejection[] = [];
-    entries.push(...importsOf(input.discovery, rule.loaded, rule.base, rejected));
-    if (rejected.length > 0) planSkips(ledger, { ...emptyView(rule.dir), rejected }, plan);
-  }
-  for (const { file, importedBy } of entries) {
-    const supersedes = ledger.get("rule", file.path) !== undefined;
-    const record: RuleRecord = { path: file.path, dir: rule.dir, version: file.version, as: "text", bytes: file.bytes };
-    if (importedBy !== undefined) record.importedBy = importedBy;
-    if (!takes(ledger, plan, "rule", record)) continue;
-    (plan.rules ??= []).push({ file, scope: rule.base, scopeText: shownRuleScope(rule.scope), supersedes, importedBy });
-  }
-}
-
-function planRuleListing(ledger: Ledger, plan: DeliveryPlan, input: RulePlanInput, rule: Rule): void {
-  if (!takes(ledger, plan, "rule", { path: rule.path, dir: rule.dir, version: rule.listingVersion, as: "listing" }))
-    return;
-  const { name, description } = rule.meta;
-  (plan.ruleListings ??= []).push({ name, description, path: rule.path, scope: rule.scope });
 }
 
 // The session projection: which records the model still sees after compaction and context edits.
@@ -2170,12 +2104,12 @@ function projectionShows(messages: readonly unknown[], record: LedgerRecord): bo
   if (!recordShowsText(record)) return true;
   return messages.some((message) => {
     const content = (message as { content?: unknown }).content;
-    if (!Array.isArray(content)) return false;
-    return content.some((block) => typeof block?.text === "string" && holdsReminder(block.text, record.reminder));
+    return Array.isArray(content) && content.some((block) => holdsReminder(block?.text, record.reminder));
   });
 }
 
-function holdsReminder(text: string, digest: string | undefined): boolean {
+function holdsReminder(text: unknown, digest: string | undefined): boolean {
+  if (typeof text !== "string") return false;
   for (let at = text.indexOf(REMINDER_OPEN); at !== -1; at = text.indexOf(REMINDER_OPEN, at + 1)) {
     if (digest === undefined) return true;
     const end = text.indexOf(REMINDER_CLOSE, at);
@@ -2196,19 +2130,11 @@ function skipText(skip: Skip, field: (text: string) => string = reminderField): 
     : C.notLoadedNotice(field(skip.path), C.REASONS[skip.reason]);
 }
 
-/** Escapes text as Pi escapes its own skill listing. */
-function escapeXml(text: string): string {
-  return text
-    .replace(/&/g, "&amp;")
-    .replace(/</g, "&lt;")
-    .replace(/>/g, "&gt;")
-    .replace(/"/g, "&quot;")
-    .replace(/'/g, "&apos;");
-}
+const XML_ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&apos;" };
 
-/** A one-line field or attribute value inside the reminder: it can neither break a line nor a tag. */
+/** A one-line field or attribute value inside the reminder, escaped as Pi escapes its own skill listing. */
 function reminderField(text: string): string {
-  return escapeXml(oneLine(text));
+  return oneLine(text).replace(/[&<>"']/g, (char) => XML_ESCAPES[char]!);
 }
 
 const WRAPPER_CLOSING_TAG = /<(?=\s*\/\s*(?:file|rule|nested-instructions|nested-checks)\b)/gi;
@@ -2237,7 +2163,6 @@ const INTROS: Record<Section, readonly [string, string?]> = {
   ruleListings: [C.RULE_LISTING_INTRO, C.RULE_LISTING_HEADER],
 };
 
-/** Each notice a record carries, as its line. */
 const NOTICE_LINES = {
   retracted: (notice: { path: string }) => `- ${C.withdrawnNotice(reminderField(notice.path))}`,
   retractedSkills: (notice: { path: string }) => `- ${C.skillGoneNotice(reminderField(notice.path))}`,
@@ -2270,101 +2195,81 @@ function lineBytes(line: string): number {
  */
 function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
   const { record } = plan;
-  const entries = [...plan.files, ...(plan.rules ?? [])];
   const itemLines = [...sectionItems(plan).flatMap(([, lines]) => lines), ...noticeLines(record)];
   const frame = byteLength(formatReminder(plan)) - itemLines.reduce((sum, line) => sum + lineBytes(line), 0);
-  const longest = [...entries.map((entry) => entry.file.path), ...plan.skills.map((skill) => skill.path)]
-    .map(reminderField)
+  const longest = [...plan.files, ...(plan.rules ?? []), ...plan.skills]
+    .map((entry) => reminderField(entry.record.path))
     .sort((a, b) => byteLength(b) - byteLength(a));
   const count = itemLines.length;
   let remaining = budgetBytes - frame - byteLength(`\n\n${C.leftOutText(count, count, count, longest)}`);
   const leftOut = { files: 0, skills: 0, notices: 0, names: [] as string[] };
-  const keep = (line: string, drop: () => void): boolean => {
-    if (lineBytes(line) <= remaining) {
-      remaining -= lineBytes(line);
-      return true;
-    }
-    drop();
-    return false;
+  const fits = (line: string): boolean => {
+    if (lineBytes(line) > remaining) return false;
+    remaining -= lineBytes(line);
+    return true;
+  };
+  const gone = new Set<object>();
+  const leave = (entry: { record: HeldRecords[Kind] }, count: "files" | "skills") => {
+    gone.add(entry.record);
+    leftOut[count]++;
+    leftOut.names.push(entry.record.path);
   };
   // Notices that do not fit stay unsaid (and unrecorded) until a later access.
   const notices = record as Record<NoticeKind, unknown[] | undefined>;
   for (const kind of NOTICE_KINDS) {
-    notices[kind] = notices[kind]?.filter((notice) =>
-      keep(NOTICE_LINES[kind](notice as never), () => leftOut.notices++),
-    );
+    notices[kind] = notices[kind]?.filter((notice) => {
+      if (fits(NOTICE_LINES[kind](notice as never))) return true;
+      leftOut.notices++;
+      return false;
+    });
   }
-  const left = new Set<PlannedFile>();
   let kept = 0;
-  for (const index of budgetOrder(plan)) {
-    const entry = entries[index]!;
-    const isRule = index >= plan.files.length;
-    const room = remaining - lineBytes(formatFile({ ...entry, cutText: "" }, isRule));
-    if (kept < C.MAX_REMINDER_FILES && keep(formatFile(entry, isRule), () => {})) {
+  for (const entry of budgetOrder(plan)) {
+    const room = remaining - lineBytes(formatFile({ ...entry, cutText: "" }));
+    if (kept < C.MAX_REMINDER_FILES && fits(formatFile(entry))) {
       kept++;
     } else if (kept < C.MAX_REMINDER_FILES && room > 0 && (room >= C.MIN_CUT_BYTES || kept === 0)) {
       entry.cutText = cutUtf8(entry.file.text, room);
-      const recorded = isRule
-        ? record.rules?.find((rule) => rule.path === entry.file.path)
-        : record.files.find((file) => file.path === entry.file.path && file.via === "reminder");
-      if (recorded) recorded.truncated = true;
-      remaining -= lineBytes(formatFile(entry, isRule));
+      entry.record.truncated = true;
+      remaining -= lineBytes(formatFile(entry));
       kept++;
-    } else {
-      left.add(entry);
-      leftOut.files++;
-      leftOut.names.push(entry.file.path);
-      if (isRule) record.rules = record.rules?.filter((rule) => rule.path !== entry.file.path);
-      else record.files = record.files.filter((file) => file.path !== entry.file.path || file.via !== "reminder");
-    }
+    } else leave(entry, "files");
   }
-  plan.files = plan.files.filter((entry) => !left.has(entry));
-  plan.rules = plan.rules?.filter((entry) => !left.has(entry));
-  plan.ruleListings = plan.ruleListings?.filter((listing) =>
-    keep(ruleListingLine(listing), () => {
-      record.rules = record.rules?.filter((rule) => rule.path !== listing.path);
-      leftOut.files++;
-      leftOut.names.push(listing.path);
-    }),
-  );
-  plan.skills = plan.skills.filter((skill) =>
-    keep(skillLine(skill), () => {
-      record.skills = record.skills.filter((recorded) => recorded.path !== skill.path);
-      leftOut.skills++;
-      leftOut.names.push(skill.path);
-    }),
-  );
+  for (const listing of plan.ruleListings ?? []) if (!fits(ruleListingLine(listing))) leave(listing, "files");
+  for (const skill of plan.skills) if (!fits(skillLine(skill))) leave(skill, "skills");
+  const stays = (entry: { record: object }) => !gone.has(entry.record);
+  plan.files = plan.files.filter(stays);
+  plan.rules = plan.rules?.filter(stays);
+  plan.ruleListings = plan.ruleListings?.filter(stays);
+  plan.skills = plan.skills.filter(stays);
+  record.files = record.files.filter((recorded) => !gone.has(recorded));
+  record.skills = record.skills.filter((recorded) => !gone.has(recorded));
+  record.rules = record.rules?.filter((recorded) => !gone.has(recorded));
   if (leftOut.files + leftOut.skills + leftOut.notices > 0) plan.leftOut = leftOut;
-  const explained = sectionsIn(plan).filter((section) => explains(plan, section));
+  const explained = explainedIn(plan);
   if (explained.length > 0) record.explained = explained;
   else delete record.explained;
 }
 
 /**
- * Indexes of the plan's files, then its rule texts, in the order they claim the budget: deepest
- * scope first, a file before its imports; rule texts after the deepest folder's files.
+ * The plan's files and rule texts in the order they claim the budget: deepest scope first, a file
+ * before its imports; rule texts after the deepest folder's files.
  */
-function budgetOrder(plan: DeliveryPlan): number[] {
-  const depth = (index: number) => depthOf(plan.files[index]!.scope);
-  const imported = (index: number) => Number(plan.files[index]!.importedBy !== undefined);
-  const files = plan.files
-    .map((_, index) => index)
-    .sort((a, b) => depth(b) - depth(a) || imported(a) - imported(b) || a - b);
-  const rules = (plan.rules ?? []).map((_, index) => plan.files.length + index);
-  const deepest = Math.max(0, ...files.map(depth));
-  const at = files.findIndex((index) => depth(index) < deepest);
-  return at === -1 ? [...files, ...rules] : [...files.slice(0, at), ...rules, ...files.slice(at)];
+function budgetOrder(plan: DeliveryPlan): PlannedFile[] {
+  const depth = (entry: PlannedFile) => depthOf(entry.scope);
+  const imported = (entry: PlannedFile) => Number(entry.record.importedBy !== undefined);
+  const order = plan.files.toSorted((a, b) => depth(b) - depth(a) || imported(a) - imported(b));
+  const deepest = Math.max(0, ...order.map(depth));
+  const at = order.findIndex((entry) => depth(entry) < deepest);
+  order.splice(at === -1 ? order.length : at, 0, ...(plan.rules ?? []));
+  return order;
 }
 
-/** Which sections are in a plan: each opens with its explanation or its one-line header. */
-function sectionsIn(plan: DeliveryPlan): Section[] {
-  const counts: Record<Section, number> = {
-    files: plan.files.length,
-    skills: plan.skills.length,
-    rules: plan.rules?.length ?? 0,
-    ruleListings: plan.ruleListings?.length ?? 0,
-  };
-  return SECTIONS.filter((section) => counts[section] > 0);
+/** The sections a plan opens with their full explanation, in the record's order. */
+function explainedIn(plan: DeliveryPlan): Section[] {
+  const { files, skills, rules = [], ruleListings = [] } = plan;
+  const entries: Record<Section, unknown[]> = { files, skills, rules, ruleListings };
+  return SECTIONS.filter((section) => entries[section].length > 0 && explains(plan, section));
 }
 
 function explains(plan: DeliveryPlan, section: Section): boolean {
@@ -2374,19 +2279,11 @@ function explains(plan: DeliveryPlan, section: Section): boolean {
 /** Each section's items as the reminder shows them, in the order it shows them. */
 function sectionItems(plan: DeliveryPlan): Array<[Section, string[]]> {
   return [
-    ["files", plan.files.map((entry) => formatFile(entry, false))],
-    ["rules", (plan.rules ?? []).map((entry) => formatFile(entry, true))],
+    ["files", plan.files.map(formatFile)],
+    ["rules", (plan.rules ?? []).map(formatFile)],
     ["ruleListings", (plan.ruleListings ?? []).map(ruleListingLine)],
     ["skills", plan.skills.map(skillLine)],
   ];
-}
-
-/** The opening tag: it names the paths the tool touched, so a reminder says why it came. */
-function reminderOpening(touched: readonly string[] | undefined): string {
-  const paths = [...new Set(touched ?? [])];
-  if (paths.length === 0) return `${REMINDER_OPEN}>`;
-  const more = paths.length > SHOWN_TOUCHED_PATHS ? ` +${paths.length - SHOWN_TOUCHED_PATHS}` : "";
-  return `${REMINDER_OPEN} touched="${paths.slice(0, SHOWN_TOUCHED_PATHS).map(reminderField).join(", ")}${more}">`;
 }
 
 function formatReminder(plan: DeliveryPlan): string {
@@ -2401,20 +2298,25 @@ function formatReminder(plan: DeliveryPlan): string {
   if (leftOut) {
     blocks.push(C.leftOutText(leftOut.files, leftOut.skills, leftOut.notices, leftOut.names.map(reminderField)));
   }
-  const preamble = sectionsIn(plan).some((section) => explains(plan, section)) ? [C.REMINDER_PREAMBLE] : [];
-  return [reminderOpening(plan.touched), ...preamble, blocks.join("\n\n"), REMINDER_CLOSE].join("\n");
+  // The opening tag names the paths the tool touched, so a reminder says why it came.
+  const touched = [...new Set(plan.touched ?? [])];
+  const more = touched.length > SHOWN_TOUCHED_PATHS ? ` +${touched.length - SHOWN_TOUCHED_PATHS}` : "";
+  const shown = touched.slice(0, SHOWN_TOUCHED_PATHS).map(reminderField).join(", ");
+  const opening = touched.length === 0 ? `${REMINDER_OPEN}>` : `${REMINDER_OPEN} touched="${shown}${more}">`;
+  const preamble = explainedIn(plan).length > 0 ? [C.REMINDER_PREAMBLE] : [];
+  return [opening, ...preamble, blocks.join("\n\n"), REMINDER_CLOSE].join("\n");
 }
 
 /** A file's or a rule's text in its tag: the scope is said only where it is not the file's own folder. */
-function formatFile(entry: PlannedFile, isRule: boolean): string {
-  const { file, scope, supersedes, importedBy, cutText } = entry;
-  const tag = isRule ? "rule" : "file";
+function formatFile(entry: PlannedFile): string {
+  const { file, scope, supersedes, cutText, record } = entry;
+  const tag = "dir" in record ? "rule" : "file";
   const path = reminderField(file.path);
   const shownScope = entry.scopeText ?? (posix.dirname(file.path) === scope ? undefined : scopeGlob(scope));
   const attributes = [
     `path="${path}"`,
     ...(shownScope === undefined ? [] : [`scope="${reminderField(shownScope)}"`]),
-    ...(importedBy === undefined ? [] : [`imported-by="${reminderField(importedBy)}"`]),
+    ...(record.importedBy === undefined ? [] : [`imported-by="${reminderField(record.importedBy)}"`]),
     ...(supersedes ? [`supersedes="${C.SUPERSEDES_MARKER}"`] : []),
   ];
   const text = neutralizeClosingTags((cutText ?? file.text).replace(/\n+$/, ""));
@@ -2425,8 +2327,8 @@ function formatFile(entry: PlannedFile, isRule: boolean): string {
 function skillLine(skill: PlannedSkill): string {
   const precedence = skill.overridesStartup ? C.SKILL_OVERRIDES_STARTUP : "";
   // A skill is for the folder that holds its .agents/skills: its scope is said only for one linked from elsewhere.
-  const own = skill.path.startsWith(`${posix.join(skill.scope, ...C.SKILLS_DIR_SEGMENTS)}/`);
-  const scope = own ? "" : ` (scope ${reminderField(scopeGlob(skill.scope))})`;
+  const own = skill.path.startsWith(`${posix.join(skill.record.scope, ...C.SKILLS_DIR_SEGMENTS)}/`);
+  const scope = own ? "" : ` (scope ${reminderField(scopeGlob(skill.record.scope))})`;
   return `- ${reminderField(skill.name)}${scope}: ${reminderField(skill.description)} [${reminderField(skill.path)}]${precedence}`;
 }
 
@@ -2435,8 +2337,8 @@ function shownRuleScope(scope: string): string {
   return scope === "**" ? C.REPOSITORY_WIDE_SCOPE : scope;
 }
 
-function ruleListingLine({ name, description, path, scope }: RuleListing): string {
-  const fields = [name, shownRuleScope(scope), description, path].map(reminderField);
+function ruleListingLine({ name, description, scope, record }: RuleListing): string {
+  const fields = [name, shownRuleScope(scope), description, record.path].map(reminderField);
   return `- ${fields[0]} (scope ${fields[1]}): ${fields[2]} [${fields[3]}]`;
 }
 
