@@ -478,6 +478,8 @@ interface PendingCall {
   writes?: string;
   /** An edit or write of a file named otherwise, which may reach one through a link: see `writesOf`. */
   mayLink?: boolean;
+  /** An edit or write of an instruction file, or into folders not all there at the call: located again at its result. */
+  relocate?: boolean;
   /** Git's answers for the chains' new folders, asked at tool_call, awaited at the result. */
   gitAnswer?: Promise<void>;
 }
@@ -630,7 +632,9 @@ export class LazyAgents {
     // exist yet, or change one through a link, and the batch must know.
     if (located.links.length === 0 && !edits && !this.options.rules) return undefined;
     const touched = this.options.rules ? touchedPath(discovery, target, env.cwd) : undefined;
-    const rest = { touched: touched === undefined ? [] : [touched], writes, mayLink: edits && !named };
+    // Only the fast path, which found every folder there, takes stats.
+    const relocate = edits && (named || located.stats === undefined);
+    const rest = { touched: touched === undefined ? [] : [touched], writes, mayLink: edits && !named, relocate };
     return { ...base, target, chains: [located], ...rest };
   }
 
@@ -703,8 +707,8 @@ export class LazyAgents {
   private viewsOf(discovery: Discovery, call: PendingCall): DirectoryView[] {
     if (call.commands && shellNamesInstruction(call.commands, this.options.fileNames)) {
       call.chains = shellChains(locateShellWords(discovery, call.commands, this.boundCwd ?? discovery.cwdReal));
-    } else if (call.writes !== undefined) {
-      // A write may have made the folders of the instruction file it wrote: locate them again.
+    } else if (call.relocate) {
+      // The tool may have made the folders, or the instruction file, it wrote: locate them again.
       const located = locateChain(discovery, call.target, false);
       call.chains = located ? [located] : [];
     }
