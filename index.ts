@@ -29,13 +29,12 @@
 //     link leads to passes one source policy, on its path as written and as it resolves:
 //     `sourceRefusal`. The folders of a `.agents/skills` tree are skill content, not scopes: `viewChain`.
 //
-// Sections, in the order a tool call travels: 1 Pi adapter; 2 per-call lifecycle; 2b checks
-// (hookify rules: block, ask or warn); 3 the ledger:
-// what the model holds; 4 reminder text and budget; 5 discovery; 6 caches and the
-// filesystem seam; 7 git; 8 settings; 9 the /lazy-agents report; 10 pure helpers (paths and text,
-// the shell-word reader, the glob matcher). A section uses only what later sections define, but
-// for three knowing exceptions: reminder text formats the ledger's plan, settings read through the
-// filesystem seam, and the report describes everything above it.
+// Sections, in the order a tool call travels: 1 Pi adapter; 2 per-call lifecycle; 2b checks (hookify rules:
+// block, ask or warn); 3 the ledger: what the model holds; 4 reminder text and budget; 5 discovery; 6 caches and
+// the filesystem seam; 7 git; 8 settings; 9 the /lazy-agents report; 10 pure helpers (paths and text, the
+// shell-word reader, the glob matcher). A section uses only what later sections define, but for three knowing
+// exceptions: reminder text formats the ledger's plan, settings read through the filesystem seam, and the
+// report describes everything above it.
 
 import * as nodeFs from "node:fs";
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
@@ -112,19 +111,13 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
 
     // A held-back call has no tool_result: its delivery is recorded on the error result Pi persists.
     // The hook runs for every message, so it is registered only while the gate is on.
-    const recordGateDelivery: ExtensionHandler<MessageEndEvent, MessageEndEventResult> = (event, ctx) =>
-      guarded(
-        ctx,
-        "gateRecord",
-        () => {
-          const message = event.message;
-          if (message.role !== "toolResult") return undefined;
-          const record = engine.gate?.takeRecord(message.toolCallId);
-          if (!record) return undefined;
-          return { message: { ...message, details: withRecord(message.details, record) as typeof message.details } };
-        },
-        nothing,
+    const recordGateDelivery: ExtensionHandler<MessageEndEvent, MessageEndEventResult> = ({ message }) => {
+      if (message.role !== "toolResult") return undefined;
+      const record = engine.gate?.takeRecord(message.toolCallId);
+      return (
+        record && { message: { ...message, details: withRecord(message.details, record) as typeof message.details } }
       );
+    };
     let stopGateHook: (() => void) | undefined;
 
     const loadSettings = (ctx: ExtensionContext): void => {
@@ -174,9 +167,8 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
       engine.endTurn();
       const loaded = turnLoaded;
       turnLoaded = emptyLoaded();
-      if (loaded.files.size + loaded.rules.size + loaded.skills.size === 0) return;
-      const paths = [...loaded.files, ...loaded.rules, ...loaded.skills].map(oneLine);
-      tell(ctx, C.loadedNotice(countsOf(loaded), paths), "info");
+      const paths = [...loaded.files, ...loaded.rules, ...loaded.skills];
+      if (paths.length > 0) tell(ctx, C.loadedNotice(countsOf(loaded), paths.map(oneLine)), "info");
     };
 
     pi.on("session_start", (_event, ctx) => {
@@ -266,19 +258,15 @@ export default createLazyAgents();
 // result awaits git until no question is left, then views, plans and applies in one synchronous
 // step; turn_end confirms what Pi persisted. What a call touches is its tool path or its bash words.
 
-const UNICODE_SPACES = /[\u00A0\u2000-\u200A\u202F\u205F\u3000]/g;
-const NARROW_NO_BREAK_SPACE = "\u202F";
-const RIGHT_SINGLE_QUOTE = "\u2019";
-
 /**
- * A tool's `path` argument resolved as Pi's built-in tools do (unicode spaces, a leading `@`, `~`,
- * `file://`), or undefined for input no tool could open. With `exists`, a path that is not there
- * falls back as Pi's read tool does, to the first of its other spellings that exists. Exported for tests.
+ * A tool's `path` argument resolved as Pi's built-in tools do (unicode spaces, a leading `@`, `~`, `file://`), or
+ * undefined for input no tool could open. With `exists`, a path that is not there falls back as Pi's read tool
+ * does, to the first of its other spellings that exists. Exported for tests.
  */
 export function resolveToolPath(raw: unknown, cwd: string, exists?: (path: string) => boolean): string | undefined {
   if (typeof raw !== "string" || raw.trim() === "" || raw.includes("\0")) return undefined;
   if (Buffer.byteLength(raw) > C.MAX_PATH_BYTES) return undefined;
-  let path = raw.replace(UNICODE_SPACES, " ");
+  let path = raw.replace(/[\u00A0\u2000-\u200A\u202F\u205F\u3000]/g, " ");
   if (path.startsWith("@")) path = path.slice(1);
   const home = expandHome(path);
   if (home !== undefined) path = home;
@@ -290,7 +278,7 @@ export function resolveToolPath(raw: unknown, cwd: string, exists?: (path: strin
       return undefined;
     }
   }
-  const resolved = isAbsolute(path) ? resolve(path) : resolve(cwd, path);
+  const resolved = resolve(cwd, path);
   return exists === undefined ? resolved : readPathFallback(resolved, exists);
 }
 
@@ -304,10 +292,10 @@ function readPathFallback(resolved: string, exists: (path: string) => boolean): 
   if (!/[^\x00-\x7F]|'| (?:AM|PM)\./i.test(resolved)) return resolved;
   const nfd = resolved.normalize("NFD");
   const variants = [
-    resolved.replace(/ (AM|PM)\./gi, `${NARROW_NO_BREAK_SPACE}$1.`),
+    resolved.replace(/ (AM|PM)\./gi, "\u202F$1."),
     nfd,
-    resolved.replace(/'/g, RIGHT_SINGLE_QUOTE),
-    nfd.replace(/'/g, RIGHT_SINGLE_QUOTE),
+    resolved.replace(/'/g, "\u2019"),
+    nfd.replace(/'/g, "\u2019"),
   ].filter((variant) => variant !== resolved);
   if (variants.length === 0 || exists(resolved)) return resolved;
   return variants.find(exists) ?? resolved;
@@ -323,13 +311,10 @@ interface ShellWordOutcome {
   path?: string;
 }
 
-/** A word's folder: its chain of real folders, one that does not exist, or one to resolve through real paths. */
-type ShellFolder = Located | "missing" | "resolve";
-
 /** Locates what the words name. Each distinct path costs one lstat, and only once its folders are known to be real. */
 function locateShellWords(discovery: Discovery, commands: ShellCommand[], cwd: string): ShellWordOutcome[] {
   const byPath = new Map<string, Located | C.ShellWordReason>();
-  const folders = new Map<string, ShellFolder>();
+  const folders = new Map<string, Located | undefined>();
   return commands.flatMap(({ uses }) =>
     uses.map((use): ShellWordOutcome => {
       if (use.role === "skip") return { use, reason: use.reason };
@@ -350,34 +335,32 @@ function shellChains(outcomes: ShellWordOutcome[]): Located[] {
   return [...chains.values()];
 }
 
+/** A written word's folder, which the command may create; a read word's existing file (its folder) or folder. */
 function locateShellPath(
   discovery: Discovery,
   role: "read" | "write",
   path: string,
-  folders: Map<string, ShellFolder>,
+  folders: Map<string, Located | undefined>,
 ): Located | C.ShellWordReason {
   if (path.includes("\0") || Buffer.byteLength(path) > C.MAX_PATH_BYTES) return "missing";
   if (!mayBeInside(discovery, path)) return "outside";
   const located = role === "write" ? locateChain(discovery, path, false) : locateExisting(discovery, path, folders);
-  if (located === undefined) return "outside";
   if (typeof located === "string") return located;
-  return located.links.length === 0 ? "cwdItself" : located;
+  return located === undefined ? "outside" : located.links.length === 0 ? "cwdItself" : located;
 }
 
-/** An existing file (its folder) or folder (itself); nothing for a word that names nothing. */
 function locateExisting(
   discovery: Discovery,
   path: string,
-  folders: Map<string, ShellFolder>,
+  folders: Map<string, Located | undefined>,
 ): Located | C.ShellWordReason | undefined {
   const folder = dirname(path);
   // Only cwd itself has its folder outside: nothing above it is ever looked at.
   if (folder === path || !mayBeInside(discovery, folder)) return "cwdItself";
-  let parent = folders.get(folder);
-  if (parent === undefined) folders.set(folder, (parent = shellFolder(discovery, folder)));
-  if (parent === "missing") return "missing";
+  if (!folders.has(folder)) folders.set(folder, shellFolder(discovery, folder));
+  const parent = folders.get(folder);
   // Only a folder whose every step below cwd is a real folder lets the word be looked at as written.
-  if (parent !== "resolve") {
+  if (parent) {
     const kind = wordKind(discovery, path, parent.stats!.at(-1));
     if (kind === "missing") return "missing";
     if (typeof kind === "object")
@@ -391,23 +374,20 @@ function locateExisting(
   return stats === "missing" ? stats : locateChain(discovery, target, stats?.isDirectory() === true);
 }
 
-/** A word's folder walked down from cwd, one lstat per step; a link, an error or another spelling resolves. */
-function shellFolder(discovery: Discovery, folder: string): ShellFolder {
+/**
+ * A word's folder walked down from cwd, one lstat per step; undefined when it is to be looked at through its real
+ * path (a step missing, a link, an error, or another spelling of the folder: one folder, one identity).
+ */
+function shellFolder(discovery: Discovery, folder: string): Located | undefined {
   const rel = relativeInside(discovery.cwdReal, folder);
   if (rel === "") return { links: [], stats: [] };
-  if (rel === undefined) return "resolve";
+  if (rel === undefined) return undefined;
   const fresh = !discovery.chains.has(rel);
   const links = chainFor(discovery, rel);
   const { stats, stop } = lstatChain(discovery.fs, links);
-  if (stop === "error") return "resolve";
-  if (stop === "missing") return "missing";
-  if (stop !== undefined) return stop.isSymbolicLink() ? "resolve" : "missing";
-  if (fresh && !spelledAsOnDisk(discovery, links, stats)) {
-    // One folder, one identity: another spelling is looked at through its real path, every time.
-    discovery.chains.delete(rel);
-    return "resolve";
-  }
-  return { links, stats };
+  if (stop === undefined && (!fresh || spelledAsOnDisk(discovery, links, stats))) return { links, stats };
+  if (stop === undefined) discovery.chains.delete(rel);
+  return undefined;
 }
 
 /**
@@ -422,8 +402,7 @@ function wordKind(discovery: Discovery, path: string, folder: nodeFs.Stats | und
   const cached = folder && known.get(path);
   if (cached && sameSignature(cached.folder, folder)) return cached.kind;
   const stats = fsOr("link" as const, () => discovery.fs.lstat(path));
-  if (stats === "link") return stats;
-  if (stats?.isDirectory()) return stats;
+  if (stats === "link" || stats?.isDirectory()) return stats;
   const kind = !stats ? "missing" : stats.isSymbolicLink() ? "link" : "file";
   if (folder && kind !== "link") {
     if (known.size >= C.MAX_SHELL_WORD_CACHE) known.clear();
@@ -442,8 +421,6 @@ function shellNamesInstruction(commands: ShellCommand[], fileNames: readonly str
     uses.some((use) => use.role !== "skip" && fileNames.includes(posix.basename(use.path))),
   );
 }
-
-const FILE_TOOLS: ReadonlySet<string> = new Set(["read", "edit", "write"]);
 
 interface CallEnvironment {
   cwd: string;
@@ -469,7 +446,6 @@ interface PendingCall {
   /** Its target's chain, or those its bash words activate. */
   chains: Located[];
   withSkills: boolean;
-  partial?: boolean;
   /** cwd-relative paths the call touched, for rule globs. */
   touched: string[];
   /** A bash call's commands, located again after it ran when they name an instruction file. */
@@ -500,7 +476,6 @@ export class LazyAgents {
   contextMark?: string | null;
   /** Failures the hooks caught, by label, for `/lazy-agents`. */
   readonly failures = new Map<C.FailureLabel, number>();
-  /** hookify rules of cwd and the folders seen (see the Checks section). */
   readonly checks: CheckState = newCheckState();
   git?: GitIgnoreOracle;
   startupSkills = new Map<string, string>();
@@ -510,10 +485,11 @@ export class LazyAgents {
   private boundCwd?: string;
   private sweepScheduled = false;
   // Per-call state: calls between tool_call and result; nested calls that activated, waiting for their
-  // outermost call's result; records this turn's results carry, until turn_end shows what Pi persisted.
+  // outermost call's result; the outermost call of each nested one; records this turn's results carry,
+  // until turn_end shows what Pi persisted.
   private readonly pending = new Map<string, PendingCall>();
   private readonly nested = new Map<string, PendingCall[]>();
-  private readonly parentOf = new Map<string, string>();
+  private readonly rootOf = new Map<string, string>();
   private readonly unconfirmed = new Map<string, LedgerRecord>();
 
   constructor(fs: FileSystem = nodeFileSystem, spawner: SpawnGit = spawnGit) {
@@ -569,22 +545,22 @@ export class LazyAgents {
   }
 
   /**
-   * Before the tool runs: locates what the call touches and asks git about new folders, so that
-   * the answers overlap the tool's run. Only the write gate views and plans here, for outermost
-   * writes and edits, once git has answered.
+   * Before the tool runs: locates what the call touches and asks git about new folders, so that the answers
+   * overlap the tool's run. Only the write gate views and plans here, for outermost writes and edits.
    */
   onToolCall(event: ToolCallEvent, env: CallEnvironment): GateOutcome | undefined | Promise<GateOutcome | undefined> {
-    if (event.parentToolCallId !== undefined) this.parentOf.set(event.toolCallId, event.parentToolCallId);
+    const parent = event.parentToolCallId;
+    if (parent !== undefined) this.rootOf.set(event.toolCallId, this.rootOf.get(parent) ?? parent);
     if (!this.options.enabled || !this.options.triggers.has(event.toolName)) return undefined;
     const discovery = this.discoveryFor(env.cwd);
-    const call = discovery && this.locate(discovery, event, env);
+    if (!discovery) return undefined;
+    this.sweepSoon(discovery);
+    const call = this.locate(discovery, event, env);
     if (!call) return undefined;
-    call.gitAnswer = askGit(discovery!, this.git, chainQuestionsOf(discovery!, [call]));
+    call.gitAnswer = askGit(discovery, this.git, chainQuestionsOf(discovery, [call]));
     this.pending.set(event.toolCallId, call);
     const gate = this.gate;
-    if (!gate || event.parentToolCallId !== undefined || (event.toolName !== "write" && event.toolName !== "edit")) {
-      return undefined;
-    }
+    if (!gate || parent !== undefined || (event.toolName !== "write" && event.toolName !== "edit")) return undefined;
     return this.settle([call], call.gitAnswer, nothingShown, (views, plan) => {
       this.inspection.record(views);
       const held = gate.hold(event.toolCallId, call.target, plan, views, this.ledger, this.options.budgetBytes);
@@ -595,16 +571,10 @@ export class LazyAgents {
 
   /** What a call touches, located; undefined for a call that touches nothing we deliver for. */
   private locate(discovery: Discovery, event: ToolCallEvent, env: CallEnvironment): PendingCall | undefined {
-    const read = isToolCallEventType("read", event) ? event.input : undefined;
-    const base = {
-      toolName: event.toolName,
-      rootId: this.rootOf(event.toolCallId),
-      withSkills: env.trusted && this.options.skills,
-      partial: read !== undefined && (read.offset !== undefined || read.limit !== undefined),
-    };
+    const rootId = this.rootOf.get(event.toolCallId) ?? event.toolCallId;
+    const base = { toolName: event.toolName, rootId, withSkills: env.trusted && this.options.skills };
     if (isToolCallEventType("bash", event)) {
       if (typeof event.input.command !== "string") return undefined;
-      this.sweepSoon(discovery);
       const commands = readShellCommand(event.input.command);
       const outcomes = locateShellWords(discovery, commands, env.cwd);
       const chains = shellChains(outcomes);
@@ -617,14 +587,12 @@ export class LazyAgents {
       if (chains.length === 0 && touched.size === 0) return undefined;
       return { ...base, target: "", chains, touched: [...touched], commands };
     }
-    const targetIsDirectory = !FILE_TOOLS.has(event.toolName);
     // Search tools and other triggers name a folder, cwd when they name none (as Pi's do).
+    const targetIsDirectory = !["read", "edit", "write"].includes(event.toolName);
     const raw = (event.input as { path?: unknown }).path ?? (targetIsDirectory ? "." : undefined);
-    const target = resolveToolPath(raw, env.cwd, read ? discovery.readFallback : undefined);
-    if (target === undefined) return undefined;
-    this.sweepSoon(discovery);
-    const located = locateChain(discovery, target, targetIsDirectory);
-    if (located === undefined) return undefined;
+    const target = resolveToolPath(raw, env.cwd, event.toolName === "read" ? discovery.readFallback : undefined);
+    const located = target === undefined ? undefined : locateChain(discovery, target, targetIsDirectory);
+    if (target === undefined || located === undefined) return undefined;
     const edits = event.toolName === "edit" || event.toolName === "write";
     const named = edits && this.options.fileNames.includes(basename(target));
     const writes = named ? (discovery.realpathOrUndefined(target) ?? target) : undefined;
@@ -651,12 +619,6 @@ export class LazyAgents {
       if (inside && this.options.fileNames.includes(basename(real))) call.writes = real;
     }
     return call.writes;
-  }
-
-  private rootOf(toolCallId: string): string {
-    let id = toolCallId;
-    for (let hops = 0; hops < 64 && this.parentOf.has(id); hops++) id = this.parentOf.get(id)!;
-    return id;
   }
 
   /**
@@ -686,7 +648,6 @@ export class LazyAgents {
       startupSkills: this.startupSkills,
       cwdReal: discovery?.cwdReal,
     });
-    // Rules touch point: rules contribute planned entries alongside the views.
     const touched = calls.flatMap((call) => call.touched);
     if (this.options.rules && discovery)
       planRules(this.ledger, plan, { discovery, views, touched, options: this.options });
@@ -703,12 +664,11 @@ export class LazyAgents {
     await this.settle([look], undefined, nothingShown, () => undefined);
   }
 
-  /** A call's views: its chains located again when the tool wrote an instruction file into them. */
+  /** A call's views, its chains located again when the tool may have made their folders or instruction files. */
   private viewsOf(discovery: Discovery, call: PendingCall): DirectoryView[] {
     if (call.commands && shellNamesInstruction(call.commands, this.options.fileNames)) {
       call.chains = shellChains(locateShellWords(discovery, call.commands, this.boundCwd ?? discovery.cwdReal));
     } else if (call.relocate) {
-      // The tool may have made the folders, or the instruction file, it wrote: locate them again.
       const located = locateChain(discovery, call.target, false);
       call.chains = located ? [located] : [];
     }
@@ -750,7 +710,7 @@ export class LazyAgents {
   onToolResult(event: ToolResultEvent): ResultOutcome | undefined | Promise<ResultOutcome | undefined> {
     const call = this.pending.get(event.toolCallId);
     this.pending.delete(event.toolCallId);
-    this.parentOf.delete(event.toolCallId);
+    this.rootOf.delete(event.toolCallId);
     const own = call !== undefined && activates(call.toolName, event.isError) ? call : undefined;
     if (own && own.rootId !== event.toolCallId) {
       this.nested.set(own.rootId, [...(this.nested.get(own.rootId) ?? []), own]);
@@ -780,9 +740,9 @@ export class LazyAgents {
     if (target === undefined) return {};
     // A failed write showed nothing: the file on disk is still the one the model lacks.
     if (call.toolName === "write") return event.isError ? {} : { shownWhole: target };
-    if (call.toolName !== "read") return {};
-    const whole = !call.partial && !(isReadToolResult(event) && event.details?.truncation?.truncated === true);
-    return whole ? { shownWhole: target } : { shownInPart: target };
+    if (!isReadToolResult(event)) return {};
+    const partial = event.input.offset !== undefined || event.input.limit !== undefined;
+    return partial || event.details?.truncation?.truncated === true ? { shownInPart: target } : { shownWhole: target };
   }
 
   /** Real path of a read's target when the chain imports it; resolved only when the chain imports. */
@@ -798,18 +758,16 @@ export class LazyAgents {
     if (isRecordEmpty(plan.record)) return undefined;
     // Planned and applied with no await in between: a sibling's result plans against this delivery.
     const text = recordShowsText(plan.record) ? formatReminder(plan) : undefined;
-    if (text !== undefined) plan.record.reminder = versionOf(text);
     const patch: ToolResultEventResult = { details: withRecord(event.details, plan.record) };
     if (text !== undefined) {
+      plan.record.reminder = versionOf(text);
       patch.content = [...event.content, { type: "text", text }];
       if (event.structuredContent !== undefined) patch.structuredContent = event.structuredContent;
-    }
-    this.ledger.apply(plan.record);
-    if (patch.content) {
       if (this.unconfirmed.size >= C.MAX_UNCONFIRMED_RESULTS)
         this.unconfirmed.delete(this.unconfirmed.keys().next().value!);
       this.unconfirmed.set(event.toolCallId, plan.record);
     }
+    this.ledger.apply(plan.record);
     return { answer: patch, plan };
   }
 
@@ -845,7 +803,7 @@ export class LazyAgents {
 
   /** Forgets what calls that never reached their result left behind; all calls of the turn are done. */
   endTurn(): void {
-    for (const map of [this.pending, this.nested, this.parentOf, this.unconfirmed]) map.clear();
+    for (const map of [this.pending, this.nested, this.rootOf, this.unconfirmed]) map.clear();
     this.gate?.endTurn();
   }
 
@@ -855,7 +813,7 @@ export class LazyAgents {
       pending: this.pending.size,
       nested: this.nested.size,
       written: [...this.pending.values()].filter((call) => call.writes !== undefined).length,
-      parentOf: this.parentOf.size,
+      parentOf: this.rootOf.size,
       unconfirmed: this.unconfirmed.size,
       gateRecords: this.gate?.records.size ?? 0,
       gatedScopes: this.gate?.scopes.size ?? 0,
@@ -951,10 +909,7 @@ function mergeViews(views: DirectoryView[]): DirectoryView[] {
 }
 
 function withRecord(details: unknown, record: LedgerRecord): Record<string, unknown> {
-  const base =
-    typeof details === "object" && details !== null && !Array.isArray(details)
-      ? (details as Record<string, unknown>)
-      : {};
+  const base = typeof details === "object" && details !== null && !Array.isArray(details) ? details : {};
   return { ...base, [C.DETAILS_KEY]: record };
 }
 
