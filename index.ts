@@ -114,9 +114,8 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
     const recordGateDelivery: ExtensionHandler<MessageEndEvent, MessageEndEventResult> = ({ message }) => {
       if (message.role !== "toolResult") return undefined;
       const record = engine.gate?.takeRecord(message.toolCallId);
-      return (
-        record && { message: { ...message, details: withRecord(message.details, record) as typeof message.details } }
-      );
+      if (!record) return undefined;
+      return { message: { ...message, details: withRecord(message.details, record) as typeof message.details } };
     };
     let stopGateHook: (() => void) | undefined;
 
@@ -374,20 +373,12 @@ function locateExisting(
   return stats === "missing" ? stats : locateChain(discovery, target, stats?.isDirectory() === true);
 }
 
-/**
- * A word's folder walked down from cwd, one lstat per step; undefined when it is to be looked at through its real
- * path (a step missing, a link, an error, or another spelling of the folder: one folder, one identity).
- */
+/** A word's folder as `locateChain`'s fast path finds it; undefined to look at the word through its real path. */
 function shellFolder(discovery: Discovery, folder: string): Located | undefined {
   const rel = relativeInside(discovery.cwdReal, folder);
   if (rel === "") return { links: [], stats: [] };
-  if (rel === undefined) return undefined;
-  const fresh = !discovery.chains.has(rel);
-  const links = chainFor(discovery, rel);
-  const { stats, stop } = lstatChain(discovery.fs, links);
-  if (stop === undefined && (!fresh || spelledAsOnDisk(discovery, links, stats))) return { links, stats };
-  if (stop === undefined) discovery.chains.delete(rel);
-  return undefined;
+  const located = rel === undefined ? undefined : locateChain(discovery, folder, true);
+  return located?.stats ? located : undefined;
 }
 
 /**
@@ -462,8 +453,6 @@ interface PendingCall {
 
 type Shown = Pick<PlanInput, "shownWhole" | "shownInPart">;
 
-const nothingShown = (): Shown => ({});
-
 // Exported for tests: they read the engine's state through onEngine.
 export class LazyAgents {
   readonly fs: FileSystem;
@@ -507,24 +496,22 @@ export class LazyAgents {
   /** The discovery of cwd, made once per cwd: its real path is the boundary every candidate is checked against. */
   discoveryFor(cwd: string): Discovery | undefined {
     // The warm path: cwd does not move within a session, so its real path is resolved once.
-    let discovery = this.boundCwd === cwd ? this.discovery : undefined;
-    if (!discovery) {
-      this.boundCwd = cwd;
+    if (this.boundCwd !== cwd || !this.discovery) {
       const cwdReal = fsOr(undefined, () => this.fs.realpath(resolve(cwd)));
       if (cwdReal === undefined) return undefined;
-      if (this.discovery?.cwdReal === cwdReal) discovery = this.discovery;
-      else {
-        if (this.git?.cwdReal !== cwdReal) {
-          this.git?.stop();
-          this.git = new GitIgnoreOracle(cwdReal, this.spawner);
-        }
-        discovery = this.discovery = new Discovery(this.fs, cwdReal, this.options, () => this.git?.available === true);
-        discovery.logicalCwd = resolve(cwd);
-        discovery.learnStartupFiles(this.startupFiles);
+      this.boundCwd = cwd;
+      if (this.git?.cwdReal !== cwdReal) {
+        this.git?.stop();
+        this.git = new GitIgnoreOracle(cwdReal, this.spawner);
+      }
+      if (this.discovery?.cwdReal !== cwdReal) {
+        this.discovery = new Discovery(this.fs, cwdReal, this.options, () => this.git?.available === true);
+        this.discovery.logicalCwd = resolve(cwd);
+        this.discovery.learnStartupFiles(this.startupFiles);
       }
     }
-    discovery.options = this.options;
-    return discovery;
+    this.discovery.options = this.options;
+    return this.discovery;
   }
 
   shutdown(): void {
@@ -561,7 +548,7 @@ export class LazyAgents {
     this.pending.set(event.toolCallId, call);
     const gate = this.gate;
     if (!gate || parent !== undefined || (event.toolName !== "write" && event.toolName !== "edit")) return undefined;
-    return this.settle([call], call.gitAnswer, nothingShown, (views, plan) => {
+    return this.settle([call], call.gitAnswer, (views, plan) => {
       this.inspection.record(views);
       const held = gate.hold(event.toolCallId, call.target, plan, views, this.ledger, this.options.budgetBytes);
       if (held) this.pending.delete(event.toolCallId);
@@ -629,12 +616,12 @@ export class LazyAgents {
   private settle<T>(
     calls: PendingCall[],
     wait: Promise<void> | undefined,
-    shown: (views: DirectoryView[]) => Shown,
     finish: (views: DirectoryView[], plan: DeliveryPlan) => T,
+    shown: (views: DirectoryView[]) => Shown = () => ({}),
     round = 0,
   ): T | Promise<T> {
     if (wait) {
-      const again = () => this.settle(calls, undefined, shown, finish, round + 1);
+      const again = () => this.settle(calls, undefined, finish, shown, round + 1);
       return wait.then(again, again);
     }
     const discovery = this.discovery;
@@ -655,13 +642,13 @@ export class LazyAgents {
     // What the views and plan just built left open (imports, rule folders).
     const open = [...discovery.gitAnswers.takeWanted(), ...chainQuestionsOf(discovery, calls)];
     const answers = askGit(discovery, this.git, open);
-    return answers ? this.settle(calls, answers, shown, finish, round) : finish(views, plan);
+    return answers ? this.settle(calls, answers, finish, shown, round) : finish(views, plan);
   }
 
   /** Resolves once git has answered all that views of these chains ask (`/lazy-agents why` waits so too). */
   async settled(chains: Located[], withSkills: boolean): Promise<void> {
     const look = { toolName: "ls", rootId: "", target: "", chains, withSkills, touched: [] };
-    await this.settle([look], undefined, nothingShown, () => undefined);
+    await this.settle([look], undefined, () => undefined);
   }
 
   /** A call's views, its chains located again when the tool may have made their folders or instruction files. */
@@ -693,9 +680,8 @@ export class LazyAgents {
     setImmediate(() => {
       this.sweepScheduled = false;
       try {
-        if (discovery === this.discovery && discovery.sweep()) {
+        if (discovery === this.discovery && discovery.sweep())
           this.inspection.prune((scope) => discovery.exists(join(discovery.cwdReal, scope)));
-        }
       } catch {
         // Outside any hook: counted as a hook's failure is. The caches stay as they were: correct, only larger.
         this.noteFailure("sweep");
@@ -722,12 +708,13 @@ export class LazyAgents {
     const shown = (views: DirectoryView[]) => (own ? this.shownByTool(own, event, views) : {});
     // A file tool's reminder is for the path its call names; a command's or a script's names the paths it touched.
     const named = calls.length > (own ? 1 : 0) || own?.commands !== undefined;
-    return this.settle(calls, joinAnswers(...calls.map((c) => c.gitAnswer)), shown, (views, plan) => {
+    const finish = (views: DirectoryView[], plan: DeliveryPlan) => {
       this.inspection.record(views);
       const touched = calls.flatMap((c) => c.touched);
       if (named && touched.length > 0) plan.touched = touched;
       return this.deliver(event, plan);
-    });
+    };
+    return this.settle(calls, joinAnswers(...calls.map((c) => c.gitAnswer)), finish, shown);
   }
 
   /** What of an instruction file or an import the tool's own output already shows the model. */
@@ -736,20 +723,16 @@ export class LazyAgents {
     // offers an instruction file, also by where it leads.
     const writes = call.toolName === "write" && views.some((view) => view.file) ? this.writesOf(call) : call.writes;
     const named = writes !== undefined || this.options.fileNames.includes(basename(call.target));
-    const target = named ? this.discovery?.realpathOrUndefined(call.target) : this.importTarget(call, views);
-    if (target === undefined) return {};
+    // Another read's target is resolved only when the chain imports something.
+    const imports = !named && call.toolName === "read" && views.some((view) => view.imports.length > 0);
+    const target = named || imports ? this.discovery?.realpathOrUndefined(call.target) : undefined;
+    const imported = imports && views.some((view) => view.imports.some(({ file }) => file.realPath === target));
+    if (target === undefined || !(named || imported)) return {};
     // A failed write showed nothing: the file on disk is still the one the model lacks.
     if (call.toolName === "write") return event.isError ? {} : { shownWhole: target };
     if (!isReadToolResult(event)) return {};
     const partial = event.input.offset !== undefined || event.input.limit !== undefined;
     return partial || event.details?.truncation?.truncated === true ? { shownInPart: target } : { shownWhole: target };
-  }
-
-  /** Real path of a read's target when the chain imports it; resolved only when the chain imports. */
-  private importTarget(call: PendingCall, views: DirectoryView[]): string | undefined {
-    if (call.toolName !== "read" || !views.some((view) => view.imports.length > 0)) return undefined;
-    const real = this.discovery?.realpathOrUndefined(call.target);
-    return views.some((view) => view.imports.some(({ file }) => file.realPath === real)) ? real : undefined;
   }
 
   private deliver(event: ToolResultEvent, plan: DeliveryPlan): ResultOutcome | undefined {
