@@ -17,7 +17,7 @@
 //  7. The reminder fits REMINDER_BUDGET_BYTES and MAX_REMINDER_FILES: the deepest files whole first,
 //     broader ones cut, the rest announced as left out: `fitPlanToBudget`.
 //  8. With gateWrites on, the first write or edit into a scope whose instructions the model lacks
-//     is held back once, the instructions in its reason: `WriteGate.hold`.
+//     is held back once, the instructions in its reason: `LazyAgents.onToolCall`.
 //  9. A bash command is read, never run: a word names a path to activate when `shellWordUse` says so.
 // 10. A glob rule of .claude/.cursor/.github applies when a touched path matches it: `ruleApplies`.
 // 11. Each part of a reminder (files, skills, rules, rule listings) opens with its full explanation
@@ -113,8 +113,9 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
     // The hook runs for every message, so it is registered only while the gate is on.
     const recordGateDelivery: ExtensionHandler<MessageEndEvent, MessageEndEventResult> = ({ message }) => {
       if (message.role !== "toolResult") return undefined;
-      const record = engine.gate?.takeRecord(message.toolCallId);
+      const record = engine.gate?.records.get(message.toolCallId);
       if (!record) return undefined;
+      engine.gate!.records.delete(message.toolCallId);
       return { message: { ...message, details: withRecord(message.details, record) as typeof message.details } };
     };
     let stopGateHook: (() => void) | undefined;
@@ -235,15 +236,14 @@ function then<T, R>(value: T | Promise<T>, next: (value: T) => R): R | Promise<R
 async function commandReport(engine: LazyAgents, args: string, env: CallEnvironment): Promise<string> {
   try {
     const words = args.trim();
-    if (words === "help") return C.REPORT_USAGE;
     if (words.startsWith("why ")) {
       const quoted = quotedCommand(words.slice(4));
       if (quoted !== undefined) return await explainCommand(engine, quoted, env);
       const why = await explainPath(engine, words.slice(4), env);
       return [why, ...checkWhy(engine, env, words.slice(4).trim())].join("\n");
     }
-    engine.discoveryFor(env.cwd);
     if (words !== "" && words !== C.VERBOSE_ARGUMENT) return C.REPORT_USAGE;
+    engine.discoveryFor(env.cwd);
     return [formatInspection(engine, words === C.VERBOSE_ARGUMENT), ...checkReport(engine, env)].join("\n");
   } catch {
     return C.REPORT_FAILED;
@@ -548,11 +548,27 @@ export class LazyAgents {
     this.pending.set(event.toolCallId, call);
     const gate = this.gate;
     if (!gate || parent !== undefined || (event.toolName !== "write" && event.toolName !== "edit")) return undefined;
-    return this.settle([call], call.gitAnswer, (views, plan) => {
+    // Held back when the plan carries instructions (or a sibling's do). A retry goes through even when the budget
+    // left files out of the reason: its own result carries them.
+    return this.settle([call], call.gitAnswer, (views, plan): GateOutcome | undefined => {
       this.inspection.record(views);
-      const held = gate.hold(event.toolCallId, call.target, plan, views, this.ledger, this.options.budgetBytes);
-      if (held) this.pending.delete(event.toolCallId);
-      return held;
+      if (gate.retries.delete(call.target)) return undefined;
+      const carries = () => plan.files.length > 0 || (plan.rules?.length ?? 0) > 0;
+      if (carries()) fitPlanToBudget(plan, this.options.budgetBytes);
+      // A write into a scope gated in this turn: its instructions reach the model only after it.
+      const sibling = !carries() && views.some((view) => gate.scopes.has(view.scope));
+      if (!carries() && !sibling) return undefined;
+      this.pending.delete(event.toolCallId);
+      if (sibling)
+        return { answer: { block: true, reason: C.GATE_SIBLING_TEXT }, plan: { ...plan, record: emptyRecord() } };
+      const text = formatReminder(plan);
+      plan.record.reminder = versionOf(text);
+      this.ledger.apply(plan.record);
+      gate.records.set(event.toolCallId, plan.record);
+      if (gate.retries.size >= C.MAX_UNCONFIRMED_RESULTS) gate.retries.delete(gate.retries.values().next().value!);
+      gate.retries.add(call.target);
+      for (const entry of plan.files) gate.scopes.add(entry.scope);
+      return { answer: { block: true, reason: `${text}\n${C.GATE_RETRY_TEXT}` }, plan };
     });
   }
 
@@ -566,13 +582,10 @@ export class LazyAgents {
       const outcomes = locateShellWords(discovery, commands, env.cwd);
       const chains = shellChains(outcomes);
       // Rules touch point: the cwd-relative paths the command names, for rule globs (cwd itself aside).
-      const touched = new Set<string>();
-      for (const { path } of this.options.rules ? outcomes : []) {
-        const rel = path === undefined ? undefined : touchedPath(discovery, path, env.cwd);
-        if (rel) touched.add(rel);
-      }
-      if (chains.length === 0 && touched.size === 0) return undefined;
-      return { ...base, target: "", chains, touched: [...touched], commands };
+      const rels = this.options.rules ? outcomes.map(({ path }) => path && touchedPath(discovery, path, env.cwd)) : [];
+      const touched = [...new Set(rels.filter((rel): rel is string => !!rel))];
+      if (chains.length === 0 && touched.length === 0) return undefined;
+      return { ...base, target: "", chains, touched, commands };
     }
     // Search tools and other triggers name a folder, cwd when they name none (as Pi's do).
     const targetIsDirectory = !["read", "edit", "write"].includes(event.toolName);
@@ -781,13 +794,16 @@ export class LazyAgents {
       this.inspection.clear();
     }
     this.options = options;
-    this.gate = options.gateWrites ? (this.gate ?? new WriteGate()) : undefined;
+    this.gate = options.gateWrites
+      ? (this.gate ?? { records: new Map(), scopes: new Set(), retries: new Set() })
+      : undefined;
   }
 
   /** Forgets what calls that never reached their result left behind; all calls of the turn are done. */
   endTurn(): void {
     for (const map of [this.pending, this.nested, this.rootOf, this.unconfirmed]) map.clear();
-    this.gate?.endTurn();
+    this.gate?.records.clear();
+    this.gate?.scopes.clear();
   }
 
   /** For tests and the soak run. */
@@ -819,62 +835,15 @@ function chainQuestionsOf(discovery: Discovery, calls: PendingCall[]): string[] 
 }
 
 /**
- * The write gate, present only while `gateWrites` is on. It holds back the first write or edit into
- * a scope whose instructions the model lacks: the block reason carries them, the ledger counts them
- * delivered, and the retry goes through. Pi persists the reason as the call's error result, which
- * `records` waits for. Pi runs every sibling's tool_call before any result reaches the model, so a
- * sibling write into a scope held for in this turn (`scopes`) is held too.
+ * The write gate's state, present only while `gateWrites` is on. Pi persists a held call's reason as its error
+ * result, which `records` waits for. Pi runs every sibling's tool_call before any result reaches the model, so a
+ * sibling write into a scope held for in this turn (`scopes`) is held too. A target held once (`retries`) goes
+ * through when it is tried again, as the reason promises.
  */
-class WriteGate {
-  readonly records = new Map<string, LedgerRecord>();
-  readonly scopes = new Set<string>();
-  /** Targets held back once, whose next write or edit goes through (the retry the reason asks for). */
-  readonly retries = new Set<string>();
-
-  /**
-   * Holds the call back when the plan carries instructions (or a sibling's do); undefined lets it
-   * run. A target held once goes through when it is tried again, as the reason promises, even when
-   * the budget left files out of that reason: the retry's own result carries them.
-   */
-  hold(
-    toolCallId: string,
-    target: string,
-    plan: DeliveryPlan,
-    views: DirectoryView[],
-    ledger: Ledger,
-    budgetBytes: number,
-  ): GateOutcome | undefined {
-    if (this.retries.delete(target)) return undefined;
-    const carries = () => plan.files.length > 0 || (plan.rules?.length ?? 0) > 0;
-    if (carries()) fitPlanToBudget(plan, budgetBytes);
-    if (!carries()) {
-      // A write into a scope gated in this turn: its instructions reach the model only after it.
-      if (!views.some((view) => this.scopes.has(view.scope))) return undefined;
-      return {
-        answer: { block: true, reason: C.GATE_SIBLING_TEXT },
-        plan: { record: emptyRecord(), files: [], skills: [] },
-      };
-    }
-    const text = formatReminder(plan);
-    plan.record.reminder = versionOf(text);
-    ledger.apply(plan.record);
-    this.records.set(toolCallId, plan.record);
-    if (this.retries.size >= C.MAX_UNCONFIRMED_RESULTS) this.retries.delete(this.retries.values().next().value!);
-    this.retries.add(target);
-    for (const entry of plan.files) this.scopes.add(entry.scope);
-    return { answer: { block: true, reason: `${text}\n${C.GATE_RETRY_TEXT}` }, plan };
-  }
-
-  takeRecord(toolCallId: string): LedgerRecord | undefined {
-    const record = this.records.get(toolCallId);
-    this.records.delete(toolCallId);
-    return record;
-  }
-
-  endTurn(): void {
-    this.records.clear();
-    this.scopes.clear();
-  }
+interface WriteGate {
+  records: Map<string, LedgerRecord>;
+  scopes: Set<string>;
+  retries: Set<string>;
 }
 
 function activates(toolName: string, isError: boolean): boolean {
