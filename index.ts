@@ -3646,9 +3646,9 @@ class GitIgnoreOracle {
    * then does not match `generated`, and a `!generated/keep/` re-include is reported as the negation it is.
    */
   private send(waiter: GitWaiter): void {
-    // A path at or below one git failed on is not asked again.
+    // A path at or below one git failed on is not asked again; a helper that cannot start again answers nothing.
     const parts = withoutSlash(waiter.path).split("/");
-    if (this.failed.size > 0 && parts.some((_, index) => this.failed.has(parts.slice(0, index + 1).join("/")))) {
+    if (this.off || parts.some((_, index) => this.failed.has(parts.slice(0, index + 1).join("/")))) {
       return waiter.answer(undefined);
     }
     this.waiters.push(waiter);
