@@ -159,10 +159,10 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
 
     // Pi's TUI replaces an info notification with the next one, so parallel calls would each hide
     // the last: what a turn loads is gathered here and told once, when the turn ends.
-    let turnLoaded: TurnLoaded = emptyLoaded();
+    const turnLoaded: LedgerRecord[] = [];
     const answer = <R>(ctx: ExtensionContext, outcome: Outcome<R> | undefined): R | undefined => {
       if (outcome && ctx.hasUI) {
-        addLoaded(turnLoaded, outcome.plan.record);
+        turnLoaded.push(outcome.plan.record);
         // One fixed line per refused file; never contents, absolute paths or exceptions.
         for (const skip of outcome.plan.record.skipped)
           tell(ctx, `${C.USER_PREFIX}${skipText(skip, oneLine)}`, "warning");
@@ -172,11 +172,8 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
     };
     const endTurn = (ctx: ExtensionContext): void => {
       engine.endTurn();
-      const loaded = turnLoaded;
-      turnLoaded = emptyLoaded();
-      if (loaded.files.size + loaded.rules.size + loaded.skills.size === 0) return;
-      const paths = [...loaded.files, ...loaded.rules, ...loaded.skills].map(oneLine);
-      tell(ctx, C.loadedNotice(countsOf(loaded), paths), "info");
+      const notice = turnNotice(turnLoaded.splice(0));
+      if (notice !== undefined) tell(ctx, notice, "info");
     };
 
     pi.on("session_start", (_event, ctx) => {
@@ -540,7 +537,7 @@ export class LazyAgents {
           this.git?.stop();
           this.git = new GitIgnoreOracle(cwdReal, this.spawner);
         }
-        discovery = this.discovery = new Discovery(this.fs, cwdReal, this.options, () => this.git?.available === true);
+        discovery = this.discovery = new Discovery(this.fs, cwdReal, this.options, () => this.git?.off === false);
         discovery.logicalCwd = resolve(cwd);
         discovery.learnStartupFiles(this.startupFiles);
       }
@@ -673,7 +670,7 @@ export class LazyAgents {
     }
     const discovery = this.discovery;
     // Cleared once before all the calls' views, so that each call's questions reach git, not only the last one's.
-    discovery?.gitAnswers.takeWanted();
+    discovery?.gitAnswers.wanted.clear();
     const views = discovery ? mergeViews(calls.flatMap((call) => this.viewsOf(discovery, call))) : [];
     const plan = planDelivery(this.ledger, {
       views,
@@ -688,7 +685,7 @@ export class LazyAgents {
       planRules(this.ledger, plan, { discovery, views, touched, options: this.options });
     if (!discovery || round > C.MAX_IMPORT_DEPTH) return finish(views, plan);
     // What the views and plan just built left open (imports, rule folders).
-    const open = [...discovery.gitAnswers.takeWanted(), ...chainQuestionsOf(discovery, calls)];
+    const open = [...discovery.gitAnswers.wanted, ...chainQuestionsOf(discovery, calls)];
     const answers = askGit(discovery, this.git, open);
     return answers ? this.settle(calls, answers, shown, finish, round) : finish(views, plan);
   }
@@ -856,7 +853,7 @@ export class LazyAgents {
       gateRecords: this.gate?.records.size ?? 0,
       gatedScopes: this.gate?.scopes.size ?? 0,
       gateRetries: this.gate?.retries.size ?? 0,
-      ...this.inspection.sizes(),
+      inspectedScopes: this.inspection.size,
       ledgerFiles: this.ledger.all("file").length,
       ledgerScopes: this.ledger.byScope.size,
       ledgerImports: this.ledger.importsByScope.size,
@@ -942,7 +939,7 @@ function mergeViews(views: DirectoryView[]): DirectoryView[] {
   const byScope = new Map<string, DirectoryView>();
   for (const view of views) byScope.set(view.scope, view);
   // Depths once, not per comparison (profile: splitting scopes in the comparator was a tenth of a warm read).
-  const depths = new Map([...byScope.values()].map((view) => [view, depthOf(view.scope)]));
+  const depths = new Map([...byScope.values()].map((view) => [view, view.scope.split("/").length]));
   return [...depths.keys()].sort((a, b) => depths.get(a)! - depths.get(b)! || a.scope.localeCompare(b.scope));
 }
 
@@ -2183,7 +2180,7 @@ function noticeLines(record: LedgerRecord): string[] {
 
 /** Bytes a line adds to the reminder, with the newline before it. */
 function lineBytes(line: string): number {
-  return byteLength(`\n${line}`);
+  return Buffer.byteLength(`\n${line}`);
 }
 
 /**
@@ -2196,12 +2193,12 @@ function lineBytes(line: string): number {
 function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
   const { record } = plan;
   const itemLines = [...sectionItems(plan).flatMap(([, lines]) => lines), ...noticeLines(record)];
-  const frame = byteLength(formatReminder(plan)) - itemLines.reduce((sum, line) => sum + lineBytes(line), 0);
+  const frame = Buffer.byteLength(formatReminder(plan)) - itemLines.reduce((sum, line) => sum + lineBytes(line), 0);
   const longest = [...plan.files, ...(plan.rules ?? []), ...plan.skills]
     .map((entry) => reminderField(entry.record.path))
-    .sort((a, b) => byteLength(b) - byteLength(a));
+    .sort((a, b) => Buffer.byteLength(b) - Buffer.byteLength(a));
   const count = itemLines.length;
-  let remaining = budgetBytes - frame - byteLength(`\n\n${C.leftOutText(count, count, count, longest)}`);
+  let remaining = budgetBytes - frame - Buffer.byteLength(`\n\n${C.leftOutText(count, count, count, longest)}`);
   const leftOut = { files: 0, skills: 0, notices: 0, names: [] as string[] };
   const fits = (line: string): boolean => {
     if (lineBytes(line) > remaining) return false;
@@ -2256,7 +2253,7 @@ function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
  * before its imports; rule texts after the deepest folder's files.
  */
 function budgetOrder(plan: DeliveryPlan): PlannedFile[] {
-  const depth = (entry: PlannedFile) => depthOf(entry.scope);
+  const depth = (entry: PlannedFile) => entry.scope.split("/").length;
   const imported = (entry: PlannedFile) => Number(entry.record.importedBy !== undefined);
   const order = plan.files.toSorted((a, b) => depth(b) - depth(a) || imported(a) - imported(b));
   const deepest = Math.max(0, ...order.map(depth));
@@ -2524,7 +2521,7 @@ function lstatChain(
 function spelledAsOnDisk(ctx: Discovery, links: ChainLink[], stats: nodeFs.Stats[]): boolean {
   const first = links[0]!;
   if (ctx.folds === undefined) {
-    const swapped = swapCase(first.name);
+    const swapped = [...first.name].map((c) => (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase())).join("");
     if (swapped === first.name) return true;
     const other = fsOr(undefined, () => ctx.fs.lstat(join(ctx.cwdReal, swapped)));
     ctx.folds = other !== undefined && other.ino === stats[0]!.ino && other.dev === stats[0]!.dev;
@@ -2545,11 +2542,11 @@ function chainQuestions(ctx: Discovery, links: ChainLink[]): string[] {
   return questions;
 }
 
-/** The one way to ask git: questions as `GitAnswers.setAnswer` takes them; undefined when none. */
+/** The one way to ask git: questions as `setGitAnswer` takes them; undefined when none. */
 function askGit(ctx: Discovery, git: GitIgnoreOracle | undefined, questions: string[]): Promise<void> | undefined {
   if (!git || questions.length === 0) return undefined;
   return git.ask(questions).then((answers) => {
-    questions.forEach((question, index) => ctx.gitAnswers.setAnswer(question, answers[index]!));
+    questions.forEach((question, index) => setGitAnswer(ctx.gitAnswers, question, answers[index]!));
   });
 }
 
@@ -2649,7 +2646,7 @@ class Discovery {
     this.fs = fs;
     this.cwdReal = cwdReal;
     this.options = options;
-    this.gitAnswers = new GitAnswers(gitMayAnswer);
+    this.gitAnswers = { folders: new Map(), files: new Map(), wanted: new Set(), mayAnswer: gitMayAnswer };
     this.rootRulePlaces = C.RULE_SOURCES.map((source) => rulePlace(this, source, ""));
   }
 
@@ -2669,8 +2666,9 @@ class Discovery {
   sweep(): boolean {
     if (!this.wantsSweep()) return false;
     const exists = (path: string) => this.exists(path);
-    for (const cache of [this.directories, this.files, this.listings]) cache.sweep(exists);
-    for (const path of this.compiledRules.keys()) if (!exists(path)) this.compiledRules.delete(path);
+    for (const cache of [this.directories, this.files, this.listings, this.compiledRules]) {
+      for (const path of cache.keys()) if (!exists(path)) cache.delete(path);
+    }
     const { chains, gitAnswers, ignoredSeen, ruleFolders, rulePlaces } = this;
     const byScope = [chains, gitAnswers.folders, gitAnswers.files, ignoredSeen, ruleFolders, rulePlaces];
     for (const map of byScope as Array<Map<string, unknown>>) {
@@ -2714,7 +2712,7 @@ class Discovery {
       return undefined;
     }
     const previous = this.directories.peek(dir);
-    return this.directories.get(dir, stats, () => {
+    return this.directories.current(dir, stats, () => {
       // One listing costs less than seven name probes in a small folder; a large one keeps the probes,
       // whose cost does not grow with the folder (bench: cold every-folder chain, 7 probes → 1 call per folder).
       const listable = stats.size <= C.LISTED_DIR_MAX_BYTES && (previous?.listed ?? 0) <= C.LISTED_DIR_MAX_ENTRIES;
@@ -2807,7 +2805,7 @@ class Discovery {
       loaded: stats.size > max ? { ok: false, reason: "tooLarge" } : readBounded(this.fs, real, max),
     });
     // A read that failed (EIO, EACCES, a race) may succeed next time without the file changing.
-    const entry = this.files.get(real, stats, load, ({ loaded }) => loaded.ok || loaded.reason !== "unreadable");
+    const entry = this.files.current(real, stats, load, ({ loaded }) => loaded.ok || loaded.reason !== "unreadable");
     if (!entry.loaded.ok) return { reason: entry.loaded.reason, real };
     const { text, version, bytes } = entry.loaded;
     return (entry.file ??= { path: toDisplayPath(this.cwdReal, real), realPath: real, text, version, bytes });
@@ -2834,7 +2832,7 @@ class Discovery {
       return undefined;
     }
     // A folder that cannot be listed now is unknown, not empty: the error reaches the caller.
-    return this.listings.get(dir, stats, () => listingOf(this.fs.readdir(dir)));
+    return this.listings.current(dir, stats, () => listingOf(this.fs.readdir(dir)));
   }
 }
 
@@ -3311,7 +3309,7 @@ function ruleFoldersFor(ctx: Discovery, views: DirectoryView[], sources: Readonl
   const kindOf = (source: C.RuleSource) => kindOfEntry(ctx.fs.lstat(join(ctx.cwdReal, C.RULE_DIRS[source][0])));
   const build = () => new Map(C.RULE_SOURCES.map((source) => [source, kindOf(source)]));
   const cwd = ctx.fs.lstat(ctx.cwdReal);
-  const rootKinds = cwd ? ctx.rootRuleParents.get(ctx.cwdReal, cwd, build) : build();
+  const rootKinds = cwd ? ctx.rootRuleParents.current(ctx.cwdReal, cwd, build) : build();
   const places = ctx.rootRulePlaces.filter((place) => sources.has(place.source));
   for (const view of sources.has("cursor") ? views : []) {
     let place = ctx.rulePlaces.get(view.scope);
@@ -3455,34 +3453,20 @@ function sameSignature(a: Signature, b: Signature): boolean {
 }
 
 /** What was built from a path, kept while its stat signature stands: a warm look costs only the caller's stat. */
-class SignatureCache<T> {
-  private readonly entries = new Map<string, { signature: Signature; value: T }>();
-
-  get size(): number {
-    return this.entries.size;
-  }
-
+class SignatureCache<T> extends Map<string, { signature: Signature; value: T }> {
   /** The value for `path` as `stats` shows it; `keep` false leaves a build out (a failure that may pass). */
-  get(path: string, stats: nodeFs.Stats, build: () => T, keep: (value: T) => boolean = () => true): T {
-    const cached = this.entries.get(path);
+  current(path: string, stats: nodeFs.Stats, build: () => T, keep: (value: T) => boolean = () => true): T {
+    const cached = this.get(path);
     if (cached && sameSignature(cached.signature, stats)) return cached.value;
     const value = build();
-    if (keep(value)) this.entries.set(path, { signature: signatureOf(stats), value });
-    else this.entries.delete(path);
+    if (keep(value)) this.set(path, { signature: signatureOf(stats), value });
+    else this.delete(path);
     return value;
   }
 
   /** The value last built for `path`, without a stat: for hints only. */
   peek(path: string): T | undefined {
-    return this.entries.get(path)?.value;
-  }
-
-  delete(path: string): void {
-    this.entries.delete(path);
-  }
-
-  sweep(exists: (path: string) => boolean): void {
-    for (const path of this.entries.keys()) if (!exists(path)) this.entries.delete(path);
+    return this.get(path)?.value;
   }
 }
 
@@ -3529,30 +3513,21 @@ function readBounded(fs: FileSystem, realPath: string, maxBytes: number): Loaded
 // died on the path it was asked (a submodule's inside), which alone stays unknown. It is run so
 // that no setting of the repository can start a program: `spawnGit`.
 
-/** Git's answers for one discovery, and the questions its views raised that git was not asked yet. */
-class GitAnswers {
-  /** Folders git ignores (their subtrees too), and import targets, by cwd-relative path. */
-  readonly folders = new Map<string, boolean>();
-  readonly files = new Map<string, boolean>();
-  /** Questions imports raised while views were built: `scope/` for a folder, a file's path. */
-  readonly wanted = new Set<string>();
-  /** Whether git may still answer; while it may, an import it has not answered for is held back. */
+/**
+ * Git's answers for one discovery, by cwd-relative path: the folders it ignores (their subtrees too)
+ * and import targets; the questions views raised that git was not asked yet (`scope/` for a folder,
+ * a file's path); whether git may still answer (while it may, an unanswered import is held back).
+ */
+type GitAnswers = {
+  readonly folders: Map<string, boolean>;
+  readonly files: Map<string, boolean>;
+  readonly wanted: Set<string>;
   readonly mayAnswer: () => boolean;
+};
 
-  constructor(mayAnswer: () => boolean) {
-    this.mayAnswer = mayAnswer;
-  }
-
-  takeWanted(): string[] {
-    const wanted = [...this.wanted];
-    this.wanted.clear();
-    return wanted;
-  }
-
-  setAnswer(question: string, ignored: boolean): void {
-    if (question.endsWith("/")) this.folders.set(question.slice(0, -1), ignored);
-    else this.files.set(question, ignored);
-  }
+function setGitAnswer(answers: GitAnswers, question: string, ignored: boolean): void {
+  if (question.endsWith("/")) answers.folders.set(question.slice(0, -1), ignored);
+  else answers.files.set(question, ignored);
 }
 
 // Exported for tests: they hand the engine a git that is slow, absent or dying.
@@ -3586,22 +3561,18 @@ class GitIgnoreOracle {
   readonly cwdReal: string;
   private readonly spawnGit: SpawnGit;
   private child?: ChildProcessWithoutNullStreams;
-  private off = false;
+  /** True once git is gone for the session (absent, no repository, timed out): nothing is asked again. */
+  off = false;
   /** The rule that ignores cwd itself, and so tells nothing ("" for none); undefined until git works here. */
   private cwdRule?: string;
   private buffer = "";
   private waiters: GitWaiter[] = [];
-  /** Scopes git failed on; their subtrees are not asked again. */
+  /** Scopes git failed on, each ending in `/`: their subtrees are not asked again. */
   private readonly failed = new Set<string>();
 
   constructor(cwdReal: string, spawner: SpawnGit) {
     this.cwdReal = cwdReal;
     this.spawnGit = spawner;
-  }
-
-  /** Whether git may still answer: false once it is gone for the session (absent, no repository). */
-  get available(): boolean {
-    return !this.off;
   }
 
   start(): void {
@@ -3646,14 +3617,11 @@ class GitIgnoreOracle {
    * then does not match `generated`, and a `!generated/keep/` re-include is reported as the negation it is.
    */
   private send(waiter: GitWaiter): void {
-    // A path at or below one git failed on is not asked again; a helper that cannot start again answers nothing.
-    const parts = withoutSlash(waiter.path).split("/");
-    if (this.off || parts.some((_, index) => this.failed.has(parts.slice(0, index + 1).join("/")))) {
-      return waiter.answer(undefined);
-    }
+    const path = withoutSlash(waiter.path);
+    // A helper that cannot start again answers nothing; one that died answers its waiters when it closes.
+    if (this.off || [...this.failed].some((scope) => `${path}/`.startsWith(scope))) return waiter.answer(undefined);
     this.waiters.push(waiter);
-    // A helper that died cannot take the question: its close answers the waiters.
-    this.child?.stdin.write(`./${withoutSlash(waiter.path)}\0`);
+    this.child?.stdin.write(`./${path}\0`);
   }
 
   /** Records are four NUL-terminated fields: source, line, pattern, path; a negated pattern or none ignores nothing. */
@@ -3677,7 +3645,7 @@ class GitIgnoreOracle {
     if (this.cwdRule === undefined || this.off) return this.stop();
     const [culprit, ...rest] = this.waiters.splice(0);
     if (!culprit) return;
-    this.failed.add(withoutSlash(culprit.path));
+    this.failed.add(`${withoutSlash(culprit.path)}/`);
     culprit.answer(undefined);
     if (rest.length > 0) this.start();
     for (const waiter of rest) this.send(waiter);
@@ -3742,7 +3710,17 @@ function isNameList(value: unknown, allowEmpty: boolean): value is string[] {
   );
 }
 
-const ALL_TRIGGERS: ReadonlySet<string> = new Set([...C.TRIGGER_TOOLS, ...C.OPTIONAL_TRIGGER_TOOLS]);
+/** Names from `allowed`, as a set; `unique` refuses a name given twice. */
+const namesFrom =
+  <T>(allowed: readonly T[], unique: boolean) =>
+  (value: unknown): Set<T> | undefined =>
+    Array.isArray(value) &&
+    value.every((name) => allowed.includes(name)) &&
+    (!unique || new Set(value).size === value.length)
+      ? new Set(value)
+      : undefined;
+
+const ALL_TRIGGERS: readonly string[] = [...C.TRIGGER_TOOLS, ...C.OPTIONAL_TRIGGER_TOOLS];
 
 const SETTINGS = {
   enabled: ["enabled", flag, C.SETTING_EXPECTED.boolean],
@@ -3758,16 +3736,12 @@ const SETTINGS = {
     byteCount(C.MIN_SETTING_BUDGET_BYTES),
     C.SETTING_EXPECTED.bytes(C.MIN_SETTING_BUDGET_BYTES, C.MAX_SETTING_BYTES),
   ],
-  triggers: [
-    "triggers",
-    (value) => (Array.isArray(value) && value.every((tool) => ALL_TRIGGERS.has(tool)) ? new Set(value) : undefined),
-    C.SETTING_EXPECTED.triggers([...ALL_TRIGGERS]),
-  ],
+  triggers: ["triggers", namesFrom(ALL_TRIGGERS, false), C.SETTING_EXPECTED.triggers(ALL_TRIGGERS)],
   skills: ["skills", flag, C.SETTING_EXPECTED.boolean],
   imports: ["imports", flag, C.SETTING_EXPECTED.boolean],
   gateWrites: ["gateWrites", flag, C.SETTING_EXPECTED.boolean],
   rules: ["rules", flag, C.SETTING_EXPECTED.boolean],
-  ruleSources: ["ruleSources", ruleSourcesOf, C.SETTING_EXPECTED.ruleSources(C.RULE_SOURCES)],
+  ruleSources: ["ruleSources", namesFrom(C.RULE_SOURCES, true), C.SETTING_EXPECTED.ruleSources(C.RULE_SOURCES)],
   checks: ["checks", flag, C.SETTING_EXPECTED.boolean],
 } satisfies Record<string, Setting>;
 
@@ -3895,10 +3869,6 @@ class Inspection extends Map<string, DirectoryView> {
 
   prune(keep: (scope: string) => boolean): void {
     for (const scope of this.keys()) if (!keep(scope)) this.delete(scope);
-  }
-
-  sizes(): Record<string, number> {
-    return { inspectedScopes: this.size };
   }
 }
 
@@ -4139,27 +4109,15 @@ function statusText(ledger: Ledger): string | undefined {
   return counts.files + counts.rules + counts.skills === 0 ? undefined : C.statusText(counts);
 }
 
-/** The paths one turn's reminders loaded, kept apart by kind so the notification counts them as the status does. */
-type TurnLoaded = Record<keyof C.Counts, Set<string>>;
-
-function emptyLoaded(): TurnLoaded {
-  return { files: new Set(), rules: new Set(), skills: new Set() };
-}
-
-function addLoaded(loaded: TurnLoaded, record: LedgerRecord): void {
-  for (const file of record.files) if (file.via === "reminder") loaded.files.add(file.path);
-  for (const rule of record.rules ?? []) if (rule.as === "text") loaded.rules.add(rule.path);
-  for (const skill of record.skills) loaded.skills.add(skill.path);
-}
-
-function countsOf(loaded: TurnLoaded): C.Counts {
-  return { files: loaded.files.size, rules: loaded.rules.size, skills: loaded.skills.size };
-}
-
-function ruleSourcesOf(value: unknown): Set<C.RuleSource> | undefined {
-  if (!Array.isArray(value) || new Set(value).size !== value.length) return undefined;
-  const known = value.every((source) => (C.RULE_SOURCES as readonly unknown[]).includes(source));
-  return known ? new Set(value as C.RuleSource[]) : undefined;
+/** The notification of what one turn's reminders loaded, counted by kind as the status line counts; none for nothing. */
+function turnNotice(records: LedgerRecord[]): string | undefined {
+  const pathsOf = (items: Array<{ path: string }>) => new Set(items.map((item) => item.path));
+  const files = pathsOf(records.flatMap((record) => record.files.filter((file) => file.via === "reminder")));
+  const rules = pathsOf(records.flatMap((record) => (record.rules ?? []).filter((rule) => rule.as === "text")));
+  const skills = pathsOf(records.flatMap((record) => record.skills));
+  const paths = [...files, ...rules, ...skills].map(oneLine);
+  const counts = { files: files.size, rules: rules.size, skills: skills.size };
+  return paths.length === 0 ? undefined : C.loadedNotice(counts, paths);
 }
 
 // =============================================================================================
@@ -4248,18 +4206,6 @@ export function importTokens(text: string): string[] {
 function versionOf(text: string): string {
   // One-shot hashing: the same digest without a Hash object per file (bench: a sixth of a cold call).
   return hash("sha256", text, "hex").slice(0, C.VERSION_ID_LENGTH);
-}
-
-function swapCase(name: string): string {
-  return [...name].map((c) => (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase())).join("");
-}
-
-function depthOf(scope: string): number {
-  return scope.split("/").length;
-}
-
-function byteLength(text: string): number {
-  return Buffer.byteLength(text);
 }
 
 const CONTROL_NAMES: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
