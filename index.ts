@@ -243,7 +243,8 @@ async function commandReport(engine: LazyAgents, args: string, env: CallEnvironm
     const words = args.trim();
     if (words === "help") return C.REPORT_USAGE;
     if (words.startsWith("why ")) {
-      const quoted = quotedCommand(words.slice(4));
+      // An argument wrapped in quotes is a bash command; a bare one is a path (which may hold spaces).
+      const quoted = /^(["'])(.*)\1$/s.exec(words.slice(4).trim())?.[2];
       if (quoted !== undefined) return await explainCommand(engine, quoted, env);
       const why = await explainPath(engine, words.slice(4), env);
       return [why, ...checkWhy(engine, env, words.slice(4).trim())].join("\n");
@@ -3856,11 +3857,6 @@ function discoveryChanged(a: Options, b: Options): boolean {
 // 9. The /lazy-agents report: what the session has seen, kept per scope and replaced at each view,
 // and `why <path>` / `why "<command>"`. Never file contents.
 
-/** A `why` argument wrapped in quotes is a bash command; a bare one is a path (which may hold spaces). */
-function quotedCommand(argument: string): string | undefined {
-  return /^(["'])(.*)\1$/s.exec(argument.trim())?.[2];
-}
-
 /** What the session has seen: the latest view of each folder a call looked at, so bounded by the folders visited. */
 class Inspection extends Map<string, DirectoryView> {
   record(views: DirectoryView[]): void {
@@ -3925,22 +3921,19 @@ async function explainCommand(engine: LazyAgents, command: string, env: CallEnvi
   return lines.map(oneLine).join("\n");
 }
 
-/** The state of a file or rule text the ledger may hold, against the version on disk. */
-function heldState(ledger: Ledger, kind: "file" | "rule", path: string, version: string): string {
-  const held: { version: string; truncated?: boolean; via?: string } | undefined = ledger.get(kind, path);
-  if (!held) return ledger.wasWithdrawn(kind, path) ? C.REPORT_STATES.retracted : C.REPORT_STATES.pending;
-  if (held.version !== version) return C.REPORT_STATES.changed;
+/** The state of a file (or a rule's text) the ledger may hold, against the version on disk. */
+function fileState(ledger: Ledger, file: Pick<InstructionFile, "path" | "version">, kind: "file" | "rule" = "file") {
+  const held: { version: string; truncated?: boolean; via?: string } | undefined = ledger.get(kind, file.path);
+  if (!held) return ledger.wasWithdrawn(kind, file.path) ? C.REPORT_STATES.retracted : C.REPORT_STATES.pending;
+  if (held.version !== file.version) return C.REPORT_STATES.changed;
   if (held.truncated) return C.REPORT_STATES.truncated;
   return held.via === "read" ? C.REPORT_STATES.readByModel : C.REPORT_STATES.delivered;
 }
 
-function fileState(ledger: Ledger, file: { path: string; version: string }): string {
-  return heldState(ledger, "file", file.path, file.version);
-}
-
 function ruleState(ledger: Ledger, rule: Rule): string {
   if (rule.meta.kind === "manual") return C.REPORT_STATES.manual;
-  if (rule.meta.kind !== "described") return heldState(ledger, "rule", rule.path, rule.loaded.version);
+  if (rule.meta.kind !== "described")
+    return fileState(ledger, { path: rule.path, version: rule.loaded.version }, "rule");
   return ledger.get("rule", rule.path)?.version === rule.listingVersion
     ? C.REPORT_STATES.listed
     : C.REPORT_STATES.pending;
