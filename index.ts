@@ -3601,7 +3601,6 @@ class GitIgnoreOracle {
   /** Whether git ignores each cwd-relative path (a folder's ends in `/`); false for all without git. */
   async ask(paths: string[]): Promise<boolean[]> {
     this.start();
-    if (this.off) return paths.map(() => false);
     const rules = paths.map((path) => new Promise<string | undefined>((answer) => this.send({ path, answer })));
     const timer = setTimeout(() => this.stop(), C.GIT_ANSWER_TIMEOUT_MS);
     try {
@@ -3632,9 +3631,8 @@ class GitIgnoreOracle {
     this.buffer = fields.slice(whole).join("\0");
     for (let at = 0; at < whole; at += 4) {
       const pattern = fields[at + 2]!;
-      this.waiters
-        .shift()
-        ?.answer(pattern === "" || pattern.startsWith("!") ? "" : fields.slice(at, at + 3).join("\0"));
+      const rule = pattern === "" || pattern.startsWith("!") ? "" : fields.slice(at, at + 3).join("\0");
+      this.waiters.shift()?.answer(rule);
     }
   }
 
@@ -3662,7 +3660,10 @@ class GitIgnoreOracle {
 }
 
 // =============================================================================================
-// 8. Settings: the defaults of config.ts, which settings may override.
+// 8. Settings: the defaults of config.ts, which `lazyAgents` in Pi's settings.json files may override,
+// as `pi.getSettings()` merges them (project over global, key by key; Pi leaves an untrusted
+// project's settings out). Every value is checked; a bad one keeps its default and earns one fixed
+// warning that names only our own key.
 
 // Exported for tests: they compare settings with the defaults, and build settings from them.
 export type Options = ReturnType<typeof defaultOptions>;
@@ -3683,10 +3684,6 @@ export function defaultOptions() {
     checks: true,
   };
 }
-
-// Settings: `lazyAgents` in Pi's settings.json files, as `pi.getSettings()` merges them (project
-// over global, key by key; Pi leaves an untrusted project's settings out). Every value is checked;
-// a bad one keeps its default and earns one fixed warning that names only our own key.
 
 /** A setting: the option it sets, its value read from a good setting (undefined for a bad one), the values allowed. */
 type Setting = {
@@ -3999,20 +3996,17 @@ function formatInspection(engine: LazyAgents, verbose = false): string {
   const shadowed = seenSkills.filter((outer) =>
     seenSkills.some((inner) => inner.name === outer.name && isPathInside(`/${outer.scope}`, `/${inner.scope}`)),
   );
-  const notUsed: Array<Pick<Rejection, "path" | "reason" | "counts">> = [
+  const notUsed = [
     ...[...(discovery?.ignoredSeen ?? [])].map(([path, reason]) => ({ path, reason })),
     ...views.flatMap((view) => view.rejected),
     ...shadowed.map(({ path }) => ({ path, reason: "skillShadowed" as const })),
     ...folders.flatMap((folder) => folder.rejected),
-  ];
+  ].map((item: Pick<Rejection, "path" | "reason" | "counts">) => [item.path, C.reasonText(item.reason, item.counts)]);
   const sections = [
     ...reportSection(C.REPORT_TEXT.filesHeading, fileRows),
     ...reportSection(C.REPORT_TEXT.rulesHeading, ruleRows),
     ...reportSection(C.REPORT_TEXT.skillsHeading, skillRows),
-    ...reportSection(
-      C.REPORT_TEXT.notUsedHeading,
-      notUsed.map((item) => [item.path, C.reasonText(item.reason, item.counts)]),
-    ),
+    ...reportSection(C.REPORT_TEXT.notUsedHeading, notUsed),
   ];
   const failures = [...engine.failures].map(([label, count]) => `  ${C.FAILURE_LABELS[label]}: ${count}`);
   const head = ["pi-lazy-agents", ...(options.enabled ? [] : [C.REPORT_TEXT.off])];
@@ -4119,8 +4113,7 @@ function turnNotice(records: LedgerRecord[]): string | undefined {
 // Exported for tests: a table test of containment.
 /** True when `child` lies strictly inside `parent`. Both must already be absolute and resolved. */
 export function isPathInside(parent: string, child: string): boolean {
-  const rel = relativeInside(parent, child);
-  return rel !== undefined && rel !== "";
+  return !!relativeInside(parent, child);
 }
 
 /** The one containment test: `child` relative to `parent` ("" for itself), undefined when it lies outside. */
@@ -4150,14 +4143,13 @@ const UTF8 = new TextDecoder("utf-8", { fatal: true });
 // Exported for tests: a table test of decoding.
 /** Decodes strict UTF-8, drops a BOM and turns CRLF and lone CR into LF; undefined if invalid. */
 export function decodeInstructionText(bytes: Uint8Array): string | undefined {
-  let text: string;
   try {
-    text = UTF8.decode(bytes);
+    const text = UTF8.decode(bytes);
+    return text.includes("\r") ? text.replace(/\r\n?/g, "\n") : text;
   } catch (error) {
     if (errorCode(error) !== "ERR_ENCODING_INVALID_ENCODED_DATA") throw error;
     return undefined;
   }
-  return text.includes("\r") ? text.replace(/\r\n?/g, "\n") : text;
 }
 
 // Exported for tests: a table test of cuts at character boundaries.
