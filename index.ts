@@ -2667,9 +2667,8 @@ class Discovery {
   sweep(): boolean {
     if (!this.wantsSweep()) return false;
     const exists = (path: string) => this.exists(path);
-    for (const cache of [this.directories, this.files, this.listings, this.compiledRules]) {
-      for (const path of cache.keys()) if (!exists(path)) cache.delete(path);
-    }
+    for (const cache of [this.directories, this.files, this.listings]) cache.sweep(exists);
+    for (const path of this.compiledRules.keys()) if (!exists(path)) this.compiledRules.delete(path);
     const { chains, gitAnswers, ignoredSeen, ruleFolders, rulePlaces } = this;
     const byScope = [chains, gitAnswers.folders, gitAnswers.files, ignoredSeen, ruleFolders, rulePlaces];
     for (const map of byScope as Array<Map<string, unknown>>) {
@@ -2713,7 +2712,7 @@ class Discovery {
       return undefined;
     }
     const previous = this.directories.peek(dir);
-    return this.directories.current(dir, stats, () => {
+    return this.directories.get(dir, stats, () => {
       // One listing costs less than seven name probes in a small folder; a large one keeps the probes,
       // whose cost does not grow with the folder (bench: cold every-folder chain, 7 probes → 1 call per folder).
       const listable = stats.size <= C.LISTED_DIR_MAX_BYTES && (previous?.listed ?? 0) <= C.LISTED_DIR_MAX_ENTRIES;
@@ -2806,7 +2805,7 @@ class Discovery {
       loaded: stats.size > max ? { ok: false, reason: "tooLarge" } : readBounded(this.fs, real, max),
     });
     // A read that failed (EIO, EACCES, a race) may succeed next time without the file changing.
-    const entry = this.files.current(real, stats, load, ({ loaded }) => loaded.ok || loaded.reason !== "unreadable");
+    const entry = this.files.get(real, stats, load, ({ loaded }) => loaded.ok || loaded.reason !== "unreadable");
     if (!entry.loaded.ok) return { reason: entry.loaded.reason, real };
     const { text, version, bytes } = entry.loaded;
     return (entry.file ??= { path: toDisplayPath(this.cwdReal, real), realPath: real, text, version, bytes });
@@ -2833,7 +2832,7 @@ class Discovery {
       return undefined;
     }
     // A folder that cannot be listed now is unknown, not empty: the error reaches the caller.
-    return this.listings.current(dir, stats, () => listingOf(this.fs.readdir(dir)));
+    return this.listings.get(dir, stats, () => listingOf(this.fs.readdir(dir)));
   }
 }
 
@@ -3310,7 +3309,7 @@ function ruleFoldersFor(ctx: Discovery, views: DirectoryView[], sources: Readonl
   const kindOf = (source: C.RuleSource) => kindOfEntry(ctx.fs.lstat(join(ctx.cwdReal, C.RULE_DIRS[source][0])));
   const build = () => new Map(C.RULE_SOURCES.map((source) => [source, kindOf(source)]));
   const cwd = ctx.fs.lstat(ctx.cwdReal);
-  const rootKinds = cwd ? ctx.rootRuleParents.current(ctx.cwdReal, cwd, build) : build();
+  const rootKinds = cwd ? ctx.rootRuleParents.get(ctx.cwdReal, cwd, build) : build();
   const places = ctx.rootRulePlaces.filter((place) => sources.has(place.source));
   for (const view of sources.has("cursor") ? views : []) {
     let place = ctx.rulePlaces.get(view.scope);
@@ -3454,20 +3453,34 @@ function sameSignature(a: Signature, b: Signature): boolean {
 }
 
 /** What was built from a path, kept while its stat signature stands: a warm look costs only the caller's stat. */
-class SignatureCache<T> extends Map<string, { signature: Signature; value: T }> {
+class SignatureCache<T> {
+  private readonly entries = new Map<string, { signature: Signature; value: T }>();
+
+  get size(): number {
+    return this.entries.size;
+  }
+
   /** The value for `path` as `stats` shows it; `keep` false leaves a build out (a failure that may pass). */
-  current(path: string, stats: nodeFs.Stats, build: () => T, keep: (value: T) => boolean = () => true): T {
-    const cached = this.get(path);
+  get(path: string, stats: nodeFs.Stats, build: () => T, keep: (value: T) => boolean = () => true): T {
+    const cached = this.entries.get(path);
     if (cached && sameSignature(cached.signature, stats)) return cached.value;
     const value = build();
-    if (keep(value)) this.set(path, { signature: signatureOf(stats), value });
-    else this.delete(path);
+    if (keep(value)) this.entries.set(path, { signature: signatureOf(stats), value });
+    else this.entries.delete(path);
     return value;
   }
 
   /** The value last built for `path`, without a stat: for hints only. */
   peek(path: string): T | undefined {
-    return this.get(path)?.value;
+    return this.entries.get(path)?.value;
+  }
+
+  delete(path: string): void {
+    this.entries.delete(path);
+  }
+
+  sweep(exists: (path: string) => boolean): void {
+    for (const path of this.entries.keys()) if (!exists(path)) this.entries.delete(path);
   }
 }
 
