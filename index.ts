@@ -1092,28 +1092,24 @@ function touchedPath(discovery: Discovery, target: string, cwd: string): string 
 // hookify's own frontmatter parser and applied with its fields, operators and precedence in Pi's
 // events: tool_call of bash, edit and write; input (prompt); agent_before_settle (stop). A folder's
 // `.claude` governs the paths inside that folder. A warm call stats cwd's `.claude`, each rule folder
-// and each rule file, and reads nothing: an edit or write locates its chain for delivery too, whose
-// folder stats tell which folders hold a `.claude`. The regexes of a call that could run away share
-// one time bound in `node:vm`.
+// and rule file, and reads nothing: an edit or write locates its chain for delivery too, and the
+// chain's folder stats tell which folders hold a `.claude`. Regexes that could run away share one
+// time bound in `node:vm`.
 
-interface CheckCondition {
-  field: string;
-  operator: string;
-  pattern: string;
-  regex?: RegExp;
-}
+type CheckCondition = { field: string; operator: string; pattern: string; regex?: RegExp };
 
 type CheckRule = ReturnType<typeof hookifyRule>;
 
 /** A rule and the version of its file it was compiled from. */
 type Check = CheckRule & { loaded: InstructionFile };
 
-/** What a call offers the rules: the event, the tool, and each field's values (file_path has two). */
+/** What a call offers the rules: the event, the tool, each field's values (file_path has two), its path's chain. */
 interface CheckInput {
   event: "bash" | "file" | "prompt" | "stop";
   toolName?: string;
   input: Record<string, unknown>;
   fields: Record<string, string[]>;
+  located?: Located;
 }
 
 /** A folder whose `.claude` governs a call, with its stats when the call's chain took them. */
@@ -1123,7 +1119,7 @@ export type CheckState = ReturnType<typeof newCheckState>;
 
 function newCheckState() {
   return {
-    /** Rule files of each folder's `.claude`, kept while its listing stands; its keys are the folders seen. */
+    /** Rule files of each folder's `.claude` (by scope: the folders seen), kept while its listing stands. */
     folders: new Map<string, { listing: ListingEntry; candidates: string[] }>(),
     /** Whether a folder holds a `.claude`, while the folder's signature stands. */
     holders: new SignatureCache<boolean>(),
@@ -1142,10 +1138,8 @@ function newCheckState() {
 
 /** hookify's value cleaning: whitespace, then every `"` and then every `'` at both ends; backslashes stay. */
 function hookifyValue(text: string): string {
-  return text
-    .trim()
-    .replace(/^"+|"+$/g, "")
-    .replace(/^'+|'+$/g, "");
+  const unquoted = text.trim().replace(/^"+|"+$/g, "");
+  return unquoted.replace(/^'+|'+$/g, "");
 }
 
 /** `key: value` pairs, split at their first colon, as hookify's list items are. */
@@ -1320,8 +1314,11 @@ function checkStateOf(state: CheckState, check: Check, trusted: boolean): string
   return check.enabled ? C.CHECK_STATES.active : C.CHECK_STATES.disabled;
 }
 
-// One sandbox for every bounded match: its script reads one job and writes which test runs, so that
-// the watchdog's interrupt names the runaway regex.
+/** One regex test of a call, and what it found: a match or not, or that it ran out of time twice. */
+type RegexTest = { regex: RegExp; text: string; matched?: boolean; timedOut?: true };
+
+// One sandbox for every bounded match: its script keeps which test runs, so that the watchdog's
+// interrupt names the runaway regex.
 let checkSandbox: { context: Context; script: Script } | undefined;
 
 // Plain atoms, classes and a top-level `|`, with no quantifier, group or backreference, cannot
@@ -1330,30 +1327,23 @@ let checkSandbox: { context: Context; script: Script } | undefined;
 const BACKTRACK_FREE = /^(?:[^\\()[\]{}*+?]|\\[^1-9k]|\[(?:[^\\\]]|\\.)*\])*$/;
 
 /**
- * Each test's `regex.test(text)`, under C.CHECK_MATCH_TIMEOUT_MS per run unless it cannot run away.
- * A test that times out runs once more alone, so that a busy machine pausing the process does not
- * condemn a plain pattern; timing out twice names it.
+ * Runs each test, under C.CHECK_MATCH_TIMEOUT_MS per run unless it cannot run away. A test that
+ * times out runs once more alone, so that a busy machine pausing the process does not condemn a
+ * plain pattern; timing out twice marks it.
  */
-function boundedMatches(tests: Array<[RegExp, string]>): { results: boolean[]; timedOut: Set<number> } {
-  const results: boolean[] = [];
-  const bounded: number[] = [];
-  tests.forEach(([regex, text], index) => {
-    const small = text.length * regex.source.length <= C.CHECK_UNBOUNDED_MATCH_STEPS;
-    if (small && BACKTRACK_FREE.test(regex.source)) results[index] = regex.test(text);
-    else bounded.push(index);
+function boundedMatches(tests: RegexTest[]): void {
+  const slow = tests.filter((test) => {
+    const small = test.text.length * test.regex.source.length <= C.CHECK_UNBOUNDED_MATCH_STEPS;
+    if (small && BACKTRACK_FREE.test(test.regex.source)) test.matched = test.regex.test(test.text);
+    return test.matched === undefined;
   });
-  const timedOut = new Set<number>();
-  if (bounded.length === 0) return { results, timedOut };
+  if (slow.length === 0) return;
   const { context, script } = (checkSandbox ??= {
     context: createContext({}),
-    script: new Script(
-      "for (; job.i < job.until; job.i++) job.results[job.i] = job.tests[job.i][0].test(job.tests[job.i][1]);",
-    ),
+    script: new Script("for (; i < until; i++) tests[i].matched = tests[i].regex.test(tests[i].text);"),
   });
-  const job = { tests: bounded.map((index) => tests[index]!), results: [] as boolean[], i: 0, until: 0 };
   const run = (from: number, until: number): boolean => {
-    Object.assign(job, { i: from, until });
-    context.job = job;
+    Object.assign(context, { tests: slow, i: from, until });
     try {
       script.runInContext(context, { timeout: C.CHECK_MATCH_TIMEOUT_MS });
       return true;
@@ -1361,17 +1351,15 @@ function boundedMatches(tests: Array<[RegExp, string]>): { results: boolean[]; t
       if (errorCode(error) !== "ERR_SCRIPT_EXECUTION_TIMEOUT") throw error;
       return false;
     } finally {
-      context.job = undefined;
+      context.tests = undefined;
     }
   };
-  for (let from = 0; from < bounded.length && !run(from, bounded.length);) {
+  for (let from = 0; from < slow.length && !run(from, slow.length);) {
     // The interrupt may land after the last test, before the run returns.
-    const at = job.i;
-    if (at < bounded.length && !run(at, at + 1)) timedOut.add(bounded[at]!);
+    const at = context.i as number;
+    if (at < slow.length && !run(at, at + 1)) slow[at]!.timedOut = true;
     from = at + 1;
   }
-  bounded.forEach((index, at) => (results[index] = job.results[at] === true));
-  return { results, timedOut };
 }
 
 /** hookify's `_extract_field`: a field of the tool's input itself first, then the event's mapping. */
@@ -1399,27 +1387,27 @@ function toolMatches(matcher: string | undefined, toolName: string | undefined):
 
 /** The checks that match this input; a rule whose regex timed out is skipped for the session, once warned. */
 function matchingChecks(state: CheckState, checks: Check[], input: CheckInput, warn: (text: string) => void): Check[] {
-  const tests: Array<[RegExp, string]> = [];
-  const plans: Array<{ check: Check; conditions: Array<boolean | number[]> }> = [];
+  const tests: RegexTest[] = [];
+  const plans: Array<{ check: Check; conditions: Array<boolean | RegexTest[]> }> = [];
   for (const check of checks) {
     if (!check.enabled || check.invalid || state.skipped.has(skipKeyOf(check))) continue;
     if ((check.event !== "all" && check.event !== input.event) || check.conditions.length === 0) continue;
     if (!toolMatches(check.toolMatcher, input.toolName)) continue;
-    const conditions = check.conditions.map(({ field, operator, pattern, regex }): boolean | number[] => {
+    const conditions = check.conditions.map(({ field, operator, pattern, regex }) => {
       const values = fieldValues(input, field) ?? [];
       if (!regex) return values.some((value) => operatorHolds(operator, pattern, value));
-      return values.map((value) => tests.push([regex, value]) - 1);
+      const own = values.map((text) => ({ regex, text }));
+      tests.push(...own);
+      return own;
     });
     plans.push({ check, conditions });
   }
-  const { results, timedOut } = boundedMatches(tests);
+  boundedMatches(tests);
   const matched: Check[] = [];
   for (const { check, conditions } of plans) {
-    if (conditions.some((c) => Array.isArray(c) && c.some((index) => timedOut.has(index)))) {
-      skipCheck(state, check, "timedOut", warn);
-      continue;
-    }
-    if (conditions.every((c) => (Array.isArray(c) ? c.some((index) => results[index]) : c))) matched.push(check);
+    const ran = conditions.flatMap((c) => (Array.isArray(c) ? c : []));
+    if (ran.some((test) => test.timedOut)) skipCheck(state, check, "timedOut", warn);
+    else if (conditions.every((c) => (Array.isArray(c) ? c.some((test) => test.matched) : c))) matched.push(check);
   }
   return matched;
 }
@@ -1459,17 +1447,6 @@ export function checkFields(toolName: string, input: Record<string, unknown>, re
   };
 }
 
-/** What a bash, edit or write call offers the rules, and the chain of an edit's or write's path. */
-function toolCheckInput(discovery: Discovery, event: ToolCallEvent, cwd: string) {
-  const input = event.input as Record<string, unknown>;
-  const bash = event.toolName === "bash";
-  const target = bash ? undefined : resolveToolPath(input.path, cwd);
-  const located = target === undefined ? undefined : locateChain(discovery, target, false);
-  const rel = target === undefined ? undefined : touchedPath(discovery, target, cwd);
-  const fields = checkFields(event.toolName, input, rel);
-  return { input: { event: bash ? "bash" : "file", toolName: event.toolName, input, fields } as const, located };
-}
-
 /** The chain the checks located for this call, once: delivery's `locate` takes it instead of locating again. */
 function takeLocated(state: CheckState, toolCallId: string): Located | undefined {
   const taken = state.located?.id === toolCallId ? state.located.located : undefined;
@@ -1505,18 +1482,14 @@ function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, 
   const state = engine.checks;
   const safely = <T>(ctx: ExtensionContext, run: () => T | Promise<T>) =>
     guarded<T | undefined>(ctx, "checks", run, () => undefined);
-  /** The rules' verdict on what `offered` gives; the user hears which rules spoke, unless they are asked. */
-  const verdictFor = (
-    ctx: ExtensionContext,
-    toolCall: boolean,
-    offered: (discovery: Discovery) => { input: CheckInput; located?: Located },
-  ) => {
+  /** The rules' verdict on what a call offers; the user hears which rules spoke, unless they are asked. */
+  const verdictFor = (ctx: ExtensionContext, toolCall: boolean, offered: (discovery: Discovery) => CheckInput) => {
     if (!engine.options.enabled || !engine.options.checks || !ctx.isProjectTrusted()) return undefined;
     const discovery = engine.discoveryFor(ctx.cwd);
     if (!discovery) return undefined;
-    const { input, located } = offered(discovery);
+    const input = offered(discovery);
     const warn = (text: string) => tell(ctx, text, "warning");
-    const checks = checksIn(discovery, state, checkBases(discovery, located));
+    const checks = checksIn(discovery, state, checkBases(discovery, input.located));
     for (const check of checks)
       if (check.invalid && !state.skipped.has(skipKeyOf(check))) skipCheck(state, check, "invalid", warn);
     const verdict = checkVerdict(state, matchingChecks(state, checks, input, warn), toolCall);
@@ -1529,13 +1502,21 @@ function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, 
 
   pi.on("tool_call", (event, ctx) =>
     safely(ctx, () => {
-      if (event.toolName !== "bash" && event.toolName !== "edit" && event.toolName !== "write") return undefined;
+      const { toolName, toolCallId } = event;
+      if (toolName !== "bash" && toolName !== "edit" && toolName !== "write") return undefined;
       const verdict = verdictFor(ctx, true, (discovery) => {
-        const offered = toolCheckInput(discovery, event, ctx.cwd);
-        if (offered.located) state.located = { id: event.toolCallId, located: offered.located };
-        return offered;
+        const input = event.input as Record<string, unknown>;
+        const target = toolName === "bash" ? undefined : resolveToolPath(input.path, ctx.cwd);
+        const located = target === undefined ? undefined : locateChain(discovery, target, false);
+        if (located) state.located = { id: toolCallId, located };
+        const fields = checkFields(
+          toolName,
+          input,
+          target === undefined ? undefined : touchedPath(discovery, target, ctx.cwd),
+        );
+        return { event: toolName === "bash" ? "bash" : "file", toolName, input, fields, located };
       });
-      if (verdict?.action === "warn") state.pending.set(event.toolCallId, verdict.text);
+      if (verdict?.action === "warn") state.pending.set(toolCallId, verdict.text);
       if (!verdict || verdict.action === "warn") return undefined;
       const blocked = { block: true as const, reason: verdict.text };
       if (verdict.action === "block" || !ctx.hasUI) return blocked;
@@ -1549,9 +1530,8 @@ function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, 
       const text = state.pending.get(event.toolCallId);
       if (text === undefined) return undefined;
       state.pending.delete(event.toolCallId);
-      const patch: ToolResultEventResult = { content: [...event.content, { type: "text", text }] };
-      if (event.structuredContent !== undefined) patch.structuredContent = event.structuredContent;
-      return patch;
+      const content = [...event.content, { type: "text" as const, text }];
+      return { content, structuredContent: event.structuredContent } satisfies ToolResultEventResult;
     }),
   );
   pi.on("turn_end", () => {
@@ -1563,7 +1543,7 @@ function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, 
     safely(ctx, () => {
       state.continued = false;
       const fields = { prompt: [event.text], user_prompt: [event.text] };
-      const verdict = verdictFor(ctx, false, () => ({ input: { event: "prompt", input: {}, fields } }));
+      const verdict = verdictFor(ctx, false, () => ({ event: "prompt", input: {}, fields }));
       if (!verdict) return undefined;
       if (verdict.action === "block") return { action: "handled" as const };
       return { action: "transform" as const, text: `${event.text}\n\n${verdict.text}`, images: event.images };
@@ -1575,16 +1555,11 @@ function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, 
     safely(ctx, () => {
       if (state.continued || event.outcome !== "completed") return undefined;
       const fields = { transcript: [transcriptOf(event.context.llmMessages)], reason: [""] };
-      const verdict = verdictFor(ctx, false, () => ({ input: { event: "stop", input: {}, fields } }));
+      const verdict = verdictFor(ctx, false, () => ({ event: "stop", input: {}, fields }));
       if (verdict?.action !== "block") return undefined;
       state.continued = true;
-      const message = {
-        type: "custom_message" as const,
-        customType: C.CHECK_MESSAGE_TYPE,
-        content: verdict.text,
-        display: true,
-      };
-      return { entries: [...event.entries, message], continue: true };
+      const message = { type: "custom_message" as const, customType: C.CHECK_MESSAGE_TYPE, display: true };
+      return { entries: [...event.entries, { ...message, content: verdict.text }], continue: true };
     }),
   );
 }
@@ -1595,12 +1570,11 @@ function checkReport(engine: LazyAgents, env: CallEnvironment): string[] {
   const discovery = engine.discoveryFor(env.cwd);
   if (!discovery) return [];
   const state = engine.checks;
-  const scopes = new Set(["", ...state.folders.keys()]);
-  const checks = checksIn(
-    discovery,
-    state,
-    [...scopes].map((scope) => ({ scope, dir: join(discovery.cwdReal, scope) })),
-  );
+  const bases = [...new Set(["", ...state.folders.keys()])].map((scope) => ({
+    scope,
+    dir: join(discovery.cwdReal, scope),
+  }));
+  const checks = checksIn(discovery, state, bases);
   const rows = checks.map((check) =>
     [check.name, check.loaded.path, check.event, check.action, checkStateOf(state, check, env.trusted)]
       .map(oneLine)
@@ -1618,10 +1592,8 @@ function checkWhy(engine: LazyAgents, env: CallEnvironment, shown: string): stri
   const bases = checkBases(discovery, locateChain(discovery, target, false));
   const checks = checksIn(discovery, state, bases).filter((c) => c.event === "file" || c.event === "all");
   if (checks.length === 0) return [C.CHECK_REPORT.whyNone];
-  const fields = {
-    file_path: checkFields("write", { path: shown }, touchedPath(discovery, target, env.cwd)).file_path!,
-  };
-  const input: CheckInput = { event: "file", toolName: "write", input: {}, fields };
+  const { file_path } = checkFields("write", { path: shown }, touchedPath(discovery, target, env.cwd));
+  const input: CheckInput = { event: "file", toolName: "write", input: {}, fields: { file_path: file_path! } };
   const lines = checks.map((check) => {
     const paths = check.conditions.filter((condition) => condition.field === "file_path");
     const pathOnly = { ...check, enabled: true, event: "file", toolMatcher: undefined, conditions: paths };
