@@ -1224,14 +1224,12 @@ export function hookifyRule(text: string) {
   // No frontmatter, a condition that is not a mapping, or a pattern that does not compile.
   let invalid = Object.keys(frontmatter).length === 0;
   const event = pythonText(frontmatter.event, "all");
-  const conditions: CheckCondition[] = [];
-  for (const item of Array.isArray(frontmatter.conditions) ? frontmatter.conditions : []) {
-    if (typeof item !== "object" || item === null) invalid = true;
-    else {
-      const { field, operator, pattern } = item as Record<string, string | undefined>;
-      conditions.push({ field: field ?? "", operator: operator ?? "regex_match", pattern: pattern ?? "" });
-    }
-  }
+  const conditionList = Array.isArray(frontmatter.conditions) ? frontmatter.conditions : [];
+  const items = conditionList as Array<string | Record<string, string | undefined>>;
+  if (items.some((item) => typeof item === "string")) invalid = true;
+  const conditions: CheckCondition[] = items
+    .filter((item) => typeof item !== "string")
+    .map(({ field = "", operator = "regex_match", pattern = "" }) => ({ field, operator, pattern }));
   const simple = frontmatter.pattern;
   if (pythonTruth(simple) && conditions.length === 0) {
     if (typeof simple !== "string") invalid = true;
@@ -1301,17 +1299,14 @@ function skipKeyOf(check: Check): string {
   return `${check.loaded.path}\0${check.loaded.version}`;
 }
 
-/** A rule version is skipped for the session, with one warning. */
 function skipCheck(state: CheckState, check: Check, why: C.CheckSkip, warn: (text: string) => void): void {
   state.skipped.set(skipKeyOf(check), why);
   warn(C.checkSkippedWarning(oneLine(check.name), why));
 }
 
 function checkStateOf(state: CheckState, check: Check, trusted: boolean): string {
-  if (!trusted) return C.CHECK_STATES.untrusted;
   const skipped = check.invalid ? "invalid" : state.skipped.get(skipKeyOf(check));
-  if (skipped) return C.CHECK_STATES[skipped];
-  return check.enabled ? C.CHECK_STATES.active : C.CHECK_STATES.disabled;
+  return C.CHECK_STATES[!trusted ? "untrusted" : (skipped ?? (check.enabled ? "active" : "disabled"))];
 }
 
 /** One regex test of a call, and what it found: a match or not, or that it ran out of time twice. */
@@ -1509,11 +1504,8 @@ function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, 
         const target = toolName === "bash" ? undefined : resolveToolPath(input.path, ctx.cwd);
         const located = target === undefined ? undefined : locateChain(discovery, target, false);
         if (located) state.located = { id: toolCallId, located };
-        const fields = checkFields(
-          toolName,
-          input,
-          target === undefined ? undefined : touchedPath(discovery, target, ctx.cwd),
-        );
+        const rel = target === undefined ? undefined : touchedPath(discovery, target, ctx.cwd);
+        const fields = checkFields(toolName, input, rel);
         return { event: toolName === "bash" ? "bash" : "file", toolName, input, fields, located };
       });
       if (verdict?.action === "warn") state.pending.set(toolCallId, verdict.text);
@@ -1534,10 +1526,7 @@ function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, 
       return { content, structuredContent: event.structuredContent } satisfies ToolResultEventResult;
     }),
   );
-  pi.on("turn_end", () => {
-    state.pending.clear();
-    state.located = undefined;
-  });
+  pi.on("turn_end", () => state.pending.clear());
 
   pi.on("input", (event, ctx) =>
     safely(ctx, () => {
