@@ -1586,14 +1586,10 @@ function checkWhy(engine: LazyAgents, env: CallEnvironment, shown: string): stri
   const lines = checks.map((check) => {
     const paths = check.conditions.filter((condition) => condition.field === "file_path");
     const pathOnly = { ...check, enabled: true, event: "file", toolMatcher: undefined, conditions: paths };
-    const verdict =
-      paths.length === 0
-        ? C.CHECK_REPORT.noPathCondition
-        : matchingChecks({ ...state, skipped: new Map() }, [pathOnly], input, () => {}).length > 0
-          ? C.CHECK_REPORT.pathMatches
-          : C.CHECK_REPORT.pathNoMatch;
+    const matches = matchingChecks({ ...state, skipped: new Map() }, [pathOnly], input, () => {}).length > 0;
+    const verdict = paths.length === 0 ? "noPathCondition" : matches ? "pathMatches" : "pathNoMatch";
     const about = `${check.loaded.path}, ${check.action}, ${checkStateOf(state, check, env.trusted)}`;
-    return `    check ${check.name} (${about}): ${verdict}`;
+    return `    check ${check.name} (${about}): ${C.CHECK_REPORT[verdict]}`;
   });
   return [C.CHECK_REPORT.whyHeading, ...lines].map(oneLine);
 }
