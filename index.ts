@@ -1098,10 +1098,8 @@ function touchedPath(discovery: Discovery, target: string, cwd: string): string 
 
 type CheckCondition = { field: string; operator: string; pattern: string; regex?: RegExp };
 
-type CheckRule = ReturnType<typeof hookifyRule>;
-
 /** A rule and the version of its file it was compiled from. */
-type Check = CheckRule & { loaded: InstructionFile };
+type Check = ReturnType<typeof hookifyRule> & { loaded: InstructionFile };
 
 /** What a call offers the rules: the event, the tool, each field's values (file_path has two), its path's chain. */
 interface CheckInput {
@@ -1512,6 +1510,8 @@ function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, 
       if (!verdict || verdict.action === "warn") return undefined;
       const blocked = { block: true as const, reason: verdict.text };
       if (verdict.action === "block" || !ctx.hasUI) return blocked;
+      // The user may take a while: delivery locates the call again once they answer.
+      state.located = undefined;
       const question = C.checkNotice("asked", verdict.names);
       return ctx.ui.confirm(C.CHECK_CONFIRM_TITLE, question).then((allowed) => (allowed ? undefined : blocked));
     }),
