@@ -619,7 +619,7 @@ export class LazyAgents {
     const target = resolveToolPath(raw, env.cwd, read ? discovery.readFallback : undefined);
     if (target === undefined) return undefined;
     this.sweepSoon(discovery);
-    const located = locateChain(discovery, target, targetIsDirectory);
+    const located = takeLocated(this.checks, event.toolCallId) ?? locateChain(discovery, target, targetIsDirectory);
     if (located === undefined) return undefined;
     const edits = event.toolName === "edit" || event.toolName === "write";
     const named = edits && this.options.fileNames.includes(basename(target));
@@ -965,59 +965,37 @@ function touchedPath(discovery: Discovery, target: string, cwd: string): string 
 // 2b. Checks (hookify). Claude Code's hookify rules (`.claude/hookify.<name>.local.md`), read with
 // hookify's own frontmatter parser and applied with its fields, operators and precedence in Pi's
 // events: tool_call of bash, edit and write; input (prompt); agent_before_settle (stop). A folder's
-// `.claude` governs the paths inside that folder. A warm call stats each rule folder and rule file
-// on its path and reads nothing; the regexes of a call that could run away share one time bound
-// in `node:vm`.
+// `.claude` governs the paths inside that folder. A warm call stats cwd's `.claude`, each rule folder
+// and rule file, and reads nothing: an edit or write locates its chain for delivery too, and the
+// chain's folder stats tell which folders hold a `.claude`. Regexes that could run away share one
+// time bound in `node:vm`.
 
-interface CheckCondition {
-  field: string;
-  operator: string;
-  pattern: string;
-  regex?: RegExp;
-}
+type CheckCondition = { field: string; operator: string; pattern: string; regex?: RegExp };
 
-/** A rule as hookify's `Rule.from_dict` builds it, plus whether it can be used at all. */
-interface CheckRule {
-  name: string;
-  enabled: boolean;
-  event: string;
-  action: string;
-  toolMatcher?: string;
-  conditions: CheckCondition[];
-  message: string;
-  /** No frontmatter, a condition that is not a mapping, or a pattern that does not compile. */
-  invalid: boolean;
-}
+/** A rule and the version of its file it was compiled from. */
+type Check = ReturnType<typeof hookifyRule> & { loaded: InstructionFile };
 
-interface Check extends CheckRule {
-  /** cwd-relative path of the rule file, and the folder whose paths it governs ("" for cwd). */
-  path: string;
-  base: string;
-  loaded: InstructionFile;
-}
-
-/** What a call offers the rules: the event, the tool, and each field's values (file_path has two). */
+/** What a call offers the rules: the event, the tool, each field's values (file_path has two), its path's chain. */
 interface CheckInput {
   event: "bash" | "file" | "prompt" | "stop";
   toolName?: string;
   input: Record<string, unknown>;
   fields: Record<string, string[]>;
+  located?: Located;
 }
 
-/** The winning action, its rules' names, and what the model is told in the checks' wrapper. */
-interface CheckVerdict {
-  action: "block" | "ask" | "warn";
-  names: string[];
-  text: string;
-}
+/** A folder whose `.claude` governs a call, with its stats when the call's chain took them. */
+type CheckBase = Pick<ChainLink, "dir" | "scope"> & { stats?: nodeFs.Stats };
 
 export type CheckState = ReturnType<typeof newCheckState>;
 
 function newCheckState() {
   return {
-    /** Rule files of each folder's `.claude`, kept while its listing stands. */
+    /** Rule files of each folder's `.claude` (by scope: the folders seen), kept while its listing stands. */
     folders: new Map<string, { listing: ListingEntry; candidates: string[] }>(),
-    compiled: new Map<string, Check>(),
+    /** Whether a folder holds a `.claude`, while the folder's signature stands. */
+    holders: new SignatureCache<boolean>(),
+    compiled: new WeakMap<InstructionFile, Check>(),
     /** Rule versions skipped for the session, by path and version. */
     skipped: new Map<string, C.CheckSkip>(),
     fired: new Map<string, number>(),
@@ -1025,10 +1003,10 @@ function newCheckState() {
     pending: new Map<string, string>(),
     /** Whether a stop was sent back since the last prompt. */
     continued: false,
+    /** The last edit or write the checks located, for delivery to take instead of locating it again. */
+    located: undefined as { id: string; located: Located } | undefined,
   };
 }
-
-const CHECK_TOOLS: ReadonlySet<string> = new Set(["bash", "edit", "write"]);
 
 /** hookify's value cleaning: whitespace, then every `"` and then every `'` at both ends; backslashes stay. */
 function hookifyValue(text: string): string {
@@ -1036,9 +1014,11 @@ function hookifyValue(text: string): string {
   return unquoted.replace(/^'+|'+$/g, "");
 }
 
-function splitOnce(text: string): [string, string] {
-  const at = text.indexOf(":");
-  return [text.slice(0, at).trim(), text.slice(at + 1)];
+/** `key: value` pairs, split at their first colon, as hookify's list items are. */
+function hookifyPairs(parts: string[]): Record<string, string> {
+  return Object.fromEntries(
+    parts.map((part) => [part.split(":", 1)[0]!.trim(), hookifyValue(part.slice(part.indexOf(":") + 1))]),
+  );
 }
 
 // Exported for tests: the table of hookify's own examples.
@@ -1048,64 +1028,35 @@ export function hookifyFrontmatter(content: string): { frontmatter: Record<strin
   if (second === -1) return { frontmatter: {}, message: content };
   const frontmatter: Record<string, unknown> = Object.create(null);
   let key = "";
-  let list: unknown[] = [];
-  let dict: Record<string, string> = Object.create(null);
-  let inList = false;
-  let inDict = false;
-  const flushDict = () => {
-    if (inDict && Object.keys(dict).length > 0) list.push(dict);
-    dict = Object.create(null);
+  let list: unknown[] | undefined;
+  let dict: Record<string, string> | undefined;
+  const save = () => {
+    if (list === undefined || key === "") return;
+    if (dict) list.push(dict);
+    frontmatter[key] = list;
+    list = dict = undefined;
   };
   for (const line of content.slice(3, second).split("\n")) {
     const stripped = line.trim();
     if (stripped === "" || stripped.startsWith("#")) continue;
     const indent = line.length - line.trimStart().length;
     if (indent === 0 && line.includes(":") && !stripped.startsWith("-")) {
-      if (inList && key !== "") {
-        flushDict();
-        frontmatter[key] = list;
-        inList = inDict = false;
-        list = [];
-      }
-      const [name, raw] = splitOnce(line);
-      if (raw.trim() === "") {
-        key = name;
-        inList = true;
-        list = [];
-        continue;
-      }
-      const value = hookifyValue(raw);
+      save();
+      const at = line.indexOf(":");
+      const value = hookifyValue(line.slice(at + 1));
       const lower = value.toLowerCase();
-      frontmatter[name] = lower === "true" ? true : lower === "false" ? false : value;
-    } else if (stripped.startsWith("-") && inList) {
-      flushDict();
+      if (line.slice(at + 1).trim() === "") [key, list] = [line.slice(0, at).trim(), []];
+      else frontmatter[line.slice(0, at).trim()] = lower === "true" ? true : lower === "false" ? false : value;
+    } else if (stripped.startsWith("-") && list) {
+      if (dict) list.push(dict);
+      dict = undefined;
       const item = stripped.slice(1).trim();
-      if (item.includes(":") && item.includes(",")) {
-        const inline: Record<string, string> = Object.create(null);
-        for (const part of item.split(",")) {
-          if (!part.includes(":")) continue;
-          const [name, raw] = splitOnce(part);
-          inline[name] = hookifyValue(raw);
-        }
-        list.push(inline);
-        inDict = false;
-      } else if (item.includes(":")) {
-        const [name, raw] = splitOnce(item);
-        inDict = true;
-        dict[name] = hookifyValue(raw);
-      } else {
-        list.push(hookifyValue(item));
-        inDict = false;
-      }
-    } else if (indent > 2 && inDict && line.includes(":")) {
-      const [name, raw] = splitOnce(stripped);
-      dict[name] = hookifyValue(raw);
-    }
+      if (!item.includes(":")) list.push(hookifyValue(item));
+      else if (item.includes(",")) list.push(hookifyPairs(item.split(",").filter((part) => part.includes(":"))));
+      else dict = hookifyPairs([item]);
+    } else if (indent > 2 && dict && line.includes(":")) Object.assign(dict, hookifyPairs([stripped]));
   }
-  if (inList && key !== "") {
-    flushDict();
-    frontmatter[key] = list;
-  }
+  save();
   return { frontmatter, message: content.slice(second + 3).trim() };
 }
 
@@ -1116,35 +1067,21 @@ function pythonTruth(value: unknown): boolean {
 
 /** Python's `str()` of a parsed scalar. */
 function pythonText(value: unknown, fallback: string): string {
-  if (value === undefined) return fallback;
   return value === true ? "True" : value === false ? "False" : typeof value === "string" ? value : fallback;
 }
+
+const PYTHON_REGEX_TOKENS: Record<string, string> = { "\\A": "(?<![\\s\\S])", "\\Z": "(?![\\s\\S])", "(?P<": "(?<" };
 
 // Exported for tests: Python-only regex syntax, translated.
 /** A hookify (Python) pattern as a JavaScript regex, case-insensitive; undefined when it does not compile. */
 export function hookifyRegex(pattern: string): RegExp | undefined {
-  let flags = "i";
-  let rest = pattern;
-  const inline = /^\(\?([ims]+)\)/.exec(rest);
-  if (inline) {
-    for (const flag of new Set(inline[1]!)) if (flag !== "i") flags += flag;
-    rest = rest.slice(inline[0].length);
-  }
-  let source = "";
-  for (let index = 0; index < rest.length; index++) {
-    const char = rest[index]!;
-    if (char === "\\" && index + 1 < rest.length) {
-      const next = rest[++index]!;
-      source += next === "A" ? "(?<![\\s\\S])" : next === "Z" ? "(?![\\s\\S])" : `\\${next}`;
-    } else if (rest.startsWith("(?P<", index)) {
-      source += "(?<";
-      index += 3;
-    } else if (rest.startsWith("(?P=", index) && /^\(\?P=(\w+)\)/.test(rest.slice(index))) {
-      const name = /^\(\?P=(\w+)\)/.exec(rest.slice(index))![1]!;
-      source += `\\k<${name}>`;
-      index += name.length + 4;
-    } else source += char;
-  }
+  const inline = /^\(\?([ims]+)\)/.exec(pattern);
+  const flags = `i${[...new Set(inline?.[1])].filter((flag) => flag !== "i").join("")}`;
+  const source = pattern
+    .slice(inline?.[0].length ?? 0)
+    .replace(/\\[^]|\(\?P<|\(\?P=(\w+)\)/g, (token, name?: string) =>
+      name === undefined ? (PYTHON_REGEX_TOKENS[token] ?? token) : `\\k<${name}>`,
+    );
   try {
     return new RegExp(source, flags);
   } catch {
@@ -1153,21 +1090,18 @@ export function hookifyRegex(pattern: string): RegExp | undefined {
 }
 
 // Exported for tests: the field mapping and the examples' rules.
-/** hookify's `Rule.from_dict` over its parser's output. */
-export function hookifyRule(text: string): CheckRule {
+/** hookify's `Rule.from_dict` over its parser's output, and whether the rule can be used at all. */
+export function hookifyRule(text: string) {
   const { frontmatter, message } = hookifyFrontmatter(text);
+  // No frontmatter, a condition that is not a mapping, or a pattern that does not compile.
   let invalid = Object.keys(frontmatter).length === 0;
   const event = pythonText(frontmatter.event, "all");
-  const conditions: CheckCondition[] = [];
-  if (Array.isArray(frontmatter.conditions)) {
-    for (const item of frontmatter.conditions) {
-      if (typeof item !== "object" || item === null) invalid = true;
-      else {
-        const { field, operator, pattern } = item as Record<string, string | undefined>;
-        conditions.push({ field: field ?? "", operator: operator ?? "regex_match", pattern: pattern ?? "" });
-      }
-    }
-  }
+  const conditionList = Array.isArray(frontmatter.conditions) ? frontmatter.conditions : [];
+  const items = conditionList as Array<string | Record<string, string | undefined>>;
+  if (items.some((item) => typeof item === "string")) invalid = true;
+  const conditions: CheckCondition[] = items
+    .filter((item) => typeof item !== "string")
+    .map(({ field = "", operator = "regex_match", pattern = "" }) => ({ field, operator, pattern }));
   const simple = frontmatter.pattern;
   if (pythonTruth(simple) && conditions.length === 0) {
     if (typeof simple !== "string") invalid = true;
@@ -1192,48 +1126,41 @@ export function hookifyRule(text: string): CheckRule {
   };
 }
 
-/** cwd and each folder on the way to a cwd-relative path: the folders whose `.claude` governs it. */
-function checkBases(discovery: Discovery, rel: string | undefined): string[] {
-  const bases = [""];
-  const segments = rel === undefined || rel === "" ? [] : rel.split("/").slice(0, -1);
-  for (let index = 0; index < segments.length; index++) {
-    if (discovery.options.ignoredDirs.has(segments[index]!)) break;
-    bases.push(segments.slice(0, index + 1).join("/"));
+/** cwd, then the folders of a located chain down to the first ignored one: the folders whose `.claude` governs it. */
+function checkBases(discovery: Discovery, located: Located | undefined): CheckBase[] {
+  const bases: CheckBase[] = [{ dir: discovery.cwdReal, scope: "" }];
+  for (const [index, link] of (located?.links ?? []).entries()) {
+    if (discovery.options.ignoredDirs.has(link.name)) break;
+    bases.push({ ...link, stats: located!.stats?.[index] });
   }
   return bases;
 }
 
 /** The rule files of these folders, compiled once per version: a folder's listing, then a stat per file. */
-function checksIn(discovery: Discovery, state: CheckState, bases: string[]): Check[] {
+function checksIn(discovery: Discovery, state: CheckState, bases: CheckBase[]): Check[] {
   const checks: Check[] = [];
-  for (const base of bases) {
-    const dir = join(discovery.cwdReal, base, C.CHECK_DIR_NAME);
-    let listing: ListingEntry | undefined;
-    try {
-      listing = discovery.listing(dir);
-    } catch (error) {
-      errorCode(error);
-    }
+  for (const { dir, scope, stats } of bases) {
+    const claude = join(dir, C.CHECK_DIR_NAME);
+    // Most folders hold no `.claude`: while a folder's signature stands, that costs no call.
+    const holds = stats === undefined || state.holders.get(dir, stats, () => discovery.exists(claude));
+    const listing = holds ? fsOr(undefined, () => discovery.listing(claude)) : undefined;
     if (!listing) {
-      if (base !== "") state.folders.delete(base);
+      state.folders.delete(scope);
       continue;
     }
-    let folder = state.folders.get(base);
+    let folder = state.folders.get(scope);
     if (folder?.listing !== listing) {
       const names = sortedNames(listing).filter(
         (entry) => (entry.kind === "file" || entry.kind === "link") && C.CHECK_FILE_NAME.test(entry.name),
       );
-      folder = { listing, candidates: names.map((entry) => join(dir, entry.name)) };
-      state.folders.set(base, folder);
+      folder = { listing, candidates: names.map((entry) => join(claude, entry.name)) };
+      state.folders.set(scope, folder);
     }
     for (const candidate of folder.candidates) {
-      const file = discovery.sourceFileOrUnknown(candidate, base);
+      const file = discovery.sourceFileOrUnknown(candidate, scope);
       if ("reason" in file) continue;
-      let check = state.compiled.get(candidate);
-      if (check?.loaded !== file || check.base !== base) {
-        check = { ...hookifyRule(file.text), path: file.path, base, loaded: file };
-        state.compiled.set(candidate, check);
-      }
+      let check = state.compiled.get(file);
+      if (!check) state.compiled.set(file, (check = { ...hookifyRule(file.text), loaded: file }));
       checks.push(check);
     }
   }
@@ -1241,19 +1168,25 @@ function checksIn(discovery: Discovery, state: CheckState, bases: string[]): Che
 }
 
 function skipKeyOf(check: Check): string {
-  return `${check.path}\0${check.loaded.version}`;
+  return `${check.loaded.path}\0${check.loaded.version}`;
+}
+
+function skipCheck(state: CheckState, check: Check, why: C.CheckSkip, warn: (text: string) => void): void {
+  state.skipped.set(skipKeyOf(check), why);
+  warn(C.checkSkippedWarning(oneLine(check.name), why));
 }
 
 function checkStateOf(state: CheckState, check: Check, trusted: boolean): string {
-  if (!trusted) return C.CHECK_STATES.untrusted;
   const skipped = check.invalid ? "invalid" : state.skipped.get(skipKeyOf(check));
-  if (skipped) return C.CHECK_STATES[skipped];
-  return check.enabled ? C.CHECK_STATES.active : C.CHECK_STATES.disabled;
+  return C.CHECK_STATES[!trusted ? "untrusted" : (skipped ?? (check.enabled ? "active" : "disabled"))];
 }
 
-// One sandbox for every bounded match: its `run` reads one job and writes which test runs, so that
-// the watchdog's interrupt names the runaway regex.
-let checkSandbox: { context: Context; call: Script } | undefined;
+/** One regex test of a call, and what it found: a match or not, or that it ran out of time twice. */
+type RegexTest = { regex: RegExp; text: string; matched?: boolean; timedOut?: true };
+
+// One sandbox for every bounded match: its script keeps which test runs, so that the watchdog's
+// interrupt names the runaway regex.
+let checkSandbox: { context: Context; script: Script } | undefined;
 
 // Plain atoms, classes and a top-level `|`, with no quantifier, group or backreference, cannot
 // backtrack: a test costs at most text × pattern steps, so a small one needs no watchdog (bench:
@@ -1261,52 +1194,39 @@ let checkSandbox: { context: Context; call: Script } | undefined;
 const BACKTRACK_FREE = /^(?:[^\\()[\]{}*+?]|\\[^1-9k]|\[(?:[^\\\]]|\\.)*\])*$/;
 
 /**
- * Each test's `regex.test(text)`, under C.CHECK_MATCH_TIMEOUT_MS per run unless it cannot run away.
- * A test that times out runs once more alone, so that a busy machine pausing the process does not
- * condemn a plain pattern; timing out twice names it.
+ * Runs each test, under C.CHECK_MATCH_TIMEOUT_MS per run unless it cannot run away. A test that
+ * times out runs once more alone, so that a busy machine pausing the process does not condemn a
+ * plain pattern; timing out twice marks it.
  */
-function boundedMatches(tests: Array<[RegExp, string]>): { results: boolean[]; timedOut: Set<number> } {
-  const results = tests.map(() => false);
-  const bounded: number[] = [];
-  tests.forEach(([regex, text], index) => {
-    const small = text.length * regex.source.length <= C.CHECK_UNBOUNDED_MATCH_STEPS;
-    if (small && BACKTRACK_FREE.test(regex.source)) results[index] = regex.test(text);
-    else bounded.push(index);
+function boundedMatches(tests: RegexTest[]): void {
+  const slow = tests.filter((test) => {
+    const small = test.text.length * test.regex.source.length <= C.CHECK_UNBOUNDED_MATCH_STEPS;
+    if (small && BACKTRACK_FREE.test(test.regex.source)) test.matched = test.regex.test(test.text);
+    return test.matched === undefined;
   });
-  const timedOut = new Set<number>();
-  if (bounded.length === 0) return { results, timedOut };
-  if (!checkSandbox) {
-    const context = createContext({});
-    new Script(
-      "globalThis.run = function (job) { for (; job.i < job.until; job.i++) job.results[job.i] = job.tests[job.i][0].test(job.tests[job.i][1]); };",
-    ).runInContext(context);
-    checkSandbox = { context, call: new Script("run(job)") };
-  }
-  const { context, call } = checkSandbox;
-  const job = { tests: bounded.map((index) => tests[index]!), results: [] as boolean[], i: 0, until: 0 };
+  if (slow.length === 0) return;
+  const { context, script } = (checkSandbox ??= {
+    context: createContext({}),
+    script: new Script("for (; i < until; i++) tests[i].matched = tests[i].regex.test(tests[i].text);"),
+  });
   const run = (from: number, until: number): boolean => {
-    Object.assign(job, { i: from, until });
-    context.job = job;
+    Object.assign(context, { tests: slow, i: from, until });
     try {
-      call.runInContext(context, { timeout: C.CHECK_MATCH_TIMEOUT_MS });
+      script.runInContext(context, { timeout: C.CHECK_MATCH_TIMEOUT_MS });
       return true;
     } catch (error) {
       if (errorCode(error) !== "ERR_SCRIPT_EXECUTION_TIMEOUT") throw error;
       return false;
     } finally {
-      context.job = undefined;
+      context.tests = undefined;
     }
   };
-  for (let from = 0; from < bounded.length;) {
-    if (run(from, bounded.length)) break;
+  for (let from = 0; from < slow.length && !run(from, slow.length);) {
     // The interrupt may land after the last test, before the run returns.
-    const at = job.i;
-    if (at >= bounded.length) break;
-    if (!run(at, at + 1)) timedOut.add(bounded[at]!);
+    const at = context.i as number;
+    if (at < slow.length && !run(at, at + 1)) slow[at]!.timedOut = true;
     from = at + 1;
   }
-  bounded.forEach((index, at) => (results[index] = job.results[at] === true));
-  return { results, timedOut };
 }
 
 /** hookify's `_extract_field`: a field of the tool's input itself first, then the event's mapping. */
@@ -1323,8 +1243,7 @@ function operatorHolds(operator: string, pattern: string, value: string): boolea
   if (operator === "equals") return value === pattern;
   if (operator === "not_contains") return !value.includes(pattern);
   if (operator === "starts_with") return value.startsWith(pattern);
-  if (operator === "ends_with") return value.endsWith(pattern);
-  return false;
+  return operator === "ends_with" && value.endsWith(pattern);
 }
 
 function toolMatches(matcher: string | undefined, toolName: string | undefined): boolean {
@@ -1335,61 +1254,44 @@ function toolMatches(matcher: string | undefined, toolName: string | undefined):
 
 /** The checks that match this input; a rule whose regex timed out is skipped for the session, once warned. */
 function matchingChecks(state: CheckState, checks: Check[], input: CheckInput, warn: (text: string) => void): Check[] {
-  const tests: Array<[RegExp, string]> = [];
-  const plans: Array<{ check: Check; conditions: Array<boolean | number[]> }> = [];
+  const tests: RegexTest[] = [];
+  const plans: Array<{ check: Check; conditions: Array<boolean | RegexTest[]> }> = [];
   for (const check of checks) {
     if (!check.enabled || check.invalid || state.skipped.has(skipKeyOf(check))) continue;
     if ((check.event !== "all" && check.event !== input.event) || check.conditions.length === 0) continue;
     if (!toolMatches(check.toolMatcher, input.toolName)) continue;
-    const conditions = check.conditions.map((condition): boolean | number[] => {
-      const values = fieldValues(input, condition.field);
-      if (values === undefined) return false;
-      if (!condition.regex) return values.some((value) => operatorHolds(condition.operator, condition.pattern, value));
-      return values.map((value) => tests.push([condition.regex!, value]) - 1);
+    const conditions = check.conditions.map(({ field, operator, pattern, regex }) => {
+      const values = fieldValues(input, field) ?? [];
+      if (!regex) return values.some((value) => operatorHolds(operator, pattern, value));
+      const own = values.map((text) => ({ regex, text }));
+      tests.push(...own);
+      return own;
     });
     plans.push({ check, conditions });
   }
-  const { results, timedOut } = boundedMatches(tests);
+  boundedMatches(tests);
   const matched: Check[] = [];
   for (const { check, conditions } of plans) {
-    if (conditions.some((c) => Array.isArray(c) && c.some((index) => timedOut.has(index)))) {
-      skipCheck(state, check, "timedOut", warn);
-      continue;
-    }
-    if (conditions.every((c) => (Array.isArray(c) ? c.some((index) => results[index]) : c))) matched.push(check);
+    const ran = conditions.flatMap((c) => (Array.isArray(c) ? c : []));
+    if (ran.some((test) => test.timedOut)) skipCheck(state, check, "timedOut", warn);
+    else if (conditions.every((c) => (Array.isArray(c) ? c.some((test) => test.matched) : c))) matched.push(check);
   }
   return matched;
 }
 
 /** hookify's precedence: block over ask (tool calls only) over warn; the winning rules' messages joined. */
-function checkVerdict(state: CheckState, matched: Check[], toolCall: boolean): CheckVerdict | undefined {
-  const bucket = (check: Check): CheckVerdict["action"] =>
+function checkVerdict(state: CheckState, matched: Check[], toolCall: boolean) {
+  const bucket = (check: Check) =>
     check.action === "block" ? "block" : check.action === "ask" && toolCall ? "ask" : "warn";
   const action = (["block", "ask", "warn"] as const).find((a) => matched.some((check) => bucket(check) === a));
   if (!action) return undefined;
   const checks = matched.filter((check) => bucket(check) === action);
-  for (const check of checks) state.fired.set(check.path, (state.fired.get(check.path) ?? 0) + 1);
-  const files = [...new Set(checks.map((check) => reminderField(check.path)))];
+  for (const check of checks) state.fired.set(check.loaded.path, (state.fired.get(check.loaded.path) ?? 0) + 1);
+  const files = [...new Set(checks.map((check) => reminderField(check.loaded.path)))];
   const body = checks.map((check) => `**[${check.name}]**\n${check.message}`).join("\n\n");
   const inner = neutralizeClosingTags(`${C.checksIntro(files)}\n${body}`);
   const names = checks.map((check) => oneLine(check.name));
   return { action, names, text: `${C.CHECKS_OPEN}\n${inner}\n${C.CHECKS_CLOSE}` };
-}
-
-/** A rule version is skipped for the session, with one warning. */
-function skipCheck(state: CheckState, check: Check, why: C.CheckSkip, warn: (text: string) => void): void {
-  state.skipped.set(skipKeyOf(check), why);
-  warn(C.checkSkippedWarning(oneLine(check.name), why));
-}
-
-/** The input a bash, edit or write call offers; file_path as given and from cwd. */
-function toolCheckInput(discovery: Discovery, event: ToolCallEvent, cwd: string): { input: CheckInput; rel?: string } {
-  const input = event.input as Record<string, unknown>;
-  const bash = event.toolName === "bash";
-  const target = bash ? undefined : resolveToolPath(input.path, cwd);
-  const rel = target === undefined ? undefined : touchedPath(discovery, target, cwd);
-  const fields = checkFields(event.toolName, input, rel);
-  return { input: { event: bash ? "bash" : "file", toolName: event.toolName, input, fields }, rel };
 }
 
 // Exported for tests: the table of the field mapping.
@@ -1410,6 +1312,13 @@ export function checkFields(toolName: string, input: Record<string, unknown>, re
     old_text: [oldText],
     old_string: [oldText],
   };
+}
+
+/** The chain the checks located for this call, once: delivery's `locate` takes it instead of locating again. */
+function takeLocated(state: CheckState, toolCallId: string): Located | undefined {
+  const taken = state.located?.id === toolCallId ? state.located.located : undefined;
+  state.located = undefined;
+  return taken;
 }
 
 /** The session's text so far, as a stop check reads it: messages, tool calls and their results. */
@@ -1440,39 +1349,45 @@ function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, 
   const state = engine.checks;
   const safely = <T>(ctx: ExtensionContext, run: () => T | Promise<T>) =>
     guarded<T | undefined>(ctx, "checks", run, () => undefined);
-  const verdictFor = (ctx: ExtensionContext, input: CheckInput, bases: string[], toolCall: boolean) => {
+  /** The rules' verdict on what a call offers; the user hears which rules spoke, unless they are asked. */
+  const verdictFor = (ctx: ExtensionContext, toolCall: boolean, offered: (discovery: Discovery) => CheckInput) => {
     if (!engine.options.enabled || !engine.options.checks || !ctx.isProjectTrusted()) return undefined;
     const discovery = engine.discoveryFor(ctx.cwd);
     if (!discovery) return undefined;
+    const input = offered(discovery);
     const warn = (text: string) => tell(ctx, text, "warning");
-    const checks = checksIn(discovery, state, bases);
+    const checks = checksIn(discovery, state, checkBases(discovery, input.located));
     for (const check of checks)
       if (check.invalid && !state.skipped.has(skipKeyOf(check))) skipCheck(state, check, "invalid", warn);
-    return checkVerdict(state, matchingChecks(state, checks, input, warn), toolCall);
+    const verdict = checkVerdict(state, matchingChecks(state, checks, input, warn), toolCall);
+    if (verdict && (verdict.action !== "ask" || !ctx.hasUI)) {
+      const warned = verdict.action === "warn";
+      tell(ctx, C.checkNotice(warned ? "warned" : "blocked", verdict.names), warned ? "info" : "warning");
+    }
+    return verdict;
   };
-  const notify = (ctx: ExtensionContext, verdict: CheckVerdict, what: "warned" | "blocked") =>
-    tell(ctx, C.checkNotice(what, verdict.names), what === "warned" ? "info" : "warning");
 
   pi.on("tool_call", (event, ctx) =>
     safely(ctx, () => {
-      if (!CHECK_TOOLS.has(event.toolName) || !engine.options.checks) return undefined;
-      const discovery = engine.discoveryFor(ctx.cwd);
-      if (!discovery) return undefined;
-      const { input, rel } = toolCheckInput(discovery, event, ctx.cwd);
-      const verdict = verdictFor(ctx, input, checkBases(discovery, rel), true);
-      if (!verdict) return undefined;
-      if (verdict.action === "warn") {
-        state.pending.set(event.toolCallId, verdict.text);
-        notify(ctx, verdict, "warned");
-        return undefined;
-      }
+      const { toolName, toolCallId } = event;
+      if (toolName !== "bash" && toolName !== "edit" && toolName !== "write") return undefined;
+      const verdict = verdictFor(ctx, true, (discovery) => {
+        const input = event.input as Record<string, unknown>;
+        const target = toolName === "bash" ? undefined : resolveToolPath(input.path, ctx.cwd);
+        const located = target === undefined ? undefined : locateChain(discovery, target, false);
+        if (located) state.located = { id: toolCallId, located };
+        const rel = target === undefined ? undefined : touchedPath(discovery, target, ctx.cwd);
+        const fields = checkFields(toolName, input, rel);
+        return { event: toolName === "bash" ? "bash" : "file", toolName, input, fields, located };
+      });
+      if (verdict?.action === "warn") state.pending.set(toolCallId, verdict.text);
+      if (!verdict || verdict.action === "warn") return undefined;
       const blocked = { block: true as const, reason: verdict.text };
-      if (verdict.action === "ask" && ctx.hasUI) {
-        const question = C.checkNotice("asked", verdict.names);
-        return ctx.ui.confirm(C.CHECK_CONFIRM_TITLE, question).then((allowed) => (allowed ? undefined : blocked));
-      }
-      notify(ctx, verdict, "blocked");
-      return blocked;
+      if (verdict.action === "block" || !ctx.hasUI) return blocked;
+      // The user may take a while: delivery locates the call again once they answer.
+      state.located = undefined;
+      const question = C.checkNotice("asked", verdict.names);
+      return ctx.ui.confirm(C.CHECK_CONFIRM_TITLE, question).then((allowed) => (allowed ? undefined : blocked));
     }),
   );
 
@@ -1481,9 +1396,8 @@ function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, 
       const text = state.pending.get(event.toolCallId);
       if (text === undefined) return undefined;
       state.pending.delete(event.toolCallId);
-      const patch: ToolResultEventResult = { content: [...event.content, { type: "text", text }] };
-      if (event.structuredContent !== undefined) patch.structuredContent = event.structuredContent;
-      return patch;
+      const content = [...event.content, { type: "text" as const, text }];
+      return { content, structuredContent: event.structuredContent } satisfies ToolResultEventResult;
     }),
   );
   pi.on("turn_end", () => state.pending.clear());
@@ -1492,13 +1406,9 @@ function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, 
     safely(ctx, () => {
       state.continued = false;
       const fields = { prompt: [event.text], user_prompt: [event.text] };
-      const verdict = verdictFor(ctx, { event: "prompt", input: {}, fields }, [""], false);
+      const verdict = verdictFor(ctx, false, () => ({ event: "prompt", input: {}, fields }));
       if (!verdict) return undefined;
-      if (verdict.action === "block") {
-        notify(ctx, verdict, "blocked");
-        return { action: "handled" as const };
-      }
-      notify(ctx, verdict, "warned");
+      if (verdict.action === "block") return { action: "handled" as const };
       return { action: "transform" as const, text: `${event.text}\n\n${verdict.text}`, images: event.images };
     }),
   );
@@ -1508,21 +1418,11 @@ function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, 
     safely(ctx, () => {
       if (state.continued || event.outcome !== "completed") return undefined;
       const fields = { transcript: [transcriptOf(event.context.llmMessages)], reason: [""] };
-      const verdict = verdictFor(ctx, { event: "stop", input: {}, fields }, [""], false);
-      if (!verdict) return undefined;
-      if (verdict.action === "warn") {
-        notify(ctx, verdict, "warned");
-        return undefined;
-      }
+      const verdict = verdictFor(ctx, false, () => ({ event: "stop", input: {}, fields }));
+      if (verdict?.action !== "block") return undefined;
       state.continued = true;
-      notify(ctx, verdict, "blocked");
-      const message = {
-        type: "custom_message" as const,
-        customType: C.CHECK_MESSAGE_TYPE,
-        content: verdict.text,
-        display: true,
-      };
-      return { entries: [...event.entries, message], continue: true };
+      const message = { type: "custom_message" as const, customType: C.CHECK_MESSAGE_TYPE, display: true };
+      return { entries: [...event.entries, { ...message, content: verdict.text }], continue: true };
     }),
   );
 }
@@ -1533,12 +1433,15 @@ function checkReport(engine: LazyAgents, env: CallEnvironment): string[] {
   const discovery = engine.discoveryFor(env.cwd);
   if (!discovery) return [];
   const state = engine.checks;
-  const checks = checksIn(discovery, state, ["", ...[...state.folders.keys()].filter((base) => base !== "")]);
-  if (checks.length === 0) return [];
+  const bases = [...new Set(["", ...state.folders.keys()])].map((scope) => ({
+    scope,
+    dir: join(discovery.cwdReal, scope),
+  }));
+  const checks = checksIn(discovery, state, bases);
   const rows = checks.map((check) =>
-    [check.name, check.path, check.event, check.action, checkStateOf(state, check, env.trusted)]
+    [check.name, check.loaded.path, check.event, check.action, checkStateOf(state, check, env.trusted)]
       .map(oneLine)
-      .concat(`fired ${state.fired.get(check.path) ?? 0}`),
+      .concat(`fired ${state.fired.get(check.loaded.path) ?? 0}`),
   );
   return reportSection(C.CHECK_REPORT.heading, rows);
 }
@@ -1548,24 +1451,19 @@ function checkWhy(engine: LazyAgents, env: CallEnvironment, shown: string): stri
   const discovery = engine.discoveryFor(env.cwd);
   const target = resolveToolPath(shown, env.cwd);
   if (!engine.options.checks || !discovery || target === undefined) return [];
-  const rel = touchedPath(discovery, target, env.cwd);
   const state = engine.checks;
-  const checks = checksIn(discovery, state, checkBases(discovery, rel)).filter(
-    (c) => c.event === "file" || c.event === "all",
-  );
+  const bases = checkBases(discovery, locateChain(discovery, target, false));
+  const checks = checksIn(discovery, state, bases).filter((c) => c.event === "file" || c.event === "all");
   if (checks.length === 0) return [C.CHECK_REPORT.whyNone];
-  const fields = { file_path: checkFields("write", { path: shown }, rel).file_path! };
-  const input: CheckInput = { event: "file", toolName: "write", input: {}, fields };
+  const { file_path } = checkFields("write", { path: shown }, touchedPath(discovery, target, env.cwd));
+  const input: CheckInput = { event: "file", toolName: "write", input: {}, fields: { file_path: file_path! } };
   const lines = checks.map((check) => {
     const paths = check.conditions.filter((condition) => condition.field === "file_path");
     const pathOnly = { ...check, enabled: true, event: "file", toolMatcher: undefined, conditions: paths };
-    const verdict =
-      paths.length === 0
-        ? C.CHECK_REPORT.noPathCondition
-        : matchingChecks({ ...state, skipped: new Map() }, [pathOnly], input, () => {}).length > 0
-          ? C.CHECK_REPORT.pathMatches
-          : C.CHECK_REPORT.pathNoMatch;
-    return `    check ${check.name} (${check.path}, ${check.action}, ${checkStateOf(state, check, env.trusted)}): ${verdict}`;
+    const matches = matchingChecks({ ...state, skipped: new Map() }, [pathOnly], input, () => {}).length > 0;
+    const verdict = paths.length === 0 ? "noPathCondition" : matches ? "pathMatches" : "pathNoMatch";
+    const about = `${check.loaded.path}, ${check.action}, ${checkStateOf(state, check, env.trusted)}`;
+    return `    check ${check.name} (${about}): ${C.CHECK_REPORT[verdict]}`;
   });
   return [C.CHECK_REPORT.whyHeading, ...lines].map(oneLine);
 }
