@@ -159,10 +159,10 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
 
     // Pi's TUI replaces an info notification with the next one, so parallel calls would each hide
     // the last: what a turn loads is gathered here and told once, when the turn ends.
-    let turnLoaded: TurnLoaded = emptyLoaded();
+    const turnLoaded: LedgerRecord[] = [];
     const answer = <R>(ctx: ExtensionContext, outcome: Outcome<R> | undefined): R | undefined => {
       if (outcome && ctx.hasUI) {
-        addLoaded(turnLoaded, outcome.plan.record);
+        turnLoaded.push(outcome.plan.record);
         // One fixed line per refused file; never contents, absolute paths or exceptions.
         for (const skip of outcome.plan.record.skipped)
           tell(ctx, `${C.USER_PREFIX}${skipText(skip, oneLine)}`, "warning");
@@ -172,11 +172,8 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
     };
     const endTurn = (ctx: ExtensionContext): void => {
       engine.endTurn();
-      const loaded = turnLoaded;
-      turnLoaded = emptyLoaded();
-      if (loaded.files.size + loaded.rules.size + loaded.skills.size === 0) return;
-      const paths = [...loaded.files, ...loaded.rules, ...loaded.skills].map(oneLine);
-      tell(ctx, C.loadedNotice(countsOf(loaded), paths), "info");
+      const notice = turnNotice(turnLoaded.splice(0));
+      if (notice !== undefined) tell(ctx, notice, "info");
     };
 
     pi.on("session_start", (_event, ctx) => {
@@ -246,7 +243,8 @@ async function commandReport(engine: LazyAgents, args: string, env: CallEnvironm
     const words = args.trim();
     if (words === "help") return C.REPORT_USAGE;
     if (words.startsWith("why ")) {
-      const quoted = quotedCommand(words.slice(4));
+      // An argument wrapped in quotes is a bash command; a bare one is a path (which may hold spaces).
+      const quoted = /^(["'])(.*)\1$/s.exec(words.slice(4).trim())?.[2];
       if (quoted !== undefined) return await explainCommand(engine, quoted, env);
       const why = await explainPath(engine, words.slice(4), env);
       return [why, ...checkWhy(engine, env, words.slice(4).trim())].join("\n");
@@ -540,7 +538,7 @@ export class LazyAgents {
           this.git?.stop();
           this.git = new GitIgnoreOracle(cwdReal, this.spawner);
         }
-        discovery = this.discovery = new Discovery(this.fs, cwdReal, this.options, () => this.git?.available === true);
+        discovery = this.discovery = new Discovery(this.fs, cwdReal, this.options, () => this.git?.off === false);
         discovery.logicalCwd = resolve(cwd);
         discovery.learnStartupFiles(this.startupFiles);
       }
@@ -673,7 +671,7 @@ export class LazyAgents {
     }
     const discovery = this.discovery;
     // Cleared once before all the calls' views, so that each call's questions reach git, not only the last one's.
-    discovery?.gitAnswers.takeWanted();
+    discovery?.gitAnswers.wanted.clear();
     const views = discovery ? mergeViews(calls.flatMap((call) => this.viewsOf(discovery, call))) : [];
     const plan = planDelivery(this.ledger, {
       views,
@@ -688,7 +686,7 @@ export class LazyAgents {
       planRules(this.ledger, plan, { discovery, views, touched, options: this.options });
     if (!discovery || round > C.MAX_IMPORT_DEPTH) return finish(views, plan);
     // What the views and plan just built left open (imports, rule folders).
-    const open = [...discovery.gitAnswers.takeWanted(), ...chainQuestionsOf(discovery, calls)];
+    const open = [...discovery.gitAnswers.wanted, ...chainQuestionsOf(discovery, calls)];
     const answers = askGit(discovery, this.git, open);
     return answers ? this.settle(calls, answers, shown, finish, round) : finish(views, plan);
   }
@@ -856,7 +854,7 @@ export class LazyAgents {
       gateRecords: this.gate?.records.size ?? 0,
       gatedScopes: this.gate?.scopes.size ?? 0,
       gateRetries: this.gate?.retries.size ?? 0,
-      ...this.inspection.sizes(),
+      inspectedScopes: this.inspection.size,
       ledgerFiles: this.ledger.all("file").length,
       ledgerScopes: this.ledger.byScope.size,
       ledgerImports: this.ledger.importsByScope.size,
@@ -942,7 +940,7 @@ function mergeViews(views: DirectoryView[]): DirectoryView[] {
   const byScope = new Map<string, DirectoryView>();
   for (const view of views) byScope.set(view.scope, view);
   // Depths once, not per comparison (profile: splitting scopes in the comparator was a tenth of a warm read).
-  const depths = new Map([...byScope.values()].map((view) => [view, depthOf(view.scope)]));
+  const depths = new Map([...byScope.values()].map((view) => [view, view.scope.split("/").length]));
   return [...depths.keys()].sort((a, b) => depths.get(a)! - depths.get(b)! || a.scope.localeCompare(b.scope));
 }
 
@@ -2081,7 +2079,7 @@ function noticeLines(record: LedgerRecord): string[] {
 
 /** Bytes a line adds to the reminder, with the newline before it. */
 function lineBytes(line: string): number {
-  return byteLength(`\n${line}`);
+  return Buffer.byteLength(`\n${line}`);
 }
 
 /**
@@ -2094,12 +2092,12 @@ function lineBytes(line: string): number {
 function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
   const { record } = plan;
   const itemLines = [...sectionItems(plan).flatMap(([, lines]) => lines), ...noticeLines(record)];
-  const frame = byteLength(formatReminder(plan)) - itemLines.reduce((sum, line) => sum + lineBytes(line), 0);
+  const frame = Buffer.byteLength(formatReminder(plan)) - itemLines.reduce((sum, line) => sum + lineBytes(line), 0);
   const longest = [...plan.files, ...(plan.rules ?? []), ...plan.skills]
     .map((entry) => reminderField(entry.record.path))
-    .sort((a, b) => byteLength(b) - byteLength(a));
+    .sort((a, b) => Buffer.byteLength(b) - Buffer.byteLength(a));
   const count = itemLines.length;
-  let remaining = budgetBytes - frame - byteLength(`\n\n${C.leftOutText(count, count, count, longest)}`);
+  let remaining = budgetBytes - frame - Buffer.byteLength(`\n\n${C.leftOutText(count, count, count, longest)}`);
   const leftOut = { files: 0, skills: 0, notices: 0, names: [] as string[] };
   const fits = (line: string): boolean => {
     if (lineBytes(line) > remaining) return false;
@@ -2154,7 +2152,7 @@ function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
  * before its imports; rule texts after the deepest folder's files.
  */
 function budgetOrder(plan: DeliveryPlan): PlannedFile[] {
-  const depth = (entry: PlannedFile) => depthOf(entry.scope);
+  const depth = (entry: PlannedFile) => entry.scope.split("/").length;
   const imported = (entry: PlannedFile) => Number(entry.record.importedBy !== undefined);
   const order = plan.files.toSorted((a, b) => depth(b) - depth(a) || imported(a) - imported(b));
   const deepest = Math.max(0, ...order.map(depth));
@@ -2422,7 +2420,7 @@ function lstatChain(
 function spelledAsOnDisk(ctx: Discovery, links: ChainLink[], stats: nodeFs.Stats[]): boolean {
   const first = links[0]!;
   if (ctx.folds === undefined) {
-    const swapped = swapCase(first.name);
+    const swapped = [...first.name].map((c) => (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase())).join("");
     if (swapped === first.name) return true;
     const other = fsOr(undefined, () => ctx.fs.lstat(join(ctx.cwdReal, swapped)));
     ctx.folds = other !== undefined && other.ino === stats[0]!.ino && other.dev === stats[0]!.dev;
@@ -2443,11 +2441,11 @@ function chainQuestions(ctx: Discovery, links: ChainLink[]): string[] {
   return questions;
 }
 
-/** The one way to ask git: questions as `GitAnswers.setAnswer` takes them; undefined when none. */
+/** The one way to ask git: questions as `setGitAnswer` takes them; undefined when none. */
 function askGit(ctx: Discovery, git: GitIgnoreOracle | undefined, questions: string[]): Promise<void> | undefined {
   if (!git || questions.length === 0) return undefined;
   return git.ask(questions).then((answers) => {
-    questions.forEach((question, index) => ctx.gitAnswers.setAnswer(question, answers[index]!));
+    questions.forEach((question, index) => setGitAnswer(ctx.gitAnswers, question, answers[index]!));
   });
 }
 
@@ -2547,7 +2545,7 @@ class Discovery {
     this.fs = fs;
     this.cwdReal = cwdReal;
     this.options = options;
-    this.gitAnswers = new GitAnswers(gitMayAnswer);
+    this.gitAnswers = { folders: new Map(), files: new Map(), wanted: new Set(), mayAnswer: gitMayAnswer };
     this.rootRulePlaces = C.RULE_SOURCES.map((source) => rulePlace(this, source, ""));
   }
 
@@ -3427,30 +3425,21 @@ function readBounded(fs: FileSystem, realPath: string, maxBytes: number): Loaded
 // died on the path it was asked (a submodule's inside), which alone stays unknown. It is run so
 // that no setting of the repository can start a program: `spawnGit`.
 
-/** Git's answers for one discovery, and the questions its views raised that git was not asked yet. */
-class GitAnswers {
-  /** Folders git ignores (their subtrees too), and import targets, by cwd-relative path. */
-  readonly folders = new Map<string, boolean>();
-  readonly files = new Map<string, boolean>();
-  /** Questions imports raised while views were built: `scope/` for a folder, a file's path. */
-  readonly wanted = new Set<string>();
-  /** Whether git may still answer; while it may, an import it has not answered for is held back. */
+/**
+ * Git's answers for one discovery, by cwd-relative path: the folders it ignores (their subtrees too)
+ * and import targets; the questions views raised that git was not asked yet (`scope/` for a folder,
+ * a file's path); whether git may still answer (while it may, an unanswered import is held back).
+ */
+type GitAnswers = {
+  readonly folders: Map<string, boolean>;
+  readonly files: Map<string, boolean>;
+  readonly wanted: Set<string>;
   readonly mayAnswer: () => boolean;
+};
 
-  constructor(mayAnswer: () => boolean) {
-    this.mayAnswer = mayAnswer;
-  }
-
-  takeWanted(): string[] {
-    const wanted = [...this.wanted];
-    this.wanted.clear();
-    return wanted;
-  }
-
-  setAnswer(question: string, ignored: boolean): void {
-    if (question.endsWith("/")) this.folders.set(question.slice(0, -1), ignored);
-    else this.files.set(question, ignored);
-  }
+function setGitAnswer(answers: GitAnswers, question: string, ignored: boolean): void {
+  if (question.endsWith("/")) answers.folders.set(question.slice(0, -1), ignored);
+  else answers.files.set(question, ignored);
 }
 
 // Exported for tests: they hand the engine a git that is slow, absent or dying.
@@ -3484,22 +3473,18 @@ class GitIgnoreOracle {
   readonly cwdReal: string;
   private readonly spawnGit: SpawnGit;
   private child?: ChildProcessWithoutNullStreams;
-  private off = false;
+  /** True once git is gone for the session (absent, no repository, timed out): nothing is asked again. */
+  off = false;
   /** The rule that ignores cwd itself, and so tells nothing ("" for none); undefined until git works here. */
   private cwdRule?: string;
   private buffer = "";
   private waiters: GitWaiter[] = [];
-  /** Scopes git failed on; their subtrees are not asked again. */
+  /** Scopes git failed on, each ending in `/`: their subtrees are not asked again. */
   private readonly failed = new Set<string>();
 
   constructor(cwdReal: string, spawner: SpawnGit) {
     this.cwdReal = cwdReal;
     this.spawnGit = spawner;
-  }
-
-  /** Whether git may still answer: false once it is gone for the session (absent, no repository). */
-  get available(): boolean {
-    return !this.off;
   }
 
   start(): void {
@@ -3527,7 +3512,6 @@ class GitIgnoreOracle {
   /** Whether git ignores each cwd-relative path (a folder's ends in `/`); false for all without git. */
   async ask(paths: string[]): Promise<boolean[]> {
     this.start();
-    if (this.off) return paths.map(() => false);
     const rules = paths.map((path) => new Promise<string | undefined>((answer) => this.send({ path, answer })));
     const timer = setTimeout(() => this.stop(), C.GIT_ANSWER_TIMEOUT_MS);
     try {
@@ -3544,14 +3528,11 @@ class GitIgnoreOracle {
    * then does not match `generated`, and a `!generated/keep/` re-include is reported as the negation it is.
    */
   private send(waiter: GitWaiter): void {
-    // A path at or below one git failed on is not asked again.
-    const parts = withoutSlash(waiter.path).split("/");
-    if (this.failed.size > 0 && parts.some((_, index) => this.failed.has(parts.slice(0, index + 1).join("/")))) {
-      return waiter.answer(undefined);
-    }
+    const path = withoutSlash(waiter.path);
+    // A helper that cannot start again answers nothing; one that died answers its waiters when it closes.
+    if (this.off || [...this.failed].some((scope) => `${path}/`.startsWith(scope))) return waiter.answer(undefined);
     this.waiters.push(waiter);
-    // A helper that died cannot take the question: its close answers the waiters.
-    this.child?.stdin.write(`./${withoutSlash(waiter.path)}\0`);
+    this.child?.stdin.write(`./${path}\0`);
   }
 
   /** Records are four NUL-terminated fields: source, line, pattern, path; a negated pattern or none ignores nothing. */
@@ -3561,9 +3542,8 @@ class GitIgnoreOracle {
     this.buffer = fields.slice(whole).join("\0");
     for (let at = 0; at < whole; at += 4) {
       const pattern = fields[at + 2]!;
-      this.waiters
-        .shift()
-        ?.answer(pattern === "" || pattern.startsWith("!") ? "" : fields.slice(at, at + 3).join("\0"));
+      const rule = pattern === "" || pattern.startsWith("!") ? "" : fields.slice(at, at + 3).join("\0");
+      this.waiters.shift()?.answer(rule);
     }
   }
 
@@ -3575,7 +3555,7 @@ class GitIgnoreOracle {
     if (this.cwdRule === undefined || this.off) return this.stop();
     const [culprit, ...rest] = this.waiters.splice(0);
     if (!culprit) return;
-    this.failed.add(withoutSlash(culprit.path));
+    this.failed.add(`${withoutSlash(culprit.path)}/`);
     culprit.answer(undefined);
     if (rest.length > 0) this.start();
     for (const waiter of rest) this.send(waiter);
@@ -3591,7 +3571,10 @@ class GitIgnoreOracle {
 }
 
 // =============================================================================================
-// 8. Settings: the defaults of config.ts, which settings may override.
+// 8. Settings: the defaults of config.ts, which `lazyAgents` in Pi's settings.json files may override,
+// as `pi.getSettings()` merges them (project over global, key by key; Pi leaves an untrusted
+// project's settings out). Every value is checked; a bad one keeps its default and earns one fixed
+// warning that names only our own key.
 
 // Exported for tests: they compare settings with the defaults, and build settings from them.
 export type Options = ReturnType<typeof defaultOptions>;
@@ -3612,10 +3595,6 @@ export function defaultOptions() {
     checks: true,
   };
 }
-
-// Settings: `lazyAgents` in Pi's settings.json files, as `pi.getSettings()` merges them (project
-// over global, key by key; Pi leaves an untrusted project's settings out). Every value is checked;
-// a bad one keeps its default and earns one fixed warning that names only our own key.
 
 /** A setting: the option it sets, its value read from a good setting (undefined for a bad one), the values allowed. */
 type Setting = {
@@ -3640,7 +3619,17 @@ function isNameList(value: unknown, allowEmpty: boolean): value is string[] {
   );
 }
 
-const ALL_TRIGGERS: ReadonlySet<string> = new Set([...C.TRIGGER_TOOLS, ...C.OPTIONAL_TRIGGER_TOOLS]);
+/** Names from `allowed`, as a set; `unique` refuses a name given twice. */
+const namesFrom =
+  <T>(allowed: readonly T[], unique: boolean) =>
+  (value: unknown): Set<T> | undefined =>
+    Array.isArray(value) &&
+    value.every((name) => allowed.includes(name)) &&
+    (!unique || new Set(value).size === value.length)
+      ? new Set(value)
+      : undefined;
+
+const ALL_TRIGGERS: readonly string[] = [...C.TRIGGER_TOOLS, ...C.OPTIONAL_TRIGGER_TOOLS];
 
 const SETTINGS = {
   enabled: ["enabled", flag, C.SETTING_EXPECTED.boolean],
@@ -3656,16 +3645,12 @@ const SETTINGS = {
     byteCount(C.MIN_SETTING_BUDGET_BYTES),
     C.SETTING_EXPECTED.bytes(C.MIN_SETTING_BUDGET_BYTES, C.MAX_SETTING_BYTES),
   ],
-  triggers: [
-    "triggers",
-    (value) => (Array.isArray(value) && value.every((tool) => ALL_TRIGGERS.has(tool)) ? new Set(value) : undefined),
-    C.SETTING_EXPECTED.triggers([...ALL_TRIGGERS]),
-  ],
+  triggers: ["triggers", namesFrom(ALL_TRIGGERS, false), C.SETTING_EXPECTED.triggers(ALL_TRIGGERS)],
   skills: ["skills", flag, C.SETTING_EXPECTED.boolean],
   imports: ["imports", flag, C.SETTING_EXPECTED.boolean],
   gateWrites: ["gateWrites", flag, C.SETTING_EXPECTED.boolean],
   rules: ["rules", flag, C.SETTING_EXPECTED.boolean],
-  ruleSources: ["ruleSources", ruleSourcesOf, C.SETTING_EXPECTED.ruleSources(C.RULE_SOURCES)],
+  ruleSources: ["ruleSources", namesFrom(C.RULE_SOURCES, true), C.SETTING_EXPECTED.ruleSources(C.RULE_SOURCES)],
   checks: ["checks", flag, C.SETTING_EXPECTED.boolean],
 } satisfies Record<string, Setting>;
 
@@ -3780,11 +3765,6 @@ function discoveryChanged(a: Options, b: Options): boolean {
 // 9. The /lazy-agents report: what the session has seen, kept per scope and replaced at each view,
 // and `why <path>` / `why "<command>"`. Never file contents.
 
-/** A `why` argument wrapped in quotes is a bash command; a bare one is a path (which may hold spaces). */
-function quotedCommand(argument: string): string | undefined {
-  return /^(["'])(.*)\1$/s.exec(argument.trim())?.[2];
-}
-
 /** What the session has seen: the latest view of each folder a call looked at, so bounded by the folders visited. */
 class Inspection extends Map<string, DirectoryView> {
   record(views: DirectoryView[]): void {
@@ -3793,10 +3773,6 @@ class Inspection extends Map<string, DirectoryView> {
 
   prune(keep: (scope: string) => boolean): void {
     for (const scope of this.keys()) if (!keep(scope)) this.delete(scope);
-  }
-
-  sizes(): Record<string, number> {
-    return { inspectedScopes: this.size };
   }
 }
 
@@ -3853,22 +3829,19 @@ async function explainCommand(engine: LazyAgents, command: string, env: CallEnvi
   return lines.map(oneLine).join("\n");
 }
 
-/** The state of a file or rule text the ledger may hold, against the version on disk. */
-function heldState(ledger: Ledger, kind: "file" | "rule", path: string, version: string): string {
-  const held: { version: string; truncated?: boolean; via?: string } | undefined = ledger.get(kind, path);
-  if (!held) return ledger.wasWithdrawn(kind, path) ? C.REPORT_STATES.retracted : C.REPORT_STATES.pending;
-  if (held.version !== version) return C.REPORT_STATES.changed;
+/** The state of a file (or a rule's text) the ledger may hold, against the version on disk. */
+function fileState(ledger: Ledger, file: Pick<InstructionFile, "path" | "version">, kind: "file" | "rule" = "file") {
+  const held: { version: string; truncated?: boolean; via?: string } | undefined = ledger.get(kind, file.path);
+  if (!held) return ledger.wasWithdrawn(kind, file.path) ? C.REPORT_STATES.retracted : C.REPORT_STATES.pending;
+  if (held.version !== file.version) return C.REPORT_STATES.changed;
   if (held.truncated) return C.REPORT_STATES.truncated;
   return held.via === "read" ? C.REPORT_STATES.readByModel : C.REPORT_STATES.delivered;
 }
 
-function fileState(ledger: Ledger, file: { path: string; version: string }): string {
-  return heldState(ledger, "file", file.path, file.version);
-}
-
 function ruleState(ledger: Ledger, rule: Rule): string {
   if (rule.meta.kind === "manual") return C.REPORT_STATES.manual;
-  if (rule.meta.kind !== "described") return heldState(ledger, "rule", rule.path, rule.loaded.version);
+  if (rule.meta.kind !== "described")
+    return fileState(ledger, { path: rule.path, version: rule.loaded.version }, "rule");
   return ledger.get("rule", rule.path)?.version === rule.listingVersion
     ? C.REPORT_STATES.listed
     : C.REPORT_STATES.pending;
@@ -3934,20 +3907,17 @@ function formatInspection(engine: LazyAgents, verbose = false): string {
   const shadowed = seenSkills.filter((outer) =>
     seenSkills.some((inner) => inner.name === outer.name && isPathInside(`/${outer.scope}`, `/${inner.scope}`)),
   );
-  const notUsed: Array<Pick<Rejection, "path" | "reason" | "counts">> = [
+  const notUsed = [
     ...[...(discovery?.ignoredSeen ?? [])].map(([path, reason]) => ({ path, reason })),
     ...views.flatMap((view) => view.rejected),
     ...shadowed.map(({ path }) => ({ path, reason: "skillShadowed" as const })),
     ...folders.flatMap((folder) => folder.rejected),
-  ];
+  ].map((item: Pick<Rejection, "path" | "reason" | "counts">) => [item.path, C.reasonText(item.reason, item.counts)]);
   const sections = [
     ...reportSection(C.REPORT_TEXT.filesHeading, fileRows),
     ...reportSection(C.REPORT_TEXT.rulesHeading, ruleRows),
     ...reportSection(C.REPORT_TEXT.skillsHeading, skillRows),
-    ...reportSection(
-      C.REPORT_TEXT.notUsedHeading,
-      notUsed.map((item) => [item.path, C.reasonText(item.reason, item.counts)]),
-    ),
+    ...reportSection(C.REPORT_TEXT.notUsedHeading, notUsed),
   ];
   const failures = [...engine.failures].map(([label, count]) => `  ${C.FAILURE_LABELS[label]}: ${count}`);
   const head = ["pi-lazy-agents", ...(options.enabled ? [] : [C.REPORT_TEXT.off])];
@@ -4037,27 +4007,15 @@ function statusText(ledger: Ledger): string | undefined {
   return counts.files + counts.rules + counts.skills === 0 ? undefined : C.statusText(counts);
 }
 
-/** The paths one turn's reminders loaded, kept apart by kind so the notification counts them as the status does. */
-type TurnLoaded = Record<keyof C.Counts, Set<string>>;
-
-function emptyLoaded(): TurnLoaded {
-  return { files: new Set(), rules: new Set(), skills: new Set() };
-}
-
-function addLoaded(loaded: TurnLoaded, record: LedgerRecord): void {
-  for (const file of record.files) if (file.via === "reminder") loaded.files.add(file.path);
-  for (const rule of record.rules ?? []) if (rule.as === "text") loaded.rules.add(rule.path);
-  for (const skill of record.skills) loaded.skills.add(skill.path);
-}
-
-function countsOf(loaded: TurnLoaded): C.Counts {
-  return { files: loaded.files.size, rules: loaded.rules.size, skills: loaded.skills.size };
-}
-
-function ruleSourcesOf(value: unknown): Set<C.RuleSource> | undefined {
-  if (!Array.isArray(value) || new Set(value).size !== value.length) return undefined;
-  const known = value.every((source) => (C.RULE_SOURCES as readonly unknown[]).includes(source));
-  return known ? new Set(value as C.RuleSource[]) : undefined;
+/** The notification of what one turn's reminders loaded, counted by kind as the status line counts; none for nothing. */
+function turnNotice(records: LedgerRecord[]): string | undefined {
+  const pathsOf = (items: Array<{ path: string }>) => new Set(items.map((item) => item.path));
+  const files = pathsOf(records.flatMap((record) => record.files.filter((file) => file.via === "reminder")));
+  const rules = pathsOf(records.flatMap((record) => (record.rules ?? []).filter((rule) => rule.as === "text")));
+  const skills = pathsOf(records.flatMap((record) => record.skills));
+  const paths = [...files, ...rules, ...skills].map(oneLine);
+  const counts = { files: files.size, rules: rules.size, skills: skills.size };
+  return paths.length === 0 ? undefined : C.loadedNotice(counts, paths);
 }
 
 // =============================================================================================
@@ -4066,8 +4024,7 @@ function ruleSourcesOf(value: unknown): Set<C.RuleSource> | undefined {
 // Exported for tests: a table test of containment.
 /** True when `child` lies strictly inside `parent`. Both must already be absolute and resolved. */
 export function isPathInside(parent: string, child: string): boolean {
-  const rel = relativeInside(parent, child);
-  return rel !== undefined && rel !== "";
+  return !!relativeInside(parent, child);
 }
 
 /** The one containment test: `child` relative to `parent` ("" for itself), undefined when it lies outside. */
@@ -4097,14 +4054,13 @@ const UTF8 = new TextDecoder("utf-8", { fatal: true });
 // Exported for tests: a table test of decoding.
 /** Decodes strict UTF-8, drops a BOM and turns CRLF and lone CR into LF; undefined if invalid. */
 export function decodeInstructionText(bytes: Uint8Array): string | undefined {
-  let text: string;
   try {
-    text = UTF8.decode(bytes);
+    const text = UTF8.decode(bytes);
+    return text.includes("\r") ? text.replace(/\r\n?/g, "\n") : text;
   } catch (error) {
     if (errorCode(error) !== "ERR_ENCODING_INVALID_ENCODED_DATA") throw error;
     return undefined;
   }
-  return text.includes("\r") ? text.replace(/\r\n?/g, "\n") : text;
 }
 
 // Exported for tests: a table test of cuts at character boundaries.
@@ -4146,18 +4102,6 @@ export function importTokens(text: string): string[] {
 function versionOf(text: string): string {
   // One-shot hashing: the same digest without a Hash object per file (bench: a sixth of a cold call).
   return hash("sha256", text, "hex").slice(0, C.VERSION_ID_LENGTH);
-}
-
-function swapCase(name: string): string {
-  return [...name].map((c) => (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase())).join("");
-}
-
-function depthOf(scope: string): number {
-  return scope.split("/").length;
-}
-
-function byteLength(text: string): number {
-  return Buffer.byteLength(text);
 }
 
 const CONTROL_NAMES: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
