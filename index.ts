@@ -2864,8 +2864,9 @@ function importsOf(ctx: Discovery, root: InstructionFile, scope: string, rejecte
 
 function importTargetsOf(ctx: Discovery, file: InstructionFile): string[] {
   const parse = () => importTokens(file.text).map((token) => resolve(dirname(file.realPath), token));
+  // Kept on the entry of this very version: the file may have changed since this text was read.
   const entry = ctx.files.peek(file.realPath);
-  return entry ? (entry.importTargets ??= parse()) : parse();
+  return entry?.file === file ? (entry.importTargets ??= parse()) : parse();
 }
 
 /**
@@ -3274,8 +3275,8 @@ interface RulePlace {
 
 interface RuleFolder {
   place: RulePlace;
-  /** Listings the rules were read from; the folder is read again when one of them changes. */
-  listings: ListingEntry[];
+  /** Listings the rules were read from; the folder is read again when one changes, or when there are none. */
+  listings?: ListingEntry[];
   rules: Rule[];
   rejected: Rejection[];
   /** Paths of its rules that are not manual, built once per version of the folder's rules. */
@@ -3353,7 +3354,7 @@ function ruleFolder(ctx: Discovery, place: RulePlace, parentKind: ParentKind): R
   };
   walk(parentKind === "link" ? join(parentDir, C.RULE_DIRS[place.source][1]) : place.ruleDir, 0);
   const known = ctx.ruleFolders.get(place.display);
-  if (known?.listings.length === found.length && found.every((entry, i) => entry.listing === known.listings[i]))
+  if (known?.listings?.length === found.length && found.every((entry, i) => entry.listing === known.listings![i]))
     return known;
   const folder: RuleFolder = { place, listings: found.map((entry) => entry.listing), rules: [], rejected: [] };
   const suffixes = C.RULE_FILE_SUFFIXES[place.source];
@@ -3368,7 +3369,7 @@ function ruleFolder(ctx: Discovery, place: RulePlace, parentKind: ParentKind): R
       const reason = "reason" in file ? file.reason : rule?.glob?.ok === false ? rule.glob.reason : undefined;
       if (reason === undefined) folder.rules.push(rule!);
       // A rule that waits for git: the folder is read again at the next call.
-      else if (reason === "held") folder.listings = [];
+      else if (reason === "held") folder.listings = undefined;
       else if (reason !== "skip")
         folder.rejected.push({ path: toDisplayPath(ctx.cwdReal, candidate), reason, kind: "instruction" });
     }
@@ -3409,7 +3410,7 @@ function applyingRules(ctx: Discovery, folders: RuleFolder[], touched: readonly 
       const fresh = "reason" in file ? undefined : compileRule(ctx, folder.place, rule.candidate, file);
       if (!fresh || fresh.glob?.ok === false) {
         // Gone or refused since the folder was read: read the folder again at the next call.
-        folder.listings = [];
+        folder.listings = undefined;
         continue;
       }
       if (fresh !== rule) [folder.rules[index], folder.offered] = [fresh, undefined];

@@ -718,3 +718,23 @@ test(`parallel calls both wait for git's answer about the rule folders`, () =>
       assert.match(reminderOf(results[1]?.content ?? []) ?? "", /LIB-RULE/);
     },
   ));
+
+test("a rule folder marked to be read again, then deleted whole, withdraws the rules it held", () =>
+  twoTrees(
+    {
+      ".claude/rules/api.md": rule('paths: "src/**"', "API-RULE-V1"),
+      ".claude/rules/keep.md": rule('paths: "src/**"', "KEEP-RULE"),
+      "src/a.ts": "a\n",
+    },
+    async (tree, mode) => {
+      const h = await loadRunner(tree);
+      const touch = async () => reminderOf((await h.call("read", { path: "src/a.ts" })).content) ?? "";
+      assert.match(await touch(), /KEEP-RULE/, mode);
+      // Changed in place, so its folder's listing stands, to a glob that does not compile: the folder is marked.
+      writeFileSync(tree.abs(".claude/rules/api.md"), rule('paths: "src/[z-a]*.ts"', "API-RULE-V2"));
+      utimesSync(tree.abs(".claude/rules/api.md"), new Date(), new Date(Date.now() + 5000));
+      await touch();
+      rmSync(tree.abs(".claude/rules"), { recursive: true });
+      assert.match(await touch(), /\.claude\/rules\/keep\.md no longer applies/, mode);
+    },
+  ));
