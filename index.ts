@@ -2391,8 +2391,6 @@ interface DirectoryEntry {
   candidates: string[];
   /** What each of the sources' homes (`.agents`, `.claude`, `.cursor`, `.github`) is in this folder. */
   homes: Map<string, ParentKind>;
-  /** The folder's last view, when it depends on nothing but the folder and its first file. */
-  plainView?: DirectoryView;
   /** Entries the folder held when it was last listed; undefined when it was probed name by name. */
   listed?: number;
 }
@@ -2582,14 +2580,10 @@ function ignoredReasonOf(ctx: Discovery, link: ChainLink): C.Reason | undefined 
 function viewDirectory(ctx: Discovery, link: ChainLink, withSkills: boolean, stats?: nodeFs.Stats): DirectoryView {
   const entry = ctx.directoryEntry(link.dir, stats);
   if (!entry) return emptyView(link.scope);
-  const skillsToo = withSkills && entry.homes.get(C.SKILLS_DIR_SEGMENTS[0]!) !== "none";
   const held = ctx.held;
-  const first = entry.candidates.length > 0 ? ctx.sourceFileOrUnknown(entry.candidates[0]!, link.scope) : undefined;
-  // Most folders look the same call after call: their view stands while the folder and its first file do.
-  if (!skillsToo && entry.plainView && entry.plainView.file === first) return entry.plainView;
   const view = emptyView(link.scope, entry.homes.get(C.RULE_DIRS.cursor[0]));
   for (const [index, candidate] of entry.candidates.entries()) {
-    const result = index === 0 ? first! : ctx.sourceFileOrUnknown(candidate, link.scope);
+    const result = ctx.sourceFileOrUnknown(candidate, link.scope);
     if (!("reason" in result)) {
       view.file = result;
       for (const later of entry.candidates.slice(index + 1))
@@ -2602,12 +2596,10 @@ function viewDirectory(ctx: Discovery, link: ChainLink, withSkills: boolean, sta
       view.rejected.push({ path: toDisplayPath(ctx.cwdReal, candidate), reason: result.reason, kind: "instruction" });
     if (result.reason === "unreadable") break;
   }
-  // A file with `@path` tokens depends on their targets too, which may appear or change at any time.
-  const imports = view.file && ctx.options.imports ? importTargetsOf(ctx, view.file) : [];
-  if (imports.length > 0) view.imports = importsOf(ctx, view.file!, view.scope, view.rejected);
-  if (skillsToo) view.skills = skillsOf(ctx, link, entry, view.rejected);
+  if (view.file && ctx.options.imports) view.imports = importsOf(ctx, view.file, view.scope, view.rejected);
+  if (withSkills && entry.homes.get(C.SKILLS_DIR_SEGMENTS[0]!) !== "none")
+    view.skills = skillsOf(ctx, link, entry, view.rejected);
   if (ctx.held !== held) view.pending = true;
-  entry.plainView = !skillsToo && view.file === first && imports.length === 0 ? view : undefined;
   return view;
 }
 
@@ -2615,7 +2607,7 @@ class Discovery {
   readonly fs: FileSystem;
   readonly cwdReal: string;
   options: Options;
-  // The bench's warm numbers rest on these three: a warm call stats a folder or file and builds nothing.
+  // The bench's warm numbers rest on these three: a warm call stats a folder or file and reads nothing.
   readonly directories = new SignatureCache<DirectoryEntry>();
   readonly files = new SignatureCache<FileEntry>();
   readonly listings = new SignatureCache<ListingEntry>();
@@ -2716,15 +2708,14 @@ class Discovery {
     const wanted = this.options.fileNames;
     const own = [...wanted, ...SOURCE_HOMES.keys()];
     const folded = new Set(own.map((name) => name.toLowerCase()));
-    if (listed && !listed.some(({ name }) => !own.includes(name) && folded.has(name.toLowerCase()))) {
-      const named = new Map(listed.map((dirent) => [dirent.name, dirent]));
-      const candidates = wanted.filter((name) => named.has(name)).map((name) => join(dir, name));
-      const homes = new Map([...SOURCE_HOMES.keys()].map((name) => [name, kindOfEntry(named.get(name))]));
-      return { candidates, homes, listed: listed.length };
-    }
+    const usable = listed && !listed.some(({ name }) => !own.includes(name) && folded.has(name.toLowerCase()));
+    const named = usable ? new Map(listed.map((dirent) => [dirent.name, dirent])) : undefined;
+    const has = (name: string) => (named ? named.has(name) : this.exists(join(dir, name)));
+    const entryOf = (name: string) => (named ? named.get(name) : this.fs.lstat(join(dir, name)));
     return {
-      candidates: wanted.map((name) => join(dir, name)).filter((path) => this.exists(path)),
-      homes: new Map([...SOURCE_HOMES.keys()].map((name) => [name, kindOfEntry(this.fs.lstat(join(dir, name)))])),
+      candidates: wanted.filter(has).map((name) => join(dir, name)),
+      homes: new Map([...SOURCE_HOMES.keys()].map((name) => [name, kindOfEntry(entryOf(name))])),
+      listed: named && listed!.length,
     };
   }
 
