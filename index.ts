@@ -3023,8 +3023,8 @@ function skillOf({ text, realPath, path }: InstructionFile): NonNullable<FileEnt
   if (!frontmatter) return { ok: false, reason: "skillInvalid" };
   const described = frontmatter.description;
   if (typeof described !== "string" || described.trim() === "") return { ok: false, reason: "skillNoDescription" };
-  const named = typeof frontmatter.name === "string" && frontmatter.name !== "";
-  const name = named ? (frontmatter.name as string) : basename(dirname(realPath));
+  const given = frontmatter.name;
+  const name = typeof given === "string" && given !== "" ? given : basename(dirname(realPath));
   const description = described.trim();
   const skill = { name, description, path, version: versionOf(`${name}\n${description}\n${path}`) };
   return { ok: true, hidden: frontmatter["disable-model-invocation"] === true, skill };
@@ -3230,9 +3230,8 @@ interface Rule {
 interface RulePlace {
   source: C.RuleSource;
   base: string;
-  /** Absolute paths of the rule folder's parent (`.cursor`) and of the rule folder, as written. */
+  /** Absolute path of the rule folder's parent (`.cursor` …), as written. */
   parentDir: string;
-  ruleDir: string;
   parentScope: string;
   /** cwd-relative rule folder. */
   display: string;
@@ -3263,8 +3262,7 @@ function ruleApplies(rule: Rule, touched: readonly string[]): boolean {
 function rulePlace(ctx: Discovery, source: C.RuleSource, base: string): RulePlace {
   const [parent, child] = C.RULE_DIRS[source];
   const parentScope = base === "" ? parent : `${base}/${parent}`;
-  const parentDir = join(ctx.cwdReal, parentScope);
-  return { source, base, parentDir, ruleDir: join(parentDir, child), parentScope, display: `${parentScope}/${child}` };
+  return { source, base, parentDir: join(ctx.cwdReal, parentScope), parentScope, display: `${parentScope}/${child}` };
 }
 
 /**
@@ -3314,7 +3312,7 @@ function ruleFolder(ctx: Discovery, place: RulePlace, parentKind: ParentKind): R
         walk(join(dir, name), depth + 1);
     }
   };
-  walk(parentKind === "link" ? join(parentDir, C.RULE_DIRS[place.source][1]) : place.ruleDir, 0);
+  walk(join(parentDir, C.RULE_DIRS[place.source][1]), 0);
   const known = ctx.ruleFolders.get(place.display);
   if (known?.listings?.length === found.length && found.every((entry, i) => entry.listing === known.listings![i]))
     return known;
