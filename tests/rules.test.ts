@@ -31,6 +31,7 @@ import {
   twoTrees,
 } from "./harness.ts";
 import { lazyAgents } from "./fixtures.ts";
+import { interceptFileSystem } from "./fs-seam.ts";
 
 // Examples from each tool's documentation: Claude Code's memory docs (path-specific rules), Cursor's
 // rules docs, GitHub's custom instructions docs and VS Code's applyTo handling.
@@ -736,5 +737,31 @@ test("a rule folder marked to be read again, then deleted whole, withdraws the r
       await touch();
       rmSync(tree.abs(".claude/rules"), { recursive: true });
       assert.match(await touch(), /\.claude\/rules\/keep\.md no longer applies/, mode);
+    },
+  ));
+
+test("a rule file that changes while another rule imports it keeps the imports of the text it was read with", () =>
+  withTree(
+    {
+      ".claude/rules/a.md": rule('paths: "src/**"', "A-RULE @b.md"),
+      ".claude/rules/b.md": rule('paths: "src/**"', "B-RULE-V1 @../../docs/old.md"),
+      "docs/old.md": "OLD-IMPORT\n",
+      "docs/new.md": "NEW-IMPORT\n",
+      "src/x.ts": "x\n",
+    },
+    async (tree) => {
+      const b = tree.abs(".claude/rules/b.md");
+      let lstats = 0;
+      // b.md is looked at when its folder is read, when it is checked again, then as a.md's import: it changes there.
+      const fs = interceptFileSystem((call, proceed) => {
+        if (call.method === "lstat" && call.path === b && ++lstats === 3)
+          writeFileSync(b, rule('paths: "src/**"', "B-RULE-V2, longer, @../../docs/new.md"));
+        return proceed();
+      });
+      const h = await loadRunner(tree, { factories: [createLazyAgents({ fs })] });
+      const reminder = reminderOf((await h.call("read", { path: "src/x.ts" })).content) ?? "";
+      assert.ok(lstats >= 3, "b.md changed while a.md's imports were read");
+      // The first version's own imports, not those of the text that replaced it.
+      assert.match(reminder, /path="docs\/old\.md" scope="src\/\*\*" imported-by="\.claude\/rules\/b\.md"/);
     },
   ));
