@@ -2264,7 +2264,6 @@ interface InstructionFile {
 interface Skill {
   name: string;
   description: string;
-  /** cwd-relative path of its SKILL.md (or skill .md file). */
   path: string;
   version: string;
 }
@@ -2277,6 +2276,8 @@ interface DirectoryView {
   imports: Array<{ file: InstructionFile; importedBy: string }>;
   rejected: Rejection[];
   skills: Skill[];
+  /** What the folder's `.cursor` is: a nested rule folder's parent. */
+  cursor: ParentKind;
   /** A source here waits for git's answer: what the model holds of this folder stands until it comes. */
   pending?: true;
 }
@@ -2284,11 +2285,8 @@ interface DirectoryView {
 interface DirectoryEntry {
   /** Absolute paths of the instruction file names present (of any type), in preference order. */
   candidates: string[];
-  /** What `.agents` and `.cursor` (the parent of a nested rule folder) are in this folder. */
-  agents: ParentKind;
-  ruleParent: ParentKind;
-  /** The folder's last view, when it depends on nothing but the folder and its first file. */
-  plainView?: DirectoryView;
+  /** What each of the sources' homes (`.agents`, `.claude`, `.cursor`, `.github`) is in this folder. */
+  homes: Map<string, ParentKind>;
   /** Entries the folder held when it was last listed; undefined when it was probed name by name. */
   listed?: number;
 }
@@ -2301,29 +2299,26 @@ type SourceFile = InstructionFile | { reason: C.Reason | "skip" | "held"; real?:
 
 interface FileEntry {
   loaded: Loaded;
-  /** The loaded file as views show it, built once per content. */
+  // Each built from the text once per content: the file as views show it, the absolute targets of its
+  // `@path` tokens, the skill it defines, and its rules as a skills tree's ignore file, for its folder.
   file?: InstructionFile;
-  /** Absolute targets of its `@path` tokens, parsed once per content. */
   importTargets?: string[];
   skill?: { ok: true; skill: Skill; hidden: boolean } | { ok: false; reason: C.Reason };
-  /** Its rules when it is an ignore file in a skills tree, compiled for the folder's prefix. */
   ignore?: { prefix: string; rules: IgnoreRule[] };
 }
 
 interface ListingEntry {
   names: Array<{ name: string; kind: "file" | "dir" | "link" | "other" }>;
-  capped: boolean;
   /** Entries in the folder, before the cap. */
   total: number;
   /** Ignore files present, in the order Pi reads them. */
   ignoreFiles: readonly string[];
-  /** The same names sorted, for folder imports; built on first use. */
   sorted?: ListingEntry["names"];
   hasSkillFile: boolean;
 }
 
-function emptyView(scope: string): DirectoryView {
-  return { scope, imports: [], rejected: [], skills: [] };
+function emptyView(scope: string, cursor: ParentKind = "none"): DirectoryView {
+  return { scope, imports: [], rejected: [], skills: [], cursor };
 }
 
 /** One folder strictly below cwd on the way to a target; `scope` is cwd-relative, with forward slashes. */
@@ -2481,14 +2476,10 @@ function ignoredReasonOf(ctx: Discovery, link: ChainLink): C.Reason | undefined 
 function viewDirectory(ctx: Discovery, link: ChainLink, withSkills: boolean, stats?: nodeFs.Stats): DirectoryView {
   const entry = ctx.directoryEntry(link.dir, stats);
   if (!entry) return emptyView(link.scope);
-  const skillsToo = withSkills && entry.agents !== "none";
   const held = ctx.held;
-  const first = entry.candidates.length > 0 ? ctx.sourceFileOrUnknown(entry.candidates[0]!, link.scope) : undefined;
-  // Most folders look the same call after call: their view stands while the folder and its first file do.
-  if (!skillsToo && entry.plainView && entry.plainView.file === first) return entry.plainView;
-  const view = emptyView(link.scope);
+  const view = emptyView(link.scope, entry.homes.get(C.RULE_DIRS.cursor[0]));
   for (const [index, candidate] of entry.candidates.entries()) {
-    const result = index === 0 ? first! : ctx.sourceFileOrUnknown(candidate, link.scope);
+    const result = ctx.sourceFileOrUnknown(candidate, link.scope);
     if (!("reason" in result)) {
       view.file = result;
       for (const later of entry.candidates.slice(index + 1))
@@ -2501,12 +2492,10 @@ function viewDirectory(ctx: Discovery, link: ChainLink, withSkills: boolean, sta
       view.rejected.push({ path: toDisplayPath(ctx.cwdReal, candidate), reason: result.reason, kind: "instruction" });
     if (result.reason === "unreadable") break;
   }
-  // A file with `@path` tokens depends on their targets too, which may appear or change at any time.
-  const imports = view.file && ctx.options.imports ? importTargetsOf(ctx, view.file) : [];
-  if (imports.length > 0) view.imports = importsOf(ctx, view.file!, view.scope, view.rejected);
-  if (skillsToo) view.skills = skillsOf(ctx, link, entry, view.rejected);
+  if (view.file && ctx.options.imports) view.imports = importsOf(ctx, view.file, view.scope, view.rejected);
+  if (withSkills && entry.homes.get(C.SKILLS_DIR_SEGMENTS[0]!) !== "none")
+    view.skills = skillsOf(ctx, link, entry, view.rejected);
   if (ctx.held !== held) view.pending = true;
-  entry.plainView = !skillsToo && view.file === first && imports.length === 0 ? view : undefined;
   return view;
 }
 
@@ -2514,7 +2503,7 @@ class Discovery {
   readonly fs: FileSystem;
   readonly cwdReal: string;
   options: Options;
-  // The bench's warm numbers rest on these three: a warm call stats a folder or file and builds nothing.
+  // The bench's warm numbers rest on these three: a warm call stats a folder or file and reads nothing.
   readonly directories = new SignatureCache<DirectoryEntry>();
   readonly files = new SignatureCache<FileEntry>();
   readonly listings = new SignatureCache<ListingEntry>();
@@ -2537,8 +2526,6 @@ class Discovery {
   readonly rulePlaces = new Map<string, RulePlace>();
   readonly compiledRules = new Map<string, Rule>();
   readonly rootRulePlaces: RulePlace[];
-  /** What `.claude`, `.cursor` and `.github` are in cwd, by cwd's signature. */
-  readonly rootRuleParents = new SignatureCache<Map<C.RuleSource, ParentKind>>();
   private sweepAt = 256;
 
   constructor(fs: FileSystem, cwdReal: string, options: Options, gitMayAnswer: () => boolean) {
@@ -2558,10 +2545,7 @@ class Discovery {
     return Object.fromEntries(all.map(([name, cache]) => [name, cache.size]));
   }
 
-  /**
-   * Drops cache entries of paths that are gone, once the caches have doubled since the last sweep:
-   * they stay bounded by the tree on disk, not by every path a long session has seen.
-   */
+  /** Drops entries of paths that are gone once the caches doubled: bounded by the tree, not by the session. */
   sweep(): boolean {
     if (!this.wantsSweep()) return false;
     const exists = (path: string) => this.exists(path);
@@ -2596,13 +2580,6 @@ class Discovery {
     return fsOr(undefined, () => this.fs.realpath(path));
   }
 
-  /** What a viewed folder's `.cursor` is (rules touch point): from its cached entry, no fs call. */
-  ruleParentKind(scope: string): ParentKind {
-    // A scope is a normalized path below cwd: on POSIX it needs no join (bench: join made this a tenth of a warm call).
-    const direct = sep === "/" && scope !== "" && this.cwdReal !== "/";
-    return this.directories.peek(direct ? `${this.cwdReal}/${scope}` : join(this.cwdReal, scope))?.ruleParent ?? "none";
-  }
-
   directoryEntry(dir: string, known?: nodeFs.Stats): DirectoryEntry | undefined {
     const stats = known ?? this.fs.lstat(dir);
     if (!stats?.isDirectory()) {
@@ -2619,33 +2596,26 @@ class Discovery {
   }
 
   /**
-   * Instruction files, `.agents` and `.cursor` from the folder's listing, or by one lstat each
+   * Instruction files and the sources' homes from the folder's listing, or by one lstat each
    * without one (too large, unreadable) or when it holds a name that matches one only in case: on a
    * case-insensitive filesystem the probes find such a file, so they answer for that folder.
    */
   private folderNames(dir: string, listed: nodeFs.Dirent[] | undefined): DirectoryEntry {
     const wanted = this.options.fileNames;
-    const [agents, cursor] = [C.SKILLS_DIR_SEGMENTS[0]!, C.RULE_DIRS.cursor[0]];
-    const own = [...wanted, agents, cursor];
+    const own = [...wanted, ...SOURCE_HOMES.keys()];
     const folded = new Set(own.map((name) => name.toLowerCase()));
-    if (listed && !listed.some(({ name }) => !own.includes(name) && folded.has(name.toLowerCase()))) {
-      const named = new Map(listed.map((dirent) => [dirent.name, dirent]));
-      const candidates = wanted.filter((name) => named.has(name)).map((name) => join(dir, name));
-      return {
-        candidates,
-        agents: kindOfEntry(named.get(agents)),
-        ruleParent: kindOfEntry(named.get(cursor)),
-        listed: listed.length,
-      };
-    }
+    const usable = listed && !listed.some(({ name }) => !own.includes(name) && folded.has(name.toLowerCase()));
+    const named = usable ? new Map(listed.map((dirent) => [dirent.name, dirent])) : undefined;
+    const has = (name: string) => (named ? named.has(name) : this.exists(join(dir, name)));
+    const entryOf = (name: string) => (named ? named.get(name) : this.fs.lstat(join(dir, name)));
     return {
-      candidates: wanted.map((name) => join(dir, name)).filter((path) => this.exists(path)),
-      agents: kindOfEntry(this.fs.lstat(join(dir, agents))),
-      ruleParent: kindOfEntry(this.fs.lstat(join(dir, cursor))),
+      candidates: wanted.filter(has).map((name) => join(dir, name)),
+      homes: new Map([...SOURCE_HOMES.keys()].map((name) => [name, kindOfEntry(entryOf(name))])),
+      listed: named && listed!.length,
     };
   }
 
-  /** Real paths of Pi's start-up context files; only those inside cwd by their text are looked up. */
+  /** Real paths of Pi's start-up context files; only those inside cwd by their text are resolved. */
   learnStartupFiles(paths: readonly string[]): void {
     const real = paths.map((path) => (mayBeInside(this, path) ? this.realpathOrUndefined(path) : undefined));
     this.startupContext = new Set(real.filter((path) => path !== undefined));
@@ -2653,10 +2623,7 @@ class Discovery {
 
   // Sources: instruction files, imports, rule files, skill files and the folders links lead to.
 
-  /**
-   * Resolves a source and applies the source policy (`sourceRefusal`) to it. `scope` is the folder
-   * the model reached it through; `how` says who named the path.
-   */
+  /** A source through the source policy (`sourceRefusal`); `scope` is the folder the model reached it through. */
   resolveSource(written: string, scope: string, how: SourceNaming = "layout"): ResolvedSource {
     const named = how === "named";
     // Text first: a path outside cwd is refused before any filesystem call.
@@ -2715,10 +2682,7 @@ class Discovery {
     return "reason" in resolved || !resolved.stats.isDirectory() ? undefined : resolved.real;
   }
 
-  /**
-   * The entries of a real folder in directory order (the order Pi walks skills in), re-read only
-   * when its signature changes. Past the cap, the first entries by name are kept.
-   */
+  /** The entries of a real folder in directory order (as Pi walks skills), re-read when its signature changes. */
   listing(dir: string): ListingEntry | undefined {
     const stats = this.fs.lstat(dir);
     if (stats?.isSymbolicLink()) {
@@ -2760,8 +2724,9 @@ function importsOf(ctx: Discovery, root: InstructionFile, scope: string, rejecte
 
 function importTargetsOf(ctx: Discovery, file: InstructionFile): string[] {
   const parse = () => importTokens(file.text).map((token) => resolve(dirname(file.realPath), token));
+  // Kept on the entry of this very version: the file may have changed since this text was read.
   const entry = ctx.files.peek(file.realPath);
-  return entry ? (entry.importTargets ??= parse()) : parse();
+  return entry?.file === file ? (entry.importTargets ??= parse()) : parse();
 }
 
 /**
@@ -2885,7 +2850,7 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
       return file.reason !== "skip";
     }
     const entry = ctx.files.peek(file.realPath)!;
-    const parsed = (entry.skill ??= skillOf(file.text, basename(dirname(file.realPath)), file.path));
+    const parsed = (entry.skill ??= skillOf(file));
     if (!parsed.ok) {
       if (declared) reject(file.path, parsed.reason);
     } else if (names.has(parsed.skill.name)) {
@@ -2898,10 +2863,8 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
     }
     return true;
   };
-  /** Scans one folder of the tree; `rel` is its path below the tree's root, as Pi matches ignore rules. */
-  const scan = (dir: string, rel: string, depth: number, inherited: IgnoreRule[]): void => {
-    const below = (name: string) => (rel === "" ? name : `${rel}/${name}`);
-    const prefix = rel === "" ? "" : `${rel}/`;
+  /** Scans one folder of the tree; `prefix` is its path below the root and a `/`, as Pi matches ignore rules. */
+  const scan = (dir: string, prefix: string, depth: number, inherited: IgnoreRule[]): void => {
     const rulesOf = (listing: ListingEntry): IgnoreRule[] => {
       let rules = inherited;
       for (const name of listing.ignoreFiles) {
@@ -2914,14 +2877,14 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
       return rules;
     };
     const isSkill = (rules: IgnoreRule[]) =>
-      !isIgnored(rules, below(C.SKILL_FILE_NAME), false) && addSkill(join(dir, C.SKILL_FILE_NAME), true);
+      !isIgnored(rules, `${prefix}${C.SKILL_FILE_NAME}`, false) && addSkill(join(dir, C.SKILL_FILE_NAME), true);
     // A folder known to hold SKILL.md stays a skill while that file exists: nothing else there matters.
     const known = ctx.listings.peek(dir);
     if (known?.hasSkillFile && isSkill(rulesOf(known))) return;
     const listing = ctx.listing(dir);
     if (!listing) return;
     const rules = rulesOf(listing);
-    if (listing.capped) rejected.push(scanCap(ctx, dir, listing));
+    noteScanCap(ctx, dir, listing, rejected);
     if (listing.hasSkillFile && isSkill(rules)) return;
     for (const { name, kind } of listing.names) {
       if (name.startsWith(".") || name === "node_modules" || kind === "other") continue;
@@ -2929,17 +2892,18 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
       const resolved = kind === "link" ? ctx.resolveSource(path, toDisplayPath(ctx.cwdReal, dir)) : undefined;
       if (resolved && "reason" in resolved) continue;
       const folder = resolved ? resolved.stats.isDirectory() && resolved.real : kind === "dir" && path;
-      if (isIgnored(rules, below(name), folder !== false)) continue;
+      if (isIgnored(rules, `${prefix}${name}`, folder !== false)) continue;
       if (folder === false) {
         if (depth > 0 && name.endsWith(".md")) addSkill(path, false);
-      } else if (depth < C.MAX_SKILL_DEPTH) scan(folder, below(name), depth + 1, rules);
+      } else if (depth < C.MAX_SKILL_DEPTH) scan(folder, `${prefix}${name}/`, depth + 1, rules);
       else reject(toDisplayPath(ctx.cwdReal, folder), "skillDepthCapped", "cap");
     }
   };
   try {
     // A linked `.agents` is judged where it leads; a linked `skills` below it, by the listing.
-    const agents = entry.agents === "link" ? ctx.sourceFolder(join(link.dir, home), link.scope) : undefined;
-    const resolved = entry.agents === "link" ? (agents === undefined ? undefined : join(agents, child)) : root;
+    const linked = entry.homes.get(home) === "link";
+    const agents = linked ? ctx.sourceFolder(join(link.dir, home), link.scope) : undefined;
+    const resolved = linked ? (agents === undefined ? undefined : join(agents, child)) : root;
     if (resolved !== undefined) scan(resolved, "", 0, []);
   } catch (error) {
     errorCode(error);
@@ -2949,22 +2913,24 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
   return skills;
 }
 
-/** The skill a file defines, through Pi's own frontmatter parser; `path` is the file's cwd-relative path. */
-function skillOf(text: string, directoryName: string, path: string): NonNullable<FileEntry["skill"]> {
+/** The skill a file defines, through Pi's own frontmatter parser. */
+function skillOf({ text, realPath, path }: InstructionFile): NonNullable<FileEntry["skill"]> {
   const frontmatter = yamlFrontmatter(text)?.frontmatter as Record<string, unknown> | undefined;
   if (!frontmatter) return { ok: false, reason: "skillInvalid" };
   const described = frontmatter.description;
   if (typeof described !== "string" || described.trim() === "") return { ok: false, reason: "skillNoDescription" };
-  const name = typeof frontmatter.name === "string" && frontmatter.name !== "" ? frontmatter.name : directoryName;
+  const given = frontmatter.name;
+  const name = typeof given === "string" && given !== "" ? given : basename(dirname(realPath));
   const description = described.trim();
   const skill = { name, description, path, version: versionOf(`${name}\n${description}\n${path}`) };
   return { ok: true, hidden: frontmatter["disable-model-invocation"] === true, skill };
 }
 
 /** The cap notice of a folder listed only in part. */
-function scanCap(ctx: Discovery, dir: string, listing: ListingEntry): Rejection {
+function noteScanCap(ctx: Discovery, dir: string, listing: ListingEntry, rejected: Rejection[]): void {
   const counts = { taken: listing.names.length, total: listing.total };
-  return { path: toDisplayPath(ctx.cwdReal, dir), reason: "scanCapped", kind: "cap", counts };
+  if (counts.taken < counts.total)
+    rejected.push({ path: toDisplayPath(ctx.cwdReal, dir), reason: "scanCapped", kind: "cap", counts });
 }
 
 /** A folder's entries as discovery keeps them: past the cap, the first entries by name. */
@@ -2974,7 +2940,7 @@ function listingOf(dirents: nodeFs.Dirent[]): ListingEntry {
   const names = kept.map((d) => ({ name: d.name, kind: direntKind(d) }));
   const has = (name: string) => names.some((entry) => entry.name === name);
   const ignoreFiles = C.SKILL_IGNORE_FILES.filter(has);
-  return { names, capped, total: dirents.length, ignoreFiles, hasSkillFile: has(C.SKILL_FILE_NAME) };
+  return { names, total: dirents.length, ignoreFiles, hasSkillFile: has(C.SKILL_FILE_NAME) };
 }
 
 function byName(a: { name: string }, b: { name: string }): number {
@@ -3160,9 +3126,8 @@ interface Rule {
 interface RulePlace {
   source: C.RuleSource;
   base: string;
-  /** Absolute paths of the rule folder's parent (`.cursor`) and of the rule folder, as written. */
+  /** Absolute path of the rule folder's parent (`.cursor` …), as written. */
   parentDir: string;
-  ruleDir: string;
   parentScope: string;
   /** cwd-relative rule folder. */
   display: string;
@@ -3170,8 +3135,8 @@ interface RulePlace {
 
 interface RuleFolder {
   place: RulePlace;
-  /** Listings the rules were read from; the folder is read again when one of them changes. */
-  listings: ListingEntry[];
+  /** Listings the rules were read from; the folder is read again when one changes, or when there are none. */
+  listings?: ListingEntry[];
   rules: Rule[];
   rejected: Rejection[];
   /** Paths of its rules that are not manual, built once per version of the folder's rules. */
@@ -3193,8 +3158,7 @@ function ruleApplies(rule: Rule, touched: readonly string[]): boolean {
 function rulePlace(ctx: Discovery, source: C.RuleSource, base: string): RulePlace {
   const [parent, child] = C.RULE_DIRS[source];
   const parentScope = base === "" ? parent : `${base}/${parent}`;
-  const parentDir = join(ctx.cwdReal, parentScope);
-  return { source, base, parentDir, ruleDir: join(parentDir, child), parentScope, display: `${parentScope}/${child}` };
+  return { source, base, parentDir: join(ctx.cwdReal, parentScope), parentScope, display: `${parentScope}/${child}` };
 }
 
 /**
@@ -3203,27 +3167,24 @@ function rulePlace(ctx: Discovery, source: C.RuleSource, base: string): RulePlac
  * folder's parent (`.cursor`, `.claude`, `.github`), never below it: git gives up beyond a link.
  */
 function ruleFoldersFor(ctx: Discovery, views: DirectoryView[], sources: ReadonlySet<C.RuleSource>): RuleFolder[] {
-  // What `.claude`, `.cursor` and `.github` are in cwd: one lstat of cwd while it stands.
-  const kindOf = (source: C.RuleSource) => kindOfEntry(ctx.fs.lstat(join(ctx.cwdReal, C.RULE_DIRS[source][0])));
-  const build = () => new Map(C.RULE_SOURCES.map((source) => [source, kindOf(source)]));
-  const cwd = ctx.fs.lstat(ctx.cwdReal);
-  const rootKinds = cwd ? ctx.rootRuleParents.get(ctx.cwdReal, cwd, build) : build();
-  const places = ctx.rootRulePlaces.filter((place) => sources.has(place.source));
+  // cwd's entry, as a folder view's: one lstat of cwd while it stands.
+  const homes = ctx.directoryEntry(ctx.cwdReal)?.homes;
+  const places = ctx.rootRulePlaces
+    .filter((place) => sources.has(place.source))
+    .map((place) => ({ place, kind: homes?.get(C.RULE_DIRS[place.source][0]) ?? "none" }));
   for (const view of sources.has("cursor") ? views : []) {
     let place = ctx.rulePlaces.get(view.scope);
-    if (!place && ctx.ruleParentKind(view.scope) !== "none")
+    if (!place && view.cursor !== "none")
       ctx.rulePlaces.set(view.scope, (place = rulePlace(ctx, "cursor", view.scope)));
-    if (place) places.push(place);
+    if (place) places.push({ place, kind: view.cursor });
   }
   const folders: RuleFolder[] = [];
-  for (const place of places) {
+  for (const { place, kind } of places) {
     const ignored = C.RULE_DIRS[place.source].some((name) => ctx.options.ignoredDirs.has(name))
       ? "ignoredDir"
       : gitRefusal(ctx, place.parentScope.split("/"), true);
-    if (ignored === undefined) {
-      const kind = place.base === "" ? rootKinds.get(place.source)! : ctx.ruleParentKind(place.base);
-      folders.push(ruleFolder(ctx, place, kind));
-    } else if (ignored !== "held") ctx.ignoredSeen.set(place.display, ignored);
+    if (ignored === undefined) folders.push(ruleFolder(ctx, place, kind));
+    else if (ignored !== "held") ctx.ignoredSeen.set(place.display, ignored);
   }
   return folders;
 }
@@ -3247,38 +3208,43 @@ function ruleFolder(ctx: Discovery, place: RulePlace, parentKind: ParentKind): R
         walk(join(dir, name), depth + 1);
     }
   };
-  walk(parentKind === "link" ? join(parentDir, C.RULE_DIRS[place.source][1]) : place.ruleDir, 0);
+  walk(join(parentDir, C.RULE_DIRS[place.source][1]), 0);
   const known = ctx.ruleFolders.get(place.display);
-  if (known?.listings.length === found.length && found.every((entry, i) => entry.listing === known.listings[i]))
+  if (known?.listings?.length === found.length && found.every((entry, i) => entry.listing === known.listings![i]))
     return known;
   const folder: RuleFolder = { place, listings: found.map((entry) => entry.listing), rules: [], rejected: [] };
   const suffixes = C.RULE_FILE_SUFFIXES[place.source];
   for (const { dir, listing } of found) {
-    if (listing.capped) folder.rejected.push(scanCap(ctx, dir, listing));
+    noteScanCap(ctx, dir, listing, folder.rejected);
     for (const { name, kind } of sortedNames(listing)) {
       if (kind === "dir" || kind === "other" || name.startsWith(".")) continue;
       if (!suffixes.some((suffix) => name.endsWith(suffix) && name.length > suffix.length)) continue;
       const candidate = join(dir, name);
-      const file = ctx.sourceFile(candidate, place.base);
-      const rule = "reason" in file ? undefined : compileRule(ctx, place, candidate, file);
-      const reason = "reason" in file ? file.reason : rule?.glob?.ok === false ? rule.glob.reason : undefined;
-      if (reason === undefined) folder.rules.push(rule!);
+      const rule = ruleAt(ctx, place, candidate);
+      if (!("reason" in rule)) folder.rules.push(rule);
       // A rule that waits for git: the folder is read again at the next call.
-      else if (reason === "held") folder.listings = [];
-      else if (reason !== "skip")
-        folder.rejected.push({ path: toDisplayPath(ctx.cwdReal, candidate), reason, kind: "instruction" });
+      else if (rule.reason === "held") folder.listings = undefined;
+      else if (rule.reason !== "skip")
+        folder.rejected.push({ path: toDisplayPath(ctx.cwdReal, candidate), reason: rule.reason, kind: "instruction" });
     }
   }
   ctx.ruleFolders.set(place.display, folder);
   return folder;
 }
 
-/** The rule a file version defines, compiled once per version. */
-function compileRule(ctx: Discovery, place: RulePlace, candidate: string, file: InstructionFile): Rule {
-  const cached = ctx.compiledRules.get(candidate);
-  if (cached && cached.loaded === file && cached.dir === place.display) return cached;
+/** The rule a rule file defines as it is now, compiled once per version; why not, for a file refused or gone. */
+function ruleAt(ctx: Discovery, place: RulePlace, candidate: string): Rule | { reason: C.Reason | "skip" | "held" } {
+  const file = ctx.sourceFile(candidate, place.base);
+  if ("reason" in file) return file;
+  let rule = ctx.compiledRules.get(candidate);
+  if (rule?.loaded !== file || rule.dir !== place.display)
+    ctx.compiledRules.set(candidate, (rule = compileRule(place, candidate, file)));
+  return rule.glob?.ok === false ? { reason: rule.glob.reason } : rule;
+}
+
+function compileRule(place: RulePlace, candidate: string, file: InstructionFile): Rule {
   const { body, ...meta } = readRuleMeta(place.source, file.text, basename(candidate));
-  const rule: Rule = {
+  return {
     source: place.source,
     path: file.path,
     candidate,
@@ -3291,8 +3257,6 @@ function compileRule(ctx: Discovery, place: RulePlace, candidate: string, file: 
     body: { ...file, text: body, bytes: Buffer.byteLength(body) },
     listingVersion: versionOf(`${meta.name}\n${meta.description}\n${file.path}`),
   };
-  ctx.compiledRules.set(candidate, rule);
-  return rule;
 }
 
 /** The rules that apply to these paths, each stat-checked again: one pass over the compiled rules. */
@@ -3301,11 +3265,10 @@ function applyingRules(ctx: Discovery, folders: RuleFolder[], touched: readonly 
   for (const folder of folders) {
     for (const [index, rule] of folder.rules.entries()) {
       if (!ruleApplies(rule, touched)) continue;
-      const file = ctx.sourceFile(rule.candidate, folder.place.base);
-      const fresh = "reason" in file ? undefined : compileRule(ctx, folder.place, rule.candidate, file);
-      if (!fresh || fresh.glob?.ok === false) {
+      const fresh = ruleAt(ctx, folder.place, rule.candidate);
+      if ("reason" in fresh) {
         // Gone or refused since the folder was read: read the folder again at the next call.
-        folder.listings = [];
+        folder.listings = undefined;
         continue;
       }
       if (fresh !== rule) [folder.rules[index], folder.offered] = [fresh, undefined];
