@@ -309,10 +309,13 @@ interface ShellWordOutcome {
   path?: string;
 }
 
+/** A word's folder: its chain of real folders, one that does not exist, or one to resolve through real paths. */
+type ShellFolder = Located | "missing" | "resolve";
+
 /** Locates what the words name. Each distinct path costs one lstat, and only once its folders are known to be real. */
 function locateShellWords(discovery: Discovery, commands: ShellCommand[], cwd: string): ShellWordOutcome[] {
   const byPath = new Map<string, Located | C.ShellWordReason>();
-  const folders = new Map<string, Located | undefined>();
+  const folders = new Map<string, ShellFolder>();
   return commands.flatMap(({ uses }) =>
     uses.map((use): ShellWordOutcome => {
       if (use.role === "skip") return { use, reason: use.reason };
@@ -338,7 +341,7 @@ function locateShellPath(
   discovery: Discovery,
   role: "read" | "write",
   path: string,
-  folders: Map<string, Located | undefined>,
+  folders: Map<string, ShellFolder>,
 ): Located | C.ShellWordReason {
   if (path.includes("\0") || Buffer.byteLength(path) > C.MAX_PATH_BYTES) return "missing";
   if (!mayBeInside(discovery, path)) return "outside";
@@ -350,15 +353,16 @@ function locateShellPath(
 function locateExisting(
   discovery: Discovery,
   path: string,
-  folders: Map<string, Located | undefined>,
+  folders: Map<string, ShellFolder>,
 ): Located | C.ShellWordReason | undefined {
   const folder = dirname(path);
   // Only cwd itself has its folder outside: nothing above it is ever looked at.
   if (folder === path || !mayBeInside(discovery, folder)) return "cwdItself";
-  if (!folders.has(folder)) folders.set(folder, shellFolder(discovery, folder));
-  const parent = folders.get(folder);
+  let parent = folders.get(folder);
+  if (parent === undefined) folders.set(folder, (parent = shellFolder(discovery, folder)));
+  if (parent === "missing") return "missing";
   // Only a folder whose every step below cwd is a real folder lets the word be looked at as written.
-  if (parent) {
+  if (parent !== "resolve") {
     const kind = wordKind(discovery, path, parent.stats!.at(-1));
     if (kind === "missing") return "missing";
     if (typeof kind === "object")
@@ -372,12 +376,19 @@ function locateExisting(
   return stats === "missing" ? stats : locateChain(discovery, target, stats?.isDirectory() === true);
 }
 
-/** A word's folder as `locateChain`'s fast path finds it; undefined to look at the word through its real path. */
-function shellFolder(discovery: Discovery, folder: string): Located | undefined {
+/** A word's folder walked down from cwd, one lstat per step; a link, an error or another spelling resolves. */
+function shellFolder(discovery: Discovery, folder: string): ShellFolder {
   const rel = relativeInside(discovery.cwdReal, folder);
   if (rel === "") return { links: [], stats: [] };
-  const located = rel === undefined ? undefined : locateChain(discovery, folder, true);
-  return located?.stats ? located : undefined;
+  if (rel === undefined) return "resolve";
+  const fresh = !discovery.chains.has(rel);
+  const links = chainFor(discovery, rel);
+  const { stats, stop } = lstatChain(discovery.fs, links);
+  if (stop === "missing" || (typeof stop === "object" && !stop.isSymbolicLink())) return "missing";
+  if (stop === undefined && (!fresh || spelledAsOnDisk(discovery, links, stats))) return { links, stats };
+  // One folder, one identity: another spelling is looked at through its real path, every time.
+  if (stop === undefined) discovery.chains.delete(rel);
+  return "resolve";
 }
 
 /**
