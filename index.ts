@@ -5086,9 +5086,11 @@ interface ShellWord {
 interface ShellFrame {
   cwd: string | undefined;
   dirs: Array<string | undefined>;
-  close: string | undefined;
+  close?: string;
   level: number;
 }
+
+type ShellRedirect = { op: "read" | "write"; word: ShellWord };
 
 const SHELL_KEYWORDS = new Set("if then elif else fi do done while until ! { } time esac coproc".split(" "));
 const SHELL_WRAPPERS = new Set("env command builtin exec nohup time sudo nice ionice timeout xargs stdbuf".split(" "));
@@ -5108,30 +5110,25 @@ const SHELL_OPERATOR = /(?![<>]\()(?:(?:\d+|&)?(<<<|<<-|<<|<&|<>|>>|>\||>&|<|>)|
 const SHELL_BLANKS = /(?:[ \t\r]|\\\n|#[^\n]*)*/y;
 /** A run of characters that mean nothing special inside a word. */
 const PLAIN_RUN = /[^\s;&|<>()\\'"$`*?[{~=]+/y;
-/** The body of `$'…'`, up to its closing quote. */
-const ANSI_QUOTED = /(?:[^'\\]|\\[^]?)*/y;
+/** `$'…'` (its body in group 1, where a backslash escapes) or `'…'` (group 2). */
+const SINGLE_QUOTED = /\$'((?:[^'\\]|\\[^]?)*)'?|'([^']*)'?/y;
 const SHELL_VARIABLE = /\$(?:[A-Za-z_]\w*|[\d@*#?$!-])/y;
-const WORD_BREAK = new Set([" ", "\t", "\n", ";", "&", "|", "<", ">", "(", ")"]);
+const WORD_BREAK = " \t\n;&|<>()";
 const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*\+?$/;
 
 // Exported for tests: a table test of the shell-word reader (and the bench).
 /** The simple commands of a bash command line, each with its directory and what its words name. */
 export function readShellCommand(command: string): ShellCommand[] {
-  const shared = { words: 0, commands: [] };
-  readShellScript(command.slice(0, C.MAX_SHELL_COMMAND_CHARS), ".", 1, shared);
+  const shared = { words: 0, commands: [] as ShellCommand[] };
+  readShellScript(command.slice(0, C.MAX_SHELL_COMMAND_CHARS), { cwd: ".", dirs: [], level: 1 }, shared);
   return shared.commands;
 }
 
 /** Reads a script (a child shell's, for `bash -c`) into the shared commands, within one shared word budget. */
-function readShellScript(
-  src: string,
-  cwd: string | undefined,
-  level: number,
-  shared: { words: number; commands: ShellCommand[] },
-): void {
+function readShellScript(src: string, top: ShellFrame, shared: { words: number; commands: ShellCommand[] }): void {
   let pos = 0;
   const heredocs: Array<{ delimiter: string; stripTabs: boolean }> = [];
-  list({ cwd, dirs: [], close: undefined, level });
+  list(top);
 
   /** Reads commands until the frame's `close` (`)` or a backtick) or the end. */
   function list(frame: ShellFrame): void {
@@ -5143,7 +5140,7 @@ function readShellScript(
   /** Reads one simple command; returns the operator that ended it. */
   function command(frame: ShellFrame, pipedIn: boolean): string {
     const words: ShellWord[] = [];
-    const redirects: Array<{ op: "read" | "write"; word: ShellWord }> = [];
+    const redirects: ShellRedirect[] = [];
     for (;;) {
       const token = next(frame);
       if (typeof token !== "string") {
@@ -5189,7 +5186,15 @@ function readShellScript(
     const char = src[pos]!;
     if ((char === "`" && frame.close === "`") || char === "\n") {
       pos++;
-      if (char === "\n") readHeredocBodies();
+      // Heredoc bodies are data: skipped, line by line, up to their delimiter.
+      for (const { delimiter, stripTabs } of char === "\n" ? heredocs.splice(0) : []) {
+        while (pos < src.length) {
+          const end = src.includes("\n", pos) ? src.indexOf("\n", pos) : src.length;
+          const line = src.slice(pos, end);
+          pos = end + 1;
+          if ((stripTabs ? line.replace(/^\t+/, "") : line) === delimiter) break;
+        }
+      }
       return char;
     }
     SHELL_OPERATOR.lastIndex = pos;
@@ -5202,32 +5207,15 @@ function readShellScript(
     return redirect ?? (op === ";;" || (op === ")" && frame.close !== ")") ? ";" : op);
   }
 
-  /** Heredoc bodies are data: skipped, line by line, up to their delimiter. */
-  function readHeredocBodies(): void {
-    for (const { delimiter, stripTabs } of heredocs.splice(0)) {
-      while (pos < src.length) {
-        const end = src.includes("\n", pos) ? src.indexOf("\n", pos) : src.length;
-        const line = src.slice(pos, end);
-        pos = end + 1;
-        if ((stripTabs ? line.replace(/^\t+/, "") : line) === delimiter) break;
-      }
-    }
-  }
-
   function word(frame: ShellFrame): ShellWord {
     const word: ShellWord = { text: "", dynamic: false, glob: -1, tilde: false, assignment: false, cut: false };
     let quoted = false;
     for (let double = false; pos < src.length;) {
       const char = src[pos]!;
-      const start = pos;
-      if (!double && word.text === "" && !quoted && (char === "<" || char === ">") && src[pos + 1] === "(") {
-        pos += 2;
-        nested(")", frame);
-        word.dynamic = true;
-        word.text += src.slice(start, pos);
-        continue;
-      }
-      if (!double && (WORD_BREAK.has(char) || (char === "`" && frame.close === "`"))) break;
+      // `<(…)` and `>(…)` open a word, as a substitution.
+      const substitution =
+        !double && !quoted && word.text === "" && (char === "<" || char === ">") && src[pos + 1] === "(";
+      if (!double && !substitution && (WORD_BREAK.includes(char) || (char === "`" && frame.close === "`"))) break;
       PLAIN_RUN.lastIndex = pos;
       const plain = double ? null : PLAIN_RUN.exec(src);
       if (plain) {
@@ -5243,24 +5231,17 @@ function readShellScript(
         if (escaped !== "\n") word.text += double && !'$`"\\'.includes(escaped) ? `\\${escaped}` : escaped;
         pos += 2;
         quoted = true;
-      } else if (char === "$" && src[pos + 1] === "'" && !double) {
+      } else if (!double && (char === "'" || (char === "$" && src[pos + 1] === "'"))) {
+        SINGLE_QUOTED.lastIndex = pos;
+        const [all, ansi, raw] = SINGLE_QUOTED.exec(src)!;
+        pos += all.length;
         // `$'…'`: backslash escapes as C writes them, the common ones only.
-        ANSI_QUOTED.lastIndex = pos += 2;
-        const body = ANSI_QUOTED.exec(src)![0];
-        pos += body.length + 1;
-        word.text += body.replace(/\\([^]?)/g, (_, escaped) =>
-          escaped === "n" ? "\n" : escaped === "t" ? "\t" : escaped,
-        );
+        word.text += raw ?? ansi!.replace(/\\([^]?)/g, (_, c) => (c === "n" ? "\n" : c === "t" ? "\t" : c));
         quoted = true;
-      } else if (char === "$" || char === "`") expansion(word, frame);
+      } else if (char === "$" || char === "`" || substitution) expansion(word, frame);
       else if (double) {
         word.text += char;
         pos++;
-      } else if (char === "'") {
-        const end = src.includes("'", pos + 1) ? src.indexOf("'", pos + 1) : src.length;
-        pos = end + 1;
-        word.text += src.slice(start + 1, end);
-        quoted = true;
       } else {
         if (!quoted && word.text === "" && char === "~") word.tilde = true;
         if ("*?[{".includes(char) && word.glob === -1) word.glob = word.text.length;
@@ -5274,7 +5255,7 @@ function readShellScript(
     return word;
   }
 
-  /** `$name`, `${…}`, `$(( ))`, `$( )` or backticks: kept as written, and the word becomes dynamic. */
+  /** `$name`, `${…}`, `$(( ))`, `$( )`, `<( )` or backticks: kept as written, and the word becomes dynamic. */
   function expansion(word: ShellWord, frame: ShellFrame): void {
     const start = pos;
     SHELL_VARIABLE.lastIndex = pos;
@@ -5285,7 +5266,7 @@ function readShellScript(
       pos += 3;
       skipTo(")");
       if (src[pos] === ")") pos++;
-    } else if (src.startsWith("$(", pos)) {
+    } else if (src[pos + 1] === "(") {
       pos += 2;
       nested(")", frame);
     } else if (src.startsWith("${", pos)) {
@@ -5302,17 +5283,12 @@ function readShellScript(
   }
 
   /** One simple command is complete: its words, its effect on the directory, and what they name. */
-  function finish(
-    all: ShellWord[],
-    redirects: Array<{ op: "read" | "write"; word: ShellWord }>,
-    frame: ShellFrame,
-    inPipeline: boolean,
-  ): void {
+  function finish(all: ShellWord[], redirects: ShellRedirect[], frame: ShellFrame, inPipeline: boolean): void {
     const { words, toolAt } = commandParts(all.filter((word) => !word.cut));
     if (words.length === 0 && redirects.length === 0) return;
     const uses: ShellWordUse[] = [];
     shared.commands.push({ cwd: frame.cwd, uses });
-    const tool = basenameOf(words[toolAt]?.text ?? "");
+    const tool = posix.basename(words[toolAt]?.text ?? "");
     let base = frame.cwd;
     let afterDashes = false;
     const skip = (word: ShellWord, reason: C.ShellWordReason) => uses.push({ word: word.text, role: "skip", reason });
@@ -5334,12 +5310,19 @@ function readShellScript(
           if (tool !== "cargo" && !directory.dynamic) base = joinShellPath(base, directory);
         } else if (script && index + 1 < words.length) {
           skip(words[++index]!, "script");
-          if (frame.level <= C.MAX_SHELL_NESTING) readShellScript(words[index]!.text, base, frame.level + 2, shared);
+          const child = { cwd: base, dirs: [], level: frame.level + 2 };
+          if (frame.level <= C.MAX_SHELL_NESTING) readShellScript(words[index]!.text, child, shared);
         }
       } else use(word, tool === "tee" && index > toolAt ? "write" : "read");
     }
     for (const redirect of redirects) if (!redirect.word.cut) use(redirect.word, redirect.op);
-    if (!inPipeline) changeDirectory(frame, tool, words.slice(toolAt + 1), base);
+    // `cd`, `pushd` and `popd` move the directory of the commands that follow in the same shell.
+    if (inPipeline || !["cd", "pushd", "popd"].includes(tool)) return;
+    const target = words.slice(toolAt + 1).find((word) => !word.text.startsWith("-") || word.text === "-");
+    if (tool === "pushd") frame.dirs.push(frame.cwd);
+    if (tool === "popd") frame.cwd = frame.dirs.pop();
+    else
+      frame.cwd = target === undefined || target.text === "-" || target.tilde ? undefined : joinShellPath(base, target);
   }
 }
 
@@ -5360,10 +5343,6 @@ function commandParts(words: ShellWord[]): { words: ShellWord[]; toolAt: number 
     SHELL_WRAPPERS.has(text) || text.startsWith("-") || assignment || /^\d+[smhd]?$/.test(text);
   while (toolAt < rest.length && wrapper(rest[toolAt]!)) toolAt++;
   return { words: rest, toolAt };
-}
-
-function basenameOf(text: string): string {
-  return text.slice(text.lastIndexOf("/") + 1);
 }
 
 /** The word naming the folder of a tool's directory option at `index`: the next word, or the option's own value. */
@@ -5397,18 +5376,6 @@ function joinShellPath(base: string | undefined, word: ShellWord): string | unde
   return base === undefined ? undefined : posix.join(base, word.text);
 }
 
-/** `cd`, `pushd` and `popd` move the directory of the commands that follow in the same shell. */
-function changeDirectory(frame: ShellFrame, tool: string, args: ShellWord[], base: string | undefined): void {
-  if (tool === "popd") {
-    frame.cwd = frame.dirs.length > 0 ? frame.dirs.pop() : undefined;
-    return;
-  }
-  if (tool !== "cd" && tool !== "pushd") return;
-  const target = args.find((word) => !word.text.startsWith("-") || word.text === "-");
-  if (tool === "pushd") frame.dirs.push(frame.cwd);
-  frame.cwd = target === undefined || target.text === "-" || target.tilde ? undefined : joinShellPath(base, target);
-}
-
 // =============================================================================================
 // 10c. Globs: one bounded matcher for rule globs and ignore files.
 
@@ -5418,18 +5385,16 @@ function changeDirectory(frame: ShellFrame, tool: string, args: ShellWord[], bas
 // to its last star, so one match costs at most path length × pattern length steps: no glob can make
 // it backtrack exponentially, as a RegExp (or `path.matchesGlob`) can. Braces are expanded first,
 // within MAX_GLOB_EXPANSIONS, and globs past MAX_GLOB_CHARS are refused before they are read.
-// Options: `braces`, whether `{a,b}` are alternatives (rule globs) or literal characters (ignore
-// files); `floating`, whether a glob without a slash matches at any depth (Cursor, Copilot, ignore
-// files) or only at the base.
+// With `braces`, `{a,b}` are alternatives (rule globs), else characters (ignore files); with
+// `floating`, a glob without a slash matches at any depth (Cursor, Copilot, ignore files).
 
-/** One character of a segment's pattern: itself, `?`, `*`, or a `[…]` class as (low, high) pairs. */
-type GlobChar = string | typeof ANY_CHAR | typeof ANY_RUN | { negated: boolean; ranges: string };
-/** A segment of a glob: `**`, or the characters of one path segment. */
-type GlobSegment = typeof ANY_DEPTH | GlobChar[];
+/** One character of a segment's pattern: itself, `*`, or a test (`?`, a `[…]` class). */
+type GlobChar = string | typeof ANY_RUN | ((char: string) => boolean);
 
-const ANY_CHAR = Symbol("?");
 const ANY_RUN = Symbol("*");
 const ANY_DEPTH = Symbol("**");
+/** `[…]`, whose first member may be `]`, `!` or `^` after a negation (groups 1 and 2); `\x`; any character. */
+const GLOB_TOKEN = /\[(?:[!^]([^][^\]]*)|([^!^][^\]]*))\]|\\([^])|[^]/gy;
 
 let globSteps = 0;
 
@@ -5443,7 +5408,7 @@ function compileGlob(
   globs: string | readonly string[],
   options: { braces: boolean; floating: boolean },
 ): { ok: true; matches: (path: string) => boolean } | { ok: false; reason: C.Reason } {
-  const alternatives: Array<{ segments: GlobSegment[]; prefix: string; suffix: string }> = [];
+  const alternatives: Array<{ segments: Array<GlobChar[] | typeof ANY_DEPTH>; prefix: string; suffix: string }> = [];
   let chars = 0;
   for (let glob of typeof globs === "string" ? [globs] : globs) {
     if (glob.length > C.MAX_GLOB_CHARS) return { ok: false, reason: "globTooLong" };
@@ -5457,7 +5422,7 @@ function compileGlob(
       chars += pattern.length;
       if (chars > C.MAX_GLOB_CHARS) return { ok: false, reason: "globTooLong" };
       const floating = options.floating && !anchored && !pattern.includes("/");
-      const segments: GlobSegment[] = floating ? [ANY_DEPTH] : [];
+      const segments: Array<GlobChar[] | typeof ANY_DEPTH> = floating ? [ANY_DEPTH] : [];
       for (const part of pattern.split("/")) {
         const chars = part === "**" ? ANY_DEPTH : segmentChars(part);
         if (chars === undefined) return { ok: false, reason: "globRange" };
@@ -5480,47 +5445,34 @@ function compileGlob(
         globSteps++;
         if (!path.startsWith(prefix) || !path.endsWith(suffix)) return false;
         parts ??= path.split("/");
-        return wildcardMatch(segments, ANY_DEPTH, parts.length, (segment, i) => segmentMatches(segment, parts![i]!));
+        return wildcardMatch(segments, ANY_DEPTH, parts.length, (segment, i) => {
+          const text = parts![i]!;
+          return (
+            segment !== ANY_DEPTH && wildcardMatch(segment, ANY_RUN, text.length, (c, k) => charMatches(c, text[k]!))
+          );
+        });
       });
     },
   };
 }
 
+function charMatches(c: GlobChar, char: string): boolean {
+  return typeof c === "string" ? c === char : c !== ANY_RUN && c(char);
+}
+
 /** A segment's characters; undefined when a class holds a range out of order. */
 function segmentChars(part: string): GlobChar[] | undefined {
   const chars: GlobChar[] = [];
-  for (let i = 0; i < part.length; i++) {
-    const c = part[i]!;
-    const negated = c === "[" && (part[i + 1] === "!" || part[i + 1] === "^");
-    const first = i + (negated ? 2 : 1);
-    // A class closes at the first `]` after its first member, which may itself be `]`; unclosed, `[` is itself.
-    const close = c === "[" ? part.indexOf("]", first + 1) : -1;
-    if (close !== -1) {
-      let ranges = "";
-      for (let k = first; k < close; k++) {
-        const low = part[k]!;
-        const high = part[k + 1] === "-" && k + 2 < close ? part[(k += 2)]! : low;
-        if (high < low) return undefined;
-        ranges += low + high;
-      }
-      chars.push({ negated, ranges });
-      i = close;
-    } else if (c === "*") chars.push(ANY_RUN);
-    else if (c === "?") chars.push(ANY_CHAR);
-    else chars.push(c === "\\" && i + 1 < part.length ? part[++i]! : c);
+  for (const [token, negatedMembers, members = negatedMembers, escaped] of part.matchAll(GLOB_TOKEN)) {
+    if (members === undefined) chars.push(token === "*" ? ANY_RUN : token === "?" ? () => true : (escaped ?? token));
+    else {
+      const ranges = [...members.matchAll(/([^])(?:-([^]))?/g)].map((range) => [range[1]!, range[2] ?? range[1]!]);
+      if (ranges.some(([low, high]) => high! < low!)) return undefined;
+      const negated = negatedMembers !== undefined;
+      chars.push((char) => ranges.some(([low, high]) => low! <= char && char <= high!) !== negated);
+    }
   }
   return chars;
-}
-
-function segmentMatches(segment: GlobSegment, text: string): boolean {
-  return segment !== ANY_DEPTH && wildcardMatch(segment, ANY_RUN, text.length, (c, i) => charMatches(c, text[i]!));
-}
-
-function charMatches(c: GlobChar, char: string): boolean {
-  if (typeof c !== "object") return c === ANY_CHAR || c === char;
-  let member = false;
-  for (let k = 0; k < c.ranges.length && !member; k += 2) member = c.ranges[k]! <= char && char <= c.ranges[k + 1]!;
-  return member !== c.negated;
 }
 
 /**
@@ -5556,22 +5508,11 @@ function wildcardMatch<T>(
   return p === pattern.length;
 }
 
-/** Every brace alternative of a pattern; undefined past C.MAX_GLOB_EXPANSIONS. */
+/**
+ * Every brace alternative of a pattern; undefined past C.MAX_GLOB_EXPANSIONS. The first unescaped
+ * `{…}` holding a top-level comma is expanded; a group without one stays literal, as in the shell.
+ */
 function expandBraces(pattern: string): string[] | undefined {
-  const group = braceGroup(pattern);
-  if (group === undefined) return [pattern];
-  const expanded: string[] = [];
-  for (const alternative of group.alternatives) {
-    const more = expandBraces(pattern.slice(0, group.open) + alternative + pattern.slice(group.close + 1));
-    if (more === undefined) return undefined;
-    expanded.push(...more);
-    if (expanded.length > C.MAX_GLOB_EXPANSIONS) return undefined;
-  }
-  return expanded;
-}
-
-/** The first unescaped `{…}` holding a top-level comma; a group without one stays literal, as in the shell. */
-function braceGroup(pattern: string): { open: number; close: number; alternatives: string[] } | undefined {
   for (let open = 0; open < pattern.length; open += pattern[open] === "\\" ? 2 : 1) {
     if (pattern[open] !== "{") continue;
     const cuts = [open];
@@ -5582,10 +5523,14 @@ function braceGroup(pattern: string): { open: number; close: number; alternative
       else if (c === "," && depth === 1) cuts.push(i);
       else if (c === "}" && --depth === 0) {
         if (cuts.length === 1) break;
-        cuts.push(i);
-        return { open, close: i, alternatives: cuts.slice(1).map((cut, k) => pattern.slice(cuts[k]! + 1, cut)) };
+        const expanded: string[] = [];
+        for (const [k, cut] of [...cuts.slice(1), i].entries()) {
+          const more = expandBraces(pattern.slice(0, open) + pattern.slice(cuts[k]! + 1, cut) + pattern.slice(i + 1));
+          if (more === undefined || expanded.push(...more) > C.MAX_GLOB_EXPANSIONS) return undefined;
+        }
+        return expanded;
       }
     }
   }
-  return undefined;
+  return [pattern];
 }
