@@ -5429,8 +5429,8 @@ function compileGlob(
         if (chars !== ANY_DEPTH || segments.at(-1) !== ANY_DEPTH) segments.push(chars);
       }
       if (segments.at(-1) === ANY_DEPTH) segments.splice(-1, 0, [ANY_RUN]);
-      // The literal text every match starts and ends with turns most paths away before the matcher runs
-      // (bench --quick: warm_over_stat 63 without it, 47-61 with it; the 50 rule globs cost 4x less per path).
+      // The literal text every match starts and ends with turns most paths away before the matcher runs.
+      // Bench --quick, same code without it: warm_over_stat 63/63 -> 47/61, peer_over_ours_nogit 2.7/4.1 -> 3.6/4.0.
       const wild = pattern.search(/[*?[\\]/);
       let cut = pattern.length;
       while (cut > 0 && !"/*?[]\\".includes(pattern[cut - 1]!)) cut--;
