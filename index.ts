@@ -993,8 +993,6 @@ function newCheckState() {
   return {
     /** Rule files of each folder's `.claude` (by scope: the folders seen), kept while its listing stands. */
     folders: new Map<string, { listing: ListingEntry; candidates: string[] }>(),
-    /** Whether a folder holds a `.claude`, while the folder's signature stands. */
-    holders: new SignatureCache<boolean>(),
     compiled: new WeakMap<InstructionFile, Check>(),
     /** Rule versions skipped for the session, by path and version. */
     skipped: new Map<string, C.CheckSkip>(),
@@ -1141,8 +1139,8 @@ function checksIn(discovery: Discovery, state: CheckState, bases: CheckBase[]): 
   const checks: Check[] = [];
   for (const { dir, scope, stats } of bases) {
     const claude = join(dir, C.CHECK_DIR_NAME);
-    // Most folders hold no `.claude`: while a folder's signature stands, that costs no call.
-    const holds = stats === undefined || state.holders.get(dir, stats, () => discovery.exists(claude));
+    // Most folders hold no `.claude`: the folder's entry, kept while its signature stands, says so for no call.
+    const holds = stats === undefined || discovery.directoryEntry(dir, stats)?.homes.get(C.CHECK_DIR_NAME) !== "none";
     const listing = holds ? fsOr(undefined, () => discovery.listing(claude)) : undefined;
     if (!listing) {
       state.folders.delete(scope);
