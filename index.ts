@@ -149,10 +149,10 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
           engine.discoveryFor(ctx.cwd);
           if (engine.options.enabled) engine.git?.start();
           engine.ledger.rebuild(recordsInContext(ctx.sessionManager));
-          engine.contextMark = sessionMark(ctx.sessionManager);
+          engine.contextMark = ctx.sessionManager.getLeafId();
         },
         // A session we cannot read leaves the ledger empty: at worst a file is sent again.
-        () => engine.ledger.clear(),
+        () => engine.ledger.rebuild([]),
       );
       showStatus(ctx);
     };
@@ -192,7 +192,7 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
     pi.on("turn_start", (_event, ctx) => {
       const check = () => {
         if (contextEditedSince(ctx.sessionManager, engine.contextMark)) return true;
-        engine.contextMark = sessionMark(ctx.sessionManager);
+        engine.contextMark = ctx.sessionManager.getLeafId();
         return false;
       };
       if (guarded(ctx, "rebuild", check, () => true)) rebuild(ctx);
@@ -684,8 +684,7 @@ export class LazyAgents {
     });
     // Rules touch point: rules contribute planned entries alongside the views.
     const touched = calls.flatMap((call) => call.touched);
-    if (this.options.rules && discovery)
-      planRules(this.ledger, plan, { discovery, views, touched, options: this.options });
+    if (this.options.rules && discovery) planRules(this.ledger, plan, discovery, views, touched, this.options);
     if (!discovery || round > C.MAX_IMPORT_DEPTH) return finish(views, plan);
     // What the views and plan just built left open (imports, rule folders).
     const open = [...discovery.gitAnswers.takeWanted(), ...chainQuestionsOf(discovery, calls)];
@@ -857,11 +856,11 @@ export class LazyAgents {
       gatedScopes: this.gate?.scopes.size ?? 0,
       gateRetries: this.gate?.retries.size ?? 0,
       ...this.inspection.sizes(),
-      ledgerFiles: this.ledger.all("file").length,
-      ledgerScopes: this.ledger.byScope.size,
+      ledgerFiles: this.ledger.held.file.size,
+      ledgerRules: this.ledger.held.rule.size,
       ledgerImports: this.ledger.importsByScope.size,
-      ledgerSkills: this.ledger.all("skill").length,
-      ledgerWithdrawn: this.ledger.withdrawn.size,
+      ledgerSkills: this.ledger.held.skill.size,
+      ledgerWithdrawn: Object.values(this.ledger.withdrawn).reduce((sum, paths) => sum + paths.size, 0),
       ledgerSkipped: this.ledger.skipped.size,
       ledgerAlsoGoverns: this.ledger.alsoGoverns.size,
       ...this.discovery?.cacheSizes(),
@@ -1606,8 +1605,8 @@ type Entry<S> = { -readonly [K in keyof S as K extends `${string}?` ? never : K]
   -readonly [K in keyof S as K extends `${infer N}?` ? N : never]?: Value<S[K]>;
 };
 
-/** The parts of a reminder that each open with an explanation. */
-const SECTIONS = ["files", "skills", "rules", "ruleListings"] as const;
+/** The parts of a reminder that each open with an explanation, in the order the reminder shows them. */
+const SECTIONS = ["files", "rules", "ruleListings", "skills"] as const;
 
 type Section = (typeof SECTIONS)[number];
 
@@ -1658,6 +1657,8 @@ const RECORD_FIELDS = {
   "retractedRules?": { list: { path: "string", dir: "string" } },
   /** Sections this reminder explained in full (absent when it explained none, as in older records). */
   "explained?": { list: new Set(SECTIONS) },
+  /** Digest of the reminder text it was delivered with: only that text, whole, confirms it. */
+  "reminder?": "string",
 } as const satisfies Spec;
 
 type FileRecord = Entry<typeof FILE_FIELDS>;
@@ -1669,20 +1670,14 @@ type RuleRecord = Entry<typeof RULE_FIELDS>;
 type Skip = Entry<typeof SKIP_FIELDS> & { counts?: { taken: number; total: number } };
 
 // Exported for tests: they read the records stored in details.
-export type LedgerRecord = Omit<Entry<typeof RECORD_FIELDS>, "skipped"> & {
-  v: number;
-  skipped: Skip[];
-  /** Digest of the reminder text it was delivered with: only that text, whole, confirms it. */
-  reminder?: string;
-};
+export type LedgerRecord = Omit<Entry<typeof RECORD_FIELDS>, "skipped"> & { v: number; skipped: Skip[] };
 
 // Exported for tests: they read the records stored in details.
 export function readRecord(details: unknown): LedgerRecord | undefined {
   const stored = isObject(details) ? details[C.DETAILS_KEY] : undefined;
   if (!isObject(stored) || stored.v !== C.LEDGER_VERSION) return undefined;
-  const record = { ...(readField(stored, RECORD_FIELDS) as object), v: C.LEDGER_VERSION } as LedgerRecord;
-  if (typeof stored.reminder === "string") record.reminder = stored.reminder;
-  return record;
+  const fields = readField(stored, RECORD_FIELDS) as object | undefined;
+  return fields && ({ ...fields, v: C.LEDGER_VERSION } as LedgerRecord);
 }
 
 /** A stored value as its field reads it, or undefined when it does not fit. */
@@ -1732,12 +1727,6 @@ function recordShowsText(r: LedgerRecord): boolean {
   return appended || r.skills.length + notices + rules > 0;
 }
 
-function setIn<K, V>(map: Map<K, Set<V>>, key: K): Set<V> {
-  let set = map.get(key);
-  if (!set) map.set(key, (set = new Set()));
-  return set;
-}
-
 /** What the model can hold: an instruction file or an import of one, a skill, a rule or a rule's import. */
 type Kind = "file" | "skill" | "rule";
 
@@ -1747,24 +1736,11 @@ interface HeldRecords {
   rule: RuleRecord;
 }
 
-/** One thing the model holds, for its scope (a rule's scope is its rule folder). */
-interface Held {
-  kind: Kind;
-  scope: string;
-  record: HeldRecords[Kind];
-}
-
-function keyOf(kind: Kind, path: string): string {
-  return `${kind}\0${path}`;
-}
-
 class Ledger {
-  /** What the model holds, by `keyOf`. */
-  readonly held = new Map<string, Held>();
-  /** Keys held for each scope: what a view of that scope may withdraw. */
-  readonly byScope = new Map<string, Set<string>>();
-  /** Keys whose withdrawal notice the model holds. */
-  readonly withdrawn = new Set<string>();
+  /** What the model holds, by path; a record's scope is `scope` (a rule's: its rule folder, `dir`). */
+  readonly held: { [K in Kind]: Map<string, HeldRecords[K]> } = { file: new Map(), skill: new Map(), rule: new Map() };
+  /** Paths whose withdrawal notice the model holds. */
+  readonly withdrawn: Record<Kind, Set<string>> = { file: new Set(), skill: new Set(), rule: new Set() };
   /** What the instruction file held for each scope imports: an import stays while one still does. */
   readonly importsByScope = new Map<string, Set<string>>();
   /** Skip notices the model holds, by skipKey → reason. */
@@ -1775,73 +1751,55 @@ class Ledger {
   readonly explained = new Set<Section>();
 
   get<K extends Kind>(kind: K, path: string): HeldRecords[K] | undefined {
-    return this.held.get(keyOf(kind, path))?.record as HeldRecords[K] | undefined;
+    return this.held[kind].get(path);
   }
 
   all<K extends Kind>(kind: K): Array<HeldRecords[K]> {
-    return [...this.held.values()].filter((held) => held.kind === kind).map((held) => held.record as HeldRecords[K]);
-  }
-
-  wasWithdrawn(kind: Kind, path: string): boolean {
-    return this.withdrawn.has(keyOf(kind, path));
-  }
-
-  withdrawnPaths(kind: Kind): string[] {
-    const prefix = keyOf(kind, "");
-    return [...this.withdrawn].filter((key) => key.startsWith(prefix)).map((key) => key.slice(prefix.length));
-  }
-
-  clear(): void {
-    const all = [this.held, this.byScope, this.withdrawn, this.importsByScope, this.skipped, this.alsoGoverns];
-    for (const map of [...all, this.explained]) map.clear();
+    return [...this.held[kind].values()];
   }
 
   /** Replays the records of the entries still in the model's context, oldest first. */
   rebuild(records: Iterable<LedgerRecord>): void {
-    this.clear();
+    const maps = [...Object.values(this.held), ...Object.values(this.withdrawn), this.importsByScope, this.skipped];
+    for (const map of [...maps, this.alsoGoverns, this.explained]) map.clear();
     for (const record of records) this.apply(record);
   }
 
   /** Withdrawals first: a record that withdraws and sends one path ends holding it. */
   apply(record: LedgerRecord): void {
-    for (const { path, scope } of record.retracted) this.withdraw("file", scope, path);
-    for (const { path, scope } of record.retractedSkills) this.withdraw("skill", scope, path);
-    for (const { path, dir } of record.retractedRules ?? []) this.withdraw("rule", dir, path);
-    for (const file of record.files) this.hold("file", file.scope, file);
-    for (const skill of record.skills) this.hold("skill", skill.scope, skill);
-    for (const rule of record.rules ?? []) this.hold("rule", rule.dir, rule);
-    for (const skip of record.skipped) this.skipped.set(skipKey(skip), skip.reason);
-    for (const { path, scope } of record.alsoGoverns ?? []) setIn(this.alsoGoverns, path).add(scope);
-    for (const section of record.explained ?? []) this.explained.add(section);
-  }
-
-  private withdraw(kind: Kind, scope: string, path: string): void {
-    const key = keyOf(kind, path);
-    if (kind === "file") {
+    for (const { path, scope } of record.retracted) {
       if (this.get("file", path)?.importedBy === undefined) this.importsByScope.delete(scope);
       else this.importsByScope.get(scope)?.delete(path);
       this.alsoGoverns.delete(path);
+      this.withdraw("file", path);
     }
-    this.held.delete(key);
-    this.byScope.get(scope)?.delete(key);
-    this.withdrawn.add(key);
+    for (const { path } of record.retractedSkills) this.withdraw("skill", path);
+    for (const { path } of record.retractedRules ?? []) this.withdraw("rule", path);
+    for (const file of record.files) {
+      if (this.get("file", file.path)?.version !== file.version) this.alsoGoverns.delete(file.path);
+      this.skipped.delete(file.path);
+      if (file.importedBy !== undefined) this.importsByScope.get(file.scope)?.add(file.path);
+      else if (file.imports) this.importsByScope.set(file.scope, new Set(file.imports));
+      else this.importsByScope.delete(file.scope);
+      this.hold("file", file);
+    }
+    for (const skill of record.skills) this.hold("skill", skill);
+    for (const rule of record.rules ?? []) this.hold("rule", rule);
+    for (const skip of record.skipped) this.skipped.set(skipKey(skip), skip.reason);
+    for (const { path, scope } of record.alsoGoverns ?? []) {
+      this.alsoGoverns.set(path, (this.alsoGoverns.get(path) ?? new Set()).add(scope));
+    }
+    for (const section of record.explained ?? []) this.explained.add(section);
   }
 
-  private hold(kind: Kind, scope: string, record: HeldRecords[Kind]): void {
-    const { path } = record;
-    const key = keyOf(kind, path);
-    const earlier = this.held.get(key);
-    if (earlier && earlier.scope !== scope) this.byScope.get(earlier.scope)?.delete(key);
-    this.held.set(key, { kind, scope, record });
-    setIn(this.byScope, scope).add(key);
-    this.withdrawn.delete(key);
-    if (kind !== "file") return;
-    const file = record as FileRecord;
-    if (earlier?.record.version !== file.version) this.alsoGoverns.delete(path);
-    this.skipped.delete(path);
-    if (file.importedBy !== undefined) this.importsByScope.get(scope)?.add(path);
-    else if (file.imports) this.importsByScope.set(scope, new Set(file.imports));
-    else this.importsByScope.delete(scope);
+  private withdraw(kind: Kind, path: string): void {
+    this.held[kind].delete(path);
+    this.withdrawn[kind].add(path);
+  }
+
+  private hold<K extends Kind>(kind: K, record: HeldRecords[K]): void {
+    this.held[kind].set(record.path, record);
+    this.withdrawn[kind].delete(record.path);
   }
 }
 
@@ -1859,29 +1817,22 @@ interface PlannedFile {
   scopeText?: string;
 }
 
-interface PlannedSkill extends Skill {
-  record: SkillRecord;
-  /** Pi listed a skill of this name at start-up, from another location. */
-  overridesStartup: boolean;
-}
-
-interface RuleListing {
-  name: string;
-  description: string;
-  scope: string;
-  record: RuleRecord;
+/** A skill or a described rule: one line of a list. */
+interface PlannedLine {
+  record: SkillRecord | RuleRecord;
+  line: string;
 }
 
 interface DeliveryPlan {
   record: LedgerRecord;
   /** Files to append, parent first, each import right after the file that imports it. */
   files: PlannedFile[];
-  skills: PlannedSkill[];
   rules?: PlannedFile[];
-  ruleListings?: RuleListing[];
+  ruleListings?: PlannedLine[];
+  skills: PlannedLine[];
   /** What the budget left out of this reminder, announced in one line. */
   leftOut?: { files: number; skills: number; notices: number; names: string[] };
-  /** Sections whose explanation the model can still see: this reminder names them in one line. */
+  /** Sections whose explanation the model can still see (a copy: the gate applies its record before it formats). */
   explainedEarlier?: ReadonlySet<Section>;
   /** cwd-relative paths the call touched, which the reminder names. */
   touched?: readonly string[];
@@ -1902,9 +1853,12 @@ interface PlanInput {
 }
 
 function planDelivery(ledger: Ledger, input: PlanInput): DeliveryPlan {
-  const plan: DeliveryPlan = { record: emptyRecord(), files: [], skills: [] };
-  // A copy: the gate applies its record before it formats the reminder.
-  if (ledger.explained.size > 0) plan.explainedEarlier = new Set(ledger.explained);
+  const plan: DeliveryPlan = {
+    record: emptyRecord(),
+    files: [],
+    skills: [],
+    explainedEarlier: new Set(ledger.explained),
+  };
   const offered = new Set(input.views.flatMap((view) => [view.file?.path, ...view.imports.map((i) => i.file.path)]));
   const planFile = (file: InstructionFile, scope: string, importedBy?: string): void => {
     if (file.realPath === input.shownInPart || input.leaveAlone?.has(file.realPath)) return;
@@ -1939,8 +1893,7 @@ function planDelivery(ledger: Ledger, input: PlanInput): DeliveryPlan {
       const cwd = input.cwdReal;
       if (startup !== undefined && cwd !== undefined && resolve(cwd, skill.path) === resolve(startup)) continue;
       const record = { path: skill.path, name: skill.name, scope, version: skill.version };
-      if (takes(ledger, plan, "skill", record))
-        plan.skills.push({ ...skill, record, overridesStartup: startup !== undefined });
+      if (takes(ledger, plan, "skill", record)) plan.skills.push({ record, line: skillLine(skill, scope, startup) });
     }
   }
   return plan;
@@ -1972,22 +1925,17 @@ function isUnknown(view: DirectoryView, skills: boolean): boolean {
  * rule's imports go with their rule.
  */
 function planRetraction(ledger: Ledger, plan: DeliveryPlan, kind: Kind, scope: string, offered: ReadonlySet<unknown>) {
-  const keys = ledger.byScope.get(scope);
-  for (const key of keys ?? []) {
-    const held = ledger.held.get(key);
-    if (held?.kind !== kind || held.scope !== scope || offered.has(held.record.path)) continue;
-    const { path } = held.record;
-    const importedBy = kind === "skill" ? undefined : (held.record as FileRecord | RuleRecord).importedBy;
+  const held = ledger.all(kind).filter((record) => ("dir" in record ? record.dir : record.scope) === scope);
+  for (const { path, importedBy } of held as Array<Partial<RuleRecord> & { path: string }>) {
+    if (offered.has(path)) continue;
     const elsewhere = () => [...ledger.importsByScope].some(([other, paths]) => other !== scope && paths.has(path));
     if (importedBy !== undefined && (kind === "rule" || elsewhere())) continue;
     if (kind === "file") plan.record.retracted.push({ path, scope });
     else if (kind === "skill") plan.record.retractedSkills.push({ path, scope });
     else
-      for (const other of keys!) {
-        const rule = ledger.held.get(other);
-        if (rule?.kind === "rule" && (other === key || (rule.record as RuleRecord).importedBy === path))
-          (plan.record.retractedRules ??= []).push({ path: rule.record.path, dir: scope });
-      }
+      for (const rule of held as RuleRecord[])
+        if (rule.path === path || rule.importedBy === path)
+          (plan.record.retractedRules ??= []).push({ path: rule.path, dir: scope });
   }
 }
 
@@ -2005,34 +1953,35 @@ function planSkips(ledger: Ledger, plan: DeliveryPlan, rejected: readonly Reject
   }
 }
 
-interface RulePlanInput {
-  discovery: Discovery;
-  views: DirectoryView[];
-  touched: readonly string[];
-  options: Options;
-}
-
 /** Adds to a plan the rules the model lacks for these paths, and withdraws rules that are gone. */
-function planRules(ledger: Ledger, plan: DeliveryPlan, input: RulePlanInput): void {
-  const folders = ruleFoldersFor(input.discovery, input.views, input.options.ruleSources);
+function planRules(
+  ledger: Ledger,
+  plan: DeliveryPlan,
+  discovery: Discovery,
+  views: DirectoryView[],
+  touched: readonly string[],
+  options: Options,
+): void {
+  const folders = ruleFoldersFor(discovery, views, options.ruleSources);
   for (const folder of folders) {
     folder.offered ??= new Set(folder.rules.filter((rule) => rule.meta.kind !== "manual").map((rule) => rule.path));
     planRetraction(ledger, plan, "rule", folder.place.display, folder.offered);
     planSkips(ledger, plan, folder.rejected);
   }
-  if (input.touched.length === 0) return;
-  for (const rule of applyingRules(input.discovery, folders, input.touched)) {
+  if (touched.length === 0) return;
+  for (const rule of applyingRules(discovery, folders, touched)) {
     const { name, description, kind } = rule.meta;
     if (kind === "described") {
       const record: RuleRecord = { path: rule.path, dir: rule.dir, version: rule.listingVersion, as: "listing" };
-      if (takes(ledger, plan, "rule", record))
-        (plan.ruleListings ??= []).push({ name, description, scope: rule.scope, record });
+      const fields = [name, shownRuleScope(rule.scope), description, rule.path].map(reminderField);
+      const line = `- ${fields[0]} (scope ${fields[1]}): ${fields[2]} [${fields[3]}]`;
+      if (takes(ledger, plan, "rule", record)) (plan.ruleListings ??= []).push({ record, line });
       continue;
     }
     const entries: Array<{ file: InstructionFile; importedBy?: string }> = [{ file: rule.body }];
-    if (rule.source === "claude" && input.options.imports) {
+    if (rule.source === "claude" && options.imports) {
       const rejected: Rejection[] = [];
-      entries.push(...importsOf(input.discovery, rule.loaded, rule.base, rejected));
+      entries.push(...importsOf(discovery, rule.loaded, rule.base, rejected));
       planSkips(ledger, plan, rejected);
     }
     for (const { file, importedBy } of entries) {
@@ -2056,19 +2005,15 @@ interface RescuedRecord {
   record: LedgerRecord;
 }
 
-/** The entry the ledger last saw the session at, to find what was appended since. */
-function sessionMark(sessionManager: ReadonlySessionManager): string | null {
-  return sessionManager.getLeafId();
-}
-
 /**
- * Whether a context edit entered the branch since `mark`. Pi appends them between turns (another
- * extension's turn_end or agent_before_settle, or its own recovery), with no event of their own.
- * Walks back only over the entries appended since; a mark that left the branch counts as an edit.
+ * Whether a context edit entered the branch since `mark`, the leaf the ledger last saw. Pi appends
+ * them between turns (another extension's turn_end or agent_before_settle, or its own recovery),
+ * with no event of their own. Walks back only over the entries appended since; a mark that left
+ * the branch counts as an edit.
  */
 function contextEditedSince(sessionManager: ReadonlySessionManager, mark: string | null | undefined): boolean {
   if (mark === undefined) return false;
-  let id = sessionMark(sessionManager);
+  let id = sessionManager.getLeafId();
   while (id !== null && id !== mark) {
     const entry = sessionManager.getEntry(id);
     if (!entry || entry.type === "context_edit") return true;
@@ -2100,8 +2045,7 @@ function recordsInContext(sessionManager: ReadonlySessionManager): LedgerRecord[
 
 /** Whether these messages show a record's reminder whole: the text of its digest (older records: its opening). */
 function projectionShows(messages: readonly unknown[], record: LedgerRecord): boolean {
-  if (messages.length === 0) return false;
-  if (!recordShowsText(record)) return true;
+  if (messages.length === 0 || !recordShowsText(record)) return messages.length > 0;
   return messages.some((message) => {
     const content = (message as { content?: unknown }).content;
     return Array.isArray(content) && content.some((block) => holdsReminder(block?.text, record.reminder));
@@ -2235,16 +2179,12 @@ function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
       kept++;
     } else leave(entry, "files");
   }
-  for (const listing of plan.ruleListings ?? []) if (!fits(ruleListingLine(listing))) leave(listing, "files");
-  for (const skill of plan.skills) if (!fits(skillLine(skill))) leave(skill, "skills");
-  const stays = (entry: { record: object }) => !gone.has(entry.record);
-  plan.files = plan.files.filter(stays);
-  plan.rules = plan.rules?.filter(stays);
-  plan.ruleListings = plan.ruleListings?.filter(stays);
-  plan.skills = plan.skills.filter(stays);
-  record.files = record.files.filter((recorded) => !gone.has(recorded));
-  record.skills = record.skills.filter((recorded) => !gone.has(recorded));
-  record.rules = record.rules?.filter((recorded) => !gone.has(recorded));
+  for (const listing of plan.ruleListings ?? []) if (!fits(listing.line)) leave(listing, "files");
+  for (const skill of plan.skills) if (!fits(skill.line)) leave(skill, "skills");
+  const lists = plan as unknown as Record<Section, Array<{ record: object }> | undefined>;
+  for (const section of SECTIONS) lists[section] = lists[section]?.filter((entry) => !gone.has(entry.record));
+  const records = record as unknown as Record<"files" | "skills" | "rules", object[] | undefined>;
+  for (const list of ["files", "skills", "rules"] as const) records[list] = records[list]?.filter((r) => !gone.has(r));
   if (leftOut.files + leftOut.skills + leftOut.notices > 0) plan.leftOut = leftOut;
   const explained = explainedIn(plan);
   if (explained.length > 0) record.explained = explained;
@@ -2265,25 +2205,19 @@ function budgetOrder(plan: DeliveryPlan): PlannedFile[] {
   return order;
 }
 
-/** The sections a plan opens with their full explanation, in the record's order. */
+/** The sections a plan opens with their full explanation. */
 function explainedIn(plan: DeliveryPlan): Section[] {
-  const { files, skills, rules = [], ruleListings = [] } = plan;
-  const entries: Record<Section, unknown[]> = { files, skills, rules, ruleListings };
-  return SECTIONS.filter((section) => entries[section].length > 0 && explains(plan, section));
+  return SECTIONS.filter((section) => (plan[section]?.length ?? 0) > 0 && explains(plan, section));
 }
 
 function explains(plan: DeliveryPlan, section: Section): boolean {
   return !plan.explainedEarlier?.has(section);
 }
 
-/** Each section's items as the reminder shows them, in the order it shows them. */
+/** Each section's items as the reminder shows them. */
 function sectionItems(plan: DeliveryPlan): Array<[Section, string[]]> {
-  return [
-    ["files", plan.files.map(formatFile)],
-    ["rules", (plan.rules ?? []).map(formatFile)],
-    ["ruleListings", (plan.ruleListings ?? []).map(ruleListingLine)],
-    ["skills", plan.skills.map(skillLine)],
-  ];
+  const line = (entry: PlannedFile | PlannedLine) => ("line" in entry ? entry.line : formatFile(entry));
+  return SECTIONS.map((section) => [section, (plan[section] ?? []).map(line)]);
 }
 
 function formatReminder(plan: DeliveryPlan): string {
@@ -2324,22 +2258,18 @@ function formatFile(entry: PlannedFile): string {
   return [`<${tag} ${attributes.join(" ")}>`, text, ...cut, `</${tag}>`].join("\n");
 }
 
-function skillLine(skill: PlannedSkill): string {
-  const precedence = skill.overridesStartup ? C.SKILL_OVERRIDES_STARTUP : "";
+/** A skill's line; `startup`: where Pi listed a skill of this name at start-up. */
+function skillLine(skill: Skill, scope: string, startup: string | undefined): string {
+  const precedence = startup === undefined ? "" : C.SKILL_OVERRIDES_STARTUP;
   // A skill is for the folder that holds its .agents/skills: its scope is said only for one linked from elsewhere.
-  const own = skill.path.startsWith(`${posix.join(skill.record.scope, ...C.SKILLS_DIR_SEGMENTS)}/`);
-  const scope = own ? "" : ` (scope ${reminderField(scopeGlob(skill.record.scope))})`;
-  return `- ${reminderField(skill.name)}${scope}: ${reminderField(skill.description)} [${reminderField(skill.path)}]${precedence}`;
+  const own = skill.path.startsWith(`${posix.join(scope, ...C.SKILLS_DIR_SEGMENTS)}/`);
+  const shownScope = own ? "" : ` (scope ${reminderField(scopeGlob(scope))})`;
+  return `- ${reminderField(skill.name)}${shownScope}: ${reminderField(skill.description)} [${reminderField(skill.path)}]${precedence}`;
 }
 
 /** A rule's scope as the model reads it: one that covers every path is named repository-wide, not `**`. */
 function shownRuleScope(scope: string): string {
   return scope === "**" ? C.REPOSITORY_WIDE_SCOPE : scope;
-}
-
-function ruleListingLine({ name, description, scope, record }: RuleListing): string {
-  const fields = [name, shownRuleScope(scope), description, record.path].map(reminderField);
-  return `- ${fields[0]} (scope ${fields[1]}): ${fields[2]} [${fields[3]}]`;
 }
 
 // =============================================================================================
@@ -3958,7 +3888,7 @@ async function explainCommand(engine: LazyAgents, command: string, env: CallEnvi
 /** The state of a file or rule text the ledger may hold, against the version on disk. */
 function heldState(ledger: Ledger, kind: "file" | "rule", path: string, version: string): string {
   const held: { version: string; truncated?: boolean; via?: string } | undefined = ledger.get(kind, path);
-  if (!held) return ledger.wasWithdrawn(kind, path) ? C.REPORT_STATES.retracted : C.REPORT_STATES.pending;
+  if (!held) return ledger.withdrawn[kind].has(path) ? C.REPORT_STATES.retracted : C.REPORT_STATES.pending;
   if (held.version !== version) return C.REPORT_STATES.changed;
   if (held.truncated) return C.REPORT_STATES.truncated;
   return held.via === "read" ? C.REPORT_STATES.readByModel : C.REPORT_STATES.delivered;
@@ -4010,7 +3940,7 @@ function formatInspection(engine: LazyAgents, verbose = false): string {
     ...version(file.version),
   ]);
   const listedFiles = new Set(files.map((file) => file.path));
-  for (const path of ledger.withdrawnPaths("file"))
+  for (const path of ledger.withdrawn.file)
     if (!listedFiles.has(path)) fileRows.push([path, "", "", C.REPORT_STATES.retracted]);
   // Rules: cwd's rule folders and every nested one seen; refused rule files go to "not used".
   const withRules = options.rules && discovery !== undefined;
@@ -4023,7 +3953,7 @@ function formatInspection(engine: LazyAgents, verbose = false): string {
     return [rule.path, rule.source, C.RULE_KIND_NAMES[rule.meta.kind], globs, ruleState(ledger, rule)];
   });
   const listedRules = new Set(rules.map((rule) => rule.path));
-  for (const path of withRules ? ledger.withdrawnPaths("rule") : [])
+  for (const path of withRules ? ledger.withdrawn.rule : [])
     if (!listedRules.has(path)) ruleRows.push([path, "", "", "", C.REPORT_STATES.retracted]);
   const seenSkills = views.flatMap((view) => view.skills.map((skill) => ({ ...skill, scope: view.scope })));
   const skillRows = seenThenHeld(seenSkills, ledger.all("skill")).map((skill) => [
