@@ -684,7 +684,8 @@ export class LazyAgents {
     });
     // Rules touch point: rules contribute planned entries alongside the views.
     const touched = calls.flatMap((call) => call.touched);
-    if (this.options.rules && discovery) planRules(this.ledger, plan, discovery, views, touched, this.options);
+    if (this.options.rules && discovery)
+      planRules(this.ledger, plan, { discovery, views, touched, options: this.options });
     if (!discovery || round > C.MAX_IMPORT_DEPTH) return finish(views, plan);
     // What the views and plan just built left open (imports, rule folders).
     const open = [...discovery.gitAnswers.takeWanted(), ...chainQuestionsOf(discovery, calls)];
@@ -1581,24 +1582,22 @@ function checkWhy(engine: LazyAgents, env: CallEnvironment, shown: string): stri
 //   not in the model's context any more  -> send at the next access
 
 /**
- * The stored record, read field by field: session files outlive versions of this extension, so each
- * entry is checked against its kind's fields and one that does not fit is dropped alone. A field is
- * a typeof name, a list of strings, one of a set of values, or a list of entries. A name ending in
- * `?` is optional: an optional list is kept only when stored, an optional flag only when true, so
- * that records without them read back with the shape they were written in.
+ * The stored record, read field by field: session files outlive versions of this extension, so an entry that
+ * does not fit its kind's fields is dropped alone. A field is a typeof name, one of a set of values, or a list.
+ * A name ending in `?` is optional, kept only when stored (a flag: when true), so older records read back as written.
  */
-type Field = "string" | "number" | "boolean" | "strings" | ReadonlySet<unknown> | { list: Spec | ReadonlySet<unknown> };
+type Field = "string" | "number" | "boolean" | ReadonlySet<unknown> | { list: Field | Spec };
 
 type Spec = Readonly<Record<string, Field>>;
 
-type Scalars = { string: string; number: number; boolean: boolean; strings: string[] };
+type Scalars = { string: string; number: number; boolean: boolean };
 
 type Value<F> = F extends keyof Scalars
   ? Scalars[F]
   : F extends ReadonlySet<infer V>
     ? V
     : F extends { list: infer L }
-      ? Array<L extends ReadonlySet<infer V> ? V : Entry<L>>
+      ? Array<L extends Field ? Value<L> : Entry<L>>
       : never;
 
 type Entry<S> = { -readonly [K in keyof S as K extends `${string}?` ? never : K]: Value<S[K]> } & {
@@ -1622,7 +1621,7 @@ const FILE_FIELDS = {
   /** How the model got it: appended by us, or through its own read of the file. */
   via: new Set(["reminder", "read"] as const),
   /** For an instruction file that imports: the paths it imports, directly or through others. */
-  "imports?": "strings",
+  "imports?": { list: "string" },
 } as const;
 
 const SKILL_FIELDS = { ...SCOPED_FIELDS, name: "string", version: "string" } as const;
@@ -1648,7 +1647,6 @@ const RECORD_FIELDS = {
   skills: { list: SKILL_FIELDS },
   retracted: { list: SCOPED_FIELDS },
   retractedSkills: { list: SCOPED_FIELDS },
-  /** Refused files the model was told about. */
   skipped: { list: SKIP_FIELDS },
   /** Files the model holds that also govern another scope (one file linked into several folders). */
   "alsoGoverns?": { list: SCOPED_FIELDS },
@@ -1669,10 +1667,9 @@ type RuleRecord = Entry<typeof RULE_FIELDS>;
 
 type Skip = Entry<typeof SKIP_FIELDS> & { counts?: { taken: number; total: number } };
 
-// Exported for tests: they read the records stored in details.
+// Exported for tests, as is readRecord: they read the records stored in details.
 export type LedgerRecord = Omit<Entry<typeof RECORD_FIELDS>, "skipped"> & { v: number; skipped: Skip[] };
 
-// Exported for tests: they read the records stored in details.
 export function readRecord(details: unknown): LedgerRecord | undefined {
   const stored = isObject(details) ? details[C.DETAILS_KEY] : undefined;
   if (!isObject(stored) || stored.v !== C.LEDGER_VERSION) return undefined;
@@ -1683,8 +1680,6 @@ export function readRecord(details: unknown): LedgerRecord | undefined {
 /** A stored value as its field reads it, or undefined when it does not fit. */
 function readField(value: unknown, type: Field | Spec): unknown {
   if (type instanceof Set) return type.has(value) ? value : undefined;
-  if (type === "strings")
-    return Array.isArray(value) && value.every((item) => typeof item === "string") ? value : undefined;
   if (typeof type === "string") return typeof value === type ? value : undefined;
   if ("list" in type)
     return Array.isArray(value) ? value.flatMap((item) => readField(item, type.list) ?? []) : undefined;
@@ -1728,13 +1723,9 @@ function recordShowsText(r: LedgerRecord): boolean {
 }
 
 /** What the model can hold: an instruction file or an import of one, a skill, a rule or a rule's import. */
-type Kind = "file" | "skill" | "rule";
+type HeldRecords = { file: FileRecord; skill: SkillRecord; rule: RuleRecord };
 
-interface HeldRecords {
-  file: FileRecord;
-  skill: SkillRecord;
-  rule: RuleRecord;
-}
+type Kind = keyof HeldRecords;
 
 class Ledger {
   /** What the model holds, by path; a record's scope is `scope` (a rule's: its rule folder, `dir`). */
@@ -1771,35 +1762,32 @@ class Ledger {
       if (this.get("file", path)?.importedBy === undefined) this.importsByScope.delete(scope);
       else this.importsByScope.get(scope)?.delete(path);
       this.alsoGoverns.delete(path);
-      this.withdraw("file", path);
     }
-    for (const { path } of record.retractedSkills) this.withdraw("skill", path);
-    for (const { path } of record.retractedRules ?? []) this.withdraw("rule", path);
     for (const file of record.files) {
       if (this.get("file", file.path)?.version !== file.version) this.alsoGoverns.delete(file.path);
       this.skipped.delete(file.path);
       if (file.importedBy !== undefined) this.importsByScope.get(file.scope)?.add(file.path);
       else if (file.imports) this.importsByScope.set(file.scope, new Set(file.imports));
       else this.importsByScope.delete(file.scope);
-      this.hold("file", file);
     }
-    for (const skill of record.skills) this.hold("skill", skill);
-    for (const rule of record.rules ?? []) this.hold("rule", rule);
+    const gone = { file: record.retracted, skill: record.retractedSkills, rule: record.retractedRules ?? [] };
+    const sent = { file: record.files, skill: record.skills, rule: record.rules ?? [] };
+    for (const kind of ["file", "skill", "rule"] as const) {
+      const held = this.held[kind] as Map<string, object>;
+      for (const { path } of gone[kind]) {
+        held.delete(path);
+        this.withdrawn[kind].add(path);
+      }
+      for (const entry of sent[kind]) {
+        held.set(entry.path, entry);
+        this.withdrawn[kind].delete(entry.path);
+      }
+    }
     for (const skip of record.skipped) this.skipped.set(skipKey(skip), skip.reason);
     for (const { path, scope } of record.alsoGoverns ?? []) {
       this.alsoGoverns.set(path, (this.alsoGoverns.get(path) ?? new Set()).add(scope));
     }
     for (const section of record.explained ?? []) this.explained.add(section);
-  }
-
-  private withdraw(kind: Kind, path: string): void {
-    this.held[kind].delete(path);
-    this.withdrawn[kind].add(path);
-  }
-
-  private hold<K extends Kind>(kind: K, record: HeldRecords[K]): void {
-    this.held[kind].set(record.path, record);
-    this.withdrawn[kind].delete(record.path);
   }
 }
 
@@ -1853,12 +1841,8 @@ interface PlanInput {
 }
 
 function planDelivery(ledger: Ledger, input: PlanInput): DeliveryPlan {
-  const plan: DeliveryPlan = {
-    record: emptyRecord(),
-    files: [],
-    skills: [],
-    explainedEarlier: new Set(ledger.explained),
-  };
+  const explainedEarlier = new Set(ledger.explained);
+  const plan: DeliveryPlan = { record: emptyRecord(), files: [], skills: [], explainedEarlier };
   const offered = new Set(input.views.flatMap((view) => [view.file?.path, ...view.imports.map((i) => i.file.path)]));
   const planFile = (file: InstructionFile, scope: string, importedBy?: string): void => {
     if (file.realPath === input.shownInPart || input.leaveAlone?.has(file.realPath)) return;
@@ -1873,10 +1857,8 @@ function planDelivery(ledger: Ledger, input: PlanInput): DeliveryPlan {
     if (takes(ledger, plan, "file", record, via === "read")) {
       if (via === "reminder") plan.files.push({ file, scope, record, supersedes: held !== undefined });
     } else if (importedBy === undefined && sentWith !== undefined && sentWith !== scope) {
-      const told = (plan.record.alsoGoverns ??= []);
-      if (ledger.alsoGoverns.get(file.path)?.has(scope) || told.some((t) => t.path === file.path && t.scope === scope))
-        return;
-      told.push({ path: file.path, scope });
+      if (!ledger.alsoGoverns.get(file.path)?.has(scope))
+        (plan.record.alsoGoverns ??= []).push({ path: file.path, scope });
     }
   };
   for (const view of input.views) {
@@ -1953,15 +1935,10 @@ function planSkips(ledger: Ledger, plan: DeliveryPlan, rejected: readonly Reject
   }
 }
 
+type RuleInput = { discovery: Discovery; views: DirectoryView[]; touched: readonly string[]; options: Options };
+
 /** Adds to a plan the rules the model lacks for these paths, and withdraws rules that are gone. */
-function planRules(
-  ledger: Ledger,
-  plan: DeliveryPlan,
-  discovery: Discovery,
-  views: DirectoryView[],
-  touched: readonly string[],
-  options: Options,
-): void {
+function planRules(ledger: Ledger, plan: DeliveryPlan, { discovery, views, touched, options }: RuleInput): void {
   const folders = ruleFoldersFor(discovery, views, options.ruleSources);
   for (const folder of folders) {
     folder.offered ??= new Set(folder.rules.filter((rule) => rule.meta.kind !== "manual").map((rule) => rule.path));
@@ -1997,8 +1974,6 @@ function planRules(
 
 // The session projection: which records the model still sees after compaction and context edits.
 
-type ReadonlySessionManager = ExtensionContext["sessionManager"];
-
 /** A record whose result's `details` another extension replaced, kept in a session entry of its own. */
 interface RescuedRecord {
   toolCallId: string;
@@ -2006,12 +1981,14 @@ interface RescuedRecord {
 }
 
 /**
- * Whether a context edit entered the branch since `mark`, the leaf the ledger last saw. Pi appends
- * them between turns (another extension's turn_end or agent_before_settle, or its own recovery),
- * with no event of their own. Walks back only over the entries appended since; a mark that left
- * the branch counts as an edit.
+ * Whether a context edit entered the branch since `mark`, the leaf the ledger last saw: Pi appends them between
+ * turns (another extension's turn_end or agent_before_settle, or its own recovery), with no event of their own.
+ * Walks back only over the entries appended since; a mark that left the branch counts as an edit.
  */
-function contextEditedSince(sessionManager: ReadonlySessionManager, mark: string | null | undefined): boolean {
+function contextEditedSince(
+  sessionManager: ExtensionContext["sessionManager"],
+  mark: string | null | undefined,
+): boolean {
   if (mark === undefined) return false;
   let id = sessionManager.getLeafId();
   while (id !== null && id !== mark) {
@@ -2022,11 +1999,8 @@ function contextEditedSince(sessionManager: ReadonlySessionManager, mark: string
   return id !== mark;
 }
 
-/**
- * The ledger records of the entries the model still sees: the active branch with compaction and
- * context edits applied. A record whose reminder an edit removed or cut no longer counts.
- */
-function recordsInContext(sessionManager: ReadonlySessionManager): LedgerRecord[] {
+/** The records of the entries the model still sees (compaction and context edits applied), whose reminder is whole. */
+function recordsInContext(sessionManager: ExtensionContext["sessionManager"]): LedgerRecord[] {
   const rescued = new Map<string, LedgerRecord>();
   for (const entry of sessionManager.getBranch()) {
     if (entry.type !== "custom" || entry.customType !== C.RESCUED_RECORD_ENTRY) continue;
@@ -2046,21 +2020,18 @@ function recordsInContext(sessionManager: ReadonlySessionManager): LedgerRecord[
 /** Whether these messages show a record's reminder whole: the text of its digest (older records: its opening). */
 function projectionShows(messages: readonly unknown[], record: LedgerRecord): boolean {
   if (messages.length === 0 || !recordShowsText(record)) return messages.length > 0;
-  return messages.some((message) => {
-    const content = (message as { content?: unknown }).content;
-    return Array.isArray(content) && content.some((block) => holdsReminder(block?.text, record.reminder));
+  const blocks = messages.flatMap((message) => (message as { content?: unknown }).content);
+  return blocks.some((block) => {
+    const text = (block as { text?: unknown } | undefined)?.text;
+    if (typeof text !== "string") return false;
+    for (let at = text.indexOf(REMINDER_OPEN); at !== -1; at = text.indexOf(REMINDER_OPEN, at + 1)) {
+      if (record.reminder === undefined) return true;
+      const end = text.indexOf(REMINDER_CLOSE, at);
+      if (end === -1) return false;
+      if (versionOf(text.slice(at, end + REMINDER_CLOSE.length)) === record.reminder) return true;
+    }
+    return false;
   });
-}
-
-function holdsReminder(text: unknown, digest: string | undefined): boolean {
-  if (typeof text !== "string") return false;
-  for (let at = text.indexOf(REMINDER_OPEN); at !== -1; at = text.indexOf(REMINDER_OPEN, at + 1)) {
-    if (digest === undefined) return true;
-    const end = text.indexOf(REMINDER_CLOSE, at);
-    if (end === -1) return false;
-    if (versionOf(text.slice(at, end + REMINDER_CLOSE.length)) === digest) return true;
-  }
-  return false;
 }
 
 // =============================================================================================
@@ -2083,10 +2054,7 @@ function reminderField(text: string): string {
 
 const WRAPPER_CLOSING_TAG = /<(?=\s*\/\s*(?:file|rule|nested-instructions|nested-checks)\b)/gi;
 
-/**
- * Instruction text as the reminder carries it: byte for byte, except that anything that reads as
- * one of the wrapper's own closing tags loses its `<`, so the block ends only where we end it.
- */
+/** Text as the reminder carries it: byte for byte, but what reads as a wrapper's closing tag loses its `<`. */
 function neutralizeClosingTags(text: string): string {
   return text.replace(WRAPPER_CLOSING_TAG, "&lt;");
 }
@@ -2131,11 +2099,10 @@ function lineBytes(line: string): number {
 }
 
 /**
- * Fits the whole reminder (tags, paths, texts, skills, notices and the left-out line) into the byte
- * budget and at most C.MAX_REMINDER_FILES files. Notices go first; then the deepest scope's files,
- * an instruction file before its imports, whole while they fit; the first that does not is cut on
- * a UTF-8 boundary; skills take what is left. Whatever does not fit leaves the plan and its record,
- * so it stays pending for a later access, and is counted in one line.
+ * Fits the whole reminder (tags, texts, lines, notices and the left-out line) into the byte budget and at most
+ * C.MAX_REMINDER_FILES files. Notices go first, then files in `budgetOrder`, whole while they fit; the first that
+ * does not is cut on a UTF-8 boundary; listings and skills take what is left. What does not fit leaves the plan
+ * and its record, so it stays pending for a later access, and is counted in one line.
  */
 function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
   const { record } = plan;
@@ -2191,10 +2158,7 @@ function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
   else delete record.explained;
 }
 
-/**
- * The plan's files and rule texts in the order they claim the budget: deepest scope first, a file
- * before its imports; rule texts after the deepest folder's files.
- */
+/** Files and rule texts in the order they claim the budget: deepest scope first, a file before its imports; rule texts after the deepest folder's files. */
 function budgetOrder(plan: DeliveryPlan): PlannedFile[] {
   const depth = (entry: PlannedFile) => depthOf(entry.scope);
   const imported = (entry: PlannedFile) => Number(entry.record.importedBy !== undefined);
