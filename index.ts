@@ -1716,10 +1716,8 @@ function isRecordEmpty(record: LedgerRecord): boolean {
 
 /** Whether a delivery puts text in front of the model (a read of the file itself puts none). */
 function recordShowsText(r: LedgerRecord): boolean {
-  const appended = r.files.some((file) => file.via === "reminder");
-  const notices = r.retracted.length + r.retractedSkills.length + r.skipped.length + (r.alsoGoverns?.length ?? 0);
-  const rules = (r.rules?.length ?? 0) + (r.retractedRules?.length ?? 0);
-  return appended || r.skills.length + notices + rules > 0;
+  const notices = NOTICE_KINDS.some((kind) => (r[kind]?.length ?? 0) > 0);
+  return notices || r.files.some((file) => file.via === "reminder") || r.skills.length + (r.rules?.length ?? 0) > 0;
 }
 
 /** What the model can hold: an instruction file or an import of one, a skill, a rule or a rule's import. */
@@ -1863,8 +1861,11 @@ function planDelivery(ledger: Ledger, input: PlanInput): DeliveryPlan {
   };
   for (const view of input.views) {
     const { scope } = view;
-    if (!isUnknown(view, false)) planRetraction(ledger, plan, "file", scope, offered);
-    if (!isUnknown(view, true)) planRetraction(ledger, plan, "skill", scope, new Set(view.skills.map((s) => s.path)));
+    // An I/O error hid part of what the folder offers: what the model holds of it then stands.
+    const unknown = (skills: boolean) =>
+      view.pending === true || view.rejected.some((r) => r.reason === "unreadable" && (r.kind === "skill") === skills);
+    if (!unknown(false)) planRetraction(ledger, plan, "file", scope, offered);
+    if (!unknown(true)) planRetraction(ledger, plan, "skill", scope, new Set(view.skills.map((s) => s.path)));
     planSkips(ledger, plan, view.rejected);
     if (view.file) planFile(view.file, scope);
     const root = plan.record.files.at(-1);
@@ -1893,12 +1894,6 @@ function takes<K extends Kind>(ledger: Ledger, plan: DeliveryPlan, kind: K, reco
   if (taken.some((entry) => entry.path === record.path)) return false;
   taken.push(record);
   return true;
-}
-
-/** Whether an I/O error hid part of what the folder offers: what the model holds of it then stands. */
-function isUnknown(view: DirectoryView, skills: boolean): boolean {
-  const unreadable = view.rejected.some((r) => r.reason === "unreadable" && (r.kind === "skill") === skills);
-  return view.pending === true || unreadable;
 }
 
 /**
@@ -1964,8 +1959,7 @@ function planRules(ledger: Ledger, plan: DeliveryPlan, { discovery, views, touch
     for (const { file, importedBy } of entries) {
       const { path, version, bytes } = file;
       const supersedes = ledger.get("rule", path) !== undefined;
-      const record: RuleRecord = { path, dir: rule.dir, version, as: "text", bytes };
-      if (importedBy !== undefined) record.importedBy = importedBy;
+      const record: RuleRecord = { path, dir: rule.dir, version, as: "text", bytes, ...(importedBy && { importedBy }) };
       if (takes(ledger, plan, "rule", record))
         (plan.rules ??= []).push({ file, scope: rule.base, record, scopeText: shownRuleScope(rule.scope), supersedes });
     }
@@ -2084,13 +2078,10 @@ const NOTICE_LINES = {
     `- ${C.alsoGovernsNotice(reminderField(told.path), reminderField(scopeGlob(told.scope)))}`,
 };
 
-type NoticeKind = keyof typeof NOTICE_LINES;
-
-const NOTICE_KINDS = Object.keys(NOTICE_LINES) as NoticeKind[];
+const NOTICE_KINDS = Object.keys(NOTICE_LINES) as Array<keyof typeof NOTICE_LINES>;
 
 function noticeLines(record: LedgerRecord): string[] {
-  const notices = record as Record<NoticeKind, unknown[] | undefined>;
-  return NOTICE_KINDS.flatMap((kind) => (notices[kind] ?? []).map((notice) => NOTICE_LINES[kind](notice as never)));
+  return NOTICE_KINDS.flatMap((kind) => (record[kind] ?? []).map((notice) => NOTICE_LINES[kind](notice as never)));
 }
 
 /** Bytes a line adds to the reminder, with the newline before it. */
@@ -2120,19 +2111,14 @@ function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
     return true;
   };
   const gone = new Set<object>();
-  const leave = (entry: { record: HeldRecords[Kind] }, count: "files" | "skills") => {
-    gone.add(entry.record);
+  const leave = (left: { path: string }, count: "files" | "skills" | "notices") => {
+    gone.add(left);
     leftOut[count]++;
-    leftOut.names.push(entry.record.path);
+    if (count !== "notices") leftOut.names.push(left.path);
   };
   // Notices that do not fit stay unsaid (and unrecorded) until a later access.
-  const notices = record as Record<NoticeKind, unknown[] | undefined>;
   for (const kind of NOTICE_KINDS) {
-    notices[kind] = notices[kind]?.filter((notice) => {
-      if (fits(NOTICE_LINES[kind](notice as never))) return true;
-      leftOut.notices++;
-      return false;
-    });
+    for (const notice of record[kind] ?? []) if (!fits(NOTICE_LINES[kind](notice as never))) leave(notice, "notices");
   }
   let kept = 0;
   for (const entry of budgetOrder(plan)) {
@@ -2144,18 +2130,18 @@ function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
       entry.record.truncated = true;
       remaining -= lineBytes(formatFile(entry));
       kept++;
-    } else leave(entry, "files");
+    } else leave(entry.record, "files");
   }
-  for (const listing of plan.ruleListings ?? []) if (!fits(listing.line)) leave(listing, "files");
-  for (const skill of plan.skills) if (!fits(skill.line)) leave(skill, "skills");
+  for (const listing of plan.ruleListings ?? []) if (!fits(listing.line)) leave(listing.record, "files");
+  for (const skill of plan.skills) if (!fits(skill.line)) leave(skill.record, "skills");
   const lists = plan as unknown as Record<Section, Array<{ record: object }> | undefined>;
   for (const section of SECTIONS) lists[section] = lists[section]?.filter((entry) => !gone.has(entry.record));
-  const records = record as unknown as Record<"files" | "skills" | "rules", object[] | undefined>;
-  for (const list of ["files", "skills", "rules"] as const) records[list] = records[list]?.filter((r) => !gone.has(r));
+  const records = record as unknown as Record<string, object[] | undefined>;
+  for (const list of ["files", "skills", "rules", ...NOTICE_KINDS])
+    records[list] = records[list]?.filter((r) => !gone.has(r));
   if (leftOut.files + leftOut.skills + leftOut.notices > 0) plan.leftOut = leftOut;
   const explained = explainedIn(plan);
   if (explained.length > 0) record.explained = explained;
-  else delete record.explained;
 }
 
 /** Files and rule texts in the order they claim the budget: deepest scope first, a file before its imports; rule texts after the deepest folder's files. */
@@ -2211,15 +2197,13 @@ function formatFile(entry: PlannedFile): string {
   const tag = "dir" in record ? "rule" : "file";
   const path = reminderField(file.path);
   const shownScope = entry.scopeText ?? (posix.dirname(file.path) === scope ? undefined : scopeGlob(scope));
-  const attributes = [
-    `path="${path}"`,
-    ...(shownScope === undefined ? [] : [`scope="${reminderField(shownScope)}"`]),
-    ...(record.importedBy === undefined ? [] : [`imported-by="${reminderField(record.importedBy)}"`]),
-    ...(supersedes ? [`supersedes="${C.SUPERSEDES_MARKER}"`] : []),
-  ];
+  let head = `<${tag} path="${path}"`;
+  if (shownScope !== undefined) head += ` scope="${reminderField(shownScope)}"`;
+  if (record.importedBy !== undefined) head += ` imported-by="${reminderField(record.importedBy)}"`;
+  if (supersedes) head += ` supersedes="${C.SUPERSEDES_MARKER}"`;
   const text = neutralizeClosingTags((cutText ?? file.text).replace(/\n+$/, ""));
   const cut = cutText === undefined ? [] : [C.cutNotice(path)];
-  return [`<${tag} ${attributes.join(" ")}>`, text, ...cut, `</${tag}>`].join("\n");
+  return [`${head}>`, text, ...cut, `</${tag}>`].join("\n");
 }
 
 /** A skill's line; `startup`: where Pi listed a skill of this name at start-up. */
