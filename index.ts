@@ -1804,10 +1804,7 @@ interface PlannedFile {
 }
 
 /** A skill or a described rule: one line of a list. */
-interface PlannedLine {
-  record: SkillRecord | RuleRecord;
-  line: string;
-}
+type PlannedLine = { record: SkillRecord | RuleRecord; line: string };
 
 interface DeliveryPlan {
   record: LedgerRecord;
@@ -1922,8 +1919,7 @@ function planSkips(ledger: Ledger, plan: DeliveryPlan, rejected: readonly Reject
     if (kind !== "instruction" && kind !== "import" && kind !== "cap") continue;
     // A file the model holds stays as it is while it cannot be read: nothing to tell.
     if (reason === "unreadable" && ledger.get("file", path) !== undefined) continue;
-    const skip: Skip = kind === "import" ? { path, reason, inImport: true } : { path, reason };
-    if (counts) skip.counts = counts;
+    const skip: Skip = { path, reason, ...(kind === "import" && { inImport: true }), ...(counts && { counts }) };
     const key = skipKey(skip);
     const told = (other: Skip) => skipKey(other) === key && other.reason === reason;
     if (ledger.skipped.get(key) !== reason && !plan.record.skipped.some(told)) plan.record.skipped.push(skip);
@@ -1969,24 +1965,18 @@ function planRules(ledger: Ledger, plan: DeliveryPlan, { discovery, views, touch
 // The session projection: which records the model still sees after compaction and context edits.
 
 /** A record whose result's `details` another extension replaced, kept in a session entry of its own. */
-interface RescuedRecord {
-  toolCallId: string;
-  record: LedgerRecord;
-}
+type RescuedRecord = { toolCallId: string; record: LedgerRecord };
 
 /**
  * Whether a context edit entered the branch since `mark`, the leaf the ledger last saw: Pi appends them between
  * turns (another extension's turn_end or agent_before_settle, or its own recovery), with no event of their own.
  * Walks back only over the entries appended since; a mark that left the branch counts as an edit.
  */
-function contextEditedSince(
-  sessionManager: ExtensionContext["sessionManager"],
-  mark: string | null | undefined,
-): boolean {
+function contextEditedSince(session: ExtensionContext["sessionManager"], mark: string | null | undefined): boolean {
   if (mark === undefined) return false;
-  let id = sessionManager.getLeafId();
+  let id = session.getLeafId();
   while (id !== null && id !== mark) {
-    const entry = sessionManager.getEntry(id);
+    const entry = session.getEntry(id);
     if (!entry || entry.type === "context_edit") return true;
     id = entry.parentId;
   }
@@ -2149,8 +2139,7 @@ function budgetOrder(plan: DeliveryPlan): PlannedFile[] {
   const depth = (entry: PlannedFile) => depthOf(entry.scope);
   const imported = (entry: PlannedFile) => Number(entry.record.importedBy !== undefined);
   const order = plan.files.toSorted((a, b) => depth(b) - depth(a) || imported(a) - imported(b));
-  const deepest = Math.max(0, ...order.map(depth));
-  const at = order.findIndex((entry) => depth(entry) < deepest);
+  const at = order.findIndex((entry) => depth(entry) < depth(order[0]!));
   order.splice(at === -1 ? order.length : at, 0, ...(plan.rules ?? []));
   return order;
 }
@@ -2178,10 +2167,8 @@ function formatReminder(plan: DeliveryPlan): string {
   }
   const notices = noticeLines(plan.record);
   if (notices.length > 0) blocks.push(notices.join("\n"));
-  const { leftOut } = plan;
-  if (leftOut) {
-    blocks.push(C.leftOutText(leftOut.files, leftOut.skills, leftOut.notices, leftOut.names.map(reminderField)));
-  }
+  const left = plan.leftOut;
+  if (left) blocks.push(C.leftOutText(left.files, left.skills, left.notices, left.names.map(reminderField)));
   // The opening tag names the paths the tool touched, so a reminder says why it came.
   const touched = [...new Set(plan.touched ?? [])];
   const more = touched.length > SHOWN_TOUCHED_PATHS ? ` +${touched.length - SHOWN_TOUCHED_PATHS}` : "";
