@@ -1643,6 +1643,7 @@ const SKIP_FIELDS = {
 } as const;
 
 const RECORD_FIELDS = {
+  v: new Set([C.LEDGER_VERSION] as const),
   files: { list: FILE_FIELDS },
   skills: { list: SKILL_FIELDS },
   retracted: { list: SCOPED_FIELDS },
@@ -1668,13 +1669,10 @@ type RuleRecord = Entry<typeof RULE_FIELDS>;
 type Skip = Entry<typeof SKIP_FIELDS> & { counts?: { taken: number; total: number } };
 
 // Exported for tests, as is readRecord: they read the records stored in details.
-export type LedgerRecord = Omit<Entry<typeof RECORD_FIELDS>, "skipped"> & { v: number; skipped: Skip[] };
+export type LedgerRecord = Omit<Entry<typeof RECORD_FIELDS>, "skipped"> & { skipped: Skip[] };
 
 export function readRecord(details: unknown): LedgerRecord | undefined {
-  const stored = isObject(details) ? details[C.DETAILS_KEY] : undefined;
-  if (!isObject(stored) || stored.v !== C.LEDGER_VERSION) return undefined;
-  const fields = readField(stored, RECORD_FIELDS) as object | undefined;
-  return fields && ({ ...fields, v: C.LEDGER_VERSION } as LedgerRecord);
+  return readField(isObject(details) ? details[C.DETAILS_KEY] : undefined, RECORD_FIELDS) as LedgerRecord | undefined;
 }
 
 /** A stored value as its field reads it, or undefined when it does not fit. */
@@ -1749,8 +1747,7 @@ class Ledger {
 
   /** Replays the records of the entries still in the model's context, oldest first. */
   rebuild(records: Iterable<LedgerRecord>): void {
-    const maps = [...Object.values(this.held), ...Object.values(this.withdrawn), this.importsByScope, this.skipped];
-    for (const map of [...maps, this.alsoGoverns, this.explained]) map.clear();
+    Object.assign(this, new Ledger());
     for (const record of records) this.apply(record);
   }
 
