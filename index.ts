@@ -859,6 +859,7 @@ export class LazyAgents {
       ...this.inspection.sizes(),
       ledgerFiles: this.ledger.held.file.size,
       ledgerRules: this.ledger.held.rule.size,
+      ledgerScopes: Object.values(this.ledger.byScope).reduce((sum, scopes) => sum + scopes.size, 0),
       ledgerImports: this.ledger.importsByScope.size,
       ledgerSkills: this.ledger.held.skill.size,
       ledgerWithdrawn: Object.values(this.ledger.withdrawn).reduce((sum, paths) => sum + paths.size, 0),
@@ -1726,6 +1727,8 @@ type Kind = keyof HeldRecords;
 class Ledger {
   /** What the model holds, by path; a record's scope is `scope` (a rule's: its rule folder, `dir`). */
   readonly held: { [K in Kind]: Map<string, HeldRecords[K]> } = { file: new Map(), skill: new Map(), rule: new Map() };
+  /** Paths sent for each scope (a rule's: its rule folder), some since withdrawn or moved: what a view may withdraw. */
+  readonly byScope: Record<Kind, Map<string, Set<string>>> = { file: new Map(), skill: new Map(), rule: new Map() };
   /** Paths whose withdrawal notice the model holds. */
   readonly withdrawn: Record<Kind, Set<string>> = { file: new Set(), skill: new Set(), rule: new Set() };
   /** What the instruction file held for each scope imports: an import stays while one still does. */
@@ -1768,13 +1771,15 @@ class Ledger {
     const gone = { file: record.retracted, skill: record.retractedSkills, rule: record.retractedRules ?? [] };
     const sent = { file: record.files, skill: record.skills, rule: record.rules ?? [] };
     for (const kind of ["file", "skill", "rule"] as const) {
-      const held = this.held[kind] as Map<string, object>;
+      const held = this.held[kind] as Map<string, HeldRecords[Kind]>;
       for (const { path } of gone[kind]) {
         held.delete(path);
         this.withdrawn[kind].add(path);
       }
       for (const entry of sent[kind]) {
         held.set(entry.path, entry);
+        const scope = "dir" in entry ? entry.dir : entry.scope;
+        this.byScope[kind].set(scope, (this.byScope[kind].get(scope) ?? new Set()).add(entry.path));
         this.withdrawn[kind].delete(entry.path);
       }
     }
@@ -1896,7 +1901,8 @@ function takes<K extends Kind>(ledger: Ledger, plan: DeliveryPlan, kind: K, reco
  * rule's imports go with their rule.
  */
 function planRetraction(ledger: Ledger, plan: DeliveryPlan, kind: Kind, scope: string, offered: ReadonlySet<unknown>) {
-  const held = ledger.all(kind).filter((record) => ("dir" in record ? record.dir : record.scope) === scope);
+  const sent = [...(ledger.byScope[kind].get(scope) ?? [])].flatMap((path) => ledger.get(kind, path) ?? []);
+  const held = sent.filter((record) => ("dir" in record ? record.dir : record.scope) === scope);
   for (const { path, importedBy } of held as Array<Partial<RuleRecord> & { path: string }>) {
     if (offered.has(path)) continue;
     const elsewhere = () => [...ledger.importsByScope].some(([other, paths]) => other !== scope && paths.has(path));

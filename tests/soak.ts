@@ -221,6 +221,7 @@ async function soak(): Promise<number> {
     ruleFolders: cacheBound(dirsOnDisk),
     rulePlaces: cacheBound(dirsOnDisk),
     ledgerFiles: WINDOW,
+    ledgerScopes: WINDOW,
     ledgerRules: WINDOW,
     ledgerWithdrawn: WINDOW,
     ledgerSkills: WINDOW,
