@@ -159,10 +159,10 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
 
     // Pi's TUI replaces an info notification with the next one, so parallel calls would each hide
     // the last: what a turn loads is gathered here and told once, when the turn ends.
-    let turnLoaded: TurnLoaded = emptyLoaded();
+    const turnLoaded: LedgerRecord[] = [];
     const answer = <R>(ctx: ExtensionContext, outcome: Outcome<R> | undefined): R | undefined => {
       if (outcome && ctx.hasUI) {
-        addLoaded(turnLoaded, outcome.plan.record);
+        turnLoaded.push(outcome.plan.record);
         // One fixed line per refused file; never contents, absolute paths or exceptions.
         for (const skip of outcome.plan.record.skipped)
           tell(ctx, `${C.USER_PREFIX}${skipText(skip, oneLine)}`, "warning");
@@ -172,11 +172,8 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
     };
     const endTurn = (ctx: ExtensionContext): void => {
       engine.endTurn();
-      const loaded = turnLoaded;
-      turnLoaded = emptyLoaded();
-      if (loaded.files.size + loaded.rules.size + loaded.skills.size === 0) return;
-      const paths = [...loaded.files, ...loaded.rules, ...loaded.skills].map(oneLine);
-      tell(ctx, C.loadedNotice(countsOf(loaded), paths), "info");
+      const notice = turnNotice(turnLoaded.splice(0));
+      if (notice !== undefined) tell(ctx, notice, "info");
     };
 
     pi.on("session_start", (_event, ctx) => {
@@ -246,7 +243,8 @@ async function commandReport(engine: LazyAgents, args: string, env: CallEnvironm
     const words = args.trim();
     if (words === "help") return C.REPORT_USAGE;
     if (words.startsWith("why ")) {
-      const quoted = quotedCommand(words.slice(4));
+      // An argument wrapped in quotes is a bash command; a bare one is a path (which may hold spaces).
+      const quoted = /^(["'])(.*)\1$/s.exec(words.slice(4).trim())?.[2];
       if (quoted !== undefined) return await explainCommand(engine, quoted, env);
       const why = await explainPath(engine, words.slice(4), env);
       return [why, ...checkWhy(engine, env, words.slice(4).trim())].join("\n");
@@ -540,7 +538,7 @@ export class LazyAgents {
           this.git?.stop();
           this.git = new GitIgnoreOracle(cwdReal, this.spawner);
         }
-        discovery = this.discovery = new Discovery(this.fs, cwdReal, this.options, () => this.git?.available === true);
+        discovery = this.discovery = new Discovery(this.fs, cwdReal, this.options, () => this.git?.off === false);
         discovery.logicalCwd = resolve(cwd);
         discovery.learnStartupFiles(this.startupFiles);
       }
@@ -621,7 +619,7 @@ export class LazyAgents {
     const target = resolveToolPath(raw, env.cwd, read ? discovery.readFallback : undefined);
     if (target === undefined) return undefined;
     this.sweepSoon(discovery);
-    const located = locateChain(discovery, target, targetIsDirectory);
+    const located = takeLocated(this.checks, event.toolCallId) ?? locateChain(discovery, target, targetIsDirectory);
     if (located === undefined) return undefined;
     const edits = event.toolName === "edit" || event.toolName === "write";
     const named = edits && this.options.fileNames.includes(basename(target));
@@ -673,7 +671,7 @@ export class LazyAgents {
     }
     const discovery = this.discovery;
     // Cleared once before all the calls' views, so that each call's questions reach git, not only the last one's.
-    discovery?.gitAnswers.takeWanted();
+    discovery?.gitAnswers.wanted.clear();
     const views = discovery ? mergeViews(calls.flatMap((call) => this.viewsOf(discovery, call))) : [];
     const plan = planDelivery(this.ledger, {
       views,
@@ -688,7 +686,7 @@ export class LazyAgents {
       planRules(this.ledger, plan, { discovery, views, touched, options: this.options });
     if (!discovery || round > C.MAX_IMPORT_DEPTH) return finish(views, plan);
     // What the views and plan just built left open (imports, rule folders).
-    const open = [...discovery.gitAnswers.takeWanted(), ...chainQuestionsOf(discovery, calls)];
+    const open = [...discovery.gitAnswers.wanted, ...chainQuestionsOf(discovery, calls)];
     const answers = askGit(discovery, this.git, open);
     return answers ? this.settle(calls, answers, shown, finish, round) : finish(views, plan);
   }
@@ -856,7 +854,7 @@ export class LazyAgents {
       gateRecords: this.gate?.records.size ?? 0,
       gatedScopes: this.gate?.scopes.size ?? 0,
       gateRetries: this.gate?.retries.size ?? 0,
-      ...this.inspection.sizes(),
+      inspectedScopes: this.inspection.size,
       ledgerFiles: this.ledger.held.file.size,
       ledgerRules: this.ledger.held.rule.size,
       ledgerScopes: Object.values(this.ledger.byScope).reduce((sum, scopes) => sum + scopes.size, 0),
@@ -943,7 +941,7 @@ function mergeViews(views: DirectoryView[]): DirectoryView[] {
   const byScope = new Map<string, DirectoryView>();
   for (const view of views) byScope.set(view.scope, view);
   // Depths once, not per comparison (profile: splitting scopes in the comparator was a tenth of a warm read).
-  const depths = new Map([...byScope.values()].map((view) => [view, depthOf(view.scope)]));
+  const depths = new Map([...byScope.values()].map((view) => [view, view.scope.split("/").length]));
   return [...depths.keys()].sort((a, b) => depths.get(a)! - depths.get(b)! || a.scope.localeCompare(b.scope));
 }
 
@@ -968,59 +966,37 @@ function touchedPath(discovery: Discovery, target: string, cwd: string): string 
 // 2b. Checks (hookify). Claude Code's hookify rules (`.claude/hookify.<name>.local.md`), read with
 // hookify's own frontmatter parser and applied with its fields, operators and precedence in Pi's
 // events: tool_call of bash, edit and write; input (prompt); agent_before_settle (stop). A folder's
-// `.claude` governs the paths inside that folder. A warm call stats each rule folder and rule file
-// on its path and reads nothing; the regexes of a call that could run away share one time bound
-// in `node:vm`.
+// `.claude` governs the paths inside that folder. A warm call stats cwd's `.claude`, each rule folder
+// and rule file, and reads nothing: an edit or write locates its chain for delivery too, and the
+// chain's folder stats tell which folders hold a `.claude`. Regexes that could run away share one
+// time bound in `node:vm`.
 
-interface CheckCondition {
-  field: string;
-  operator: string;
-  pattern: string;
-  regex?: RegExp;
-}
+type CheckCondition = { field: string; operator: string; pattern: string; regex?: RegExp };
 
-/** A rule as hookify's `Rule.from_dict` builds it, plus whether it can be used at all. */
-interface CheckRule {
-  name: string;
-  enabled: boolean;
-  event: string;
-  action: string;
-  toolMatcher?: string;
-  conditions: CheckCondition[];
-  message: string;
-  /** No frontmatter, a condition that is not a mapping, or a pattern that does not compile. */
-  invalid: boolean;
-}
+/** A rule and the version of its file it was compiled from. */
+type Check = ReturnType<typeof hookifyRule> & { loaded: InstructionFile };
 
-interface Check extends CheckRule {
-  /** cwd-relative path of the rule file, and the folder whose paths it governs ("" for cwd). */
-  path: string;
-  base: string;
-  loaded: InstructionFile;
-}
-
-/** What a call offers the rules: the event, the tool, and each field's values (file_path has two). */
+/** What a call offers the rules: the event, the tool, each field's values (file_path has two), its path's chain. */
 interface CheckInput {
   event: "bash" | "file" | "prompt" | "stop";
   toolName?: string;
   input: Record<string, unknown>;
   fields: Record<string, string[]>;
+  located?: Located;
 }
 
-/** The winning action, its rules' names, and what the model is told in the checks' wrapper. */
-interface CheckVerdict {
-  action: "block" | "ask" | "warn";
-  names: string[];
-  text: string;
-}
+/** A folder whose `.claude` governs a call, with its stats when the call's chain took them. */
+type CheckBase = Pick<ChainLink, "dir" | "scope"> & { stats?: nodeFs.Stats };
 
 export type CheckState = ReturnType<typeof newCheckState>;
 
 function newCheckState() {
   return {
-    /** Rule files of each folder's `.claude`, kept while its listing stands. */
+    /** Rule files of each folder's `.claude` (by scope: the folders seen), kept while its listing stands. */
     folders: new Map<string, { listing: ListingEntry; candidates: string[] }>(),
-    compiled: new Map<string, Check>(),
+    /** Whether a folder holds a `.claude`, while the folder's signature stands. */
+    holders: new SignatureCache<boolean>(),
+    compiled: new WeakMap<InstructionFile, Check>(),
     /** Rule versions skipped for the session, by path and version. */
     skipped: new Map<string, C.CheckSkip>(),
     fired: new Map<string, number>(),
@@ -1028,10 +1004,10 @@ function newCheckState() {
     pending: new Map<string, string>(),
     /** Whether a stop was sent back since the last prompt. */
     continued: false,
+    /** The last edit or write the checks located, for delivery to take instead of locating it again. */
+    located: undefined as { id: string; located: Located } | undefined,
   };
 }
-
-const CHECK_TOOLS: ReadonlySet<string> = new Set(["bash", "edit", "write"]);
 
 /** hookify's value cleaning: whitespace, then every `"` and then every `'` at both ends; backslashes stay. */
 function hookifyValue(text: string): string {
@@ -1039,9 +1015,11 @@ function hookifyValue(text: string): string {
   return unquoted.replace(/^'+|'+$/g, "");
 }
 
-function splitOnce(text: string): [string, string] {
-  const at = text.indexOf(":");
-  return [text.slice(0, at).trim(), text.slice(at + 1)];
+/** `key: value` pairs, split at their first colon, as hookify's list items are. */
+function hookifyPairs(parts: string[]): Record<string, string> {
+  return Object.fromEntries(
+    parts.map((part) => [part.split(":", 1)[0]!.trim(), hookifyValue(part.slice(part.indexOf(":") + 1))]),
+  );
 }
 
 // Exported for tests: the table of hookify's own examples.
@@ -1051,64 +1029,35 @@ export function hookifyFrontmatter(content: string): { frontmatter: Record<strin
   if (second === -1) return { frontmatter: {}, message: content };
   const frontmatter: Record<string, unknown> = Object.create(null);
   let key = "";
-  let list: unknown[] = [];
-  let dict: Record<string, string> = Object.create(null);
-  let inList = false;
-  let inDict = false;
-  const flushDict = () => {
-    if (inDict && Object.keys(dict).length > 0) list.push(dict);
-    dict = Object.create(null);
+  let list: unknown[] | undefined;
+  let dict: Record<string, string> | undefined;
+  const save = () => {
+    if (list === undefined || key === "") return;
+    if (dict) list.push(dict);
+    frontmatter[key] = list;
+    list = dict = undefined;
   };
   for (const line of content.slice(3, second).split("\n")) {
     const stripped = line.trim();
     if (stripped === "" || stripped.startsWith("#")) continue;
     const indent = line.length - line.trimStart().length;
     if (indent === 0 && line.includes(":") && !stripped.startsWith("-")) {
-      if (inList && key !== "") {
-        flushDict();
-        frontmatter[key] = list;
-        inList = inDict = false;
-        list = [];
-      }
-      const [name, raw] = splitOnce(line);
-      if (raw.trim() === "") {
-        key = name;
-        inList = true;
-        list = [];
-        continue;
-      }
-      const value = hookifyValue(raw);
+      save();
+      const at = line.indexOf(":");
+      const value = hookifyValue(line.slice(at + 1));
       const lower = value.toLowerCase();
-      frontmatter[name] = lower === "true" ? true : lower === "false" ? false : value;
-    } else if (stripped.startsWith("-") && inList) {
-      flushDict();
+      if (line.slice(at + 1).trim() === "") [key, list] = [line.slice(0, at).trim(), []];
+      else frontmatter[line.slice(0, at).trim()] = lower === "true" ? true : lower === "false" ? false : value;
+    } else if (stripped.startsWith("-") && list) {
+      if (dict) list.push(dict);
+      dict = undefined;
       const item = stripped.slice(1).trim();
-      if (item.includes(":") && item.includes(",")) {
-        const inline: Record<string, string> = Object.create(null);
-        for (const part of item.split(",")) {
-          if (!part.includes(":")) continue;
-          const [name, raw] = splitOnce(part);
-          inline[name] = hookifyValue(raw);
-        }
-        list.push(inline);
-        inDict = false;
-      } else if (item.includes(":")) {
-        const [name, raw] = splitOnce(item);
-        inDict = true;
-        dict[name] = hookifyValue(raw);
-      } else {
-        list.push(hookifyValue(item));
-        inDict = false;
-      }
-    } else if (indent > 2 && inDict && line.includes(":")) {
-      const [name, raw] = splitOnce(stripped);
-      dict[name] = hookifyValue(raw);
-    }
+      if (!item.includes(":")) list.push(hookifyValue(item));
+      else if (item.includes(",")) list.push(hookifyPairs(item.split(",").filter((part) => part.includes(":"))));
+      else dict = hookifyPairs([item]);
+    } else if (indent > 2 && dict && line.includes(":")) Object.assign(dict, hookifyPairs([stripped]));
   }
-  if (inList && key !== "") {
-    flushDict();
-    frontmatter[key] = list;
-  }
+  save();
   return { frontmatter, message: content.slice(second + 3).trim() };
 }
 
@@ -1119,35 +1068,21 @@ function pythonTruth(value: unknown): boolean {
 
 /** Python's `str()` of a parsed scalar. */
 function pythonText(value: unknown, fallback: string): string {
-  if (value === undefined) return fallback;
   return value === true ? "True" : value === false ? "False" : typeof value === "string" ? value : fallback;
 }
+
+const PYTHON_REGEX_TOKENS: Record<string, string> = { "\\A": "(?<![\\s\\S])", "\\Z": "(?![\\s\\S])", "(?P<": "(?<" };
 
 // Exported for tests: Python-only regex syntax, translated.
 /** A hookify (Python) pattern as a JavaScript regex, case-insensitive; undefined when it does not compile. */
 export function hookifyRegex(pattern: string): RegExp | undefined {
-  let flags = "i";
-  let rest = pattern;
-  const inline = /^\(\?([ims]+)\)/.exec(rest);
-  if (inline) {
-    for (const flag of new Set(inline[1]!)) if (flag !== "i") flags += flag;
-    rest = rest.slice(inline[0].length);
-  }
-  let source = "";
-  for (let index = 0; index < rest.length; index++) {
-    const char = rest[index]!;
-    if (char === "\\" && index + 1 < rest.length) {
-      const next = rest[++index]!;
-      source += next === "A" ? "(?<![\\s\\S])" : next === "Z" ? "(?![\\s\\S])" : `\\${next}`;
-    } else if (rest.startsWith("(?P<", index)) {
-      source += "(?<";
-      index += 3;
-    } else if (rest.startsWith("(?P=", index) && /^\(\?P=(\w+)\)/.test(rest.slice(index))) {
-      const name = /^\(\?P=(\w+)\)/.exec(rest.slice(index))![1]!;
-      source += `\\k<${name}>`;
-      index += name.length + 4;
-    } else source += char;
-  }
+  const inline = /^\(\?([ims]+)\)/.exec(pattern);
+  const flags = `i${[...new Set(inline?.[1])].filter((flag) => flag !== "i").join("")}`;
+  const source = pattern
+    .slice(inline?.[0].length ?? 0)
+    .replace(/\\[^]|\(\?P<|\(\?P=(\w+)\)/g, (token, name?: string) =>
+      name === undefined ? (PYTHON_REGEX_TOKENS[token] ?? token) : `\\k<${name}>`,
+    );
   try {
     return new RegExp(source, flags);
   } catch {
@@ -1156,21 +1091,18 @@ export function hookifyRegex(pattern: string): RegExp | undefined {
 }
 
 // Exported for tests: the field mapping and the examples' rules.
-/** hookify's `Rule.from_dict` over its parser's output. */
-export function hookifyRule(text: string): CheckRule {
+/** hookify's `Rule.from_dict` over its parser's output, and whether the rule can be used at all. */
+export function hookifyRule(text: string) {
   const { frontmatter, message } = hookifyFrontmatter(text);
+  // No frontmatter, a condition that is not a mapping, or a pattern that does not compile.
   let invalid = Object.keys(frontmatter).length === 0;
   const event = pythonText(frontmatter.event, "all");
-  const conditions: CheckCondition[] = [];
-  if (Array.isArray(frontmatter.conditions)) {
-    for (const item of frontmatter.conditions) {
-      if (typeof item !== "object" || item === null) invalid = true;
-      else {
-        const { field, operator, pattern } = item as Record<string, string | undefined>;
-        conditions.push({ field: field ?? "", operator: operator ?? "regex_match", pattern: pattern ?? "" });
-      }
-    }
-  }
+  const conditionList = Array.isArray(frontmatter.conditions) ? frontmatter.conditions : [];
+  const items = conditionList as Array<string | Record<string, string | undefined>>;
+  if (items.some((item) => typeof item === "string")) invalid = true;
+  const conditions: CheckCondition[] = items
+    .filter((item) => typeof item !== "string")
+    .map(({ field = "", operator = "regex_match", pattern = "" }) => ({ field, operator, pattern }));
   const simple = frontmatter.pattern;
   if (pythonTruth(simple) && conditions.length === 0) {
     if (typeof simple !== "string") invalid = true;
@@ -1195,48 +1127,41 @@ export function hookifyRule(text: string): CheckRule {
   };
 }
 
-/** cwd and each folder on the way to a cwd-relative path: the folders whose `.claude` governs it. */
-function checkBases(discovery: Discovery, rel: string | undefined): string[] {
-  const bases = [""];
-  const segments = rel === undefined || rel === "" ? [] : rel.split("/").slice(0, -1);
-  for (let index = 0; index < segments.length; index++) {
-    if (discovery.options.ignoredDirs.has(segments[index]!)) break;
-    bases.push(segments.slice(0, index + 1).join("/"));
+/** cwd, then the folders of a located chain down to the first ignored one: the folders whose `.claude` governs it. */
+function checkBases(discovery: Discovery, located: Located | undefined): CheckBase[] {
+  const bases: CheckBase[] = [{ dir: discovery.cwdReal, scope: "" }];
+  for (const [index, link] of (located?.links ?? []).entries()) {
+    if (discovery.options.ignoredDirs.has(link.name)) break;
+    bases.push({ ...link, stats: located!.stats?.[index] });
   }
   return bases;
 }
 
 /** The rule files of these folders, compiled once per version: a folder's listing, then a stat per file. */
-function checksIn(discovery: Discovery, state: CheckState, bases: string[]): Check[] {
+function checksIn(discovery: Discovery, state: CheckState, bases: CheckBase[]): Check[] {
   const checks: Check[] = [];
-  for (const base of bases) {
-    const dir = join(discovery.cwdReal, base, C.CHECK_DIR_NAME);
-    let listing: ListingEntry | undefined;
-    try {
-      listing = discovery.listing(dir);
-    } catch (error) {
-      errorCode(error);
-    }
+  for (const { dir, scope, stats } of bases) {
+    const claude = join(dir, C.CHECK_DIR_NAME);
+    // Most folders hold no `.claude`: while a folder's signature stands, that costs no call.
+    const holds = stats === undefined || state.holders.get(dir, stats, () => discovery.exists(claude));
+    const listing = holds ? fsOr(undefined, () => discovery.listing(claude)) : undefined;
     if (!listing) {
-      if (base !== "") state.folders.delete(base);
+      state.folders.delete(scope);
       continue;
     }
-    let folder = state.folders.get(base);
+    let folder = state.folders.get(scope);
     if (folder?.listing !== listing) {
       const names = sortedNames(listing).filter(
         (entry) => (entry.kind === "file" || entry.kind === "link") && C.CHECK_FILE_NAME.test(entry.name),
       );
-      folder = { listing, candidates: names.map((entry) => join(dir, entry.name)) };
-      state.folders.set(base, folder);
+      folder = { listing, candidates: names.map((entry) => join(claude, entry.name)) };
+      state.folders.set(scope, folder);
     }
     for (const candidate of folder.candidates) {
-      const file = discovery.sourceFileOrUnknown(candidate, base);
+      const file = discovery.sourceFileOrUnknown(candidate, scope);
       if ("reason" in file) continue;
-      let check = state.compiled.get(candidate);
-      if (check?.loaded !== file || check.base !== base) {
-        check = { ...hookifyRule(file.text), path: file.path, base, loaded: file };
-        state.compiled.set(candidate, check);
-      }
+      let check = state.compiled.get(file);
+      if (!check) state.compiled.set(file, (check = { ...hookifyRule(file.text), loaded: file }));
       checks.push(check);
     }
   }
@@ -1244,19 +1169,25 @@ function checksIn(discovery: Discovery, state: CheckState, bases: string[]): Che
 }
 
 function skipKeyOf(check: Check): string {
-  return `${check.path}\0${check.loaded.version}`;
+  return `${check.loaded.path}\0${check.loaded.version}`;
+}
+
+function skipCheck(state: CheckState, check: Check, why: C.CheckSkip, warn: (text: string) => void): void {
+  state.skipped.set(skipKeyOf(check), why);
+  warn(C.checkSkippedWarning(oneLine(check.name), why));
 }
 
 function checkStateOf(state: CheckState, check: Check, trusted: boolean): string {
-  if (!trusted) return C.CHECK_STATES.untrusted;
   const skipped = check.invalid ? "invalid" : state.skipped.get(skipKeyOf(check));
-  if (skipped) return C.CHECK_STATES[skipped];
-  return check.enabled ? C.CHECK_STATES.active : C.CHECK_STATES.disabled;
+  return C.CHECK_STATES[!trusted ? "untrusted" : (skipped ?? (check.enabled ? "active" : "disabled"))];
 }
 
-// One sandbox for every bounded match: its `run` reads one job and writes which test runs, so that
-// the watchdog's interrupt names the runaway regex.
-let checkSandbox: { context: Context; call: Script } | undefined;
+/** One regex test of a call, and what it found: a match or not, or that it ran out of time twice. */
+type RegexTest = { regex: RegExp; text: string; matched?: boolean; timedOut?: true };
+
+// One sandbox for every bounded match: its script keeps which test runs, so that the watchdog's
+// interrupt names the runaway regex.
+let checkSandbox: { context: Context; script: Script } | undefined;
 
 // Plain atoms, classes and a top-level `|`, with no quantifier, group or backreference, cannot
 // backtrack: a test costs at most text × pattern steps, so a small one needs no watchdog (bench:
@@ -1264,52 +1195,39 @@ let checkSandbox: { context: Context; call: Script } | undefined;
 const BACKTRACK_FREE = /^(?:[^\\()[\]{}*+?]|\\[^1-9k]|\[(?:[^\\\]]|\\.)*\])*$/;
 
 /**
- * Each test's `regex.test(text)`, under C.CHECK_MATCH_TIMEOUT_MS per run unless it cannot run away.
- * A test that times out runs once more alone, so that a busy machine pausing the process does not
- * condemn a plain pattern; timing out twice names it.
+ * Runs each test, under C.CHECK_MATCH_TIMEOUT_MS per run unless it cannot run away. A test that
+ * times out runs once more alone, so that a busy machine pausing the process does not condemn a
+ * plain pattern; timing out twice marks it.
  */
-function boundedMatches(tests: Array<[RegExp, string]>): { results: boolean[]; timedOut: Set<number> } {
-  const results = tests.map(() => false);
-  const bounded: number[] = [];
-  tests.forEach(([regex, text], index) => {
-    const small = text.length * regex.source.length <= C.CHECK_UNBOUNDED_MATCH_STEPS;
-    if (small && BACKTRACK_FREE.test(regex.source)) results[index] = regex.test(text);
-    else bounded.push(index);
+function boundedMatches(tests: RegexTest[]): void {
+  const slow = tests.filter((test) => {
+    const small = test.text.length * test.regex.source.length <= C.CHECK_UNBOUNDED_MATCH_STEPS;
+    if (small && BACKTRACK_FREE.test(test.regex.source)) test.matched = test.regex.test(test.text);
+    return test.matched === undefined;
   });
-  const timedOut = new Set<number>();
-  if (bounded.length === 0) return { results, timedOut };
-  if (!checkSandbox) {
-    const context = createContext({});
-    new Script(
-      "globalThis.run = function (job) { for (; job.i < job.until; job.i++) job.results[job.i] = job.tests[job.i][0].test(job.tests[job.i][1]); };",
-    ).runInContext(context);
-    checkSandbox = { context, call: new Script("run(job)") };
-  }
-  const { context, call } = checkSandbox;
-  const job = { tests: bounded.map((index) => tests[index]!), results: [] as boolean[], i: 0, until: 0 };
+  if (slow.length === 0) return;
+  const { context, script } = (checkSandbox ??= {
+    context: createContext({}),
+    script: new Script("for (; i < until; i++) tests[i].matched = tests[i].regex.test(tests[i].text);"),
+  });
   const run = (from: number, until: number): boolean => {
-    Object.assign(job, { i: from, until });
-    context.job = job;
+    Object.assign(context, { tests: slow, i: from, until });
     try {
-      call.runInContext(context, { timeout: C.CHECK_MATCH_TIMEOUT_MS });
+      script.runInContext(context, { timeout: C.CHECK_MATCH_TIMEOUT_MS });
       return true;
     } catch (error) {
       if (errorCode(error) !== "ERR_SCRIPT_EXECUTION_TIMEOUT") throw error;
       return false;
     } finally {
-      context.job = undefined;
+      context.tests = undefined;
     }
   };
-  for (let from = 0; from < bounded.length;) {
-    if (run(from, bounded.length)) break;
+  for (let from = 0; from < slow.length && !run(from, slow.length);) {
     // The interrupt may land after the last test, before the run returns.
-    const at = job.i;
-    if (at >= bounded.length) break;
-    if (!run(at, at + 1)) timedOut.add(bounded[at]!);
+    const at = context.i as number;
+    if (at < slow.length && !run(at, at + 1)) slow[at]!.timedOut = true;
     from = at + 1;
   }
-  bounded.forEach((index, at) => (results[index] = job.results[at] === true));
-  return { results, timedOut };
 }
 
 /** hookify's `_extract_field`: a field of the tool's input itself first, then the event's mapping. */
@@ -1326,8 +1244,7 @@ function operatorHolds(operator: string, pattern: string, value: string): boolea
   if (operator === "equals") return value === pattern;
   if (operator === "not_contains") return !value.includes(pattern);
   if (operator === "starts_with") return value.startsWith(pattern);
-  if (operator === "ends_with") return value.endsWith(pattern);
-  return false;
+  return operator === "ends_with" && value.endsWith(pattern);
 }
 
 function toolMatches(matcher: string | undefined, toolName: string | undefined): boolean {
@@ -1338,61 +1255,44 @@ function toolMatches(matcher: string | undefined, toolName: string | undefined):
 
 /** The checks that match this input; a rule whose regex timed out is skipped for the session, once warned. */
 function matchingChecks(state: CheckState, checks: Check[], input: CheckInput, warn: (text: string) => void): Check[] {
-  const tests: Array<[RegExp, string]> = [];
-  const plans: Array<{ check: Check; conditions: Array<boolean | number[]> }> = [];
+  const tests: RegexTest[] = [];
+  const plans: Array<{ check: Check; conditions: Array<boolean | RegexTest[]> }> = [];
   for (const check of checks) {
     if (!check.enabled || check.invalid || state.skipped.has(skipKeyOf(check))) continue;
     if ((check.event !== "all" && check.event !== input.event) || check.conditions.length === 0) continue;
     if (!toolMatches(check.toolMatcher, input.toolName)) continue;
-    const conditions = check.conditions.map((condition): boolean | number[] => {
-      const values = fieldValues(input, condition.field);
-      if (values === undefined) return false;
-      if (!condition.regex) return values.some((value) => operatorHolds(condition.operator, condition.pattern, value));
-      return values.map((value) => tests.push([condition.regex!, value]) - 1);
+    const conditions = check.conditions.map(({ field, operator, pattern, regex }) => {
+      const values = fieldValues(input, field) ?? [];
+      if (!regex) return values.some((value) => operatorHolds(operator, pattern, value));
+      const own = values.map((text) => ({ regex, text }));
+      tests.push(...own);
+      return own;
     });
     plans.push({ check, conditions });
   }
-  const { results, timedOut } = boundedMatches(tests);
+  boundedMatches(tests);
   const matched: Check[] = [];
   for (const { check, conditions } of plans) {
-    if (conditions.some((c) => Array.isArray(c) && c.some((index) => timedOut.has(index)))) {
-      skipCheck(state, check, "timedOut", warn);
-      continue;
-    }
-    if (conditions.every((c) => (Array.isArray(c) ? c.some((index) => results[index]) : c))) matched.push(check);
+    const ran = conditions.flatMap((c) => (Array.isArray(c) ? c : []));
+    if (ran.some((test) => test.timedOut)) skipCheck(state, check, "timedOut", warn);
+    else if (conditions.every((c) => (Array.isArray(c) ? c.some((test) => test.matched) : c))) matched.push(check);
   }
   return matched;
 }
 
 /** hookify's precedence: block over ask (tool calls only) over warn; the winning rules' messages joined. */
-function checkVerdict(state: CheckState, matched: Check[], toolCall: boolean): CheckVerdict | undefined {
-  const bucket = (check: Check): CheckVerdict["action"] =>
+function checkVerdict(state: CheckState, matched: Check[], toolCall: boolean) {
+  const bucket = (check: Check) =>
     check.action === "block" ? "block" : check.action === "ask" && toolCall ? "ask" : "warn";
   const action = (["block", "ask", "warn"] as const).find((a) => matched.some((check) => bucket(check) === a));
   if (!action) return undefined;
   const checks = matched.filter((check) => bucket(check) === action);
-  for (const check of checks) state.fired.set(check.path, (state.fired.get(check.path) ?? 0) + 1);
-  const files = [...new Set(checks.map((check) => reminderField(check.path)))];
+  for (const check of checks) state.fired.set(check.loaded.path, (state.fired.get(check.loaded.path) ?? 0) + 1);
+  const files = [...new Set(checks.map((check) => reminderField(check.loaded.path)))];
   const body = checks.map((check) => `**[${check.name}]**\n${check.message}`).join("\n\n");
   const inner = neutralizeClosingTags(`${C.checksIntro(files)}\n${body}`);
   const names = checks.map((check) => oneLine(check.name));
   return { action, names, text: `${C.CHECKS_OPEN}\n${inner}\n${C.CHECKS_CLOSE}` };
-}
-
-/** A rule version is skipped for the session, with one warning. */
-function skipCheck(state: CheckState, check: Check, why: C.CheckSkip, warn: (text: string) => void): void {
-  state.skipped.set(skipKeyOf(check), why);
-  warn(C.checkSkippedWarning(oneLine(check.name), why));
-}
-
-/** The input a bash, edit or write call offers; file_path as given and from cwd. */
-function toolCheckInput(discovery: Discovery, event: ToolCallEvent, cwd: string): { input: CheckInput; rel?: string } {
-  const input = event.input as Record<string, unknown>;
-  const bash = event.toolName === "bash";
-  const target = bash ? undefined : resolveToolPath(input.path, cwd);
-  const rel = target === undefined ? undefined : touchedPath(discovery, target, cwd);
-  const fields = checkFields(event.toolName, input, rel);
-  return { input: { event: bash ? "bash" : "file", toolName: event.toolName, input, fields }, rel };
 }
 
 // Exported for tests: the table of the field mapping.
@@ -1413,6 +1313,13 @@ export function checkFields(toolName: string, input: Record<string, unknown>, re
     old_text: [oldText],
     old_string: [oldText],
   };
+}
+
+/** The chain the checks located for this call, once: delivery's `locate` takes it instead of locating again. */
+function takeLocated(state: CheckState, toolCallId: string): Located | undefined {
+  const taken = state.located?.id === toolCallId ? state.located.located : undefined;
+  state.located = undefined;
+  return taken;
 }
 
 /** The session's text so far, as a stop check reads it: messages, tool calls and their results. */
@@ -1443,39 +1350,45 @@ function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, 
   const state = engine.checks;
   const safely = <T>(ctx: ExtensionContext, run: () => T | Promise<T>) =>
     guarded<T | undefined>(ctx, "checks", run, () => undefined);
-  const verdictFor = (ctx: ExtensionContext, input: CheckInput, bases: string[], toolCall: boolean) => {
+  /** The rules' verdict on what a call offers; the user hears which rules spoke, unless they are asked. */
+  const verdictFor = (ctx: ExtensionContext, toolCall: boolean, offered: (discovery: Discovery) => CheckInput) => {
     if (!engine.options.enabled || !engine.options.checks || !ctx.isProjectTrusted()) return undefined;
     const discovery = engine.discoveryFor(ctx.cwd);
     if (!discovery) return undefined;
+    const input = offered(discovery);
     const warn = (text: string) => tell(ctx, text, "warning");
-    const checks = checksIn(discovery, state, bases);
+    const checks = checksIn(discovery, state, checkBases(discovery, input.located));
     for (const check of checks)
       if (check.invalid && !state.skipped.has(skipKeyOf(check))) skipCheck(state, check, "invalid", warn);
-    return checkVerdict(state, matchingChecks(state, checks, input, warn), toolCall);
+    const verdict = checkVerdict(state, matchingChecks(state, checks, input, warn), toolCall);
+    if (verdict && (verdict.action !== "ask" || !ctx.hasUI)) {
+      const warned = verdict.action === "warn";
+      tell(ctx, C.checkNotice(warned ? "warned" : "blocked", verdict.names), warned ? "info" : "warning");
+    }
+    return verdict;
   };
-  const notify = (ctx: ExtensionContext, verdict: CheckVerdict, what: "warned" | "blocked") =>
-    tell(ctx, C.checkNotice(what, verdict.names), what === "warned" ? "info" : "warning");
 
   pi.on("tool_call", (event, ctx) =>
     safely(ctx, () => {
-      if (!CHECK_TOOLS.has(event.toolName) || !engine.options.checks) return undefined;
-      const discovery = engine.discoveryFor(ctx.cwd);
-      if (!discovery) return undefined;
-      const { input, rel } = toolCheckInput(discovery, event, ctx.cwd);
-      const verdict = verdictFor(ctx, input, checkBases(discovery, rel), true);
-      if (!verdict) return undefined;
-      if (verdict.action === "warn") {
-        state.pending.set(event.toolCallId, verdict.text);
-        notify(ctx, verdict, "warned");
-        return undefined;
-      }
+      const { toolName, toolCallId } = event;
+      if (toolName !== "bash" && toolName !== "edit" && toolName !== "write") return undefined;
+      const verdict = verdictFor(ctx, true, (discovery) => {
+        const input = event.input as Record<string, unknown>;
+        const target = toolName === "bash" ? undefined : resolveToolPath(input.path, ctx.cwd);
+        const located = target === undefined ? undefined : locateChain(discovery, target, false);
+        if (located) state.located = { id: toolCallId, located };
+        const rel = target === undefined ? undefined : touchedPath(discovery, target, ctx.cwd);
+        const fields = checkFields(toolName, input, rel);
+        return { event: toolName === "bash" ? "bash" : "file", toolName, input, fields, located };
+      });
+      if (verdict?.action === "warn") state.pending.set(toolCallId, verdict.text);
+      if (!verdict || verdict.action === "warn") return undefined;
       const blocked = { block: true as const, reason: verdict.text };
-      if (verdict.action === "ask" && ctx.hasUI) {
-        const question = C.checkNotice("asked", verdict.names);
-        return ctx.ui.confirm(C.CHECK_CONFIRM_TITLE, question).then((allowed) => (allowed ? undefined : blocked));
-      }
-      notify(ctx, verdict, "blocked");
-      return blocked;
+      if (verdict.action === "block" || !ctx.hasUI) return blocked;
+      // The user may take a while: delivery locates the call again once they answer.
+      state.located = undefined;
+      const question = C.checkNotice("asked", verdict.names);
+      return ctx.ui.confirm(C.CHECK_CONFIRM_TITLE, question).then((allowed) => (allowed ? undefined : blocked));
     }),
   );
 
@@ -1484,9 +1397,8 @@ function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, 
       const text = state.pending.get(event.toolCallId);
       if (text === undefined) return undefined;
       state.pending.delete(event.toolCallId);
-      const patch: ToolResultEventResult = { content: [...event.content, { type: "text", text }] };
-      if (event.structuredContent !== undefined) patch.structuredContent = event.structuredContent;
-      return patch;
+      const content = [...event.content, { type: "text" as const, text }];
+      return { content, structuredContent: event.structuredContent } satisfies ToolResultEventResult;
     }),
   );
   pi.on("turn_end", () => state.pending.clear());
@@ -1495,13 +1407,9 @@ function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, 
     safely(ctx, () => {
       state.continued = false;
       const fields = { prompt: [event.text], user_prompt: [event.text] };
-      const verdict = verdictFor(ctx, { event: "prompt", input: {}, fields }, [""], false);
+      const verdict = verdictFor(ctx, false, () => ({ event: "prompt", input: {}, fields }));
       if (!verdict) return undefined;
-      if (verdict.action === "block") {
-        notify(ctx, verdict, "blocked");
-        return { action: "handled" as const };
-      }
-      notify(ctx, verdict, "warned");
+      if (verdict.action === "block") return { action: "handled" as const };
       return { action: "transform" as const, text: `${event.text}\n\n${verdict.text}`, images: event.images };
     }),
   );
@@ -1511,21 +1419,11 @@ function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, 
     safely(ctx, () => {
       if (state.continued || event.outcome !== "completed") return undefined;
       const fields = { transcript: [transcriptOf(event.context.llmMessages)], reason: [""] };
-      const verdict = verdictFor(ctx, { event: "stop", input: {}, fields }, [""], false);
-      if (!verdict) return undefined;
-      if (verdict.action === "warn") {
-        notify(ctx, verdict, "warned");
-        return undefined;
-      }
+      const verdict = verdictFor(ctx, false, () => ({ event: "stop", input: {}, fields }));
+      if (verdict?.action !== "block") return undefined;
       state.continued = true;
-      notify(ctx, verdict, "blocked");
-      const message = {
-        type: "custom_message" as const,
-        customType: C.CHECK_MESSAGE_TYPE,
-        content: verdict.text,
-        display: true,
-      };
-      return { entries: [...event.entries, message], continue: true };
+      const message = { type: "custom_message" as const, customType: C.CHECK_MESSAGE_TYPE, display: true };
+      return { entries: [...event.entries, { ...message, content: verdict.text }], continue: true };
     }),
   );
 }
@@ -1536,12 +1434,15 @@ function checkReport(engine: LazyAgents, env: CallEnvironment): string[] {
   const discovery = engine.discoveryFor(env.cwd);
   if (!discovery) return [];
   const state = engine.checks;
-  const checks = checksIn(discovery, state, ["", ...[...state.folders.keys()].filter((base) => base !== "")]);
-  if (checks.length === 0) return [];
+  const bases = [...new Set(["", ...state.folders.keys()])].map((scope) => ({
+    scope,
+    dir: join(discovery.cwdReal, scope),
+  }));
+  const checks = checksIn(discovery, state, bases);
   const rows = checks.map((check) =>
-    [check.name, check.path, check.event, check.action, checkStateOf(state, check, env.trusted)]
+    [check.name, check.loaded.path, check.event, check.action, checkStateOf(state, check, env.trusted)]
       .map(oneLine)
-      .concat(`fired ${state.fired.get(check.path) ?? 0}`),
+      .concat(`fired ${state.fired.get(check.loaded.path) ?? 0}`),
   );
   return reportSection(C.CHECK_REPORT.heading, rows);
 }
@@ -1551,24 +1452,19 @@ function checkWhy(engine: LazyAgents, env: CallEnvironment, shown: string): stri
   const discovery = engine.discoveryFor(env.cwd);
   const target = resolveToolPath(shown, env.cwd);
   if (!engine.options.checks || !discovery || target === undefined) return [];
-  const rel = touchedPath(discovery, target, env.cwd);
   const state = engine.checks;
-  const checks = checksIn(discovery, state, checkBases(discovery, rel)).filter(
-    (c) => c.event === "file" || c.event === "all",
-  );
+  const bases = checkBases(discovery, locateChain(discovery, target, false));
+  const checks = checksIn(discovery, state, bases).filter((c) => c.event === "file" || c.event === "all");
   if (checks.length === 0) return [C.CHECK_REPORT.whyNone];
-  const fields = { file_path: checkFields("write", { path: shown }, rel).file_path! };
-  const input: CheckInput = { event: "file", toolName: "write", input: {}, fields };
+  const { file_path } = checkFields("write", { path: shown }, touchedPath(discovery, target, env.cwd));
+  const input: CheckInput = { event: "file", toolName: "write", input: {}, fields: { file_path: file_path! } };
   const lines = checks.map((check) => {
     const paths = check.conditions.filter((condition) => condition.field === "file_path");
     const pathOnly = { ...check, enabled: true, event: "file", toolMatcher: undefined, conditions: paths };
-    const verdict =
-      paths.length === 0
-        ? C.CHECK_REPORT.noPathCondition
-        : matchingChecks({ ...state, skipped: new Map() }, [pathOnly], input, () => {}).length > 0
-          ? C.CHECK_REPORT.pathMatches
-          : C.CHECK_REPORT.pathNoMatch;
-    return `    check ${check.name} (${check.path}, ${check.action}, ${checkStateOf(state, check, env.trusted)}): ${verdict}`;
+    const matches = matchingChecks({ ...state, skipped: new Map() }, [pathOnly], input, () => {}).length > 0;
+    const verdict = paths.length === 0 ? "noPathCondition" : matches ? "pathMatches" : "pathNoMatch";
+    const about = `${check.loaded.path}, ${check.action}, ${checkStateOf(state, check, env.trusted)}`;
+    return `    check ${check.name} (${about}): ${C.CHECK_REPORT[verdict]}`;
   });
   return [C.CHECK_REPORT.whyHeading, ...lines].map(oneLine);
 }
@@ -2079,7 +1975,7 @@ function noticeLines(record: LedgerRecord): string[] {
 
 /** Bytes a line adds to the reminder, with the newline before it. */
 function lineBytes(line: string): number {
-  return byteLength(`\n${line}`);
+  return Buffer.byteLength(`\n${line}`);
 }
 
 /**
@@ -2091,12 +1987,12 @@ function lineBytes(line: string): number {
 function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
   const { record } = plan;
   const itemLines = [...sectionItems(plan).flatMap(([, lines]) => lines), ...noticeLines(record)];
-  const frame = byteLength(formatReminder(plan)) - itemLines.reduce((sum, line) => sum + lineBytes(line), 0);
+  const frame = Buffer.byteLength(formatReminder(plan)) - itemLines.reduce((sum, line) => sum + lineBytes(line), 0);
   const longest = [...plan.files, ...(plan.rules ?? []), ...plan.skills]
     .map((entry) => reminderField(entry.record.path))
-    .sort((a, b) => byteLength(b) - byteLength(a));
+    .sort((a, b) => Buffer.byteLength(b) - Buffer.byteLength(a));
   const count = itemLines.length;
-  let remaining = budgetBytes - frame - byteLength(`\n\n${C.leftOutText(count, count, count, longest)}`);
+  let remaining = budgetBytes - frame - Buffer.byteLength(`\n\n${C.leftOutText(count, count, count, longest)}`);
   const leftOut = { files: 0, skills: 0, notices: 0, names: [] as string[] };
   const fits = (line: string): boolean => {
     if (lineBytes(line) > remaining) return false;
@@ -2139,7 +2035,7 @@ function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
 
 /** Files and rule texts in the order they claim the budget: deepest scope first, a file before its imports; rule texts after the deepest folder's files. */
 function budgetOrder(plan: DeliveryPlan): PlannedFile[] {
-  const depth = (entry: PlannedFile) => depthOf(entry.scope);
+  const depth = (entry: PlannedFile) => entry.scope.split("/").length;
   const imported = (entry: PlannedFile) => Number(entry.record.importedBy !== undefined);
   const order = plan.files.toSorted((a, b) => depth(b) - depth(a) || imported(a) - imported(b));
   const at = order.findIndex((entry) => depth(entry) < depth(order[0]!));
@@ -2236,7 +2132,6 @@ interface InstructionFile {
 interface Skill {
   name: string;
   description: string;
-  /** cwd-relative path of its SKILL.md (or skill .md file). */
   path: string;
   version: string;
 }
@@ -2249,6 +2144,8 @@ interface DirectoryView {
   imports: Array<{ file: InstructionFile; importedBy: string }>;
   rejected: Rejection[];
   skills: Skill[];
+  /** What the folder's `.cursor` is: a nested rule folder's parent. */
+  cursor: ParentKind;
   /** A source here waits for git's answer: what the model holds of this folder stands until it comes. */
   pending?: true;
 }
@@ -2256,11 +2153,8 @@ interface DirectoryView {
 interface DirectoryEntry {
   /** Absolute paths of the instruction file names present (of any type), in preference order. */
   candidates: string[];
-  /** What `.agents` and `.cursor` (the parent of a nested rule folder) are in this folder. */
-  agents: ParentKind;
-  ruleParent: ParentKind;
-  /** The folder's last view, when it depends on nothing but the folder and its first file. */
-  plainView?: DirectoryView;
+  /** What each of the sources' homes (`.agents`, `.claude`, `.cursor`, `.github`) is in this folder. */
+  homes: Map<string, ParentKind>;
   /** Entries the folder held when it was last listed; undefined when it was probed name by name. */
   listed?: number;
 }
@@ -2273,29 +2167,26 @@ type SourceFile = InstructionFile | { reason: C.Reason | "skip" | "held"; real?:
 
 interface FileEntry {
   loaded: Loaded;
-  /** The loaded file as views show it, built once per content. */
+  // Each built from the text once per content: the file as views show it, the absolute targets of its
+  // `@path` tokens, the skill it defines, and its rules as a skills tree's ignore file, for its folder.
   file?: InstructionFile;
-  /** Absolute targets of its `@path` tokens, parsed once per content. */
   importTargets?: string[];
   skill?: { ok: true; skill: Skill; hidden: boolean } | { ok: false; reason: C.Reason };
-  /** Its rules when it is an ignore file in a skills tree, compiled for the folder's prefix. */
   ignore?: { prefix: string; rules: IgnoreRule[] };
 }
 
 interface ListingEntry {
   names: Array<{ name: string; kind: "file" | "dir" | "link" | "other" }>;
-  capped: boolean;
   /** Entries in the folder, before the cap. */
   total: number;
   /** Ignore files present, in the order Pi reads them. */
   ignoreFiles: readonly string[];
-  /** The same names sorted, for folder imports; built on first use. */
   sorted?: ListingEntry["names"];
   hasSkillFile: boolean;
 }
 
-function emptyView(scope: string): DirectoryView {
-  return { scope, imports: [], rejected: [], skills: [] };
+function emptyView(scope: string, cursor: ParentKind = "none"): DirectoryView {
+  return { scope, imports: [], rejected: [], skills: [], cursor };
 }
 
 /** One folder strictly below cwd on the way to a target; `scope` is cwd-relative, with forward slashes. */
@@ -2392,7 +2283,7 @@ function lstatChain(
 function spelledAsOnDisk(ctx: Discovery, links: ChainLink[], stats: nodeFs.Stats[]): boolean {
   const first = links[0]!;
   if (ctx.folds === undefined) {
-    const swapped = swapCase(first.name);
+    const swapped = [...first.name].map((c) => (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase())).join("");
     if (swapped === first.name) return true;
     const other = fsOr(undefined, () => ctx.fs.lstat(join(ctx.cwdReal, swapped)));
     ctx.folds = other !== undefined && other.ino === stats[0]!.ino && other.dev === stats[0]!.dev;
@@ -2413,11 +2304,11 @@ function chainQuestions(ctx: Discovery, links: ChainLink[]): string[] {
   return questions;
 }
 
-/** The one way to ask git: questions as `GitAnswers.setAnswer` takes them; undefined when none. */
+/** The one way to ask git: questions as `setGitAnswer` takes them; undefined when none. */
 function askGit(ctx: Discovery, git: GitIgnoreOracle | undefined, questions: string[]): Promise<void> | undefined {
   if (!git || questions.length === 0) return undefined;
   return git.ask(questions).then((answers) => {
-    questions.forEach((question, index) => ctx.gitAnswers.setAnswer(question, answers[index]!));
+    questions.forEach((question, index) => setGitAnswer(ctx.gitAnswers, question, answers[index]!));
   });
 }
 
@@ -2453,14 +2344,10 @@ function ignoredReasonOf(ctx: Discovery, link: ChainLink): C.Reason | undefined 
 function viewDirectory(ctx: Discovery, link: ChainLink, withSkills: boolean, stats?: nodeFs.Stats): DirectoryView {
   const entry = ctx.directoryEntry(link.dir, stats);
   if (!entry) return emptyView(link.scope);
-  const skillsToo = withSkills && entry.agents !== "none";
   const held = ctx.held;
-  const first = entry.candidates.length > 0 ? ctx.sourceFileOrUnknown(entry.candidates[0]!, link.scope) : undefined;
-  // Most folders look the same call after call: their view stands while the folder and its first file do.
-  if (!skillsToo && entry.plainView && entry.plainView.file === first) return entry.plainView;
-  const view = emptyView(link.scope);
+  const view = emptyView(link.scope, entry.homes.get(C.RULE_DIRS.cursor[0]));
   for (const [index, candidate] of entry.candidates.entries()) {
-    const result = index === 0 ? first! : ctx.sourceFileOrUnknown(candidate, link.scope);
+    const result = ctx.sourceFileOrUnknown(candidate, link.scope);
     if (!("reason" in result)) {
       view.file = result;
       for (const later of entry.candidates.slice(index + 1))
@@ -2473,12 +2360,10 @@ function viewDirectory(ctx: Discovery, link: ChainLink, withSkills: boolean, sta
       view.rejected.push({ path: toDisplayPath(ctx.cwdReal, candidate), reason: result.reason, kind: "instruction" });
     if (result.reason === "unreadable") break;
   }
-  // A file with `@path` tokens depends on their targets too, which may appear or change at any time.
-  const imports = view.file && ctx.options.imports ? importTargetsOf(ctx, view.file) : [];
-  if (imports.length > 0) view.imports = importsOf(ctx, view.file!, view.scope, view.rejected);
-  if (skillsToo) view.skills = skillsOf(ctx, link, entry, view.rejected);
+  if (view.file && ctx.options.imports) view.imports = importsOf(ctx, view.file, view.scope, view.rejected);
+  if (withSkills && entry.homes.get(C.SKILLS_DIR_SEGMENTS[0]!) !== "none")
+    view.skills = skillsOf(ctx, link, entry, view.rejected);
   if (ctx.held !== held) view.pending = true;
-  entry.plainView = !skillsToo && view.file === first && imports.length === 0 ? view : undefined;
   return view;
 }
 
@@ -2486,7 +2371,7 @@ class Discovery {
   readonly fs: FileSystem;
   readonly cwdReal: string;
   options: Options;
-  // The bench's warm numbers rest on these three: a warm call stats a folder or file and builds nothing.
+  // The bench's warm numbers rest on these three: a warm call stats a folder or file and reads nothing.
   readonly directories = new SignatureCache<DirectoryEntry>();
   readonly files = new SignatureCache<FileEntry>();
   readonly listings = new SignatureCache<ListingEntry>();
@@ -2509,15 +2394,13 @@ class Discovery {
   readonly rulePlaces = new Map<string, RulePlace>();
   readonly compiledRules = new Map<string, Rule>();
   readonly rootRulePlaces: RulePlace[];
-  /** What `.claude`, `.cursor` and `.github` are in cwd, by cwd's signature. */
-  readonly rootRuleParents = new SignatureCache<Map<C.RuleSource, ParentKind>>();
   private sweepAt = 256;
 
   constructor(fs: FileSystem, cwdReal: string, options: Options, gitMayAnswer: () => boolean) {
     this.fs = fs;
     this.cwdReal = cwdReal;
     this.options = options;
-    this.gitAnswers = new GitAnswers(gitMayAnswer);
+    this.gitAnswers = { folders: new Map(), files: new Map(), wanted: new Set(), mayAnswer: gitMayAnswer };
     this.rootRulePlaces = C.RULE_SOURCES.map((source) => rulePlace(this, source, ""));
   }
 
@@ -2530,10 +2413,7 @@ class Discovery {
     return Object.fromEntries(all.map(([name, cache]) => [name, cache.size]));
   }
 
-  /**
-   * Drops cache entries of paths that are gone, once the caches have doubled since the last sweep:
-   * they stay bounded by the tree on disk, not by every path a long session has seen.
-   */
+  /** Drops entries of paths that are gone once the caches doubled: bounded by the tree, not by the session. */
   sweep(): boolean {
     if (!this.wantsSweep()) return false;
     const exists = (path: string) => this.exists(path);
@@ -2568,13 +2448,6 @@ class Discovery {
     return fsOr(undefined, () => this.fs.realpath(path));
   }
 
-  /** What a viewed folder's `.cursor` is (rules touch point): from its cached entry, no fs call. */
-  ruleParentKind(scope: string): ParentKind {
-    // A scope is a normalized path below cwd: on POSIX it needs no join (bench: join made this a tenth of a warm call).
-    const direct = sep === "/" && scope !== "" && this.cwdReal !== "/";
-    return this.directories.peek(direct ? `${this.cwdReal}/${scope}` : join(this.cwdReal, scope))?.ruleParent ?? "none";
-  }
-
   directoryEntry(dir: string, known?: nodeFs.Stats): DirectoryEntry | undefined {
     const stats = known ?? this.fs.lstat(dir);
     if (!stats?.isDirectory()) {
@@ -2591,33 +2464,26 @@ class Discovery {
   }
 
   /**
-   * Instruction files, `.agents` and `.cursor` from the folder's listing, or by one lstat each
+   * Instruction files and the sources' homes from the folder's listing, or by one lstat each
    * without one (too large, unreadable) or when it holds a name that matches one only in case: on a
    * case-insensitive filesystem the probes find such a file, so they answer for that folder.
    */
   private folderNames(dir: string, listed: nodeFs.Dirent[] | undefined): DirectoryEntry {
     const wanted = this.options.fileNames;
-    const [agents, cursor] = [C.SKILLS_DIR_SEGMENTS[0]!, C.RULE_DIRS.cursor[0]];
-    const own = [...wanted, agents, cursor];
+    const own = [...wanted, ...SOURCE_HOMES.keys()];
     const folded = new Set(own.map((name) => name.toLowerCase()));
-    if (listed && !listed.some(({ name }) => !own.includes(name) && folded.has(name.toLowerCase()))) {
-      const named = new Map(listed.map((dirent) => [dirent.name, dirent]));
-      const candidates = wanted.filter((name) => named.has(name)).map((name) => join(dir, name));
-      return {
-        candidates,
-        agents: kindOfEntry(named.get(agents)),
-        ruleParent: kindOfEntry(named.get(cursor)),
-        listed: listed.length,
-      };
-    }
+    const usable = listed && !listed.some(({ name }) => !own.includes(name) && folded.has(name.toLowerCase()));
+    const named = usable ? new Map(listed.map((dirent) => [dirent.name, dirent])) : undefined;
+    const has = (name: string) => (named ? named.has(name) : this.exists(join(dir, name)));
+    const entryOf = (name: string) => (named ? named.get(name) : this.fs.lstat(join(dir, name)));
     return {
-      candidates: wanted.map((name) => join(dir, name)).filter((path) => this.exists(path)),
-      agents: kindOfEntry(this.fs.lstat(join(dir, agents))),
-      ruleParent: kindOfEntry(this.fs.lstat(join(dir, cursor))),
+      candidates: wanted.filter(has).map((name) => join(dir, name)),
+      homes: new Map([...SOURCE_HOMES.keys()].map((name) => [name, kindOfEntry(entryOf(name))])),
+      listed: named && listed!.length,
     };
   }
 
-  /** Real paths of Pi's start-up context files; only those inside cwd by their text are looked up. */
+  /** Real paths of Pi's start-up context files; only those inside cwd by their text are resolved. */
   learnStartupFiles(paths: readonly string[]): void {
     const real = paths.map((path) => (mayBeInside(this, path) ? this.realpathOrUndefined(path) : undefined));
     this.startupContext = new Set(real.filter((path) => path !== undefined));
@@ -2625,10 +2491,7 @@ class Discovery {
 
   // Sources: instruction files, imports, rule files, skill files and the folders links lead to.
 
-  /**
-   * Resolves a source and applies the source policy (`sourceRefusal`) to it. `scope` is the folder
-   * the model reached it through; `how` says who named the path.
-   */
+  /** A source through the source policy (`sourceRefusal`); `scope` is the folder the model reached it through. */
   resolveSource(written: string, scope: string, how: SourceNaming = "layout"): ResolvedSource {
     const named = how === "named";
     // Text first: a path outside cwd is refused before any filesystem call.
@@ -2687,10 +2550,7 @@ class Discovery {
     return "reason" in resolved || !resolved.stats.isDirectory() ? undefined : resolved.real;
   }
 
-  /**
-   * The entries of a real folder in directory order (the order Pi walks skills in), re-read only
-   * when its signature changes. Past the cap, the first entries by name are kept.
-   */
+  /** The entries of a real folder in directory order (as Pi walks skills), re-read when its signature changes. */
   listing(dir: string): ListingEntry | undefined {
     const stats = this.fs.lstat(dir);
     if (stats?.isSymbolicLink()) {
@@ -2732,8 +2592,9 @@ function importsOf(ctx: Discovery, root: InstructionFile, scope: string, rejecte
 
 function importTargetsOf(ctx: Discovery, file: InstructionFile): string[] {
   const parse = () => importTokens(file.text).map((token) => resolve(dirname(file.realPath), token));
+  // Kept on the entry of this very version: the file may have changed since this text was read.
   const entry = ctx.files.peek(file.realPath);
-  return entry ? (entry.importTargets ??= parse()) : parse();
+  return entry?.file === file ? (entry.importTargets ??= parse()) : parse();
 }
 
 /**
@@ -2857,7 +2718,7 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
       return file.reason !== "skip";
     }
     const entry = ctx.files.peek(file.realPath)!;
-    const parsed = (entry.skill ??= skillOf(file.text, basename(dirname(file.realPath)), file.path));
+    const parsed = (entry.skill ??= skillOf(file));
     if (!parsed.ok) {
       if (declared) reject(file.path, parsed.reason);
     } else if (names.has(parsed.skill.name)) {
@@ -2870,10 +2731,8 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
     }
     return true;
   };
-  /** Scans one folder of the tree; `rel` is its path below the tree's root, as Pi matches ignore rules. */
-  const scan = (dir: string, rel: string, depth: number, inherited: IgnoreRule[]): void => {
-    const below = (name: string) => (rel === "" ? name : `${rel}/${name}`);
-    const prefix = rel === "" ? "" : `${rel}/`;
+  /** Scans one folder of the tree; `prefix` is its path below the root and a `/`, as Pi matches ignore rules. */
+  const scan = (dir: string, prefix: string, depth: number, inherited: IgnoreRule[]): void => {
     const rulesOf = (listing: ListingEntry): IgnoreRule[] => {
       let rules = inherited;
       for (const name of listing.ignoreFiles) {
@@ -2886,14 +2745,14 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
       return rules;
     };
     const isSkill = (rules: IgnoreRule[]) =>
-      !isIgnored(rules, below(C.SKILL_FILE_NAME), false) && addSkill(join(dir, C.SKILL_FILE_NAME), true);
+      !isIgnored(rules, `${prefix}${C.SKILL_FILE_NAME}`, false) && addSkill(join(dir, C.SKILL_FILE_NAME), true);
     // A folder known to hold SKILL.md stays a skill while that file exists: nothing else there matters.
     const known = ctx.listings.peek(dir);
     if (known?.hasSkillFile && isSkill(rulesOf(known))) return;
     const listing = ctx.listing(dir);
     if (!listing) return;
     const rules = rulesOf(listing);
-    if (listing.capped) rejected.push(scanCap(ctx, dir, listing));
+    noteScanCap(ctx, dir, listing, rejected);
     if (listing.hasSkillFile && isSkill(rules)) return;
     for (const { name, kind } of listing.names) {
       if (name.startsWith(".") || name === "node_modules" || kind === "other") continue;
@@ -2901,17 +2760,18 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
       const resolved = kind === "link" ? ctx.resolveSource(path, toDisplayPath(ctx.cwdReal, dir)) : undefined;
       if (resolved && "reason" in resolved) continue;
       const folder = resolved ? resolved.stats.isDirectory() && resolved.real : kind === "dir" && path;
-      if (isIgnored(rules, below(name), folder !== false)) continue;
+      if (isIgnored(rules, `${prefix}${name}`, folder !== false)) continue;
       if (folder === false) {
         if (depth > 0 && name.endsWith(".md")) addSkill(path, false);
-      } else if (depth < C.MAX_SKILL_DEPTH) scan(folder, below(name), depth + 1, rules);
+      } else if (depth < C.MAX_SKILL_DEPTH) scan(folder, `${prefix}${name}/`, depth + 1, rules);
       else reject(toDisplayPath(ctx.cwdReal, folder), "skillDepthCapped", "cap");
     }
   };
   try {
     // A linked `.agents` is judged where it leads; a linked `skills` below it, by the listing.
-    const agents = entry.agents === "link" ? ctx.sourceFolder(join(link.dir, home), link.scope) : undefined;
-    const resolved = entry.agents === "link" ? (agents === undefined ? undefined : join(agents, child)) : root;
+    const linked = entry.homes.get(home) === "link";
+    const agents = linked ? ctx.sourceFolder(join(link.dir, home), link.scope) : undefined;
+    const resolved = linked ? (agents === undefined ? undefined : join(agents, child)) : root;
     if (resolved !== undefined) scan(resolved, "", 0, []);
   } catch (error) {
     errorCode(error);
@@ -2921,22 +2781,24 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
   return skills;
 }
 
-/** The skill a file defines, through Pi's own frontmatter parser; `path` is the file's cwd-relative path. */
-function skillOf(text: string, directoryName: string, path: string): NonNullable<FileEntry["skill"]> {
+/** The skill a file defines, through Pi's own frontmatter parser. */
+function skillOf({ text, realPath, path }: InstructionFile): NonNullable<FileEntry["skill"]> {
   const frontmatter = yamlFrontmatter(text)?.frontmatter as Record<string, unknown> | undefined;
   if (!frontmatter) return { ok: false, reason: "skillInvalid" };
   const described = frontmatter.description;
   if (typeof described !== "string" || described.trim() === "") return { ok: false, reason: "skillNoDescription" };
-  const name = typeof frontmatter.name === "string" && frontmatter.name !== "" ? frontmatter.name : directoryName;
+  const given = frontmatter.name;
+  const name = typeof given === "string" && given !== "" ? given : basename(dirname(realPath));
   const description = described.trim();
   const skill = { name, description, path, version: versionOf(`${name}\n${description}\n${path}`) };
   return { ok: true, hidden: frontmatter["disable-model-invocation"] === true, skill };
 }
 
 /** The cap notice of a folder listed only in part. */
-function scanCap(ctx: Discovery, dir: string, listing: ListingEntry): Rejection {
+function noteScanCap(ctx: Discovery, dir: string, listing: ListingEntry, rejected: Rejection[]): void {
   const counts = { taken: listing.names.length, total: listing.total };
-  return { path: toDisplayPath(ctx.cwdReal, dir), reason: "scanCapped", kind: "cap", counts };
+  if (counts.taken < counts.total)
+    rejected.push({ path: toDisplayPath(ctx.cwdReal, dir), reason: "scanCapped", kind: "cap", counts });
 }
 
 /** A folder's entries as discovery keeps them: past the cap, the first entries by name. */
@@ -2946,7 +2808,7 @@ function listingOf(dirents: nodeFs.Dirent[]): ListingEntry {
   const names = kept.map((d) => ({ name: d.name, kind: direntKind(d) }));
   const has = (name: string) => names.some((entry) => entry.name === name);
   const ignoreFiles = C.SKILL_IGNORE_FILES.filter(has);
-  return { names, capped, total: dirents.length, ignoreFiles, hasSkillFile: has(C.SKILL_FILE_NAME) };
+  return { names, total: dirents.length, ignoreFiles, hasSkillFile: has(C.SKILL_FILE_NAME) };
 }
 
 function byName(a: { name: string }, b: { name: string }): number {
@@ -3132,9 +2994,8 @@ interface Rule {
 interface RulePlace {
   source: C.RuleSource;
   base: string;
-  /** Absolute paths of the rule folder's parent (`.cursor`) and of the rule folder, as written. */
+  /** Absolute path of the rule folder's parent (`.cursor` …), as written. */
   parentDir: string;
-  ruleDir: string;
   parentScope: string;
   /** cwd-relative rule folder. */
   display: string;
@@ -3142,8 +3003,8 @@ interface RulePlace {
 
 interface RuleFolder {
   place: RulePlace;
-  /** Listings the rules were read from; the folder is read again when one of them changes. */
-  listings: ListingEntry[];
+  /** Listings the rules were read from; the folder is read again when one changes, or when there are none. */
+  listings?: ListingEntry[];
   rules: Rule[];
   rejected: Rejection[];
   /** Paths of its rules that are not manual, built once per version of the folder's rules. */
@@ -3165,8 +3026,7 @@ function ruleApplies(rule: Rule, touched: readonly string[]): boolean {
 function rulePlace(ctx: Discovery, source: C.RuleSource, base: string): RulePlace {
   const [parent, child] = C.RULE_DIRS[source];
   const parentScope = base === "" ? parent : `${base}/${parent}`;
-  const parentDir = join(ctx.cwdReal, parentScope);
-  return { source, base, parentDir, ruleDir: join(parentDir, child), parentScope, display: `${parentScope}/${child}` };
+  return { source, base, parentDir: join(ctx.cwdReal, parentScope), parentScope, display: `${parentScope}/${child}` };
 }
 
 /**
@@ -3175,27 +3035,24 @@ function rulePlace(ctx: Discovery, source: C.RuleSource, base: string): RulePlac
  * folder's parent (`.cursor`, `.claude`, `.github`), never below it: git gives up beyond a link.
  */
 function ruleFoldersFor(ctx: Discovery, views: DirectoryView[], sources: ReadonlySet<C.RuleSource>): RuleFolder[] {
-  // What `.claude`, `.cursor` and `.github` are in cwd: one lstat of cwd while it stands.
-  const kindOf = (source: C.RuleSource) => kindOfEntry(ctx.fs.lstat(join(ctx.cwdReal, C.RULE_DIRS[source][0])));
-  const build = () => new Map(C.RULE_SOURCES.map((source) => [source, kindOf(source)]));
-  const cwd = ctx.fs.lstat(ctx.cwdReal);
-  const rootKinds = cwd ? ctx.rootRuleParents.get(ctx.cwdReal, cwd, build) : build();
-  const places = ctx.rootRulePlaces.filter((place) => sources.has(place.source));
+  // cwd's entry, as a folder view's: one lstat of cwd while it stands.
+  const homes = ctx.directoryEntry(ctx.cwdReal)?.homes;
+  const places = ctx.rootRulePlaces
+    .filter((place) => sources.has(place.source))
+    .map((place) => ({ place, kind: homes?.get(C.RULE_DIRS[place.source][0]) ?? "none" }));
   for (const view of sources.has("cursor") ? views : []) {
     let place = ctx.rulePlaces.get(view.scope);
-    if (!place && ctx.ruleParentKind(view.scope) !== "none")
+    if (!place && view.cursor !== "none")
       ctx.rulePlaces.set(view.scope, (place = rulePlace(ctx, "cursor", view.scope)));
-    if (place) places.push(place);
+    if (place) places.push({ place, kind: view.cursor });
   }
   const folders: RuleFolder[] = [];
-  for (const place of places) {
+  for (const { place, kind } of places) {
     const ignored = C.RULE_DIRS[place.source].some((name) => ctx.options.ignoredDirs.has(name))
       ? "ignoredDir"
       : gitRefusal(ctx, place.parentScope.split("/"), true);
-    if (ignored === undefined) {
-      const kind = place.base === "" ? rootKinds.get(place.source)! : ctx.ruleParentKind(place.base);
-      folders.push(ruleFolder(ctx, place, kind));
-    } else if (ignored !== "held") ctx.ignoredSeen.set(place.display, ignored);
+    if (ignored === undefined) folders.push(ruleFolder(ctx, place, kind));
+    else if (ignored !== "held") ctx.ignoredSeen.set(place.display, ignored);
   }
   return folders;
 }
@@ -3219,38 +3076,43 @@ function ruleFolder(ctx: Discovery, place: RulePlace, parentKind: ParentKind): R
         walk(join(dir, name), depth + 1);
     }
   };
-  walk(parentKind === "link" ? join(parentDir, C.RULE_DIRS[place.source][1]) : place.ruleDir, 0);
+  walk(join(parentDir, C.RULE_DIRS[place.source][1]), 0);
   const known = ctx.ruleFolders.get(place.display);
-  if (known?.listings.length === found.length && found.every((entry, i) => entry.listing === known.listings[i]))
+  if (known?.listings?.length === found.length && found.every((entry, i) => entry.listing === known.listings![i]))
     return known;
   const folder: RuleFolder = { place, listings: found.map((entry) => entry.listing), rules: [], rejected: [] };
   const suffixes = C.RULE_FILE_SUFFIXES[place.source];
   for (const { dir, listing } of found) {
-    if (listing.capped) folder.rejected.push(scanCap(ctx, dir, listing));
+    noteScanCap(ctx, dir, listing, folder.rejected);
     for (const { name, kind } of sortedNames(listing)) {
       if (kind === "dir" || kind === "other" || name.startsWith(".")) continue;
       if (!suffixes.some((suffix) => name.endsWith(suffix) && name.length > suffix.length)) continue;
       const candidate = join(dir, name);
-      const file = ctx.sourceFile(candidate, place.base);
-      const rule = "reason" in file ? undefined : compileRule(ctx, place, candidate, file);
-      const reason = "reason" in file ? file.reason : rule?.glob?.ok === false ? rule.glob.reason : undefined;
-      if (reason === undefined) folder.rules.push(rule!);
+      const rule = ruleAt(ctx, place, candidate);
+      if (!("reason" in rule)) folder.rules.push(rule);
       // A rule that waits for git: the folder is read again at the next call.
-      else if (reason === "held") folder.listings = [];
-      else if (reason !== "skip")
-        folder.rejected.push({ path: toDisplayPath(ctx.cwdReal, candidate), reason, kind: "instruction" });
+      else if (rule.reason === "held") folder.listings = undefined;
+      else if (rule.reason !== "skip")
+        folder.rejected.push({ path: toDisplayPath(ctx.cwdReal, candidate), reason: rule.reason, kind: "instruction" });
     }
   }
   ctx.ruleFolders.set(place.display, folder);
   return folder;
 }
 
-/** The rule a file version defines, compiled once per version. */
-function compileRule(ctx: Discovery, place: RulePlace, candidate: string, file: InstructionFile): Rule {
-  const cached = ctx.compiledRules.get(candidate);
-  if (cached && cached.loaded === file && cached.dir === place.display) return cached;
+/** The rule a rule file defines as it is now, compiled once per version; why not, for a file refused or gone. */
+function ruleAt(ctx: Discovery, place: RulePlace, candidate: string): Rule | { reason: C.Reason | "skip" | "held" } {
+  const file = ctx.sourceFile(candidate, place.base);
+  if ("reason" in file) return file;
+  let rule = ctx.compiledRules.get(candidate);
+  if (rule?.loaded !== file || rule.dir !== place.display)
+    ctx.compiledRules.set(candidate, (rule = compileRule(place, candidate, file)));
+  return rule.glob?.ok === false ? { reason: rule.glob.reason } : rule;
+}
+
+function compileRule(place: RulePlace, candidate: string, file: InstructionFile): Rule {
   const { body, ...meta } = readRuleMeta(place.source, file.text, basename(candidate));
-  const rule: Rule = {
+  return {
     source: place.source,
     path: file.path,
     candidate,
@@ -3263,8 +3125,6 @@ function compileRule(ctx: Discovery, place: RulePlace, candidate: string, file: 
     body: { ...file, text: body, bytes: Buffer.byteLength(body) },
     listingVersion: versionOf(`${meta.name}\n${meta.description}\n${file.path}`),
   };
-  ctx.compiledRules.set(candidate, rule);
-  return rule;
 }
 
 /** The rules that apply to these paths, each stat-checked again: one pass over the compiled rules. */
@@ -3273,11 +3133,10 @@ function applyingRules(ctx: Discovery, folders: RuleFolder[], touched: readonly 
   for (const folder of folders) {
     for (const [index, rule] of folder.rules.entries()) {
       if (!ruleApplies(rule, touched)) continue;
-      const file = ctx.sourceFile(rule.candidate, folder.place.base);
-      const fresh = "reason" in file ? undefined : compileRule(ctx, folder.place, rule.candidate, file);
-      if (!fresh || fresh.glob?.ok === false) {
+      const fresh = ruleAt(ctx, folder.place, rule.candidate);
+      if ("reason" in fresh) {
         // Gone or refused since the folder was read: read the folder again at the next call.
-        folder.listings = [];
+        folder.listings = undefined;
         continue;
       }
       if (fresh !== rule) [folder.rules[index], folder.offered] = [fresh, undefined];
@@ -3397,30 +3256,21 @@ function readBounded(fs: FileSystem, realPath: string, maxBytes: number): Loaded
 // died on the path it was asked (a submodule's inside), which alone stays unknown. It is run so
 // that no setting of the repository can start a program: `spawnGit`.
 
-/** Git's answers for one discovery, and the questions its views raised that git was not asked yet. */
-class GitAnswers {
-  /** Folders git ignores (their subtrees too), and import targets, by cwd-relative path. */
-  readonly folders = new Map<string, boolean>();
-  readonly files = new Map<string, boolean>();
-  /** Questions imports raised while views were built: `scope/` for a folder, a file's path. */
-  readonly wanted = new Set<string>();
-  /** Whether git may still answer; while it may, an import it has not answered for is held back. */
+/**
+ * Git's answers for one discovery, by cwd-relative path: the folders it ignores (their subtrees too)
+ * and import targets; the questions views raised that git was not asked yet (`scope/` for a folder,
+ * a file's path); whether git may still answer (while it may, an unanswered import is held back).
+ */
+type GitAnswers = {
+  readonly folders: Map<string, boolean>;
+  readonly files: Map<string, boolean>;
+  readonly wanted: Set<string>;
   readonly mayAnswer: () => boolean;
+};
 
-  constructor(mayAnswer: () => boolean) {
-    this.mayAnswer = mayAnswer;
-  }
-
-  takeWanted(): string[] {
-    const wanted = [...this.wanted];
-    this.wanted.clear();
-    return wanted;
-  }
-
-  setAnswer(question: string, ignored: boolean): void {
-    if (question.endsWith("/")) this.folders.set(question.slice(0, -1), ignored);
-    else this.files.set(question, ignored);
-  }
+function setGitAnswer(answers: GitAnswers, question: string, ignored: boolean): void {
+  if (question.endsWith("/")) answers.folders.set(question.slice(0, -1), ignored);
+  else answers.files.set(question, ignored);
 }
 
 // Exported for tests: they hand the engine a git that is slow, absent or dying.
@@ -3454,22 +3304,18 @@ class GitIgnoreOracle {
   readonly cwdReal: string;
   private readonly spawnGit: SpawnGit;
   private child?: ChildProcessWithoutNullStreams;
-  private off = false;
+  /** True once git is gone for the session (absent, no repository, timed out): nothing is asked again. */
+  off = false;
   /** The rule that ignores cwd itself, and so tells nothing ("" for none); undefined until git works here. */
   private cwdRule?: string;
   private buffer = "";
   private waiters: GitWaiter[] = [];
-  /** Scopes git failed on; their subtrees are not asked again. */
+  /** Scopes git failed on, each ending in `/`: their subtrees are not asked again. */
   private readonly failed = new Set<string>();
 
   constructor(cwdReal: string, spawner: SpawnGit) {
     this.cwdReal = cwdReal;
     this.spawnGit = spawner;
-  }
-
-  /** Whether git may still answer: false once it is gone for the session (absent, no repository). */
-  get available(): boolean {
-    return !this.off;
   }
 
   start(): void {
@@ -3497,7 +3343,6 @@ class GitIgnoreOracle {
   /** Whether git ignores each cwd-relative path (a folder's ends in `/`); false for all without git. */
   async ask(paths: string[]): Promise<boolean[]> {
     this.start();
-    if (this.off) return paths.map(() => false);
     const rules = paths.map((path) => new Promise<string | undefined>((answer) => this.send({ path, answer })));
     const timer = setTimeout(() => this.stop(), C.GIT_ANSWER_TIMEOUT_MS);
     try {
@@ -3514,14 +3359,11 @@ class GitIgnoreOracle {
    * then does not match `generated`, and a `!generated/keep/` re-include is reported as the negation it is.
    */
   private send(waiter: GitWaiter): void {
-    // A path at or below one git failed on is not asked again.
-    const parts = withoutSlash(waiter.path).split("/");
-    if (this.failed.size > 0 && parts.some((_, index) => this.failed.has(parts.slice(0, index + 1).join("/")))) {
-      return waiter.answer(undefined);
-    }
+    const path = withoutSlash(waiter.path);
+    // A helper that cannot start again answers nothing; one that died answers its waiters when it closes.
+    if (this.off || [...this.failed].some((scope) => `${path}/`.startsWith(scope))) return waiter.answer(undefined);
     this.waiters.push(waiter);
-    // A helper that died cannot take the question: its close answers the waiters.
-    this.child?.stdin.write(`./${withoutSlash(waiter.path)}\0`);
+    this.child?.stdin.write(`./${path}\0`);
   }
 
   /** Records are four NUL-terminated fields: source, line, pattern, path; a negated pattern or none ignores nothing. */
@@ -3531,9 +3373,8 @@ class GitIgnoreOracle {
     this.buffer = fields.slice(whole).join("\0");
     for (let at = 0; at < whole; at += 4) {
       const pattern = fields[at + 2]!;
-      this.waiters
-        .shift()
-        ?.answer(pattern === "" || pattern.startsWith("!") ? "" : fields.slice(at, at + 3).join("\0"));
+      const rule = pattern === "" || pattern.startsWith("!") ? "" : fields.slice(at, at + 3).join("\0");
+      this.waiters.shift()?.answer(rule);
     }
   }
 
@@ -3545,7 +3386,7 @@ class GitIgnoreOracle {
     if (this.cwdRule === undefined || this.off) return this.stop();
     const [culprit, ...rest] = this.waiters.splice(0);
     if (!culprit) return;
-    this.failed.add(withoutSlash(culprit.path));
+    this.failed.add(`${withoutSlash(culprit.path)}/`);
     culprit.answer(undefined);
     if (rest.length > 0) this.start();
     for (const waiter of rest) this.send(waiter);
@@ -3561,7 +3402,10 @@ class GitIgnoreOracle {
 }
 
 // =============================================================================================
-// 8. Settings: the defaults of config.ts, which settings may override.
+// 8. Settings: the defaults of config.ts, which `lazyAgents` in Pi's settings.json files may override,
+// as `pi.getSettings()` merges them (project over global, key by key; Pi leaves an untrusted
+// project's settings out). Every value is checked; a bad one keeps its default and earns one fixed
+// warning that names only our own key.
 
 // Exported for tests: they compare settings with the defaults, and build settings from them.
 export type Options = ReturnType<typeof defaultOptions>;
@@ -3582,10 +3426,6 @@ export function defaultOptions() {
     checks: true,
   };
 }
-
-// Settings: `lazyAgents` in Pi's settings.json files, as `pi.getSettings()` merges them (project
-// over global, key by key; Pi leaves an untrusted project's settings out). Every value is checked;
-// a bad one keeps its default and earns one fixed warning that names only our own key.
 
 /** A setting: the option it sets, its value read from a good setting (undefined for a bad one), the values allowed. */
 type Setting = {
@@ -3610,7 +3450,17 @@ function isNameList(value: unknown, allowEmpty: boolean): value is string[] {
   );
 }
 
-const ALL_TRIGGERS: ReadonlySet<string> = new Set([...C.TRIGGER_TOOLS, ...C.OPTIONAL_TRIGGER_TOOLS]);
+/** Names from `allowed`, as a set; `unique` refuses a name given twice. */
+const namesFrom =
+  <T>(allowed: readonly T[], unique: boolean) =>
+  (value: unknown): Set<T> | undefined =>
+    Array.isArray(value) &&
+    value.every((name) => allowed.includes(name)) &&
+    (!unique || new Set(value).size === value.length)
+      ? new Set(value)
+      : undefined;
+
+const ALL_TRIGGERS: readonly string[] = [...C.TRIGGER_TOOLS, ...C.OPTIONAL_TRIGGER_TOOLS];
 
 const SETTINGS = {
   enabled: ["enabled", flag, C.SETTING_EXPECTED.boolean],
@@ -3626,16 +3476,12 @@ const SETTINGS = {
     byteCount(C.MIN_SETTING_BUDGET_BYTES),
     C.SETTING_EXPECTED.bytes(C.MIN_SETTING_BUDGET_BYTES, C.MAX_SETTING_BYTES),
   ],
-  triggers: [
-    "triggers",
-    (value) => (Array.isArray(value) && value.every((tool) => ALL_TRIGGERS.has(tool)) ? new Set(value) : undefined),
-    C.SETTING_EXPECTED.triggers([...ALL_TRIGGERS]),
-  ],
+  triggers: ["triggers", namesFrom(ALL_TRIGGERS, false), C.SETTING_EXPECTED.triggers(ALL_TRIGGERS)],
   skills: ["skills", flag, C.SETTING_EXPECTED.boolean],
   imports: ["imports", flag, C.SETTING_EXPECTED.boolean],
   gateWrites: ["gateWrites", flag, C.SETTING_EXPECTED.boolean],
   rules: ["rules", flag, C.SETTING_EXPECTED.boolean],
-  ruleSources: ["ruleSources", ruleSourcesOf, C.SETTING_EXPECTED.ruleSources(C.RULE_SOURCES)],
+  ruleSources: ["ruleSources", namesFrom(C.RULE_SOURCES, true), C.SETTING_EXPECTED.ruleSources(C.RULE_SOURCES)],
   checks: ["checks", flag, C.SETTING_EXPECTED.boolean],
 } satisfies Record<string, Setting>;
 
@@ -3750,11 +3596,6 @@ function discoveryChanged(a: Options, b: Options): boolean {
 // 9. The /lazy-agents report: what the session has seen, kept per scope and replaced at each view,
 // and `why <path>` / `why "<command>"`. Never file contents.
 
-/** A `why` argument wrapped in quotes is a bash command; a bare one is a path (which may hold spaces). */
-function quotedCommand(argument: string): string | undefined {
-  return /^(["'])(.*)\1$/s.exec(argument.trim())?.[2];
-}
-
 /** What the session has seen: the latest view of each folder a call looked at, so bounded by the folders visited. */
 class Inspection extends Map<string, DirectoryView> {
   record(views: DirectoryView[]): void {
@@ -3763,10 +3604,6 @@ class Inspection extends Map<string, DirectoryView> {
 
   prune(keep: (scope: string) => boolean): void {
     for (const scope of this.keys()) if (!keep(scope)) this.delete(scope);
-  }
-
-  sizes(): Record<string, number> {
-    return { inspectedScopes: this.size };
   }
 }
 
@@ -3823,22 +3660,19 @@ async function explainCommand(engine: LazyAgents, command: string, env: CallEnvi
   return lines.map(oneLine).join("\n");
 }
 
-/** The state of a file or rule text the ledger may hold, against the version on disk. */
-function heldState(ledger: Ledger, kind: "file" | "rule", path: string, version: string): string {
-  const held: { version: string; truncated?: boolean; via?: string } | undefined = ledger.get(kind, path);
-  if (!held) return ledger.withdrawn[kind].has(path) ? C.REPORT_STATES.retracted : C.REPORT_STATES.pending;
-  if (held.version !== version) return C.REPORT_STATES.changed;
+/** The state of a file (or a rule's text) the ledger may hold, against the version on disk. */
+function fileState(ledger: Ledger, file: Pick<InstructionFile, "path" | "version">, kind: "file" | "rule" = "file") {
+  const held: { version: string; truncated?: boolean; via?: string } | undefined = ledger.get(kind, file.path);
+  if (!held) return ledger.withdrawn[kind].has(file.path) ? C.REPORT_STATES.retracted : C.REPORT_STATES.pending;
+  if (held.version !== file.version) return C.REPORT_STATES.changed;
   if (held.truncated) return C.REPORT_STATES.truncated;
   return held.via === "read" ? C.REPORT_STATES.readByModel : C.REPORT_STATES.delivered;
 }
 
-function fileState(ledger: Ledger, file: { path: string; version: string }): string {
-  return heldState(ledger, "file", file.path, file.version);
-}
-
 function ruleState(ledger: Ledger, rule: Rule): string {
   if (rule.meta.kind === "manual") return C.REPORT_STATES.manual;
-  if (rule.meta.kind !== "described") return heldState(ledger, "rule", rule.path, rule.loaded.version);
+  if (rule.meta.kind !== "described")
+    return fileState(ledger, { path: rule.path, version: rule.loaded.version }, "rule");
   return ledger.get("rule", rule.path)?.version === rule.listingVersion
     ? C.REPORT_STATES.listed
     : C.REPORT_STATES.pending;
@@ -3904,20 +3738,17 @@ function formatInspection(engine: LazyAgents, verbose = false): string {
   const shadowed = seenSkills.filter((outer) =>
     seenSkills.some((inner) => inner.name === outer.name && isPathInside(`/${outer.scope}`, `/${inner.scope}`)),
   );
-  const notUsed: Array<Pick<Rejection, "path" | "reason" | "counts">> = [
+  const notUsed = [
     ...[...(discovery?.ignoredSeen ?? [])].map(([path, reason]) => ({ path, reason })),
     ...views.flatMap((view) => view.rejected),
     ...shadowed.map(({ path }) => ({ path, reason: "skillShadowed" as const })),
     ...folders.flatMap((folder) => folder.rejected),
-  ];
+  ].map((item: Pick<Rejection, "path" | "reason" | "counts">) => [item.path, C.reasonText(item.reason, item.counts)]);
   const sections = [
     ...reportSection(C.REPORT_TEXT.filesHeading, fileRows),
     ...reportSection(C.REPORT_TEXT.rulesHeading, ruleRows),
     ...reportSection(C.REPORT_TEXT.skillsHeading, skillRows),
-    ...reportSection(
-      C.REPORT_TEXT.notUsedHeading,
-      notUsed.map((item) => [item.path, C.reasonText(item.reason, item.counts)]),
-    ),
+    ...reportSection(C.REPORT_TEXT.notUsedHeading, notUsed),
   ];
   const failures = [...engine.failures].map(([label, count]) => `  ${C.FAILURE_LABELS[label]}: ${count}`);
   const head = ["pi-lazy-agents", ...(options.enabled ? [] : [C.REPORT_TEXT.off])];
@@ -4007,27 +3838,15 @@ function statusText(ledger: Ledger): string | undefined {
   return counts.files + counts.rules + counts.skills === 0 ? undefined : C.statusText(counts);
 }
 
-/** The paths one turn's reminders loaded, kept apart by kind so the notification counts them as the status does. */
-type TurnLoaded = Record<keyof C.Counts, Set<string>>;
-
-function emptyLoaded(): TurnLoaded {
-  return { files: new Set(), rules: new Set(), skills: new Set() };
-}
-
-function addLoaded(loaded: TurnLoaded, record: LedgerRecord): void {
-  for (const file of record.files) if (file.via === "reminder") loaded.files.add(file.path);
-  for (const rule of record.rules ?? []) if (rule.as === "text") loaded.rules.add(rule.path);
-  for (const skill of record.skills) loaded.skills.add(skill.path);
-}
-
-function countsOf(loaded: TurnLoaded): C.Counts {
-  return { files: loaded.files.size, rules: loaded.rules.size, skills: loaded.skills.size };
-}
-
-function ruleSourcesOf(value: unknown): Set<C.RuleSource> | undefined {
-  if (!Array.isArray(value) || new Set(value).size !== value.length) return undefined;
-  const known = value.every((source) => (C.RULE_SOURCES as readonly unknown[]).includes(source));
-  return known ? new Set(value as C.RuleSource[]) : undefined;
+/** The notification of what one turn's reminders loaded, counted by kind as the status line counts; none for nothing. */
+function turnNotice(records: LedgerRecord[]): string | undefined {
+  const pathsOf = (items: Array<{ path: string }>) => new Set(items.map((item) => item.path));
+  const files = pathsOf(records.flatMap((record) => record.files.filter((file) => file.via === "reminder")));
+  const rules = pathsOf(records.flatMap((record) => (record.rules ?? []).filter((rule) => rule.as === "text")));
+  const skills = pathsOf(records.flatMap((record) => record.skills));
+  const paths = [...files, ...rules, ...skills].map(oneLine);
+  const counts = { files: files.size, rules: rules.size, skills: skills.size };
+  return paths.length === 0 ? undefined : C.loadedNotice(counts, paths);
 }
 
 // =============================================================================================
@@ -4036,8 +3855,7 @@ function ruleSourcesOf(value: unknown): Set<C.RuleSource> | undefined {
 // Exported for tests: a table test of containment.
 /** True when `child` lies strictly inside `parent`. Both must already be absolute and resolved. */
 export function isPathInside(parent: string, child: string): boolean {
-  const rel = relativeInside(parent, child);
-  return rel !== undefined && rel !== "";
+  return !!relativeInside(parent, child);
 }
 
 /** The one containment test: `child` relative to `parent` ("" for itself), undefined when it lies outside. */
@@ -4067,14 +3885,13 @@ const UTF8 = new TextDecoder("utf-8", { fatal: true });
 // Exported for tests: a table test of decoding.
 /** Decodes strict UTF-8, drops a BOM and turns CRLF and lone CR into LF; undefined if invalid. */
 export function decodeInstructionText(bytes: Uint8Array): string | undefined {
-  let text: string;
   try {
-    text = UTF8.decode(bytes);
+    const text = UTF8.decode(bytes);
+    return text.includes("\r") ? text.replace(/\r\n?/g, "\n") : text;
   } catch (error) {
     if (errorCode(error) !== "ERR_ENCODING_INVALID_ENCODED_DATA") throw error;
     return undefined;
   }
-  return text.includes("\r") ? text.replace(/\r\n?/g, "\n") : text;
 }
 
 // Exported for tests: a table test of cuts at character boundaries.
@@ -4116,18 +3933,6 @@ export function importTokens(text: string): string[] {
 function versionOf(text: string): string {
   // One-shot hashing: the same digest without a Hash object per file (bench: a sixth of a cold call).
   return hash("sha256", text, "hex").slice(0, C.VERSION_ID_LENGTH);
-}
-
-function swapCase(name: string): string {
-  return [...name].map((c) => (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase())).join("");
-}
-
-function depthOf(scope: string): number {
-  return scope.split("/").length;
-}
-
-function byteLength(text: string): number {
-  return Buffer.byteLength(text);
 }
 
 const CONTROL_NAMES: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };

@@ -155,6 +155,40 @@ test("known words in unchanged folders cost no more filesystem calls than a warm
     },
   ));
 
+test("a warm edit or write with checks on stats only cwd's .claude and its rule file beyond the same call with checks off", () =>
+  withTree(
+    {
+      ".claude/hookify.a.local.md": "---\nname: a\nevent: file\npattern: NEVER-WRITTEN\naction: block\n---\nA\n",
+      "src/pkg/AGENTS.md": "PKG-RULES\n",
+      "src/pkg/deep/x.ts": "v0\n",
+    },
+    async (t) => {
+      const warmCalls = async (checks: boolean) => {
+        const recorder = recordingFileSystem();
+        const h = await loadRunner(t, {
+          factories: [createLazyAgents({ fs: recorder.fs, spawnGit: noGit })],
+          settings: { lazyAgents: { checks } },
+        });
+        const path = "src/pkg/deep/x.ts";
+        const calls: string[][] = [];
+        for (let i = 1; i <= 4; i++) {
+          recorder.calls.length = 0;
+          if (i % 2 === 0) await h.call("edit", { path, edits: [{ oldText: `v${i - 1}`, newText: `v${i}` }] });
+          else await h.call("write", { path, content: `v${i}\n` });
+          calls.push(recorder.calls.map((call) => `${call.method} ${call.path}`).sort());
+        }
+        writeFileSync(t.abs(path), "v0\n");
+        return calls.slice(2);
+      };
+      const off = await warmCalls(false);
+      const on = await warmCalls(true);
+      const extra = [`lstat ${t.abs(".claude")}`, `lstat ${t.abs(".claude/hookify.a.local.md")}`];
+      for (const [index, tool] of ["write", "edit"].entries()) {
+        assert.deepEqual(on[index], [...off[index]!, ...extra].sort(), `a warm ${tool}`);
+      }
+    },
+  ));
+
 test("one git helper starts with the session, and warm calls spawn no child process and ask git nothing", () =>
   withTree(
     { ".gitignore": "generated/\n", "src/deep/AGENTS.md": "DEEP", "src/deep/a.ts": "a", "src/deep/b.ts": "b" },

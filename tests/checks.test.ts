@@ -495,7 +495,9 @@ both(
       { extensionPaths: [EXTENSION_PATH], factories: [timer] },
     );
     assert.equal(spans.length, 2);
-    for (const span of spans) assert.ok(span < 1_000, `a call took ${span} ms`);
+    // Unbounded, ^(a+)+$ on 40,000 letters would never end; the bound is CHECK_MATCH_TIMEOUT_MS. This is a
+    // hang guard, not a speed goal (the bench measures speed), so it leaves room for a loaded machine.
+    for (const span of spans) assert.ok(span < 30_000, `a call took ${span} ms`);
     assert.deepEqual(
       run.results.map((r) => r.isError),
       [false, false],

@@ -171,6 +171,28 @@ test("the first call into a new folder waits for git's answer before its result 
     assert.match(reminderOf((await h.call("read", { path: "src/a.ts" })).content) ?? "", /SRC-RULES/);
   }));
 
+/** A helper that answers cwd, then dies on the next question; starting it again throws at once. */
+function dyingGit(): SpawnGit {
+  let spawned = 0;
+  const script = `let seen = 0; process.stdin.on("data", (chunk) => {
+    for (const byte of chunk) if (byte === 0 && ++seen === 1) process.stdout.write("\\0\\0\\0./\\0");
+    if (seen > 1) process.exit(1);
+  });`;
+  return () => {
+    if (spawned++ > 0) throw Object.assign(new Error("spawn git EMFILE"), { code: "EMFILE" });
+    return spawn(process.execPath, ["-e", script], { stdio: ["pipe", "pipe", "pipe"] });
+  };
+}
+
+test("when git dies after it has answered and cannot start again, the questions waiting on it are answered at once", () =>
+  withTree({ "a/AGENTS.md": "A-RULES", "a/x.ts": "x", "b/AGENTS.md": "B-RULES", "b/y.ts": "y" }, async (tree) => {
+    const h = await loadRunner(tree, { factories: [createLazyAgents({ spawnGit: dyingGit() })] });
+    const started = Date.now();
+    const reminder = reminderOf((await h.call("bash", { command: "cat a/x.ts b/y.ts" })).content) ?? "";
+    assert.match(reminder, /A-RULES[^]*B-RULES/);
+    assert.ok(Date.now() - started < 1500, `answered after ${Date.now() - started} ms, not at git's timeout`);
+  }));
+
 /** A seeded tree with nothing git ignores: nested files, imports one to three hops deep, folder imports, skills and rules. */
 function seededTree(seed: number): { spec: Record<string, string>; folders: string[]; next: () => number } {
   const next = rng(seed);

@@ -31,6 +31,7 @@ import {
   twoTrees,
 } from "./harness.ts";
 import { lazyAgents } from "./fixtures.ts";
+import { interceptFileSystem } from "./fs-seam.ts";
 
 // Examples from each tool's documentation: Claude Code's memory docs (path-specific rules), Cursor's
 // rules docs, GitHub's custom instructions docs and VS Code's applyTo handling.
@@ -716,5 +717,51 @@ test(`parallel calls both wait for git's answer about the rule folders`, () =>
         ),
       );
       assert.match(reminderOf(results[1]?.content ?? []) ?? "", /LIB-RULE/);
+    },
+  ));
+
+test("a rule folder marked to be read again, then deleted whole, withdraws the rules it held", () =>
+  twoTrees(
+    {
+      ".claude/rules/api.md": rule('paths: "src/**"', "API-RULE-V1"),
+      ".claude/rules/keep.md": rule('paths: "src/**"', "KEEP-RULE"),
+      "src/a.ts": "a\n",
+    },
+    async (tree, mode) => {
+      const h = await loadRunner(tree);
+      const touch = async () => reminderOf((await h.call("read", { path: "src/a.ts" })).content) ?? "";
+      assert.match(await touch(), /KEEP-RULE/, mode);
+      // Changed in place, so its folder's listing stands, to a glob that does not compile: the folder is marked.
+      writeFileSync(tree.abs(".claude/rules/api.md"), rule('paths: "src/[z-a]*.ts"', "API-RULE-V2"));
+      utimesSync(tree.abs(".claude/rules/api.md"), new Date(), new Date(Date.now() + 5000));
+      await touch();
+      rmSync(tree.abs(".claude/rules"), { recursive: true });
+      assert.match(await touch(), /\.claude\/rules\/keep\.md no longer applies/, mode);
+    },
+  ));
+
+test("a rule file that changes while another rule imports it keeps the imports of the text it was read with", () =>
+  withTree(
+    {
+      ".claude/rules/a.md": rule('paths: "src/**"', "A-RULE @b.md"),
+      ".claude/rules/b.md": rule('paths: "src/**"', "B-RULE-V1 @../../docs/old.md"),
+      "docs/old.md": "OLD-IMPORT\n",
+      "docs/new.md": "NEW-IMPORT\n",
+      "src/x.ts": "x\n",
+    },
+    async (tree) => {
+      const b = tree.abs(".claude/rules/b.md");
+      let lstats = 0;
+      // b.md is looked at when its folder is read, when it is checked again, then as a.md's import: it changes there.
+      const fs = interceptFileSystem((call, proceed) => {
+        if (call.method === "lstat" && call.path === b && ++lstats === 3)
+          writeFileSync(b, rule('paths: "src/**"', "B-RULE-V2, longer, @../../docs/new.md"));
+        return proceed();
+      });
+      const h = await loadRunner(tree, { factories: [createLazyAgents({ fs })] });
+      const reminder = reminderOf((await h.call("read", { path: "src/x.ts" })).content) ?? "";
+      assert.ok(lstats >= 3, "b.md changed while a.md's imports were read");
+      // The first version's own imports, not those of the text that replaced it.
+      assert.match(reminder, /path="docs\/old\.md" scope="src\/\*\*" imported-by="\.claude\/rules\/b\.md"/);
     },
   ));
