@@ -2033,7 +2033,7 @@ function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
   if (explained.length > 0) record.explained = explained;
 }
 
-/** Files and rule texts in the order they claim the budget: deepest scope first, a file before its imports; rule texts after the deepest folder's files. */
+/** The budget's order: deepest scope first, a file before its imports, rule texts after the deepest folder's files. */
 function budgetOrder(plan: DeliveryPlan): PlannedFile[] {
   const depth = (entry: PlannedFile) => entry.scope.split("/").length;
   const imported = (entry: PlannedFile) => Number(entry.record.importedBy !== undefined);
