@@ -994,8 +994,6 @@ function newCheckState() {
   return {
     /** Rule files of each folder's `.claude` (by scope: the folders seen), kept while its listing stands. */
     folders: new Map<string, { listing: ListingEntry; candidates: string[] }>(),
-    /** Whether a folder holds a `.claude`, while the folder's signature stands. */
-    holders: new SignatureCache<boolean>(),
     compiled: new WeakMap<InstructionFile, Check>(),
     /** Rule versions skipped for the session, by path and version. */
     skipped: new Map<string, C.CheckSkip>(),
@@ -1142,8 +1140,8 @@ function checksIn(discovery: Discovery, state: CheckState, bases: CheckBase[]): 
   const checks: Check[] = [];
   for (const { dir, scope, stats } of bases) {
     const claude = join(dir, C.CHECK_DIR_NAME);
-    // Most folders hold no `.claude`: while a folder's signature stands, that costs no call.
-    const holds = stats === undefined || state.holders.get(dir, stats, () => discovery.exists(claude));
+    // Most folders hold no `.claude`: the folder's entry, kept while its signature stands, says so for no call.
+    const holds = stats === undefined || discovery.directoryEntry(dir, stats)?.homes.get(C.CHECK_DIR_NAME) !== "none";
     const listing = holds ? fsOr(undefined, () => discovery.listing(claude)) : undefined;
     if (!listing) {
       state.folders.delete(scope);
@@ -3984,69 +3982,31 @@ type ShellWordUse =
 interface ShellCommand {
   /** The command's directory, relative to cwd or absolute; undefined after a `cd` known only at run time. */
   cwd: string | undefined;
-  words: string[];
   uses: ShellWordUse[];
 }
 
 interface ShellWord {
   text: string;
-  /** Holds an expansion (`$x`, `$( )`, backticks): its value exists only when the command runs. */
-  dynamic: boolean;
-  /** Index in `text` of the first unquoted glob character, or -1. */
-  glob: number;
-  /** Starts with an unquoted `~`. */
-  tilde: boolean;
-  /** A leading `NAME=value`. */
-  assignment: boolean;
-  /** Reached the reader's length limit: possibly cut, so not used. */
-  cut: boolean;
+  dynamic: boolean; // Holds an expansion (`$x`, `$( )`, backticks): its value exists only when the command runs.
+  glob: number; // Index in `text` of the first unquoted glob character, or -1.
+  tilde: boolean; // Starts with an unquoted `~`.
+  assignment: boolean; // A leading `NAME=value`.
+  cut: boolean; // Reached the reader's length limit: possibly cut, so not used.
 }
 
-type ShellToken =
-  | { kind: "word"; word: ShellWord }
-  | { kind: "redirect"; op: "read" | "write" | "heredoc" | "herestring" | "dup"; stripTabs?: boolean }
-  | { kind: "op"; op: string };
-
+/** A list of commands being read: its shell's directory and `pushd` stack, what closes it, how deep it is. */
 interface ShellFrame {
   cwd: string | undefined;
   dirs: Array<string | undefined>;
+  close?: string;
+  level: number;
 }
 
-const SHELL_KEYWORDS: ReadonlySet<string> = new Set([
-  "if",
-  "then",
-  "elif",
-  "else",
-  "fi",
-  "do",
-  "done",
-  "while",
-  "until",
-  "!",
-  "{",
-  "}",
-  "time",
-  "esac",
-  "coproc",
-]);
+type ShellRedirect = { op: "read" | "write"; word: ShellWord };
 
-const SHELL_WRAPPERS: ReadonlySet<string> = new Set([
-  "env",
-  "command",
-  "builtin",
-  "exec",
-  "nohup",
-  "time",
-  "sudo",
-  "nice",
-  "ionice",
-  "timeout",
-  "xargs",
-  "stdbuf",
-]);
-
-const SHELLS_WITH_SCRIPT: ReadonlySet<string> = new Set(["bash", "sh", "zsh"]);
-
+const SHELL_KEYWORDS = new Set("if then elif else fi do done while until ! { } time esac coproc".split(" "));
+const SHELL_WRAPPERS = new Set("env command builtin exec nohup time sudo nice ionice timeout xargs stdbuf".split(" "));
+const SHELLS_WITH_SCRIPT = new Set(["bash", "sh", "zsh"]);
 /** Options of common tools that name the folder they work in (the next word, or after `=`). */
 const TOOL_DIRECTORY_OPTIONS: ReadonlyMap<string, readonly string[]> = new Map([
   ["git", ["-C"]],
@@ -4056,440 +4016,255 @@ const TOOL_DIRECTORY_OPTIONS: ReadonlyMap<string, readonly string[]> = new Map([
   ["yarn", ["--cwd"]],
   ["cargo", ["--manifest-path"]],
 ]);
-
-const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*\+?$/;
-
-const FD_PREFIX = /(\d+|&)(?=[<>])/y;
-
-const SHELL_OPERATORS = ["&&", "||", ";;", "|&", ";", "&", "|", "(", ")"];
-
-const SHELL_OPERATOR_START: ReadonlySet<string> = new Set([";", "&", "|", "(", ")"]);
-
-const REDIRECT_OPERATORS: ReadonlyArray<[string, Extract<ShellToken, { kind: "redirect" }>]> = [
-  ["<<<", { kind: "redirect", op: "herestring" }],
-  ["<<-", { kind: "redirect", op: "heredoc", stripTabs: true }],
-  ["<<", { kind: "redirect", op: "heredoc" }],
-  ["<&", { kind: "redirect", op: "dup" }],
-  ["<>", { kind: "redirect", op: "write" }],
-  [">>", { kind: "redirect", op: "write" }],
-  [">|", { kind: "redirect", op: "write" }],
-  [">&", { kind: "redirect", op: "dup" }],
-  ["<", { kind: "redirect", op: "read" }],
-  [">", { kind: "redirect", op: "write" }],
-];
-
+/** A redirect (its operator in group 1, after an optional descriptor) or a control operator; `<(` is a word. */
+const SHELL_OPERATOR = /(?![<>]\()(?:(?:\d+|&)?(<<<|<<-|<<|<&|<>|>>|>\||>&|<|>)|&&|\|\||;;|\|&|[;&|()])/y;
+/** Blanks, escaped newlines and comments between words. */
+const SHELL_BLANKS = /(?:[ \t\r]|\\\n|#[^\n]*)*/y;
 /** A run of characters that mean nothing special inside a word. */
 const PLAIN_RUN = /[^\s;&|<>()\\'"$`*?[{~=]+/y;
-
-const WORD_BREAK = new Set([" ", "\t", "\n", ";", "&", "|", "<", ">", "(", ")"]);
-
-const NAME_CHAR = /[A-Za-z0-9_]/;
+/** `$'…'` (its body in group 1, where a backslash escapes) or `'…'` (group 2). */
+const SINGLE_QUOTED = /\$'((?:[^'\\]|\\[^]?)*)'?|'([^']*)'?/y;
+const SHELL_VARIABLE = /\$(?:[A-Za-z_]\w*|[\d@*#?$!-])/y;
+const WORD_BREAK = " \t\n;&|<>()";
+const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*\+?$/;
 
 // Exported for tests: a table test of the shell-word reader (and the bench).
 /** The simple commands of a bash command line, each with its directory and what its words name. */
 export function readShellCommand(command: string): ShellCommand[] {
-  const reader = new ShellReader(command.slice(0, C.MAX_SHELL_COMMAND_CHARS), { words: 0 }, 0);
-  reader.list(undefined, { cwd: ".", dirs: [] });
-  return reader.commands;
+  const shared = { words: 0, commands: [] as ShellCommand[] };
+  readShellScript(command.slice(0, C.MAX_SHELL_COMMAND_CHARS), { cwd: ".", dirs: [], level: 1 }, shared);
+  return shared.commands;
 }
 
-class ShellReader {
-  readonly commands: ShellCommand[] = [];
-  private pos = 0;
-  private readonly heredocs: Array<{ delimiter: string; stripTabs: boolean }> = [];
-  private readonly closers: Array<string | undefined> = [];
-  /** Directory of the command being read: where its substitutions run. */
-  private cwdNow: string | undefined = ".";
-  private readonly src: string;
-  private readonly budget: { words: number };
-  private readonly depth: number;
+/** Reads a script (a child shell's, for `bash -c`) into the shared commands, within one shared word budget. */
+function readShellScript(src: string, top: ShellFrame, shared: { words: number; commands: ShellCommand[] }): void {
+  let pos = 0;
+  const heredocs: Array<{ delimiter: string; stripTabs: boolean }> = [];
+  list(top);
 
-  constructor(src: string, budget: { words: number }, depth: number, commands?: ShellCommand[]) {
-    this.src = src;
-    this.budget = budget;
-    this.depth = depth;
-    if (commands) this.commands = commands;
-  }
-
-  private get done(): boolean {
-    return this.pos >= this.src.length || this.budget.words >= C.MAX_SHELL_WORDS;
-  }
-
-  /** Reads commands until `close` (`)` or a backtick) or the end. */
-  list(close: string | undefined, frame: ShellFrame): void {
-    const outer = this.cwdNow;
-    this.closers.push(close);
-    let pipedIn = false;
-    for (;;) {
-      const op = this.command(frame, pipedIn);
-      if (op === "eof" || (op === close && close !== undefined)) break;
-      pipedIn = op === "|" || op === "|&";
-    }
-    this.closers.pop();
-    this.cwdNow = outer;
+  /** Reads commands until the frame's `close` (`)` or a backtick) or the end. */
+  function list(frame: ShellFrame): void {
+    let op = "";
+    do op = command(frame, op === "|" || op === "|&");
+    while (op !== "eof" && op !== frame.close);
   }
 
   /** Reads one simple command; returns the operator that ended it. */
-  private command(frame: ShellFrame, pipedIn: boolean): string {
+  function command(frame: ShellFrame, pipedIn: boolean): string {
     const words: ShellWord[] = [];
-    const redirects: Array<{ op: "read" | "write"; word: ShellWord }> = [];
-    this.cwdNow = frame.cwd;
+    const redirects: ShellRedirect[] = [];
     for (;;) {
-      const token = this.next();
-      if (token.kind === "word") {
-        this.budget.words++;
-        words.push(token.word);
-        continue;
+      const token = next(frame);
+      if (typeof token !== "string") {
+        shared.words++;
+        words.push(token);
+      } else if (token[0] === "<" || token[0] === ">") {
+        // A redirect's target; heredocs, here-strings and descriptor copies name no path.
+        const target = next(frame);
+        if (typeof target === "string") continue;
+        shared.words++;
+        if (token === "<<" || token === "<<-") heredocs.push({ delimiter: target.text, stripTabs: token === "<<-" });
+        else if (token === "<") redirects.push({ op: "read", word: target });
+        else if (token !== "<<<" && !token.endsWith("&")) redirects.push({ op: "write", word: target });
+      } else if (token === "(") nested(")", frame);
+      else {
+        finish(words, redirects, frame, pipedIn || token === "|" || token === "|&" || token === "&");
+        return token;
       }
-      if (token.kind === "redirect") {
-        this.redirect(token, redirects);
-        continue;
-      }
-      if (token.op === "(") {
-        this.nested(")", frame.cwd);
-        continue;
-      }
-      const inPipeline = pipedIn || token.op === "|" || token.op === "|&" || token.op === "&";
-      this.finish(words, redirects, frame, inPipeline);
-      return token.op;
     }
-  }
-
-  private redirect(
-    token: Extract<ShellToken, { kind: "redirect" }>,
-    redirects: Array<{ op: "read" | "write"; word: ShellWord }>,
-  ): void {
-    const target = this.next();
-    if (target.kind !== "word") return;
-    this.budget.words++;
-    if (token.op === "heredoc")
-      this.heredocs.push({ delimiter: target.word.text, stripTabs: token.stripTabs === true });
-    else if (token.op === "read" || token.op === "write") redirects.push({ op: token.op, word: target.word });
   }
 
   /** A subshell or substitution: its own directory, starting from the current one. */
-  private nested(close: string, cwd: string | undefined): void {
-    if (this.depth + this.closers.length > C.MAX_SHELL_NESTING) {
-      this.skipTo(close);
-      return;
-    }
-    this.list(close, { cwd, dirs: [] });
+  function nested(close: string, frame: ShellFrame): void {
+    if (frame.level > C.MAX_SHELL_NESTING) skipTo(close);
+    else list({ cwd: frame.cwd, dirs: [], close, level: frame.level + 1 });
   }
 
   /** Skips past the matching `close` without reading commands (too deep to descend). */
-  private skipTo(close: string): void {
-    const open = close === ")" ? "(" : undefined;
-    let depth = 1;
-    while (this.pos < this.src.length) {
-      const char = this.src[this.pos++]!;
-      if (char === "\\") this.pos++;
-      else if (open !== undefined && char === open) depth++;
-      else if (char === close && --depth === 0) return;
+  function skipTo(close: string): void {
+    for (let open = 1; pos < src.length;) {
+      const char = src[pos++]!;
+      if (char === "\\") pos++;
+      else if (char === "(" && close === ")") open++;
+      else if (char === close && --open === 0) return;
     }
   }
 
-  private next(): ShellToken {
-    for (;;) {
-      if (this.done) return { kind: "op", op: "eof" };
-      const char = this.src[this.pos]!;
-      const after = this.src[this.pos + 1];
-      if (char === " " || char === "\t" || char === "\r") this.pos++;
-      else if (char === "\\" && after === "\n") this.pos += 2;
-      else if (char === "#") this.skipComment();
-      else break;
-    }
-    const char = this.src[this.pos]!;
-    const close = this.closers.at(-1);
-    if (char === "`" && close === "`") {
-      this.pos++;
-      return { kind: "op", op: "`" };
-    }
-    if (char === "\n") {
-      this.pos++;
-      this.readHeredocBodies();
-      return { kind: "op", op: "\n" };
-    }
-    FD_PREFIX.lastIndex = this.pos;
-    const fd = (char === "&" || (char >= "0" && char <= "9")) && FD_PREFIX.exec(this.src);
-    if (fd) this.pos += fd[0].length;
-    const rest = this.src.slice(this.pos, this.pos + 3);
-    if ((char === "<" || char === ">") && rest[1] === "(" && !fd) return { kind: "word", word: this.word() };
-    if (rest[0] === "<" || rest[0] === ">") return this.redirectOperator(rest);
-    if (!SHELL_OPERATOR_START.has(char)) return { kind: "word", word: this.word() };
-    for (const op of SHELL_OPERATORS) {
-      if (this.src.startsWith(op, this.pos)) {
-        this.pos += op.length;
-        return { kind: "op", op: op === ";;" ? ";" : op === ")" && close !== ")" ? ";" : op };
+  /** The next word, or an operator (a redirect's starts with `<` or `>`), or "eof". */
+  function next(frame: ShellFrame): ShellWord | string {
+    SHELL_BLANKS.lastIndex = pos;
+    if (SHELL_BLANKS.test(src)) pos = SHELL_BLANKS.lastIndex;
+    if (pos >= src.length || shared.words >= C.MAX_SHELL_WORDS) return "eof";
+    const char = src[pos]!;
+    if ((char === "`" && frame.close === "`") || char === "\n") {
+      pos++;
+      // Heredoc bodies are data: skipped, line by line, up to their delimiter.
+      for (const { delimiter, stripTabs } of char === "\n" ? heredocs.splice(0) : []) {
+        while (pos < src.length) {
+          const end = src.includes("\n", pos) ? src.indexOf("\n", pos) : src.length;
+          const line = src.slice(pos, end);
+          pos = end + 1;
+          if ((stripTabs ? line.replace(/^\t+/, "") : line) === delimiter) break;
+        }
       }
+      return char;
     }
-    return { kind: "word", word: this.word() };
+    SHELL_OPERATOR.lastIndex = pos;
+    const match = SHELL_OPERATOR.exec(src);
+    if (!match) return word(frame);
+    pos = SHELL_OPERATOR.lastIndex;
+    const [op, redirect] = match;
+    // `>&file` (no descriptor number) sends both streams to a file.
+    if (redirect === ">&" && !/^\s*(\d+|-)(?![^\s;&|<>()])/.test(src.slice(pos, pos + 24))) return ">";
+    return redirect ?? (op === ";;" || (op === ")" && frame.close !== ")") ? ";" : op);
   }
 
-  private redirectOperator(rest: string): ShellToken {
-    for (const [op, token] of REDIRECT_OPERATORS) {
-      if (!rest.startsWith(op)) continue;
-      this.pos += op.length;
-      // `>&file` (no descriptor number) sends both streams to a file.
-      if (op === ">&" && !/^\s*(\d+|-)(?![^\s;&|<>()])/.test(this.src.slice(this.pos, this.pos + 24)))
-        return { kind: "redirect", op: "write" };
-      return token;
-    }
-    this.pos++;
-    return { kind: "op", op: ";" };
-  }
-
-  private skipComment(): void {
-    const end = this.src.indexOf("\n", this.pos);
-    this.pos = end === -1 ? this.src.length : end;
-  }
-
-  /** Heredoc bodies are data: skipped, line by line, up to their delimiter. */
-  private readHeredocBodies(): void {
-    for (const { delimiter, stripTabs } of this.heredocs.splice(0)) {
-      while (this.pos < this.src.length) {
-        const end = this.src.indexOf("\n", this.pos);
-        const line = this.src.slice(this.pos, end === -1 ? this.src.length : end);
-        this.pos = end === -1 ? this.src.length : end + 1;
-        if ((stripTabs ? line.replace(/^\t+/, "") : line) === delimiter) break;
-      }
-    }
-  }
-
-  private word(): ShellWord {
+  function word(frame: ShellFrame): ShellWord {
     const word: ShellWord = { text: "", dynamic: false, glob: -1, tilde: false, assignment: false, cut: false };
     let quoted = false;
-    const close = this.closers.at(-1);
-    while (this.pos < this.src.length) {
-      const char = this.src[this.pos]!;
-      const start = this.pos;
-      if (word.text === "" && !quoted && (char === "<" || char === ">") && this.src[this.pos + 1] === "(") {
-        this.pos += 2;
-        this.nested(")", this.cwdNow);
-        word.dynamic = true;
-        word.text += this.src.slice(start, this.pos);
-        continue;
-      }
-      if (WORD_BREAK.has(char) || (char === "`" && close === "`")) break;
-      PLAIN_RUN.lastIndex = this.pos;
-      const plain = PLAIN_RUN.exec(this.src);
+    for (let double = false; pos < src.length;) {
+      const char = src[pos]!;
+      // `<(…)` and `>(…)` open a word, as a substitution.
+      const substitution =
+        !double && !quoted && word.text === "" && (char === "<" || char === ">") && src[pos + 1] === "(";
+      if (!double && !substitution && (WORD_BREAK.includes(char) || (char === "`" && frame.close === "`"))) break;
+      PLAIN_RUN.lastIndex = pos;
+      const plain = double ? null : PLAIN_RUN.exec(src);
       if (plain) {
         word.text += plain[0];
-        this.pos += plain[0].length;
-        continue;
-      }
-      if (char === "\\") {
-        if (this.src[this.pos + 1] !== "\n") word.text += this.src[this.pos + 1] ?? "";
-        this.pos += 2;
-        quoted = true;
-      } else if (char === "'") {
-        const end = this.src.indexOf("'", this.pos + 1);
-        this.pos = end === -1 ? this.src.length : end + 1;
-        word.text += this.src.slice(start + 1, end === -1 ? this.src.length : end);
-        quoted = true;
+        pos += plain[0].length;
       } else if (char === '"') {
-        this.pos++;
-        this.doubleQuoted(word);
+        pos++;
+        double = !double;
         quoted = true;
-      } else if (char === "$" && this.src[this.pos + 1] === "'") {
-        this.pos += 2;
-        word.text += this.ansiQuoted();
+      } else if (char === "\\") {
+        // Within double quotes a backslash escapes only `$`, a backtick, `"` and itself.
+        const escaped = src[pos + 1] ?? "";
+        if (escaped !== "\n") word.text += double && !'$`"\\'.includes(escaped) ? `\\${escaped}` : escaped;
+        pos += 2;
         quoted = true;
-      } else if (char === "$" || char === "`") {
-        this.expansion(word);
+      } else if (!double && (char === "'" || (char === "$" && src[pos + 1] === "'"))) {
+        SINGLE_QUOTED.lastIndex = pos;
+        const [all, ansi, raw] = SINGLE_QUOTED.exec(src)!;
+        pos += all.length;
+        // `$'…'`: backslash escapes as C writes them, the common ones only.
+        word.text += raw ?? ansi!.replace(/\\([^]?)/g, (_, c) => (c === "n" ? "\n" : c === "t" ? "\t" : c));
+        quoted = true;
+      } else if (char === "$" || char === "`" || substitution) expansion(word, frame);
+      else if (double) {
+        word.text += char;
+        pos++;
       } else {
         if (!quoted && word.text === "" && char === "~") word.tilde = true;
         if ("*?[{".includes(char) && word.glob === -1) word.glob = word.text.length;
         if (!quoted && char === "=" && !word.assignment && ASSIGNMENT.test(word.text) && !word.dynamic)
           word.assignment = true;
         word.text += char;
-        this.pos++;
+        pos++;
       }
     }
-    if (this.pos >= this.src.length && this.src.length >= C.MAX_SHELL_COMMAND_CHARS) word.cut = true;
+    if (pos >= src.length && src.length >= C.MAX_SHELL_COMMAND_CHARS) word.cut = true;
     return word;
   }
 
-  private doubleQuoted(word: ShellWord): void {
-    while (this.pos < this.src.length) {
-      const char = this.src[this.pos]!;
-      if (char === '"') {
-        this.pos++;
-        return;
-      }
-      if (char === "\\") {
-        const escaped = this.src[this.pos + 1] ?? "";
-        if (escaped !== "\n") word.text += '$`"\\'.includes(escaped) ? escaped : `\\${escaped}`;
-        this.pos += 2;
-      } else if (char === "$" || char === "`") {
-        this.expansion(word);
-      } else {
-        word.text += char;
-        this.pos++;
-      }
-    }
-  }
-
-  /** `$'…'`: backslash escapes as C writes them, the common ones only. */
-  private ansiQuoted(): string {
-    let text = "";
-    while (this.pos < this.src.length) {
-      const char = this.src[this.pos++]!;
-      if (char === "'") break;
-      if (char !== "\\") {
-        text += char;
-        continue;
-      }
-      const escaped = this.src[this.pos++] ?? "";
-      text += escaped === "n" ? "\n" : escaped === "t" ? "\t" : escaped;
-    }
-    return text;
-  }
-
-  /** `$name`, `${…}`, `$(( ))`, `$( )` or backticks: kept as written, and the word becomes dynamic. */
-  private expansion(word: ShellWord): void {
-    const start = this.pos;
-    const char = this.src[this.pos]!;
-    const after = this.src[this.pos + 1];
-    if (char === "`") {
-      this.pos++;
-      this.nested("`", this.cwdNow);
-    } else if (after === "(" && this.src[this.pos + 2] === "(") {
-      this.pos += 3;
-      this.skipTo(")");
-      if (this.src[this.pos] === ")") this.pos++;
-    } else if (after === "(") {
-      this.pos += 2;
-      this.nested(")", this.cwdNow);
-    } else if (after === "{") {
-      this.pos += 2;
-      this.skipTo("}");
-    } else if (after !== undefined && (NAME_CHAR.test(after) || "@*#?$!-".includes(after))) {
-      this.pos += 2;
-      if (/[A-Za-z_]/.test(after)) while (NAME_CHAR.test(this.src[this.pos] ?? "")) this.pos++;
-    } else {
-      this.pos++;
+  /** `$name`, `${…}`, `$(( ))`, `$( )`, `<( )` or backticks: kept as written, and the word becomes dynamic. */
+  function expansion(word: ShellWord, frame: ShellFrame): void {
+    const start = pos;
+    SHELL_VARIABLE.lastIndex = pos;
+    if (src[pos] === "`") {
+      pos++;
+      nested("`", frame);
+    } else if (src.startsWith("$((", pos)) {
+      pos += 3;
+      skipTo(")");
+      if (src[pos] === ")") pos++;
+    } else if (src[pos + 1] === "(") {
+      pos += 2;
+      nested(")", frame);
+    } else if (src.startsWith("${", pos)) {
+      pos += 2;
+      skipTo("}");
+    } else if (SHELL_VARIABLE.test(src)) pos = SHELL_VARIABLE.lastIndex;
+    else {
+      pos++;
       word.text += "$";
       return;
     }
-    word.text += this.src.slice(start, this.pos);
+    word.text += src.slice(start, pos);
     word.dynamic = true;
   }
 
   /** One simple command is complete: its words, its effect on the directory, and what they name. */
-  private finish(
-    all: ShellWord[],
-    redirects: Array<{ op: "read" | "write"; word: ShellWord }>,
-    frame: ShellFrame,
-    inPipeline: boolean,
-  ): void {
-    const { words, list } = withoutPrefix(all.filter((word) => !word.cut));
+  function finish(all: ShellWord[], redirects: ShellRedirect[], frame: ShellFrame, inPipeline: boolean): void {
+    const { words, toolAt } = commandParts(all.filter((word) => !word.cut));
     if (words.length === 0 && redirects.length === 0) return;
-    const command: ShellCommand = { cwd: frame.cwd, words: words.map((word) => word.text), uses: [] };
-    this.commands.push(command);
-    const toolAt = list ? -1 : toolIndex(words);
-    const tool = toolAt >= 0 && toolAt < words.length ? basenameOf(words[toolAt]!.text) : "";
+    const uses: ShellWordUse[] = [];
+    shared.commands.push({ cwd: frame.cwd, uses });
+    const tool = posix.basename(words[toolAt]?.text ?? "");
     let base = frame.cwd;
     let afterDashes = false;
-    const handled = new Set<number>();
-    const use = (word: ShellWord, role: "read" | "write") => command.uses.push(shellWordUse(word, role, base));
+    const skip = (word: ShellWord, reason: C.ShellWordReason) => uses.push({ word: word.text, role: "skip", reason });
+    const use = (word: ShellWord, role: "read" | "write") => uses.push(shellWordUse(word, role, base));
     for (let index = 0; index < words.length; index++) {
       const word = words[index]!;
-      if (handled.has(index)) continue;
-      if (index < toolAt && !word.text.startsWith("-")) {
-        command.uses.push({ word: word.text, role: "skip", reason: "commandName" });
-        continue;
-      }
-      if (index === toolAt) {
+      if (index < toolAt && !word.text.startsWith("-")) skip(word, "commandName");
+      else if (index === toolAt) {
         if (word.text.includes("/") && !word.dynamic) use(word, "read");
-        else command.uses.push({ word: word.text, role: "skip", reason: word.dynamic ? "dynamic" : "commandName" });
-        continue;
-      }
-      const option = !afterDashes && word.text.startsWith("-") && !word.dynamic;
-      if (option && word.text === "--") afterDashes = true;
-      const directory = index > toolAt && option ? directoryOption(tool, words, index) : undefined;
-      if (directory !== undefined) {
-        command.uses.push({ word: word.text, role: "skip", reason: "option" });
-        if (directory.index !== index) handled.add(directory.index);
-        use(directory.word, "read");
-        if (tool !== "cargo" && !directory.word.dynamic) base = joinShellPath(base, directory.word);
-        continue;
-      }
-      if (option) {
-        command.uses.push({ word: word.text, role: "skip", reason: "option" });
-        if (SHELLS_WITH_SCRIPT.has(tool) && index > toolAt && /^-[a-zA-Z]*c[a-zA-Z]*$/.test(word.text)) {
-          const script = words[index + 1];
-          if (script) {
-            handled.add(index + 1);
-            command.uses.push({ word: script.text, role: "skip", reason: "script" });
-            this.script(script.text, base);
-          }
+        else skip(word, word.dynamic ? "dynamic" : "commandName");
+      } else if (!afterDashes && word.text.startsWith("-") && !word.dynamic) {
+        skip(word, "option");
+        afterDashes = word.text === "--";
+        const directory = index > toolAt ? directoryOption(tool, words, index) : undefined;
+        const script = index > toolAt && SHELLS_WITH_SCRIPT.has(tool) && /^-[a-zA-Z]*c[a-zA-Z]*$/.test(word.text);
+        if (directory) {
+          if (directory === words[index + 1]) index++;
+          use(directory, "read");
+          if (tool !== "cargo" && !directory.dynamic) base = joinShellPath(base, directory);
+        } else if (script && index + 1 < words.length) {
+          skip(words[++index]!, "script");
+          const child = { cwd: base, dirs: [], level: frame.level + 2 };
+          if (frame.level <= C.MAX_SHELL_NESTING) readShellScript(words[index]!.text, child, shared);
         }
-        continue;
-      }
-      use(word, tool === "tee" && index > toolAt ? "write" : "read");
+      } else use(word, tool === "tee" && index > toolAt ? "write" : "read");
     }
-    for (const redirect of redirects) {
-      if (!redirect.word.cut) use(redirect.word, redirect.op);
-    }
-    if (!inPipeline) changeDirectory(frame, tool, words.slice(toolAt + 1), base);
-  }
-
-  /** The script of `bash -c`: commands of their own, in a child shell starting in `cwd`. */
-  private script(text: string, cwd: string | undefined): void {
-    if (this.depth + this.closers.length > C.MAX_SHELL_NESTING) return;
-    const reader = new ShellReader(text, this.budget, this.depth + this.closers.length + 1, this.commands);
-    reader.list(undefined, { cwd, dirs: [] });
+    for (const redirect of redirects) if (!redirect.word.cut) use(redirect.word, redirect.op);
+    // `cd`, `pushd` and `popd` move the directory of the commands that follow in the same shell.
+    if (inPipeline || !["cd", "pushd", "popd"].includes(tool)) return;
+    const target = words.slice(toolAt + 1).find((word) => !word.text.startsWith("-") || word.text === "-");
+    if (tool === "pushd") frame.dirs.push(frame.cwd);
+    if (tool === "popd") frame.cwd = frame.dirs.pop();
+    else
+      frame.cwd = target === undefined || target.text === "-" || target.tilde ? undefined : joinShellPath(base, target);
   }
 }
 
-/** Drops leading keywords, `for NAME in` and `NAME=value` assignments; a `for` list has no tool. */
-function withoutPrefix(words: ShellWord[]): { words: ShellWord[]; list: boolean } {
+/** Drops leading keywords and `NAME=value` assignments, then finds the tool after its wrappers (`env`,
+ * `sudo`, `xargs` …), their options and arguments; after `for NAME in` the words are a list, without a tool. */
+function commandParts(words: ShellWord[]): { words: ShellWord[]; toolAt: number } {
   let start = 0;
-  const plain = (word: ShellWord | undefined) =>
-    word !== undefined && !word.dynamic && (word.glob === -1 || word.text === "{");
-  while (start < words.length) {
+  for (; start < words.length; start++) {
     const word = words[start]!;
-    if (plain(word) && SHELL_KEYWORDS.has(word.text)) start++;
-    else if (plain(word) && (word.text === "for" || word.text === "select")) {
-      start += words[start + 2]?.text === "in" ? 3 : 2;
-      return { words: words.slice(start), list: true };
-    } else if (word.assignment) start++;
-    else break;
+    const plain = !word.dynamic && (word.glob === -1 || word.text === "{");
+    if (plain && (word.text === "for" || word.text === "select"))
+      return { words: words.slice(start + (words[start + 2]?.text === "in" ? 3 : 2)), toolAt: -1 };
+    if (!word.assignment && !(plain && SHELL_KEYWORDS.has(word.text))) break;
   }
-  return { words: words.slice(start), list: false };
+  const rest = words.slice(start);
+  let toolAt = 0;
+  const wrapper = ({ text, assignment }: ShellWord) =>
+    SHELL_WRAPPERS.has(text) || text.startsWith("-") || assignment || /^\d+[smhd]?$/.test(text);
+  while (toolAt < rest.length && wrapper(rest[toolAt]!)) toolAt++;
+  return { words: rest, toolAt };
 }
 
-/** Where the tool itself is: after wrappers (`env`, `sudo`, `xargs` …), their options and arguments. */
-function toolIndex(words: ShellWord[]): number {
-  let index = 0;
-  while (index < words.length) {
-    const text = words[index]!.text;
-    if (SHELL_WRAPPERS.has(text) || text.startsWith("-") || words[index]!.assignment || /^\d+[smhd]?$/.test(text))
-      index++;
-    else break;
-  }
-  return index;
-}
-
-function basenameOf(text: string): string {
-  return text.slice(text.lastIndexOf("/") + 1);
-}
-
-/** A tool's directory option at `index`: the word that names the folder, and where it is. */
-function directoryOption(
-  tool: string,
-  words: ShellWord[],
-  index: number,
-): { word: ShellWord; index: number } | undefined {
-  const options = TOOL_DIRECTORY_OPTIONS.get(tool);
-  if (!options) return undefined;
+/** The word naming the folder of a tool's directory option at `index`: the next word, or the option's own value. */
+function directoryOption(tool: string, words: ShellWord[], index: number): ShellWord | undefined {
   const word = words[index]!;
-  for (const option of options) {
-    if (word.text === option && words[index + 1]) return { word: words[index + 1]!, index: index + 1 };
+  for (const option of TOOL_DIRECTORY_OPTIONS.get(tool) ?? []) {
+    if (word.text === option && words[index + 1]) return words[index + 1];
     const joined = option.startsWith("--") ? `${option}=` : option;
-    if (word.text.startsWith(joined) && word.text.length > joined.length) {
-      return { word: { ...word, text: word.text.slice(joined.length), glob: -1, tilde: false }, index };
-    }
+    if (word.text.startsWith(joined) && word.text.length > joined.length)
+      return { ...word, text: word.text.slice(joined.length), glob: -1, tilde: false };
   }
   return undefined;
 }
@@ -4513,18 +4288,6 @@ function joinShellPath(base: string | undefined, word: ShellWord): string | unde
   return base === undefined ? undefined : posix.join(base, word.text);
 }
 
-/** `cd`, `pushd` and `popd` move the directory of the commands that follow in the same shell. */
-function changeDirectory(frame: ShellFrame, tool: string, args: ShellWord[], base: string | undefined): void {
-  if (tool === "popd") {
-    frame.cwd = frame.dirs.length > 0 ? frame.dirs.pop() : undefined;
-    return;
-  }
-  if (tool !== "cd" && tool !== "pushd") return;
-  const target = args.find((word) => !word.text.startsWith("-") || word.text === "-");
-  if (tool === "pushd") frame.dirs.push(frame.cwd);
-  frame.cwd = target === undefined || target.text === "-" || target.tilde ? undefined : joinShellPath(base, target);
-}
-
 // =============================================================================================
 // 10c. Globs: one bounded matcher for rule globs and ignore files.
 
@@ -4534,22 +4297,16 @@ function changeDirectory(frame: ShellFrame, tool: string, args: ShellWord[], bas
 // to its last star, so one match costs at most path length × pattern length steps: no glob can make
 // it backtrack exponentially, as a RegExp (or `path.matchesGlob`) can. Braces are expanded first,
 // within MAX_GLOB_EXPANSIONS, and globs past MAX_GLOB_CHARS are refused before they are read.
+// Options: `braces`, `{a,b}` are alternatives (rules) or characters (ignore files); `floating`, a glob
+// without a slash matches at any depth (Cursor, Copilot, ignore files).
 
-interface GlobOptions {
-  /** Whether `{a,b}` are alternatives (rule globs) or literal characters (ignore files). */
-  braces: boolean;
-  /** Whether a glob without a slash matches at any depth (Cursor, Copilot, ignore files) or only at the base. */
-  floating: boolean;
-}
+/** One character of a segment's pattern: itself, `*`, or a test (`?`, a `[…]` class). */
+type GlobChar = string | typeof ANY_RUN | ((char: string) => boolean);
 
-/** One character of a segment's pattern: itself, `?`, `*`, or a `[…]` class as (low, high) pairs. */
-type GlobChar = string | typeof ANY_CHAR | typeof ANY_RUN | { negated: boolean; ranges: string };
-/** A segment of a glob: `**`, or the characters of one path segment. */
-type GlobSegment = typeof ANY_DEPTH | GlobChar[];
-
-const ANY_CHAR = Symbol("?");
 const ANY_RUN = Symbol("*");
 const ANY_DEPTH = Symbol("**");
+/** `[…]`, whose first member may be `]`, `!` or `^` after a negation (groups 1 and 2); `\x`; any character. */
+const GLOB_TOKEN = /\[(?:[!^]([^][^\]]*)|([^!^][^\]]*))\]|\\([^])|[^]/gy;
 
 let globSteps = 0;
 
@@ -4561,9 +4318,9 @@ export function globWork(): number {
 /** One matcher for a list of globs (a path matches when one of them does), or why it cannot be had. */
 function compileGlob(
   globs: string | readonly string[],
-  options: GlobOptions,
+  options: { braces: boolean; floating: boolean },
 ): { ok: true; matches: (path: string) => boolean } | { ok: false; reason: C.Reason } {
-  const alternatives: GlobSegment[][] = [];
+  const alternatives: Array<{ segments: Array<GlobChar[] | typeof ANY_DEPTH>; prefix: string; suffix: string }> = [];
   let chars = 0;
   for (let glob of typeof globs === "string" ? [globs] : globs) {
     if (glob.length > C.MAX_GLOB_CHARS) return { ok: false, reason: "globTooLong" };
@@ -4576,83 +4333,60 @@ function compileGlob(
     for (const pattern of expanded) {
       chars += pattern.length;
       if (chars > C.MAX_GLOB_CHARS) return { ok: false, reason: "globTooLong" };
-      const segments = globSegments(pattern, options.floating && !anchored && !pattern.includes("/"));
-      if (segments === undefined) return { ok: false, reason: "globRange" };
-      alternatives.push(segments);
+      const floating = options.floating && !anchored && !pattern.includes("/");
+      const segments: Array<GlobChar[] | typeof ANY_DEPTH> = floating ? [ANY_DEPTH] : [];
+      for (const part of pattern.split("/")) {
+        const chars = part === "**" ? ANY_DEPTH : segmentChars(part);
+        if (chars === undefined) return { ok: false, reason: "globRange" };
+        if (chars !== ANY_DEPTH || segments.at(-1) !== ANY_DEPTH) segments.push(chars);
+      }
+      if (segments.at(-1) === ANY_DEPTH) segments.splice(-1, 0, [ANY_RUN]);
+      // The literal text every match starts and ends with turns most paths away before the matcher runs.
+      // Bench --quick, same code without it: warm_over_stat 63/63 -> 47/61, peer_over_ours_nogit 2.7/4.1 -> 3.6/4.0.
+      const wild = pattern.search(/[*?[\\]/);
+      let cut = pattern.length;
+      while (cut > 0 && !"/*?[]\\".includes(pattern[cut - 1]!)) cut--;
+      const prefix = floating ? "" : wild === -1 ? pattern : pattern.slice(0, wild);
+      alternatives.push({ segments, prefix, suffix: pattern.slice(cut) });
     }
   }
   return {
     ok: true,
     matches: (path) => {
-      const parts = path.split("/");
-      return alternatives.some((segments) =>
-        wildcardMatch(segments, ANY_DEPTH, parts.length, (segment, i) => segmentMatches(segment, parts[i]!)),
-      );
+      let parts: string[] | undefined;
+      return alternatives.some(({ segments, prefix, suffix }) => {
+        globSteps++;
+        if (!path.startsWith(prefix) || !path.endsWith(suffix)) return false;
+        parts ??= path.split("/");
+        return wildcardMatch(segments, ANY_DEPTH, parts.length, (segment, i) => segmentMatches(segment, parts![i]!));
+      });
     },
   };
 }
 
-/** A pattern's segments; undefined when a class holds a range out of order. */
-function globSegments(pattern: string, anyDepth: boolean): GlobSegment[] | undefined {
-  const segments: GlobSegment[] = anyDepth ? [ANY_DEPTH] : [];
-  for (const part of pattern.split("/")) {
-    if (part !== "**") {
-      const chars = segmentChars(part);
-      if (chars === undefined) return undefined;
-      segments.push(chars);
-    } else if (segments.at(-1) !== ANY_DEPTH) segments.push(ANY_DEPTH);
-  }
-  if (segments.at(-1) === ANY_DEPTH) segments.splice(-1, 0, [ANY_RUN]);
-  return segments;
+function segmentMatches(segment: GlobChar[] | typeof ANY_DEPTH, text: string): boolean {
+  const at = (c: GlobChar, i: number) => (typeof c === "string" ? c === text[i] : c !== ANY_RUN && c(text[i]!));
+  return segment !== ANY_DEPTH && wildcardMatch(segment, ANY_RUN, text.length, at);
 }
 
+/** A segment's characters; undefined when a class holds a range out of order. */
 function segmentChars(part: string): GlobChar[] | undefined {
   const chars: GlobChar[] = [];
-  for (let i = 0; i < part.length; i++) {
-    const c = part[i]!;
-    const negated = c === "[" && (part[i + 1] === "!" || part[i + 1] === "^");
-    const first = i + (negated ? 2 : 1);
-    // A class closes at the first `]` after its first member, which may itself be `]`; unclosed, `[` is itself.
-    const close = c === "[" ? part.indexOf("]", first + 1) : -1;
-    if (close !== -1) {
-      let ranges = "";
-      for (let k = first; k < close; k++) {
-        const low = part[k]!;
-        const high = part[k + 1] === "-" && k + 2 < close ? part[(k += 2)]! : low;
-        if (high < low) return undefined;
-        ranges += low + high;
-      }
-      chars.push({ negated, ranges });
-      i = close;
-    } else if (c === "*") chars.push(ANY_RUN);
-    else if (c === "?") chars.push(ANY_CHAR);
-    else chars.push(c === "\\" && i + 1 < part.length ? part[++i]! : c);
+  for (const [token, negatedMembers, members = negatedMembers, escaped] of part.matchAll(GLOB_TOKEN)) {
+    if (members === undefined) chars.push(token === "*" ? ANY_RUN : token === "?" ? () => true : (escaped ?? token));
+    else {
+      const ranges = [...members.matchAll(/([^])(?:-([^]))?/g)].map(([, low, high = low]) => [low!, high!] as const);
+      if (ranges.some(([low, high]) => high < low)) return undefined;
+      const negated = negatedMembers !== undefined;
+      chars.push((char) => ranges.some(([low, high]) => low <= char && char <= high) !== negated);
+    }
   }
   return chars;
 }
 
-function segmentMatches(segment: GlobSegment, text: string): boolean {
-  return segment !== ANY_DEPTH && wildcardMatch(segment, ANY_RUN, text.length, (c, i) => charMatches(c, text[i]!));
-}
-
-function charMatches(c: GlobChar, char: string): boolean {
-  if (typeof c !== "object") return c === ANY_CHAR || c === char;
-  let member = false;
-  for (let k = 0; k < c.ranges.length && !member; k += 2) member = c.ranges[k]! <= char && char <= c.ranges[k + 1]!;
-  return member !== c.negated;
-}
-
-/**
- * The two-pointer wildcard match of `length` items: `star` matches any run of them, each other item
- * one. On a mismatch only the last star takes one more item, so each (item, pattern item) pair is
- * tried at most once.
- */
-function wildcardMatch<T>(
-  pattern: readonly T[],
-  star: T,
-  length: number,
-  matchesAt: (item: T, index: number) => boolean,
-): boolean {
+/** The two-pointer wildcard match of `length` items: `star` matches any run of them, each other item one.
+ * On a mismatch only the last star takes one more item, so each (item, pattern item) pair is tried once. */
+function wildcardMatch<T>(pattern: readonly T[], star: T, length: number, at: (x: T, i: number) => boolean): boolean {
   let i = 0;
   let p = 0;
   let resumeAt = -1;
@@ -4662,7 +4396,7 @@ function wildcardMatch<T>(
     if (pattern[p] === star) {
       resumeAt = ++p;
       resumeFrom = i;
-    } else if (p < pattern.length && matchesAt(pattern[p]!, i)) {
+    } else if (p < pattern.length && at(pattern[p]!, i)) {
       p++;
       i++;
     } else if (resumeAt < 0) return false;
@@ -4675,44 +4409,27 @@ function wildcardMatch<T>(
   return p === pattern.length;
 }
 
-/** Every brace alternative of a pattern; undefined past C.MAX_GLOB_EXPANSIONS. */
+/** Every brace alternative of a pattern, undefined past C.MAX_GLOB_EXPANSIONS: the first unescaped `{…}`
+ * holding a top-level comma is expanded; a group without one stays literal, as in the shell. */
 function expandBraces(pattern: string): string[] | undefined {
-  const group = braceGroup(pattern);
-  if (group === undefined) return [pattern];
-  const expanded: string[] = [];
-  for (const alternative of group.alternatives) {
-    const more = expandBraces(pattern.slice(0, group.open) + alternative + pattern.slice(group.close + 1));
-    if (more === undefined) return undefined;
-    expanded.push(...more);
-    if (expanded.length > C.MAX_GLOB_EXPANSIONS) return undefined;
-  }
-  return expanded;
-}
-
-/** The first `{…}` holding a top-level comma; a group without one stays literal, as in the shell. */
-function braceGroup(pattern: string): { open: number; close: number; alternatives: string[] } | undefined {
-  for (let open = pattern.indexOf("{"); open !== -1; open = pattern.indexOf("{", open + 1)) {
-    if (isEscaped(pattern, open)) continue;
+  for (let open = 0; open < pattern.length; open += pattern[open] === "\\" ? 2 : 1) {
+    if (pattern[open] !== "{") continue;
     const cuts = [open];
-    let depth = 0;
-    for (let i = open; i < pattern.length; i++) {
+    for (let i = open, depth = 0; i < pattern.length; i++) {
       const c = pattern[i];
       if (c === "\\") i++;
       else if (c === "{") depth++;
       else if (c === "," && depth === 1) cuts.push(i);
       else if (c === "}" && --depth === 0) {
         if (cuts.length === 1) break;
-        cuts.push(i);
-        const alternatives = cuts.slice(1).map((cut, k) => pattern.slice(cuts[k]! + 1, cut));
-        return { open, close: i, alternatives };
+        const expanded: string[] = [];
+        for (const [k, cut] of [...cuts.slice(1), i].entries()) {
+          const more = expandBraces(pattern.slice(0, open) + pattern.slice(cuts[k]! + 1, cut) + pattern.slice(i + 1));
+          if (more === undefined || expanded.push(...more) > C.MAX_GLOB_EXPANSIONS) return undefined;
+        }
+        return expanded;
       }
     }
   }
-  return undefined;
-}
-
-function isEscaped(text: string, index: number): boolean {
-  let slashes = 0;
-  while (index - slashes - 1 >= 0 && text[index - slashes - 1] === "\\") slashes++;
-  return slashes % 2 === 1;
+  return [pattern];
 }

@@ -116,6 +116,15 @@ const globTable: Array<[RuleSource, string, string, boolean]> = [
   ["claude", "*.ts", ".ts", true],
   ["claude", "a*b*c", "abbbc", true],
   ["claude", "a*b*c", "abbbcd", false],
+  // The literal start and end a glob checks before it matches: escapes and classes end them, and a
+  // `**/` before the last segment may match no folder at all.
+  ["claude", "**/AGENTS.md", "AGENTS.md", true],
+  ["claude", "src/a.ts", "src/a.ts", true],
+  ["claude", "src/a.ts", "src/a.tsx", false],
+  ["claude", "a*a", "a", false],
+  ["claude", "src\\*.ts", "src*.ts", true],
+  ["claude", "x/*\\.md", "x/a.md", true],
+  ["claude", "src/[ab].ts", "src/b.ts", true],
 ];
 
 // Globs that make a backtracking RegExp (and Node's path.matchesGlob) take seconds or forever.
