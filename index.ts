@@ -1803,10 +1803,16 @@ function planRetraction(ledger: Ledger, plan: DeliveryPlan, kind: Kind, scope: s
     if (importedBy !== undefined && (kind === "rule" || elsewhere())) continue;
     if (kind === "file") plan.record.retracted.push({ path, scope });
     else if (kind === "skill") plan.record.retractedSkills.push({ path, scope });
-    else
+    else {
+      // A rule goes with its imports, and theirs: each import names the file that brought it in.
+      const gone = new Set([path]);
+      for (let size = 0; size !== gone.size;) {
+        size = gone.size;
+        for (const rule of held as RuleRecord[]) if (gone.has(rule.importedBy ?? "")) gone.add(rule.path);
+      }
       for (const rule of held as RuleRecord[])
-        if (rule.path === path || rule.importedBy === path)
-          (plan.record.retractedRules ??= []).push({ path: rule.path, dir: scope });
+        if (gone.has(rule.path)) (plan.record.retractedRules ??= []).push({ path: rule.path, dir: scope });
+    }
   }
 }
 
