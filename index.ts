@@ -142,10 +142,10 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
           engine.discoveryFor(ctx.cwd);
           if (engine.options.enabled) engine.git?.start();
           engine.ledger.rebuild(recordsInContext(ctx.sessionManager));
-          engine.contextMark = sessionMark(ctx.sessionManager);
+          engine.contextMark = ctx.sessionManager.getLeafId();
         },
         // A session we cannot read leaves the ledger empty: at worst a file is sent again.
-        () => engine.ledger.clear(),
+        () => engine.ledger.rebuild([]),
       );
       showStatus(ctx);
     };
@@ -182,7 +182,7 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
     pi.on("turn_start", (_event, ctx) => {
       const check = () => {
         if (contextEditedSince(ctx.sessionManager, engine.contextMark)) return true;
-        engine.contextMark = sessionMark(ctx.sessionManager);
+        engine.contextMark = ctx.sessionManager.getLeafId();
         return false;
       };
       if (guarded(ctx, "rebuild", check, () => true)) rebuild(ctx);
@@ -829,11 +829,12 @@ export class LazyAgents {
       gatedScopes: this.gate?.scopes.size ?? 0,
       gateRetries: this.gate?.retries.size ?? 0,
       inspectedScopes: this.inspection.size,
-      ledgerFiles: this.ledger.all("file").length,
-      ledgerScopes: this.ledger.byScope.size,
+      ledgerFiles: this.ledger.held.file.size,
+      ledgerRules: this.ledger.held.rule.size,
+      ledgerScopes: Object.values(this.ledger.byScope).reduce((sum, scopes) => sum + scopes.size, 0),
       ledgerImports: this.ledger.importsByScope.size,
-      ledgerSkills: this.ledger.all("skill").length,
-      ledgerWithdrawn: this.ledger.withdrawn.size,
+      ledgerSkills: this.ledger.held.skill.size,
+      ledgerWithdrawn: Object.values(this.ledger.withdrawn).reduce((sum, paths) => sum + paths.size, 0),
       ledgerSkipped: this.ledger.skipped.size,
       ledgerAlsoGoverns: this.ledger.alsoGoverns.size,
       ...this.discovery?.cacheSizes(),
@@ -1400,32 +1401,30 @@ function checkWhy(engine: LazyAgents, env: CallEnvironment, shown: string): stri
 //   not in the model's context any more  -> send at the next access
 
 /**
- * The stored record, read field by field: session files outlive versions of this extension, so each
- * entry is checked against its kind's fields and one that does not fit is dropped alone. A field is
- * a typeof name, a list of strings, one of a set of values, or a list of entries. A name ending in
- * `?` is optional: an optional list is kept only when stored, an optional flag only when true, so
- * that records without them read back with the shape they were written in.
+ * The stored record, read field by field: session files outlive versions of this extension, so an entry that
+ * does not fit its kind's fields is dropped alone. A field is a typeof name, one of a set of values, or a list.
+ * A name ending in `?` is optional, kept only when stored (a flag: when true), so older records read back as written.
  */
-type Field = "string" | "number" | "boolean" | "strings" | ReadonlySet<unknown> | { list: Spec | ReadonlySet<unknown> };
+type Field = "string" | "number" | "boolean" | ReadonlySet<unknown> | { list: Field | Spec };
 
 type Spec = Readonly<Record<string, Field>>;
 
-type Scalars = { string: string; number: number; boolean: boolean; strings: string[] };
+type Scalars = { string: string; number: number; boolean: boolean };
 
 type Value<F> = F extends keyof Scalars
   ? Scalars[F]
   : F extends ReadonlySet<infer V>
     ? V
     : F extends { list: infer L }
-      ? Array<L extends ReadonlySet<infer V> ? V : Entry<L>>
+      ? Array<L extends Field ? Value<L> : Entry<L>>
       : never;
 
 type Entry<S> = { -readonly [K in keyof S as K extends `${string}?` ? never : K]: Value<S[K]> } & {
   -readonly [K in keyof S as K extends `${infer N}?` ? N : never]?: Value<S[K]>;
 };
 
-/** The parts of a reminder that each open with an explanation. */
-const SECTIONS = ["files", "skills", "rules", "ruleListings"] as const;
+/** The parts of a reminder that each open with an explanation, in the order the reminder shows them. */
+const SECTIONS = ["files", "rules", "ruleListings", "skills"] as const;
 
 type Section = (typeof SECTIONS)[number];
 
@@ -1441,7 +1440,7 @@ const FILE_FIELDS = {
   /** How the model got it: appended by us, or through its own read of the file. */
   via: new Set(["reminder", "read"] as const),
   /** For an instruction file that imports: the paths it imports, directly or through others. */
-  "imports?": "strings",
+  "imports?": { list: "string" },
 } as const;
 
 const SKILL_FIELDS = { ...SCOPED_FIELDS, name: "string", version: "string" } as const;
@@ -1463,11 +1462,11 @@ const SKIP_FIELDS = {
 } as const;
 
 const RECORD_FIELDS = {
+  v: new Set([C.LEDGER_VERSION] as const),
   files: { list: FILE_FIELDS },
   skills: { list: SKILL_FIELDS },
   retracted: { list: SCOPED_FIELDS },
   retractedSkills: { list: SCOPED_FIELDS },
-  /** Refused files the model was told about. */
   skipped: { list: SKIP_FIELDS },
   /** Files the model holds that also govern another scope (one file linked into several folders). */
   "alsoGoverns?": { list: SCOPED_FIELDS },
@@ -1476,6 +1475,8 @@ const RECORD_FIELDS = {
   "retractedRules?": { list: { path: "string", dir: "string" } },
   /** Sections this reminder explained in full (absent when it explained none, as in older records). */
   "explained?": { list: new Set(SECTIONS) },
+  /** Digest of the reminder text it was delivered with: only that text, whole, confirms it. */
+  "reminder?": "string",
 } as const satisfies Spec;
 
 type FileRecord = Entry<typeof FILE_FIELDS>;
@@ -1486,28 +1487,16 @@ type RuleRecord = Entry<typeof RULE_FIELDS>;
 
 type Skip = Entry<typeof SKIP_FIELDS> & { counts?: { taken: number; total: number } };
 
-// Exported for tests: they read the records stored in details.
-export type LedgerRecord = Omit<Entry<typeof RECORD_FIELDS>, "skipped"> & {
-  v: number;
-  skipped: Skip[];
-  /** Digest of the reminder text it was delivered with: only that text, whole, confirms it. */
-  reminder?: string;
-};
+// Exported for tests, as is readRecord: they read the records stored in details.
+export type LedgerRecord = Omit<Entry<typeof RECORD_FIELDS>, "skipped"> & { skipped: Skip[] };
 
-// Exported for tests: they read the records stored in details.
 export function readRecord(details: unknown): LedgerRecord | undefined {
-  const stored = isObject(details) ? details[C.DETAILS_KEY] : undefined;
-  if (!isObject(stored) || stored.v !== C.LEDGER_VERSION) return undefined;
-  const record = { ...(readField(stored, RECORD_FIELDS) as object), v: C.LEDGER_VERSION } as LedgerRecord;
-  if (typeof stored.reminder === "string") record.reminder = stored.reminder;
-  return record;
+  return readField(isObject(details) ? details[C.DETAILS_KEY] : undefined, RECORD_FIELDS) as LedgerRecord | undefined;
 }
 
 /** A stored value as its field reads it, or undefined when it does not fit. */
 function readField(value: unknown, type: Field | Spec): unknown {
   if (type instanceof Set) return type.has(value) ? value : undefined;
-  if (type === "strings")
-    return Array.isArray(value) && value.every((item) => typeof item === "string") ? value : undefined;
   if (typeof type === "string") return typeof value === type ? value : undefined;
   if ("list" in type)
     return Array.isArray(value) ? value.flatMap((item) => readField(item, type.list) ?? []) : undefined;
@@ -1544,45 +1533,22 @@ function isRecordEmpty(record: LedgerRecord): boolean {
 
 /** Whether a delivery puts text in front of the model (a read of the file itself puts none). */
 function recordShowsText(r: LedgerRecord): boolean {
-  const appended = r.files.some((file) => file.via === "reminder");
-  const notices = r.retracted.length + r.retractedSkills.length + r.skipped.length + (r.alsoGoverns?.length ?? 0);
-  const rules = (r.rules?.length ?? 0) + (r.retractedRules?.length ?? 0);
-  return appended || r.skills.length + notices + rules > 0;
-}
-
-function setIn<K, V>(map: Map<K, Set<V>>, key: K): Set<V> {
-  let set = map.get(key);
-  if (!set) map.set(key, (set = new Set()));
-  return set;
+  const notices = NOTICE_KINDS.some((kind) => (r[kind]?.length ?? 0) > 0);
+  return notices || r.files.some((file) => file.via === "reminder") || r.skills.length + (r.rules?.length ?? 0) > 0;
 }
 
 /** What the model can hold: an instruction file or an import of one, a skill, a rule or a rule's import. */
-type Kind = "file" | "skill" | "rule";
+type HeldRecords = { file: FileRecord; skill: SkillRecord; rule: RuleRecord };
 
-interface HeldRecords {
-  file: FileRecord;
-  skill: SkillRecord;
-  rule: RuleRecord;
-}
-
-/** One thing the model holds, for its scope (a rule's scope is its rule folder). */
-interface Held {
-  kind: Kind;
-  scope: string;
-  record: HeldRecords[Kind];
-}
-
-function keyOf(kind: Kind, path: string): string {
-  return `${kind}\0${path}`;
-}
+type Kind = keyof HeldRecords;
 
 class Ledger {
-  /** What the model holds, by `keyOf`. */
-  readonly held = new Map<string, Held>();
-  /** Keys held for each scope: what a view of that scope may withdraw. */
-  readonly byScope = new Map<string, Set<string>>();
-  /** Keys whose withdrawal notice the model holds. */
-  readonly withdrawn = new Set<string>();
+  /** What the model holds, by path; a record's scope is `scope` (a rule's: its rule folder, `dir`). */
+  readonly held: { [K in Kind]: Map<string, HeldRecords[K]> } = { file: new Map(), skill: new Map(), rule: new Map() };
+  /** Paths sent for each scope (a rule's: its rule folder), some since withdrawn or moved: what a view may withdraw. */
+  readonly byScope: Record<Kind, Map<string, Set<string>>> = { file: new Map(), skill: new Map(), rule: new Map() };
+  /** Paths whose withdrawal notice the model holds. */
+  readonly withdrawn: Record<Kind, Set<string>> = { file: new Set(), skill: new Set(), rule: new Set() };
   /** What the instruction file held for each scope imports: an import stays while one still does. */
   readonly importsByScope = new Map<string, Set<string>>();
   /** Skip notices the model holds, by skipKey → reason. */
@@ -1593,73 +1559,53 @@ class Ledger {
   readonly explained = new Set<Section>();
 
   get<K extends Kind>(kind: K, path: string): HeldRecords[K] | undefined {
-    return this.held.get(keyOf(kind, path))?.record as HeldRecords[K] | undefined;
+    return this.held[kind].get(path);
   }
 
   all<K extends Kind>(kind: K): Array<HeldRecords[K]> {
-    return [...this.held.values()].filter((held) => held.kind === kind).map((held) => held.record as HeldRecords[K]);
-  }
-
-  wasWithdrawn(kind: Kind, path: string): boolean {
-    return this.withdrawn.has(keyOf(kind, path));
-  }
-
-  withdrawnPaths(kind: Kind): string[] {
-    const prefix = keyOf(kind, "");
-    return [...this.withdrawn].filter((key) => key.startsWith(prefix)).map((key) => key.slice(prefix.length));
-  }
-
-  clear(): void {
-    const all = [this.held, this.byScope, this.withdrawn, this.importsByScope, this.skipped, this.alsoGoverns];
-    for (const map of [...all, this.explained]) map.clear();
+    return [...this.held[kind].values()];
   }
 
   /** Replays the records of the entries still in the model's context, oldest first. */
   rebuild(records: Iterable<LedgerRecord>): void {
-    this.clear();
+    Object.assign(this, new Ledger());
     for (const record of records) this.apply(record);
   }
 
   /** Withdrawals first: a record that withdraws and sends one path ends holding it. */
   apply(record: LedgerRecord): void {
-    for (const { path, scope } of record.retracted) this.withdraw("file", scope, path);
-    for (const { path, scope } of record.retractedSkills) this.withdraw("skill", scope, path);
-    for (const { path, dir } of record.retractedRules ?? []) this.withdraw("rule", dir, path);
-    for (const file of record.files) this.hold("file", file.scope, file);
-    for (const skill of record.skills) this.hold("skill", skill.scope, skill);
-    for (const rule of record.rules ?? []) this.hold("rule", rule.dir, rule);
-    for (const skip of record.skipped) this.skipped.set(skipKey(skip), skip.reason);
-    for (const { path, scope } of record.alsoGoverns ?? []) setIn(this.alsoGoverns, path).add(scope);
-    for (const section of record.explained ?? []) this.explained.add(section);
-  }
-
-  private withdraw(kind: Kind, scope: string, path: string): void {
-    const key = keyOf(kind, path);
-    if (kind === "file") {
+    for (const { path, scope } of record.retracted) {
       if (this.get("file", path)?.importedBy === undefined) this.importsByScope.delete(scope);
       else this.importsByScope.get(scope)?.delete(path);
       this.alsoGoverns.delete(path);
     }
-    this.held.delete(key);
-    this.byScope.get(scope)?.delete(key);
-    this.withdrawn.add(key);
-  }
-
-  private hold(kind: Kind, scope: string, record: HeldRecords[Kind]): void {
-    const { path } = record;
-    const key = keyOf(kind, path);
-    const earlier = this.held.get(key);
-    if (earlier && earlier.scope !== scope) this.byScope.get(earlier.scope)?.delete(key);
-    this.held.set(key, { kind, scope, record });
-    setIn(this.byScope, scope).add(key);
-    this.withdrawn.delete(key);
-    if (kind !== "file") return;
-    const file = record as FileRecord;
-    if (earlier?.record.version !== file.version) this.alsoGoverns.delete(path);
-    this.skipped.delete(path);
-    if (file.importedBy !== undefined) this.importsByScope.get(scope)?.add(path);
-    else if (file.imports) this.importsByScope.set(scope, new Set(file.imports));
-    else this.importsByScope.delete(scope);
+    for (const file of record.files) {
+      if (this.get("file", file.path)?.version !== file.version) this.alsoGoverns.delete(file.path);
+      this.skipped.delete(file.path);
+      if (file.importedBy !== undefined) this.importsByScope.get(file.scope)?.add(file.path);
+      else if (file.imports) this.importsByScope.set(file.scope, new Set(file.imports));
+      else this.importsByScope.delete(file.scope);
+    }
+    const gone = { file: record.retracted, skill: record.retractedSkills, rule: record.retractedRules ?? [] };
+    const sent = { file: record.files, skill: record.skills, rule: record.rules ?? [] };
+    for (const kind of ["file", "skill", "rule"] as const) {
+      const held = this.held[kind] as Map<string, HeldRecords[Kind]>;
+      for (const { path } of gone[kind]) {
+        held.delete(path);
+        this.withdrawn[kind].add(path);
+      }
+      for (const entry of sent[kind]) {
+        held.set(entry.path, entry);
+        const scope = "dir" in entry ? entry.dir : entry.scope;
+        this.byScope[kind].set(scope, (this.byScope[kind].get(scope) ?? new Set()).add(entry.path));
+        this.withdrawn[kind].delete(entry.path);
+      }
+    }
+    for (const skip of record.skipped) this.skipped.set(skipKey(skip), skip.reason);
+    for (const { path, scope } of record.alsoGoverns ?? []) {
+      this.alsoGoverns.set(path, (this.alsoGoverns.get(path) ?? new Set()).add(scope));
+    }
+    for (const section of record.explained ?? []) this.explained.add(section);
   }
 }
 
@@ -1677,29 +1623,19 @@ interface PlannedFile {
   scopeText?: string;
 }
 
-interface PlannedSkill extends Skill {
-  record: SkillRecord;
-  /** Pi listed a skill of this name at start-up, from another location. */
-  overridesStartup: boolean;
-}
-
-interface RuleListing {
-  name: string;
-  description: string;
-  scope: string;
-  record: RuleRecord;
-}
+/** A skill or a described rule: one line of a list. */
+type PlannedLine = { record: SkillRecord | RuleRecord; line: string };
 
 interface DeliveryPlan {
   record: LedgerRecord;
   /** Files to append, parent first, each import right after the file that imports it. */
   files: PlannedFile[];
-  skills: PlannedSkill[];
   rules?: PlannedFile[];
-  ruleListings?: RuleListing[];
+  ruleListings?: PlannedLine[];
+  skills: PlannedLine[];
   /** What the budget left out of this reminder, announced in one line. */
   leftOut?: { files: number; skills: number; notices: number; names: string[] };
-  /** Sections whose explanation the model can still see: this reminder names them in one line. */
+  /** Sections whose explanation the model can still see (a copy: the gate applies its record before it formats). */
   explainedEarlier?: ReadonlySet<Section>;
   /** cwd-relative paths the call touched, which the reminder names. */
   touched?: readonly string[];
@@ -1720,9 +1656,8 @@ interface PlanInput {
 }
 
 function planDelivery(ledger: Ledger, input: PlanInput): DeliveryPlan {
-  const plan: DeliveryPlan = { record: emptyRecord(), files: [], skills: [] };
-  // A copy: the gate applies its record before it formats the reminder.
-  if (ledger.explained.size > 0) plan.explainedEarlier = new Set(ledger.explained);
+  const explainedEarlier = new Set(ledger.explained);
+  const plan: DeliveryPlan = { record: emptyRecord(), files: [], skills: [], explainedEarlier };
   const offered = new Set(input.views.flatMap((view) => [view.file?.path, ...view.imports.map((i) => i.file.path)]));
   const planFile = (file: InstructionFile, scope: string, importedBy?: string): void => {
     if (file.realPath === input.shownInPart || input.leaveAlone?.has(file.realPath)) return;
@@ -1737,16 +1672,17 @@ function planDelivery(ledger: Ledger, input: PlanInput): DeliveryPlan {
     if (takes(ledger, plan, "file", record, via === "read")) {
       if (via === "reminder") plan.files.push({ file, scope, record, supersedes: held !== undefined });
     } else if (importedBy === undefined && sentWith !== undefined && sentWith !== scope) {
-      const told = (plan.record.alsoGoverns ??= []);
-      if (ledger.alsoGoverns.get(file.path)?.has(scope) || told.some((t) => t.path === file.path && t.scope === scope))
-        return;
-      told.push({ path: file.path, scope });
+      if (!ledger.alsoGoverns.get(file.path)?.has(scope))
+        (plan.record.alsoGoverns ??= []).push({ path: file.path, scope });
     }
   };
   for (const view of input.views) {
     const { scope } = view;
-    if (!isUnknown(view, false)) planRetraction(ledger, plan, "file", scope, offered);
-    if (!isUnknown(view, true)) planRetraction(ledger, plan, "skill", scope, new Set(view.skills.map((s) => s.path)));
+    // An I/O error hid part of what the folder offers: what the model holds of it then stands.
+    const unknown = (skills: boolean) =>
+      view.pending === true || view.rejected.some((r) => r.reason === "unreadable" && (r.kind === "skill") === skills);
+    if (!unknown(false)) planRetraction(ledger, plan, "file", scope, offered);
+    if (!unknown(true)) planRetraction(ledger, plan, "skill", scope, new Set(view.skills.map((s) => s.path)));
     planSkips(ledger, plan, view.rejected);
     if (view.file) planFile(view.file, scope);
     const root = plan.record.files.at(-1);
@@ -1757,8 +1693,7 @@ function planDelivery(ledger: Ledger, input: PlanInput): DeliveryPlan {
       const cwd = input.cwdReal;
       if (startup !== undefined && cwd !== undefined && resolve(cwd, skill.path) === resolve(startup)) continue;
       const record = { path: skill.path, name: skill.name, scope, version: skill.version };
-      if (takes(ledger, plan, "skill", record))
-        plan.skills.push({ ...skill, record, overridesStartup: startup !== undefined });
+      if (takes(ledger, plan, "skill", record)) plan.skills.push({ record, line: skillLine(skill, scope, startup) });
     }
   }
   return plan;
@@ -1778,34 +1713,30 @@ function takes<K extends Kind>(ledger: Ledger, plan: DeliveryPlan, kind: K, reco
   return true;
 }
 
-/** Whether an I/O error hid part of what the folder offers: what the model holds of it then stands. */
-function isUnknown(view: DirectoryView, skills: boolean): boolean {
-  const unreadable = view.rejected.some((r) => r.reason === "unreadable" && (r.kind === "skill") === skills);
-  return view.pending === true || unreadable;
-}
-
 /**
  * What the model holds of a kind for a scope (a rule's: its rule folder) that the scope no longer
  * offers is withdrawn. An import stays while another file the model holds still imports it; a
  * rule's imports go with their rule.
  */
 function planRetraction(ledger: Ledger, plan: DeliveryPlan, kind: Kind, scope: string, offered: ReadonlySet<unknown>) {
-  const keys = ledger.byScope.get(scope);
-  for (const key of keys ?? []) {
-    const held = ledger.held.get(key);
-    if (held?.kind !== kind || held.scope !== scope || offered.has(held.record.path)) continue;
-    const { path } = held.record;
-    const importedBy = kind === "skill" ? undefined : (held.record as FileRecord | RuleRecord).importedBy;
+  const sent = [...(ledger.byScope[kind].get(scope) ?? [])].flatMap((path) => ledger.get(kind, path) ?? []);
+  const held = sent.filter((record) => ("dir" in record ? record.dir : record.scope) === scope);
+  for (const { path, importedBy } of held as Array<Partial<RuleRecord> & { path: string }>) {
+    if (offered.has(path)) continue;
     const elsewhere = () => [...ledger.importsByScope].some(([other, paths]) => other !== scope && paths.has(path));
     if (importedBy !== undefined && (kind === "rule" || elsewhere())) continue;
     if (kind === "file") plan.record.retracted.push({ path, scope });
     else if (kind === "skill") plan.record.retractedSkills.push({ path, scope });
-    else
-      for (const other of keys!) {
-        const rule = ledger.held.get(other);
-        if (rule?.kind === "rule" && (other === key || (rule.record as RuleRecord).importedBy === path))
-          (plan.record.retractedRules ??= []).push({ path: rule.record.path, dir: scope });
+    else {
+      // A rule goes with its imports, and theirs: each import names the file that brought it in.
+      const gone = new Set([path]);
+      for (let size = 0; size !== gone.size;) {
+        size = gone.size;
+        for (const rule of held as RuleRecord[]) if (gone.has(rule.importedBy ?? "")) gone.add(rule.path);
       }
+      for (const rule of held as RuleRecord[])
+        if (gone.has(rule.path)) (plan.record.retractedRules ??= []).push({ path: rule.path, dir: scope });
+    }
   }
 }
 
@@ -1815,49 +1746,43 @@ function planSkips(ledger: Ledger, plan: DeliveryPlan, rejected: readonly Reject
     if (kind !== "instruction" && kind !== "import" && kind !== "cap") continue;
     // A file the model holds stays as it is while it cannot be read: nothing to tell.
     if (reason === "unreadable" && ledger.get("file", path) !== undefined) continue;
-    const skip: Skip = kind === "import" ? { path, reason, inImport: true } : { path, reason };
-    if (counts) skip.counts = counts;
+    const skip: Skip = { path, reason, ...(kind === "import" && { inImport: true }), ...(counts && { counts }) };
     const key = skipKey(skip);
     const told = (other: Skip) => skipKey(other) === key && other.reason === reason;
     if (ledger.skipped.get(key) !== reason && !plan.record.skipped.some(told)) plan.record.skipped.push(skip);
   }
 }
 
-interface RulePlanInput {
-  discovery: Discovery;
-  views: DirectoryView[];
-  touched: readonly string[];
-  options: Options;
-}
+type RuleInput = { discovery: Discovery; views: DirectoryView[]; touched: readonly string[]; options: Options };
 
 /** Adds to a plan the rules the model lacks for these paths, and withdraws rules that are gone. */
-function planRules(ledger: Ledger, plan: DeliveryPlan, input: RulePlanInput): void {
-  const folders = ruleFoldersFor(input.discovery, input.views, input.options.ruleSources);
+function planRules(ledger: Ledger, plan: DeliveryPlan, { discovery, views, touched, options }: RuleInput): void {
+  const folders = ruleFoldersFor(discovery, views, options.ruleSources);
   for (const folder of folders) {
     folder.offered ??= new Set(folder.rules.filter((rule) => rule.meta.kind !== "manual").map((rule) => rule.path));
     planRetraction(ledger, plan, "rule", folder.place.display, folder.offered);
     planSkips(ledger, plan, folder.rejected);
   }
-  if (input.touched.length === 0) return;
-  for (const rule of applyingRules(input.discovery, folders, input.touched)) {
+  if (touched.length === 0) return;
+  for (const rule of applyingRules(discovery, folders, touched)) {
     const { name, description, kind } = rule.meta;
     if (kind === "described") {
       const record: RuleRecord = { path: rule.path, dir: rule.dir, version: rule.listingVersion, as: "listing" };
-      if (takes(ledger, plan, "rule", record))
-        (plan.ruleListings ??= []).push({ name, description, scope: rule.scope, record });
+      const fields = [name, shownRuleScope(rule.scope), description, rule.path].map(reminderField);
+      const line = `- ${fields[0]} (scope ${fields[1]}): ${fields[2]} [${fields[3]}]`;
+      if (takes(ledger, plan, "rule", record)) (plan.ruleListings ??= []).push({ record, line });
       continue;
     }
     const entries: Array<{ file: InstructionFile; importedBy?: string }> = [{ file: rule.body }];
-    if (rule.source === "claude" && input.options.imports) {
+    if (rule.source === "claude" && options.imports) {
       const rejected: Rejection[] = [];
-      entries.push(...importsOf(input.discovery, rule.loaded, rule.base, rejected));
+      entries.push(...importsOf(discovery, rule.loaded, rule.base, rejected));
       planSkips(ledger, plan, rejected);
     }
     for (const { file, importedBy } of entries) {
       const { path, version, bytes } = file;
       const supersedes = ledger.get("rule", path) !== undefined;
-      const record: RuleRecord = { path, dir: rule.dir, version, as: "text", bytes };
-      if (importedBy !== undefined) record.importedBy = importedBy;
+      const record: RuleRecord = { path, dir: rule.dir, version, as: "text", bytes, ...(importedBy && { importedBy }) };
       if (takes(ledger, plan, "rule", record))
         (plan.rules ??= []).push({ file, scope: rule.base, record, scopeText: shownRuleScope(rule.scope), supersedes });
     }
@@ -1866,40 +1791,27 @@ function planRules(ledger: Ledger, plan: DeliveryPlan, input: RulePlanInput): vo
 
 // The session projection: which records the model still sees after compaction and context edits.
 
-type ReadonlySessionManager = ExtensionContext["sessionManager"];
-
 /** A record whose result's `details` another extension replaced, kept in a session entry of its own. */
-interface RescuedRecord {
-  toolCallId: string;
-  record: LedgerRecord;
-}
-
-/** The entry the ledger last saw the session at, to find what was appended since. */
-function sessionMark(sessionManager: ReadonlySessionManager): string | null {
-  return sessionManager.getLeafId();
-}
+type RescuedRecord = { toolCallId: string; record: LedgerRecord };
 
 /**
- * Whether a context edit entered the branch since `mark`. Pi appends them between turns (another
- * extension's turn_end or agent_before_settle, or its own recovery), with no event of their own.
+ * Whether a context edit entered the branch since `mark`, the leaf the ledger last saw: Pi appends them between
+ * turns (another extension's turn_end or agent_before_settle, or its own recovery), with no event of their own.
  * Walks back only over the entries appended since; a mark that left the branch counts as an edit.
  */
-function contextEditedSince(sessionManager: ReadonlySessionManager, mark: string | null | undefined): boolean {
+function contextEditedSince(session: ExtensionContext["sessionManager"], mark: string | null | undefined): boolean {
   if (mark === undefined) return false;
-  let id = sessionMark(sessionManager);
+  let id = session.getLeafId();
   while (id !== null && id !== mark) {
-    const entry = sessionManager.getEntry(id);
+    const entry = session.getEntry(id);
     if (!entry || entry.type === "context_edit") return true;
     id = entry.parentId;
   }
   return id !== mark;
 }
 
-/**
- * The ledger records of the entries the model still sees: the active branch with compaction and
- * context edits applied. A record whose reminder an edit removed or cut no longer counts.
- */
-function recordsInContext(sessionManager: ReadonlySessionManager): LedgerRecord[] {
+/** The records of the entries the model still sees (compaction and context edits applied), whose reminder is whole. */
+function recordsInContext(sessionManager: ExtensionContext["sessionManager"]): LedgerRecord[] {
   const rescued = new Map<string, LedgerRecord>();
   for (const entry of sessionManager.getBranch()) {
     if (entry.type !== "custom" || entry.customType !== C.RESCUED_RECORD_ENTRY) continue;
@@ -1918,23 +1830,19 @@ function recordsInContext(sessionManager: ReadonlySessionManager): LedgerRecord[
 
 /** Whether these messages show a record's reminder whole: the text of its digest (older records: its opening). */
 function projectionShows(messages: readonly unknown[], record: LedgerRecord): boolean {
-  if (messages.length === 0) return false;
-  if (!recordShowsText(record)) return true;
-  return messages.some((message) => {
-    const content = (message as { content?: unknown }).content;
-    return Array.isArray(content) && content.some((block) => holdsReminder(block?.text, record.reminder));
+  if (messages.length === 0 || !recordShowsText(record)) return messages.length > 0;
+  const blocks = messages.flatMap((message) => (message as { content?: unknown }).content);
+  return blocks.some((block) => {
+    const text = (block as { text?: unknown } | undefined)?.text;
+    if (typeof text !== "string") return false;
+    for (let at = text.indexOf(REMINDER_OPEN); at !== -1; at = text.indexOf(REMINDER_OPEN, at + 1)) {
+      if (record.reminder === undefined) return true;
+      const end = text.indexOf(REMINDER_CLOSE, at);
+      if (end === -1) return false;
+      if (versionOf(text.slice(at, end + REMINDER_CLOSE.length)) === record.reminder) return true;
+    }
+    return false;
   });
-}
-
-function holdsReminder(text: unknown, digest: string | undefined): boolean {
-  if (typeof text !== "string") return false;
-  for (let at = text.indexOf(REMINDER_OPEN); at !== -1; at = text.indexOf(REMINDER_OPEN, at + 1)) {
-    if (digest === undefined) return true;
-    const end = text.indexOf(REMINDER_CLOSE, at);
-    if (end === -1) return false;
-    if (versionOf(text.slice(at, end + REMINDER_CLOSE.length)) === digest) return true;
-  }
-  return false;
 }
 
 // =============================================================================================
@@ -1957,10 +1865,7 @@ function reminderField(text: string): string {
 
 const WRAPPER_CLOSING_TAG = /<(?=\s*\/\s*(?:file|rule|nested-instructions|nested-checks)\b)/gi;
 
-/**
- * Instruction text as the reminder carries it: byte for byte, except that anything that reads as
- * one of the wrapper's own closing tags loses its `<`, so the block ends only where we end it.
- */
+/** Text as the reminder carries it: byte for byte, but what reads as a wrapper's closing tag loses its `<`. */
 function neutralizeClosingTags(text: string): string {
   return text.replace(WRAPPER_CLOSING_TAG, "&lt;");
 }
@@ -1990,13 +1895,10 @@ const NOTICE_LINES = {
     `- ${C.alsoGovernsNotice(reminderField(told.path), reminderField(scopeGlob(told.scope)))}`,
 };
 
-type NoticeKind = keyof typeof NOTICE_LINES;
-
-const NOTICE_KINDS = Object.keys(NOTICE_LINES) as NoticeKind[];
+const NOTICE_KINDS = Object.keys(NOTICE_LINES) as Array<keyof typeof NOTICE_LINES>;
 
 function noticeLines(record: LedgerRecord): string[] {
-  const notices = record as Record<NoticeKind, unknown[] | undefined>;
-  return NOTICE_KINDS.flatMap((kind) => (notices[kind] ?? []).map((notice) => NOTICE_LINES[kind](notice as never)));
+  return NOTICE_KINDS.flatMap((kind) => (record[kind] ?? []).map((notice) => NOTICE_LINES[kind](notice as never)));
 }
 
 /** Bytes a line adds to the reminder, with the newline before it. */
@@ -2005,11 +1907,10 @@ function lineBytes(line: string): number {
 }
 
 /**
- * Fits the whole reminder (tags, paths, texts, skills, notices and the left-out line) into the byte
- * budget and at most C.MAX_REMINDER_FILES files. Notices go first; then the deepest scope's files,
- * an instruction file before its imports, whole while they fit; the first that does not is cut on
- * a UTF-8 boundary; skills take what is left. Whatever does not fit leaves the plan and its record,
- * so it stays pending for a later access, and is counted in one line.
+ * Fits the whole reminder (tags, texts, lines, notices and the left-out line) into the byte budget and at most
+ * C.MAX_REMINDER_FILES files. Notices go first, then files in `budgetOrder`, whole while they fit; the first that
+ * does not is cut on a UTF-8 boundary; listings and skills take what is left. What does not fit leaves the plan
+ * and its record, so it stays pending for a later access, and is counted in one line.
  */
 function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
   const { record } = plan;
@@ -2027,19 +1928,14 @@ function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
     return true;
   };
   const gone = new Set<object>();
-  const leave = (entry: { record: HeldRecords[Kind] }, count: "files" | "skills") => {
-    gone.add(entry.record);
+  const leave = (left: { path: string }, count: "files" | "skills" | "notices") => {
+    gone.add(left);
     leftOut[count]++;
-    leftOut.names.push(entry.record.path);
+    if (count !== "notices") leftOut.names.push(left.path);
   };
   // Notices that do not fit stay unsaid (and unrecorded) until a later access.
-  const notices = record as Record<NoticeKind, unknown[] | undefined>;
   for (const kind of NOTICE_KINDS) {
-    notices[kind] = notices[kind]?.filter((notice) => {
-      if (fits(NOTICE_LINES[kind](notice as never))) return true;
-      leftOut.notices++;
-      return false;
-    });
+    for (const notice of record[kind] ?? []) if (!fits(NOTICE_LINES[kind](notice as never))) leave(notice, "notices");
   }
   let kept = 0;
   for (const entry of budgetOrder(plan)) {
@@ -2051,57 +1947,43 @@ function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
       entry.record.truncated = true;
       remaining -= lineBytes(formatFile(entry));
       kept++;
-    } else leave(entry, "files");
+    } else leave(entry.record, "files");
   }
-  for (const listing of plan.ruleListings ?? []) if (!fits(ruleListingLine(listing))) leave(listing, "files");
-  for (const skill of plan.skills) if (!fits(skillLine(skill))) leave(skill, "skills");
-  const stays = (entry: { record: object }) => !gone.has(entry.record);
-  plan.files = plan.files.filter(stays);
-  plan.rules = plan.rules?.filter(stays);
-  plan.ruleListings = plan.ruleListings?.filter(stays);
-  plan.skills = plan.skills.filter(stays);
-  record.files = record.files.filter((recorded) => !gone.has(recorded));
-  record.skills = record.skills.filter((recorded) => !gone.has(recorded));
-  record.rules = record.rules?.filter((recorded) => !gone.has(recorded));
+  for (const listing of plan.ruleListings ?? []) if (!fits(listing.line)) leave(listing.record, "files");
+  for (const skill of plan.skills) if (!fits(skill.line)) leave(skill.record, "skills");
+  const lists = plan as unknown as Record<Section, Array<{ record: object }> | undefined>;
+  for (const section of SECTIONS) lists[section] = lists[section]?.filter((entry) => !gone.has(entry.record));
+  const records = record as unknown as Record<string, object[] | undefined>;
+  for (const list of ["files", "skills", "rules", ...NOTICE_KINDS])
+    records[list] = records[list]?.filter((r) => !gone.has(r));
   if (leftOut.files + leftOut.skills + leftOut.notices > 0) plan.leftOut = leftOut;
   const explained = explainedIn(plan);
   if (explained.length > 0) record.explained = explained;
-  else delete record.explained;
 }
 
-/**
- * The plan's files and rule texts in the order they claim the budget: deepest scope first, a file
- * before its imports; rule texts after the deepest folder's files.
- */
+/** The budget's order: deepest scope first, a file before its imports, rule texts after the deepest folder's files. */
 function budgetOrder(plan: DeliveryPlan): PlannedFile[] {
   const depth = (entry: PlannedFile) => entry.scope.split("/").length;
   const imported = (entry: PlannedFile) => Number(entry.record.importedBy !== undefined);
   const order = plan.files.toSorted((a, b) => depth(b) - depth(a) || imported(a) - imported(b));
-  const deepest = Math.max(0, ...order.map(depth));
-  const at = order.findIndex((entry) => depth(entry) < deepest);
+  const at = order.findIndex((entry) => depth(entry) < depth(order[0]!));
   order.splice(at === -1 ? order.length : at, 0, ...(plan.rules ?? []));
   return order;
 }
 
-/** The sections a plan opens with their full explanation, in the record's order. */
+/** The sections a plan opens with their full explanation. */
 function explainedIn(plan: DeliveryPlan): Section[] {
-  const { files, skills, rules = [], ruleListings = [] } = plan;
-  const entries: Record<Section, unknown[]> = { files, skills, rules, ruleListings };
-  return SECTIONS.filter((section) => entries[section].length > 0 && explains(plan, section));
+  return SECTIONS.filter((section) => (plan[section]?.length ?? 0) > 0 && explains(plan, section));
 }
 
 function explains(plan: DeliveryPlan, section: Section): boolean {
   return !plan.explainedEarlier?.has(section);
 }
 
-/** Each section's items as the reminder shows them, in the order it shows them. */
+/** Each section's items as the reminder shows them. */
 function sectionItems(plan: DeliveryPlan): Array<[Section, string[]]> {
-  return [
-    ["files", plan.files.map(formatFile)],
-    ["rules", (plan.rules ?? []).map(formatFile)],
-    ["ruleListings", (plan.ruleListings ?? []).map(ruleListingLine)],
-    ["skills", plan.skills.map(skillLine)],
-  ];
+  const line = (entry: PlannedFile | PlannedLine) => ("line" in entry ? entry.line : formatFile(entry));
+  return SECTIONS.map((section) => [section, (plan[section] ?? []).map(line)]);
 }
 
 function formatReminder(plan: DeliveryPlan): string {
@@ -2112,10 +1994,8 @@ function formatReminder(plan: DeliveryPlan): string {
   }
   const notices = noticeLines(plan.record);
   if (notices.length > 0) blocks.push(notices.join("\n"));
-  const { leftOut } = plan;
-  if (leftOut) {
-    blocks.push(C.leftOutText(leftOut.files, leftOut.skills, leftOut.notices, leftOut.names.map(reminderField)));
-  }
+  const left = plan.leftOut;
+  if (left) blocks.push(C.leftOutText(left.files, left.skills, left.notices, left.names.map(reminderField)));
   // The opening tag names the paths the tool touched, so a reminder says why it came.
   const touched = [...new Set(plan.touched ?? [])];
   const more = touched.length > SHOWN_TOUCHED_PATHS ? ` +${touched.length - SHOWN_TOUCHED_PATHS}` : "";
@@ -2131,33 +2011,27 @@ function formatFile(entry: PlannedFile): string {
   const tag = "dir" in record ? "rule" : "file";
   const path = reminderField(file.path);
   const shownScope = entry.scopeText ?? (posix.dirname(file.path) === scope ? undefined : scopeGlob(scope));
-  const attributes = [
-    `path="${path}"`,
-    ...(shownScope === undefined ? [] : [`scope="${reminderField(shownScope)}"`]),
-    ...(record.importedBy === undefined ? [] : [`imported-by="${reminderField(record.importedBy)}"`]),
-    ...(supersedes ? [`supersedes="${C.SUPERSEDES_MARKER}"`] : []),
-  ];
+  let head = `<${tag} path="${path}"`;
+  if (shownScope !== undefined) head += ` scope="${reminderField(shownScope)}"`;
+  if (record.importedBy !== undefined) head += ` imported-by="${reminderField(record.importedBy)}"`;
+  if (supersedes) head += ` supersedes="${C.SUPERSEDES_MARKER}"`;
   const text = neutralizeClosingTags((cutText ?? file.text).replace(/\n+$/, ""));
   const cut = cutText === undefined ? [] : [C.cutNotice(path)];
-  return [`<${tag} ${attributes.join(" ")}>`, text, ...cut, `</${tag}>`].join("\n");
+  return [`${head}>`, text, ...cut, `</${tag}>`].join("\n");
 }
 
-function skillLine(skill: PlannedSkill): string {
-  const precedence = skill.overridesStartup ? C.SKILL_OVERRIDES_STARTUP : "";
+/** A skill's line; `startup`: where Pi listed a skill of this name at start-up. */
+function skillLine(skill: Skill, scope: string, startup: string | undefined): string {
+  const precedence = startup === undefined ? "" : C.SKILL_OVERRIDES_STARTUP;
   // A skill is for the folder that holds its .agents/skills: its scope is said only for one linked from elsewhere.
-  const own = skill.path.startsWith(`${posix.join(skill.record.scope, ...C.SKILLS_DIR_SEGMENTS)}/`);
-  const scope = own ? "" : ` (scope ${reminderField(scopeGlob(skill.record.scope))})`;
-  return `- ${reminderField(skill.name)}${scope}: ${reminderField(skill.description)} [${reminderField(skill.path)}]${precedence}`;
+  const own = skill.path.startsWith(`${posix.join(scope, ...C.SKILLS_DIR_SEGMENTS)}/`);
+  const shownScope = own ? "" : ` (scope ${reminderField(scopeGlob(scope))})`;
+  return `- ${reminderField(skill.name)}${shownScope}: ${reminderField(skill.description)} [${reminderField(skill.path)}]${precedence}`;
 }
 
 /** A rule's scope as the model reads it: one that covers every path is named repository-wide, not `**`. */
 function shownRuleScope(scope: string): string {
   return scope === "**" ? C.REPOSITORY_WIDE_SCOPE : scope;
-}
-
-function ruleListingLine({ name, description, scope, record }: RuleListing): string {
-  const fields = [name, shownRuleScope(scope), description, record.path].map(reminderField);
-  return `- ${fields[0]} (scope ${fields[1]}): ${fields[2]} [${fields[3]}]`;
 }
 
 // =============================================================================================
@@ -3717,7 +3591,7 @@ async function explainCommand(engine: LazyAgents, command: string, env: CallEnvi
 /** The state of a file (or a rule's text) the ledger may hold, against the version on disk. */
 function fileState(ledger: Ledger, file: Pick<InstructionFile, "path" | "version">, kind: "file" | "rule" = "file") {
   const held: { version: string; truncated?: boolean; via?: string } | undefined = ledger.get(kind, file.path);
-  if (!held) return ledger.wasWithdrawn(kind, file.path) ? C.REPORT_STATES.retracted : C.REPORT_STATES.pending;
+  if (!held) return ledger.withdrawn[kind].has(file.path) ? C.REPORT_STATES.retracted : C.REPORT_STATES.pending;
   if (held.version !== file.version) return C.REPORT_STATES.changed;
   if (held.truncated) return C.REPORT_STATES.truncated;
   return held.via === "read" ? C.REPORT_STATES.readByModel : C.REPORT_STATES.delivered;
@@ -3766,7 +3640,7 @@ function formatInspection(engine: LazyAgents, verbose = false): string {
     ...version(file.version),
   ]);
   const listedFiles = new Set(files.map((file) => file.path));
-  for (const path of ledger.withdrawnPaths("file"))
+  for (const path of ledger.withdrawn.file)
     if (!listedFiles.has(path)) fileRows.push([path, "", "", C.REPORT_STATES.retracted]);
   // Rules: cwd's rule folders and every nested one seen; refused rule files go to "not used".
   const withRules = options.rules && discovery !== undefined;
@@ -3779,7 +3653,7 @@ function formatInspection(engine: LazyAgents, verbose = false): string {
     return [rule.path, rule.source, C.RULE_KIND_NAMES[rule.meta.kind], globs, ruleState(ledger, rule)];
   });
   const listedRules = new Set(rules.map((rule) => rule.path));
-  for (const path of withRules ? ledger.withdrawnPaths("rule") : [])
+  for (const path of withRules ? ledger.withdrawn.rule : [])
     if (!listedRules.has(path)) ruleRows.push([path, "", "", "", C.REPORT_STATES.retracted]);
   const seenSkills = views.flatMap((view) => view.skills.map((skill) => ({ ...skill, scope: view.scope })));
   const skillRows = seenThenHeld(seenSkills, ledger.all("skill")).map((skill) => [

@@ -774,3 +774,25 @@ test("a rule file that changes while another rule imports it keeps the imports o
       assert.match(reminder, /path="docs\/old\.md" scope="src\/\*\*" imported-by="\.claude\/rules\/b\.md"/);
     },
   ));
+
+test("a withdrawn Claude rule takes its imports of imports with it", () =>
+  twoTrees(
+    {
+      ".claude/rules/api.md": rule('paths: "src/**"', "API-RULE\nSee @../../docs/one.md"),
+      "docs/one.md": "RULE-HOP-ONE @two.md",
+      "docs/two.md": "RULE-HOP-TWO",
+      "src/a.ts": "a\n",
+    },
+    async (tree, mode) => {
+      const h = await loadRunner(tree);
+      const touch = async () => reminderOf((await h.call("read", { path: "src/a.ts" })).content) ?? "";
+      assert.match(await touch(), /RULE-HOP-TWO/, mode);
+      rmSync(tree.abs(".claude/rules/api.md"));
+      const reminder = await touch();
+      for (const path of [".claude/rules/api.md", "docs/one.md", "docs/two.md"])
+        assert.match(reminder, new RegExp(`${path.replaceAll(".", "\\.")} no longer applies`), `${mode}: ${path}`);
+      // Withdrawn means no longer held: the rule back brings its whole chain again.
+      tree.write(".claude/rules/api.md", rule('paths: "src/**"', "API-RULE\nSee @../../docs/one.md"));
+      assert.match(await touch(), /RULE-HOP-TWO/, mode);
+    },
+  ));

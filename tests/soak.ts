@@ -222,6 +222,8 @@ async function soak(): Promise<number> {
     rulePlaces: cacheBound(dirsOnDisk),
     ledgerFiles: WINDOW,
     ledgerScopes: WINDOW,
+    ledgerRules: WINDOW,
+    ledgerWithdrawn: WINDOW,
     ledgerSkills: WINDOW,
     ledgerSkipped: WINDOW,
     ledgerAlsoGoverns: WINDOW,
