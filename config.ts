@@ -456,7 +456,6 @@ export const CHECK_CONFIRM_TITLE = "A hookify rule asks before this call";
 export const FAILURE_LABELS = {
   toolCall: "discovery before a tool ran",
   toolResult: "delivery after a tool ran",
-  gateRecord: "recording a held-back call",
   rebuild: "rebuilding the ledger from the session",
   settings: "reading the settings",
   sweep: "sweeping the caches",

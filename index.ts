@@ -17,7 +17,7 @@
 //  7. The reminder fits REMINDER_BUDGET_BYTES and MAX_REMINDER_FILES: the deepest files whole first,
 //     broader ones cut, the rest announced as left out: `fitPlanToBudget`.
 //  8. With gateWrites on, the first write or edit into a scope whose instructions the model lacks
-//     is held back once, the instructions in its reason: `WriteGate.hold`.
+//     is held back once, the instructions in its reason: `LazyAgents.onToolCall`.
 //  9. A bash command is read, never run: a word names a path to activate when `shellWordUse` says so.
 // 10. A glob rule of .claude/.cursor/.github applies when a touched path matches it: `ruleApplies`.
 // 11. Each part of a reminder (files, skills, rules, rule listings) opens with its full explanation
@@ -29,13 +29,12 @@
 //     link leads to passes one source policy, on its path as written and as it resolves:
 //     `sourceRefusal`. The folders of a `.agents/skills` tree are skill content, not scopes: `viewChain`.
 //
-// Sections, in the order a tool call travels: 1 Pi adapter; 2 per-call lifecycle; 2b checks
-// (hookify rules: block, ask or warn); 3 the ledger:
-// what the model holds; 4 reminder text and budget; 5 discovery; 6 caches and the
-// filesystem seam; 7 git; 8 settings; 9 the /lazy-agents report; 10 pure helpers (paths and text,
-// the shell-word reader, the glob matcher). A section uses only what later sections define, but
-// for three knowing exceptions: reminder text formats the ledger's plan, settings read through the
-// filesystem seam, and the report describes everything above it.
+// Sections, in the order a tool call travels: 1 Pi adapter; 2 per-call lifecycle; 2b checks (hookify rules:
+// block, ask or warn); 3 the ledger: what the model holds; 4 reminder text and budget; 5 discovery; 6 caches and
+// the filesystem seam; 7 git; 8 settings; 9 the /lazy-agents report; 10 pure helpers (paths and text, the
+// shell-word reader, the glob matcher). A section uses only what later sections define, but for three knowing
+// exceptions: reminder text formats the ledger's plan, settings read through the filesystem seam, and the
+// report describes everything above it.
 
 import * as nodeFs from "node:fs";
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
@@ -112,19 +111,13 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
 
     // A held-back call has no tool_result: its delivery is recorded on the error result Pi persists.
     // The hook runs for every message, so it is registered only while the gate is on.
-    const recordGateDelivery: ExtensionHandler<MessageEndEvent, MessageEndEventResult> = (event, ctx) =>
-      guarded(
-        ctx,
-        "gateRecord",
-        () => {
-          const message = event.message;
-          if (message.role !== "toolResult") return undefined;
-          const record = engine.gate?.takeRecord(message.toolCallId);
-          if (!record) return undefined;
-          return { message: { ...message, details: withRecord(message.details, record) as typeof message.details } };
-        },
-        nothing,
-      );
+    const recordGateDelivery: ExtensionHandler<MessageEndEvent, MessageEndEventResult> = ({ message }) => {
+      if (message.role !== "toolResult") return undefined;
+      const record = engine.gate?.records.get(message.toolCallId);
+      if (!record) return undefined;
+      engine.gate!.records.delete(message.toolCallId);
+      return { message: { ...message, details: withRecord(message.details, record) as typeof message.details } };
+    };
     let stopGateHook: (() => void) | undefined;
 
     const loadSettings = (ctx: ExtensionContext): void => {
@@ -241,7 +234,6 @@ function then<T, R>(value: T | Promise<T>, next: (value: T) => R): R | Promise<R
 async function commandReport(engine: LazyAgents, args: string, env: CallEnvironment): Promise<string> {
   try {
     const words = args.trim();
-    if (words === "help") return C.REPORT_USAGE;
     if (words.startsWith("why ")) {
       // An argument wrapped in quotes is a bash command; a bare one is a path (which may hold spaces).
       const quoted = /^(["'])(.*)\1$/s.exec(words.slice(4).trim())?.[2];
@@ -249,8 +241,8 @@ async function commandReport(engine: LazyAgents, args: string, env: CallEnvironm
       const why = await explainPath(engine, words.slice(4), env);
       return [why, ...checkWhy(engine, env, words.slice(4).trim())].join("\n");
     }
-    engine.discoveryFor(env.cwd);
     if (words !== "" && words !== C.VERBOSE_ARGUMENT) return C.REPORT_USAGE;
+    engine.discoveryFor(env.cwd);
     return [formatInspection(engine, words === C.VERBOSE_ARGUMENT), ...checkReport(engine, env)].join("\n");
   } catch {
     return C.REPORT_FAILED;
@@ -264,19 +256,15 @@ export default createLazyAgents();
 // result awaits git until no question is left, then views, plans and applies in one synchronous
 // step; turn_end confirms what Pi persisted. What a call touches is its tool path or its bash words.
 
-const UNICODE_SPACES = /[\u00A0\u2000-\u200A\u202F\u205F\u3000]/g;
-const NARROW_NO_BREAK_SPACE = "\u202F";
-const RIGHT_SINGLE_QUOTE = "\u2019";
-
 /**
- * A tool's `path` argument resolved as Pi's built-in tools do (unicode spaces, a leading `@`, `~`,
- * `file://`), or undefined for input no tool could open. With `exists`, a path that is not there
- * falls back as Pi's read tool does, to the first of its other spellings that exists. Exported for tests.
+ * A tool's `path` argument resolved as Pi's built-in tools do (unicode spaces, a leading `@`, `~`, `file://`), or
+ * undefined for input no tool could open. With `exists`, a path that is not there falls back as Pi's read tool
+ * does, to the first of its other spellings that exists. Exported for tests.
  */
 export function resolveToolPath(raw: unknown, cwd: string, exists?: (path: string) => boolean): string | undefined {
   if (typeof raw !== "string" || raw.trim() === "" || raw.includes("\0")) return undefined;
   if (Buffer.byteLength(raw) > C.MAX_PATH_BYTES) return undefined;
-  let path = raw.replace(UNICODE_SPACES, " ");
+  let path = raw.replace(/[\u00A0\u2000-\u200A\u202F\u205F\u3000]/g, " ");
   if (path.startsWith("@")) path = path.slice(1);
   const home = expandHome(path);
   if (home !== undefined) path = home;
@@ -288,7 +276,7 @@ export function resolveToolPath(raw: unknown, cwd: string, exists?: (path: strin
       return undefined;
     }
   }
-  const resolved = isAbsolute(path) ? resolve(path) : resolve(cwd, path);
+  const resolved = resolve(cwd, path);
   return exists === undefined ? resolved : readPathFallback(resolved, exists);
 }
 
@@ -302,10 +290,10 @@ function readPathFallback(resolved: string, exists: (path: string) => boolean): 
   if (!/[^\x00-\x7F]|'| (?:AM|PM)\./i.test(resolved)) return resolved;
   const nfd = resolved.normalize("NFD");
   const variants = [
-    resolved.replace(/ (AM|PM)\./gi, `${NARROW_NO_BREAK_SPACE}$1.`),
+    resolved.replace(/ (AM|PM)\./gi, "\u202F$1."),
     nfd,
-    resolved.replace(/'/g, RIGHT_SINGLE_QUOTE),
-    nfd.replace(/'/g, RIGHT_SINGLE_QUOTE),
+    resolved.replace(/'/g, "\u2019"),
+    nfd.replace(/'/g, "\u2019"),
   ].filter((variant) => variant !== resolved);
   if (variants.length === 0 || exists(resolved)) return resolved;
   return variants.find(exists) ?? resolved;
@@ -348,6 +336,7 @@ function shellChains(outcomes: ShellWordOutcome[]): Located[] {
   return [...chains.values()];
 }
 
+/** A written word's folder, which the command may create; a read word's existing file (its folder) or folder. */
 function locateShellPath(
   discovery: Discovery,
   role: "read" | "write",
@@ -357,12 +346,10 @@ function locateShellPath(
   if (path.includes("\0") || Buffer.byteLength(path) > C.MAX_PATH_BYTES) return "missing";
   if (!mayBeInside(discovery, path)) return "outside";
   const located = role === "write" ? locateChain(discovery, path, false) : locateExisting(discovery, path, folders);
-  if (located === undefined) return "outside";
   if (typeof located === "string") return located;
-  return located.links.length === 0 ? "cwdItself" : located;
+  return located === undefined ? "outside" : located.links.length === 0 ? "cwdItself" : located;
 }
 
-/** An existing file (its folder) or folder (itself); nothing for a word that names nothing. */
 function locateExisting(
   discovery: Discovery,
   path: string,
@@ -397,15 +384,11 @@ function shellFolder(discovery: Discovery, folder: string): ShellFolder {
   const fresh = !discovery.chains.has(rel);
   const links = chainFor(discovery, rel);
   const { stats, stop } = lstatChain(discovery.fs, links);
-  if (stop === "error") return "resolve";
-  if (stop === "missing") return "missing";
-  if (stop !== undefined) return stop.isSymbolicLink() ? "resolve" : "missing";
-  if (fresh && !spelledAsOnDisk(discovery, links, stats)) {
-    // One folder, one identity: another spelling is looked at through its real path, every time.
-    discovery.chains.delete(rel);
-    return "resolve";
-  }
-  return { links, stats };
+  if (stop === "missing" || (typeof stop === "object" && !stop.isSymbolicLink())) return "missing";
+  if (stop === undefined && (!fresh || spelledAsOnDisk(discovery, links, stats))) return { links, stats };
+  // One folder, one identity: another spelling is looked at through its real path, every time.
+  if (stop === undefined) discovery.chains.delete(rel);
+  return "resolve";
 }
 
 /**
@@ -420,8 +403,7 @@ function wordKind(discovery: Discovery, path: string, folder: nodeFs.Stats | und
   const cached = folder && known.get(path);
   if (cached && sameSignature(cached.folder, folder)) return cached.kind;
   const stats = fsOr("link" as const, () => discovery.fs.lstat(path));
-  if (stats === "link") return stats;
-  if (stats?.isDirectory()) return stats;
+  if (stats === "link" || stats?.isDirectory()) return stats;
   const kind = !stats ? "missing" : stats.isSymbolicLink() ? "link" : "file";
   if (folder && kind !== "link") {
     if (known.size >= C.MAX_SHELL_WORD_CACHE) known.clear();
@@ -440,8 +422,6 @@ function shellNamesInstruction(commands: ShellCommand[], fileNames: readonly str
     uses.some((use) => use.role !== "skip" && fileNames.includes(posix.basename(use.path))),
   );
 }
-
-const FILE_TOOLS: ReadonlySet<string> = new Set(["read", "edit", "write"]);
 
 interface CallEnvironment {
   cwd: string;
@@ -467,7 +447,6 @@ interface PendingCall {
   /** Its target's chain, or those its bash words activate. */
   chains: Located[];
   withSkills: boolean;
-  partial?: boolean;
   /** cwd-relative paths the call touched, for rule globs. */
   touched: string[];
   /** A bash call's commands, located again after it ran when they name an instruction file. */
@@ -476,13 +455,13 @@ interface PendingCall {
   writes?: string;
   /** An edit or write of a file named otherwise, which may reach one through a link: see `writesOf`. */
   mayLink?: boolean;
+  /** An edit or write of an instruction file, or into folders not all there at the call: located again at its result. */
+  relocate?: boolean;
   /** Git's answers for the chains' new folders, asked at tool_call, awaited at the result. */
   gitAnswer?: Promise<void>;
 }
 
 type Shown = Pick<PlanInput, "shownWhole" | "shownInPart">;
-
-const nothingShown = (): Shown => ({});
 
 // Exported for tests: they read the engine's state through onEngine.
 export class LazyAgents {
@@ -496,7 +475,6 @@ export class LazyAgents {
   contextMark?: string | null;
   /** Failures the hooks caught, by label, for `/lazy-agents`. */
   readonly failures = new Map<C.FailureLabel, number>();
-  /** hookify rules of cwd and the folders seen (see the Checks section). */
   readonly checks: CheckState = newCheckState();
   git?: GitIgnoreOracle;
   startupSkills = new Map<string, string>();
@@ -506,10 +484,11 @@ export class LazyAgents {
   private boundCwd?: string;
   private sweepScheduled = false;
   // Per-call state: calls between tool_call and result; nested calls that activated, waiting for their
-  // outermost call's result; records this turn's results carry, until turn_end shows what Pi persisted.
+  // outermost call's result; the outermost call of each nested one; records this turn's results carry,
+  // until turn_end shows what Pi persisted.
   private readonly pending = new Map<string, PendingCall>();
   private readonly nested = new Map<string, PendingCall[]>();
-  private readonly parentOf = new Map<string, string>();
+  private readonly rootOf = new Map<string, string>();
   private readonly unconfirmed = new Map<string, LedgerRecord>();
 
   constructor(fs: FileSystem = nodeFileSystem, spawner: SpawnGit = spawnGit) {
@@ -527,24 +506,22 @@ export class LazyAgents {
   /** The discovery of cwd, made once per cwd: its real path is the boundary every candidate is checked against. */
   discoveryFor(cwd: string): Discovery | undefined {
     // The warm path: cwd does not move within a session, so its real path is resolved once.
-    let discovery = this.boundCwd === cwd ? this.discovery : undefined;
-    if (!discovery) {
-      this.boundCwd = cwd;
+    if (this.boundCwd !== cwd || !this.discovery) {
       const cwdReal = fsOr(undefined, () => this.fs.realpath(resolve(cwd)));
       if (cwdReal === undefined) return undefined;
-      if (this.discovery?.cwdReal === cwdReal) discovery = this.discovery;
-      else {
-        if (this.git?.cwdReal !== cwdReal) {
-          this.git?.stop();
-          this.git = new GitIgnoreOracle(cwdReal, this.spawner);
-        }
-        discovery = this.discovery = new Discovery(this.fs, cwdReal, this.options, () => this.git?.off === false);
-        discovery.logicalCwd = resolve(cwd);
-        discovery.learnStartupFiles(this.startupFiles);
+      this.boundCwd = cwd;
+      if (this.git?.cwdReal !== cwdReal) {
+        this.git?.stop();
+        this.git = new GitIgnoreOracle(cwdReal, this.spawner);
+      }
+      if (this.discovery?.cwdReal !== cwdReal) {
+        this.discovery = new Discovery(this.fs, cwdReal, this.options, () => this.git?.off === false);
+        this.discovery.logicalCwd = resolve(cwd);
+        this.discovery.learnStartupFiles(this.startupFiles);
       }
     }
-    discovery.options = this.options;
-    return discovery;
+    this.discovery.options = this.options;
+    return this.discovery;
   }
 
   shutdown(): void {
@@ -565,60 +542,66 @@ export class LazyAgents {
   }
 
   /**
-   * Before the tool runs: locates what the call touches and asks git about new folders, so that
-   * the answers overlap the tool's run. Only the write gate views and plans here, for outermost
-   * writes and edits, once git has answered.
+   * Before the tool runs: locates what the call touches and asks git about new folders, so that the answers
+   * overlap the tool's run. Only the write gate views and plans here, for outermost writes and edits.
    */
   onToolCall(event: ToolCallEvent, env: CallEnvironment): GateOutcome | undefined | Promise<GateOutcome | undefined> {
-    if (event.parentToolCallId !== undefined) this.parentOf.set(event.toolCallId, event.parentToolCallId);
+    const parent = event.parentToolCallId;
+    if (parent !== undefined) this.rootOf.set(event.toolCallId, this.rootOf.get(parent) ?? parent);
     if (!this.options.enabled || !this.options.triggers.has(event.toolName)) return undefined;
     const discovery = this.discoveryFor(env.cwd);
-    const call = discovery && this.locate(discovery, event, env);
+    if (!discovery) return undefined;
+    this.sweepSoon(discovery);
+    const call = this.locate(discovery, event, env);
     if (!call) return undefined;
-    call.gitAnswer = askGit(discovery!, this.git, chainQuestionsOf(discovery!, [call]));
+    call.gitAnswer = askGit(discovery, this.git, chainQuestionsOf(discovery, [call]));
     this.pending.set(event.toolCallId, call);
     const gate = this.gate;
-    if (!gate || event.parentToolCallId !== undefined || (event.toolName !== "write" && event.toolName !== "edit")) {
-      return undefined;
-    }
-    return this.settle([call], call.gitAnswer, nothingShown, (views, plan) => {
+    if (!gate || parent !== undefined || (event.toolName !== "write" && event.toolName !== "edit")) return undefined;
+    // Held back when the plan carries instructions (or a sibling's do). A retry goes through even when the budget
+    // left files out of the reason: its own result carries them.
+    return this.settle([call], call.gitAnswer, (views, plan): GateOutcome | undefined => {
       this.inspection.record(views);
-      const held = gate.hold(event.toolCallId, call.target, plan, views, this.ledger, this.options.budgetBytes);
-      if (held) this.pending.delete(event.toolCallId);
-      return held;
+      if (gate.retries.delete(call.target)) return undefined;
+      const carries = () => plan.files.length > 0 || (plan.rules?.length ?? 0) > 0;
+      if (carries()) fitPlanToBudget(plan, this.options.budgetBytes);
+      // A write into a scope gated in this turn: its instructions reach the model only after it.
+      const sibling = !carries() && views.some((view) => gate.scopes.has(view.scope));
+      if (!carries() && !sibling) return undefined;
+      this.pending.delete(event.toolCallId);
+      if (sibling)
+        return { answer: { block: true, reason: C.GATE_SIBLING_TEXT }, plan: { ...plan, record: emptyRecord() } };
+      const text = formatReminder(plan);
+      plan.record.reminder = versionOf(text);
+      this.ledger.apply(plan.record);
+      gate.records.set(event.toolCallId, plan.record);
+      if (gate.retries.size >= C.MAX_UNCONFIRMED_RESULTS) gate.retries.delete(gate.retries.values().next().value!);
+      gate.retries.add(call.target);
+      for (const entry of plan.files) gate.scopes.add(entry.scope);
+      return { answer: { block: true, reason: `${text}\n${C.GATE_RETRY_TEXT}` }, plan };
     });
   }
 
   /** What a call touches, located; undefined for a call that touches nothing we deliver for. */
   private locate(discovery: Discovery, event: ToolCallEvent, env: CallEnvironment): PendingCall | undefined {
-    const read = isToolCallEventType("read", event) ? event.input : undefined;
-    const base = {
-      toolName: event.toolName,
-      rootId: this.rootOf(event.toolCallId),
-      withSkills: env.trusted && this.options.skills,
-      partial: read !== undefined && (read.offset !== undefined || read.limit !== undefined),
-    };
+    const rootId = this.rootOf.get(event.toolCallId) ?? event.toolCallId;
+    const base = { toolName: event.toolName, rootId, withSkills: env.trusted && this.options.skills };
     if (isToolCallEventType("bash", event)) {
       if (typeof event.input.command !== "string") return undefined;
-      this.sweepSoon(discovery);
       const commands = readShellCommand(event.input.command);
       const outcomes = locateShellWords(discovery, commands, env.cwd);
       const chains = shellChains(outcomes);
       // Rules touch point: the cwd-relative paths the command names, for rule globs (cwd itself aside).
-      const touched = new Set<string>();
-      for (const { path } of this.options.rules ? outcomes : []) {
-        const rel = path === undefined ? undefined : touchedPath(discovery, path, env.cwd);
-        if (rel) touched.add(rel);
-      }
-      if (chains.length === 0 && touched.size === 0) return undefined;
-      return { ...base, target: "", chains, touched: [...touched], commands };
+      const rels = this.options.rules ? outcomes.map(({ path }) => path && touchedPath(discovery, path, env.cwd)) : [];
+      const touched = [...new Set(rels.filter((rel): rel is string => !!rel))];
+      if (chains.length === 0 && touched.length === 0) return undefined;
+      return { ...base, target: "", chains, touched, commands };
     }
-    const targetIsDirectory = !FILE_TOOLS.has(event.toolName);
     // Search tools and other triggers name a folder, cwd when they name none (as Pi's do).
+    const targetIsDirectory = !["read", "edit", "write"].includes(event.toolName);
     const raw = (event.input as { path?: unknown }).path ?? (targetIsDirectory ? "." : undefined);
-    const target = resolveToolPath(raw, env.cwd, read ? discovery.readFallback : undefined);
+    const target = resolveToolPath(raw, env.cwd, event.toolName === "read" ? discovery.readFallback : undefined);
     if (target === undefined) return undefined;
-    this.sweepSoon(discovery);
     const located = takeLocated(this.checks, event.toolCallId) ?? locateChain(discovery, target, targetIsDirectory);
     if (located === undefined) return undefined;
     const edits = event.toolName === "edit" || event.toolName === "write";
@@ -628,7 +611,9 @@ export class LazyAgents {
     // exist yet, or change one through a link, and the batch must know.
     if (located.links.length === 0 && !edits && !this.options.rules) return undefined;
     const touched = this.options.rules ? touchedPath(discovery, target, env.cwd) : undefined;
-    const rest = { touched: touched === undefined ? [] : [touched], writes, mayLink: edits && !named };
+    // Only the fast path, which found every folder there, takes stats.
+    const relocate = edits && (named || located.stats === undefined);
+    const rest = { touched: touched === undefined ? [] : [touched], writes, mayLink: edits && !named, relocate };
     return { ...base, target, chains: [located], ...rest };
   }
 
@@ -647,12 +632,6 @@ export class LazyAgents {
     return call.writes;
   }
 
-  private rootOf(toolCallId: string): string {
-    let id = toolCallId;
-    for (let hops = 0; hops < 64 && this.parentOf.has(id); hops++) id = this.parentOf.get(id)!;
-    return id;
-  }
-
   /**
    * Awaits git until the views and plan of these calls leave no question open (imports of
    * imports, folder imports, rule folders and their imports: at most C.MAX_IMPORT_DEPTH + 1
@@ -661,12 +640,12 @@ export class LazyAgents {
   private settle<T>(
     calls: PendingCall[],
     wait: Promise<void> | undefined,
-    shown: (views: DirectoryView[]) => Shown,
     finish: (views: DirectoryView[], plan: DeliveryPlan) => T,
+    shown: (views: DirectoryView[]) => Shown = () => ({}),
     round = 0,
   ): T | Promise<T> {
     if (wait) {
-      const again = () => this.settle(calls, undefined, shown, finish, round + 1);
+      const again = () => this.settle(calls, undefined, finish, shown, round + 1);
       return wait.then(again, again);
     }
     const discovery = this.discovery;
@@ -680,7 +659,6 @@ export class LazyAgents {
       startupSkills: this.startupSkills,
       cwdReal: discovery?.cwdReal,
     });
-    // Rules touch point: rules contribute planned entries alongside the views.
     const touched = calls.flatMap((call) => call.touched);
     if (this.options.rules && discovery)
       planRules(this.ledger, plan, { discovery, views, touched, options: this.options });
@@ -688,21 +666,20 @@ export class LazyAgents {
     // What the views and plan just built left open (imports, rule folders).
     const open = [...discovery.gitAnswers.wanted, ...chainQuestionsOf(discovery, calls)];
     const answers = askGit(discovery, this.git, open);
-    return answers ? this.settle(calls, answers, shown, finish, round) : finish(views, plan);
+    return answers ? this.settle(calls, answers, finish, shown, round) : finish(views, plan);
   }
 
   /** Resolves once git has answered all that views of these chains ask (`/lazy-agents why` waits so too). */
   async settled(chains: Located[], withSkills: boolean): Promise<void> {
     const look = { toolName: "ls", rootId: "", target: "", chains, withSkills, touched: [] };
-    await this.settle([look], undefined, nothingShown, () => undefined);
+    await this.settle([look], undefined, () => undefined);
   }
 
-  /** A call's views: its chains located again when the tool wrote an instruction file into them. */
+  /** A call's views, its chains located again when the tool may have made their folders or instruction files. */
   private viewsOf(discovery: Discovery, call: PendingCall): DirectoryView[] {
     if (call.commands && shellNamesInstruction(call.commands, this.options.fileNames)) {
       call.chains = shellChains(locateShellWords(discovery, call.commands, this.boundCwd ?? discovery.cwdReal));
-    } else if (call.writes !== undefined) {
-      // A write may have made the folders of the instruction file it wrote: locate them again.
+    } else if (call.relocate) {
       const located = locateChain(discovery, call.target, false);
       call.chains = located ? [located] : [];
     }
@@ -727,9 +704,8 @@ export class LazyAgents {
     setImmediate(() => {
       this.sweepScheduled = false;
       try {
-        if (discovery === this.discovery && discovery.sweep()) {
+        if (discovery === this.discovery && discovery.sweep())
           this.inspection.prune((scope) => discovery.exists(join(discovery.cwdReal, scope)));
-        }
       } catch {
         // Outside any hook: counted as a hook's failure is. The caches stay as they were: correct, only larger.
         this.noteFailure("sweep");
@@ -744,7 +720,7 @@ export class LazyAgents {
   onToolResult(event: ToolResultEvent): ResultOutcome | undefined | Promise<ResultOutcome | undefined> {
     const call = this.pending.get(event.toolCallId);
     this.pending.delete(event.toolCallId);
-    this.parentOf.delete(event.toolCallId);
+    this.rootOf.delete(event.toolCallId);
     const own = call !== undefined && activates(call.toolName, event.isError) ? call : undefined;
     if (own && own.rootId !== event.toolCallId) {
       this.nested.set(own.rootId, [...(this.nested.get(own.rootId) ?? []), own]);
@@ -756,12 +732,13 @@ export class LazyAgents {
     const shown = (views: DirectoryView[]) => (own ? this.shownByTool(own, event, views) : {});
     // A file tool's reminder is for the path its call names; a command's or a script's names the paths it touched.
     const named = calls.length > (own ? 1 : 0) || own?.commands !== undefined;
-    return this.settle(calls, joinAnswers(...calls.map((c) => c.gitAnswer)), shown, (views, plan) => {
+    const finish = (views: DirectoryView[], plan: DeliveryPlan) => {
       this.inspection.record(views);
       const touched = calls.flatMap((c) => c.touched);
       if (named && touched.length > 0) plan.touched = touched;
       return this.deliver(event, plan);
-    });
+    };
+    return this.settle(calls, joinAnswers(...calls.map((c) => c.gitAnswer)), finish, shown);
   }
 
   /** What of an instruction file or an import the tool's own output already shows the model. */
@@ -770,20 +747,16 @@ export class LazyAgents {
     // offers an instruction file, also by where it leads.
     const writes = call.toolName === "write" && views.some((view) => view.file) ? this.writesOf(call) : call.writes;
     const named = writes !== undefined || this.options.fileNames.includes(basename(call.target));
-    const target = named ? this.discovery?.realpathOrUndefined(call.target) : this.importTarget(call, views);
-    if (target === undefined) return {};
+    // Another read's target is resolved only when the chain imports something.
+    const imports = !named && call.toolName === "read" && views.some((view) => view.imports.length > 0);
+    const target = named || imports ? this.discovery?.realpathOrUndefined(call.target) : undefined;
+    const imported = imports && views.some((view) => view.imports.some(({ file }) => file.realPath === target));
+    if (target === undefined || !(named || imported)) return {};
     // A failed write showed nothing: the file on disk is still the one the model lacks.
     if (call.toolName === "write") return event.isError ? {} : { shownWhole: target };
-    if (call.toolName !== "read") return {};
-    const whole = !call.partial && !(isReadToolResult(event) && event.details?.truncation?.truncated === true);
-    return whole ? { shownWhole: target } : { shownInPart: target };
-  }
-
-  /** Real path of a read's target when the chain imports it; resolved only when the chain imports. */
-  private importTarget(call: PendingCall, views: DirectoryView[]): string | undefined {
-    if (call.toolName !== "read" || !views.some((view) => view.imports.length > 0)) return undefined;
-    const real = this.discovery?.realpathOrUndefined(call.target);
-    return views.some((view) => view.imports.some(({ file }) => file.realPath === real)) ? real : undefined;
+    if (!isReadToolResult(event)) return {};
+    const partial = event.input.offset !== undefined || event.input.limit !== undefined;
+    return partial || event.details?.truncation?.truncated === true ? { shownInPart: target } : { shownWhole: target };
   }
 
   private deliver(event: ToolResultEvent, plan: DeliveryPlan): ResultOutcome | undefined {
@@ -792,18 +765,16 @@ export class LazyAgents {
     if (isRecordEmpty(plan.record)) return undefined;
     // Planned and applied with no await in between: a sibling's result plans against this delivery.
     const text = recordShowsText(plan.record) ? formatReminder(plan) : undefined;
-    if (text !== undefined) plan.record.reminder = versionOf(text);
     const patch: ToolResultEventResult = { details: withRecord(event.details, plan.record) };
     if (text !== undefined) {
+      plan.record.reminder = versionOf(text);
       patch.content = [...event.content, { type: "text", text }];
       if (event.structuredContent !== undefined) patch.structuredContent = event.structuredContent;
-    }
-    this.ledger.apply(plan.record);
-    if (patch.content) {
       if (this.unconfirmed.size >= C.MAX_UNCONFIRMED_RESULTS)
         this.unconfirmed.delete(this.unconfirmed.keys().next().value!);
       this.unconfirmed.set(event.toolCallId, plan.record);
     }
+    this.ledger.apply(plan.record);
     return { answer: patch, plan };
   }
 
@@ -834,13 +805,16 @@ export class LazyAgents {
       this.inspection.clear();
     }
     this.options = options;
-    this.gate = options.gateWrites ? (this.gate ?? new WriteGate()) : undefined;
+    this.gate = options.gateWrites
+      ? (this.gate ?? { records: new Map(), scopes: new Set(), retries: new Set() })
+      : undefined;
   }
 
   /** Forgets what calls that never reached their result left behind; all calls of the turn are done. */
   endTurn(): void {
-    for (const map of [this.pending, this.nested, this.parentOf, this.unconfirmed]) map.clear();
-    this.gate?.endTurn();
+    for (const map of [this.pending, this.nested, this.rootOf, this.unconfirmed]) map.clear();
+    this.gate?.records.clear();
+    this.gate?.scopes.clear();
   }
 
   /** For tests and the soak run. */
@@ -849,7 +823,7 @@ export class LazyAgents {
       pending: this.pending.size,
       nested: this.nested.size,
       written: [...this.pending.values()].filter((call) => call.writes !== undefined).length,
-      parentOf: this.parentOf.size,
+      parentOf: this.rootOf.size,
       unconfirmed: this.unconfirmed.size,
       gateRecords: this.gate?.records.size ?? 0,
       gatedScopes: this.gate?.scopes.size ?? 0,
@@ -873,62 +847,15 @@ function chainQuestionsOf(discovery: Discovery, calls: PendingCall[]): string[] 
 }
 
 /**
- * The write gate, present only while `gateWrites` is on. It holds back the first write or edit into
- * a scope whose instructions the model lacks: the block reason carries them, the ledger counts them
- * delivered, and the retry goes through. Pi persists the reason as the call's error result, which
- * `records` waits for. Pi runs every sibling's tool_call before any result reaches the model, so a
- * sibling write into a scope held for in this turn (`scopes`) is held too.
+ * The write gate's state, present only while `gateWrites` is on. Pi persists a held call's reason as its error
+ * result, which `records` waits for. Pi runs every sibling's tool_call before any result reaches the model, so a
+ * sibling write into a scope held for in this turn (`scopes`) is held too. A target held once (`retries`) goes
+ * through when it is tried again, as the reason promises.
  */
-class WriteGate {
-  readonly records = new Map<string, LedgerRecord>();
-  readonly scopes = new Set<string>();
-  /** Targets held back once, whose next write or edit goes through (the retry the reason asks for). */
-  readonly retries = new Set<string>();
-
-  /**
-   * Holds the call back when the plan carries instructions (or a sibling's do); undefined lets it
-   * run. A target held once goes through when it is tried again, as the reason promises, even when
-   * the budget left files out of that reason: the retry's own result carries them.
-   */
-  hold(
-    toolCallId: string,
-    target: string,
-    plan: DeliveryPlan,
-    views: DirectoryView[],
-    ledger: Ledger,
-    budgetBytes: number,
-  ): GateOutcome | undefined {
-    if (this.retries.delete(target)) return undefined;
-    const carries = () => plan.files.length > 0 || (plan.rules?.length ?? 0) > 0;
-    if (carries()) fitPlanToBudget(plan, budgetBytes);
-    if (!carries()) {
-      // A write into a scope gated in this turn: its instructions reach the model only after it.
-      if (!views.some((view) => this.scopes.has(view.scope))) return undefined;
-      return {
-        answer: { block: true, reason: C.GATE_SIBLING_TEXT },
-        plan: { record: emptyRecord(), files: [], skills: [] },
-      };
-    }
-    const text = formatReminder(plan);
-    plan.record.reminder = versionOf(text);
-    ledger.apply(plan.record);
-    this.records.set(toolCallId, plan.record);
-    if (this.retries.size >= C.MAX_UNCONFIRMED_RESULTS) this.retries.delete(this.retries.values().next().value!);
-    this.retries.add(target);
-    for (const entry of plan.files) this.scopes.add(entry.scope);
-    return { answer: { block: true, reason: `${text}\n${C.GATE_RETRY_TEXT}` }, plan };
-  }
-
-  takeRecord(toolCallId: string): LedgerRecord | undefined {
-    const record = this.records.get(toolCallId);
-    this.records.delete(toolCallId);
-    return record;
-  }
-
-  endTurn(): void {
-    this.records.clear();
-    this.scopes.clear();
-  }
+interface WriteGate {
+  records: Map<string, LedgerRecord>;
+  scopes: Set<string>;
+  retries: Set<string>;
 }
 
 function activates(toolName: string, isError: boolean): boolean {
@@ -946,10 +873,7 @@ function mergeViews(views: DirectoryView[]): DirectoryView[] {
 }
 
 function withRecord(details: unknown, record: LedgerRecord): Record<string, unknown> {
-  const base =
-    typeof details === "object" && details !== null && !Array.isArray(details)
-      ? (details as Record<string, unknown>)
-      : {};
+  const base = typeof details === "object" && details !== null && !Array.isArray(details) ? details : {};
   return { ...base, [C.DETAILS_KEY]: record };
 }
 

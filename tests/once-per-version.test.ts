@@ -2,8 +2,8 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { utimesSync, unlinkSync, writeFileSync, statSync } from "node:fs";
-import { loadRunner, reminderOf, withTree, finalTurn, startRuntime } from "./harness.ts";
+import { rmSync, utimesSync, unlinkSync, writeFileSync, statSync } from "node:fs";
+import { loadRunner, reminderOf, twoTrees, withTree, finalTurn, startRuntime } from "./harness.ts";
 import { chain, files, readA, remindersIn } from "./fixtures.ts";
 
 test("an external edit between accesses re-sends only the changed file", () =>
@@ -49,6 +49,15 @@ test("a deleted instruction file is retracted once", () =>
     assert.match(first, /src\/components\/AGENTS.md no longer applies/);
     const second = await h.call("read", { path: "src/components/button.ts" });
     assert.deepEqual(second.content, second.original);
+  }));
+
+test("a write that re-creates a deleted folder without its instruction file withdraws it", () =>
+  twoTrees({ "deep/src/AGENTS.md": "DEEP-RULE", "deep/src/f.ts": "f" }, async (tree) => {
+    const h = await loadRunner(tree);
+    assert.match(reminderOf((await h.call("read", { path: "deep/src/f.ts" })).content) ?? "", /DEEP-RULE/);
+    rmSync(tree.abs("deep/src"), { recursive: true });
+    const result = await h.call("write", { path: "deep/src/h.ts", content: "h" });
+    assert.match(reminderOf(result.content) ?? "", /deep\/src\/AGENTS.md no longer applies/);
   }));
 
 test("an edit of an instruction file sends its new version in the same result", () =>
