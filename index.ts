@@ -762,9 +762,10 @@ export class LazyAgents {
   private deliver(event: ToolResultEvent, plan: DeliveryPlan): ResultOutcome | undefined {
     if (isRecordEmpty(plan.record)) return undefined;
     fitPlanToBudget(plan, this.options.budgetBytes);
-    if (isRecordEmpty(plan.record)) return undefined;
+    // A budget that leaves out everything still names what it left out, so the model can read it.
+    if (isRecordEmpty(plan.record) && !plan.leftOut) return undefined;
     // Planned and applied with no await in between: a sibling's result plans against this delivery.
-    const text = recordShowsText(plan.record) ? formatReminder(plan) : undefined;
+    const text = recordShowsText(plan.record) || plan.leftOut ? formatReminder(plan) : undefined;
     const patch: ToolResultEventResult = { details: withRecord(event.details, plan.record) };
     if (text !== undefined) {
       plan.record.reminder = versionOf(text);

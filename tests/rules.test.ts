@@ -796,3 +796,19 @@ test("a withdrawn Claude rule takes its imports of imports with it", () =>
       assert.match(await touch(), /RULE-HOP-TWO/, mode);
     },
   ));
+
+test("a reminder whose budget leaves out everything still names what it left out, within the budget", () =>
+  twoTrees(
+    {
+      [`.claude/rules/${"long-name-".repeat(24)}.md`]: rule("description: when in doubt", "LISTED-RULE"),
+      "src/AGENTS.md": `BROAD ${"b".repeat(3000)}`,
+      "src/a.ts": "a\n",
+    },
+    async (tree, mode) => {
+      const h = await loadRunner(tree, { settings: { lazyAgents: { reminderBudgetBytes: 1024 } } });
+      const reminder = reminderOf((await h.call("read", { path: "src/a.ts" })).content) ?? "";
+      assert.match(reminder, /long-name-long-name/, `${mode}: the left-out rule is named`);
+      assert.match(reminder, /src\/AGENTS\.md/, `${mode}: the folder's file is cut or named`);
+      assert.ok(Buffer.byteLength(reminder) <= 1024, `${mode}: ${Buffer.byteLength(reminder)} bytes`);
+    },
+  ));
