@@ -737,9 +737,9 @@ function expectFor(s: Session, played: Played): ExpectedRecord {
   if (call.tool === "read" && result.isError) return empty;
   let views = played.viewsBefore;
   let instructionTarget = played.instructionTargetBefore;
-  // A call's chain is located when it starts and viewed at its result: an edit or write, also through a link, is
-  // judged by the files as it left them; folders it created were not there to locate.
-  if (call.tool !== "read" && (views.length > 0 || NAMES.includes(basename(target)))) {
+  // A call's chain is viewed at its result: an edit or write, also through a link, is judged by the files and
+  // folders as it left them, the folders it created included.
+  if (call.tool !== "read") {
     views = s.model.views(s.model.targetFolder(target), true);
     instructionTarget = s.model.instructionTarget(target, true);
   }
