@@ -2189,10 +2189,6 @@ interface ListingEntry {
   hasSkillFile: boolean;
 }
 
-function emptyView(scope: string, cursor: ParentKind = "none"): DirectoryView {
-  return { scope, imports: [], rejected: [], skills: [], cursor };
-}
-
 /** One folder strictly below cwd on the way to a target; `scope` is cwd-relative, with forward slashes. */
 interface ChainLink {
   dir: string;
@@ -2269,7 +2265,6 @@ function locateChain(ctx: Discovery, target: string, targetIsDirectory: boolean)
   return undefined;
 }
 
-/** lstat of each folder on a chain, parent first, up to the first step that is not a real folder. */
 function lstatChain(
   fs: FileSystem,
   links: ChainLink[],
@@ -2316,7 +2311,6 @@ function askGit(ctx: Discovery, git: GitIgnoreOracle | undefined, questions: str
   });
 }
 
-/** One promise for the git answers a call waits on; undefined when it waits on none. */
 function joinAnswers(...answers: Array<Promise<void> | undefined>): Promise<void> | undefined {
   const pending = answers.filter((answer) => answer !== undefined);
   return pending.length <= 1 ? pending[0] : Promise.all(pending).then(() => undefined);
@@ -2347,9 +2341,10 @@ function ignoredReasonOf(ctx: Discovery, link: ChainLink): C.Reason | undefined 
 
 function viewDirectory(ctx: Discovery, link: ChainLink, withSkills: boolean, stats?: nodeFs.Stats): DirectoryView {
   const entry = ctx.directoryEntry(link.dir, stats);
-  if (!entry) return emptyView(link.scope);
+  const cursor = entry?.homes.get(C.RULE_DIRS.cursor[0]) ?? "none";
+  const view: DirectoryView = { scope: link.scope, imports: [], rejected: [], skills: [], cursor };
+  if (!entry) return view;
   const held = ctx.held;
-  const view = emptyView(link.scope, entry.homes.get(C.RULE_DIRS.cursor[0]));
   for (const [index, candidate] of entry.candidates.entries()) {
     const result = ctx.sourceFileOrUnknown(candidate, link.scope);
     if (!("reason" in result)) {
@@ -2397,7 +2392,6 @@ class Discovery {
   readonly ruleFolders = new Map<string, RuleFolder>();
   readonly rulePlaces = new Map<string, RulePlace>();
   readonly compiledRules = new Map<string, Rule>();
-  readonly rootRulePlaces: RulePlace[];
   private sweepAt = 256;
 
   constructor(fs: FileSystem, cwdReal: string, options: Options, gitMayAnswer: () => boolean) {
@@ -2405,10 +2399,9 @@ class Discovery {
     this.cwdReal = cwdReal;
     this.options = options;
     this.gitAnswers = { folders: new Map(), files: new Map(), wanted: new Set(), mayAnswer: gitMayAnswer };
-    this.rootRulePlaces = C.RULE_SOURCES.map((source) => rulePlace(this, source, ""));
   }
 
-  /** Sizes of the internal caches, for the soak test and the inspection command. */
+  /** For the soak test and the inspection command. */
   cacheSizes(): Record<string, number> {
     const { folders: gitAnswers, files: gitFileAnswers } = this.gitAnswers;
     const { directories, files, listings, chains, ignoredSeen, ruleFolders, rulePlaces, compiledRules } = this;
@@ -2487,13 +2480,10 @@ class Discovery {
     };
   }
 
-  /** Real paths of Pi's start-up context files; only those inside cwd by their text are resolved. */
   learnStartupFiles(paths: readonly string[]): void {
     const real = paths.map((path) => (mayBeInside(this, path) ? this.realpathOrUndefined(path) : undefined));
     this.startupContext = new Set(real.filter((path) => path !== undefined));
   }
-
-  // Sources: instruction files, imports, rule files, skill files and the folders links lead to.
 
   /** A source through the source policy (`sourceRefusal`); `scope` is the folder the model reached it through. */
   resolveSource(written: string, scope: string, how: SourceNaming = "layout"): ResolvedSource {
@@ -2527,7 +2517,6 @@ class Discovery {
     return this.fileOf(this.resolveSource(written, scope, how));
   }
 
-  /** As sourceFile, with a passing I/O error reported as "unreadable": the file is unknown. */
   sourceFileOrUnknown(written: string, scope: string): SourceFile {
     return fsOr({ reason: "unreadable" as const }, () => this.sourceFile(written, scope));
   }
@@ -2548,7 +2537,6 @@ class Discovery {
     return (entry.file ??= { path: toDisplayPath(this.cwdReal, real), realPath: real, text, version, bytes });
   }
 
-  /** Real path of a linked source folder that passes the source policy; undefined otherwise. */
   sourceFolder(path: string, scope: string): string | undefined {
     const resolved = this.resolveSource(path, scope);
     return "reason" in resolved || !resolved.stats.isDirectory() ? undefined : resolved.real;
@@ -2785,7 +2773,6 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
   return skills;
 }
 
-/** The skill a file defines, through Pi's own frontmatter parser. */
 function skillOf({ text, realPath, path }: InstructionFile): NonNullable<FileEntry["skill"]> {
   const frontmatter = yamlFrontmatter(text)?.frontmatter as Record<string, unknown> | undefined;
   if (!frontmatter) return { ok: false, reason: "skillInvalid" };
@@ -2798,7 +2785,6 @@ function skillOf({ text, realPath, path }: InstructionFile): NonNullable<FileEnt
   return { ok: true, hidden: frontmatter["disable-model-invocation"] === true, skill };
 }
 
-/** The cap notice of a folder listed only in part. */
 function noteScanCap(ctx: Discovery, dir: string, listing: ListingEntry, rejected: Rejection[]): void {
   const counts = { taken: listing.names.length, total: listing.total };
   if (counts.taken < counts.total)
@@ -2830,7 +2816,6 @@ function direntKind(dirent: nodeFs.Dirent): "file" | "dir" | "link" | "other" {
 
 type ParentKind = "none" | "dir" | "link";
 
-/** What an lstat, or a listing's entry (which carries what lstat says of its type), finds. */
 function kindOfEntry(entry: nodeFs.Stats | nodeFs.Dirent | undefined): ParentKind {
   return !entry ? "none" : entry.isSymbolicLink() ? "link" : entry.isDirectory() ? "dir" : "none";
 }
@@ -2867,7 +2852,6 @@ function ignoreRulesOf(text: string, prefix: string): IgnoreRule[] {
   return rules;
 }
 
-/** Whether the rules hide `path` (relative to the skills root); the last matching rule wins. */
 function isIgnored(rules: readonly IgnoreRule[], path: string, isDirectory: boolean): boolean {
   let ignored = false;
   for (const rule of rules) if ((!rule.dirOnly || isDirectory) && rule.matches(path)) ignored = !rule.negate;
@@ -2998,8 +2982,7 @@ interface Rule {
 interface RulePlace {
   source: C.RuleSource;
   base: string;
-  /** Absolute path of the rule folder's parent (`.cursor` …), as written. */
-  parentDir: string;
+  /** cwd-relative rule folder's parent (`.cursor` …). */
   parentScope: string;
   /** cwd-relative rule folder. */
   display: string;
@@ -3027,10 +3010,10 @@ function ruleApplies(rule: Rule, touched: readonly string[]): boolean {
   return kind !== "manual" && (kind !== "glob" || touched.some((path) => ruleMatches(rule, path)));
 }
 
-function rulePlace(ctx: Discovery, source: C.RuleSource, base: string): RulePlace {
+function rulePlace(source: C.RuleSource, base: string): RulePlace {
   const [parent, child] = C.RULE_DIRS[source];
   const parentScope = base === "" ? parent : `${base}/${parent}`;
-  return { source, base, parentDir: join(ctx.cwdReal, parentScope), parentScope, display: `${parentScope}/${child}` };
+  return { source, base, parentScope, display: `${parentScope}/${child}` };
 }
 
 /**
@@ -3041,13 +3024,13 @@ function rulePlace(ctx: Discovery, source: C.RuleSource, base: string): RulePlac
 function ruleFoldersFor(ctx: Discovery, views: DirectoryView[], sources: ReadonlySet<C.RuleSource>): RuleFolder[] {
   // cwd's entry, as a folder view's: one lstat of cwd while it stands.
   const homes = ctx.directoryEntry(ctx.cwdReal)?.homes;
-  const places = ctx.rootRulePlaces
-    .filter((place) => sources.has(place.source))
-    .map((place) => ({ place, kind: homes?.get(C.RULE_DIRS[place.source][0]) ?? "none" }));
+  const places = C.RULE_SOURCES.filter((source) => sources.has(source)).map((source) => ({
+    place: rulePlace(source, ""),
+    kind: homes?.get(C.RULE_DIRS[source][0]) ?? "none",
+  }));
   for (const view of sources.has("cursor") ? views : []) {
     let place = ctx.rulePlaces.get(view.scope);
-    if (!place && view.cursor !== "none")
-      ctx.rulePlaces.set(view.scope, (place = rulePlace(ctx, "cursor", view.scope)));
+    if (!place && view.cursor !== "none") ctx.rulePlaces.set(view.scope, (place = rulePlace("cursor", view.scope)));
     if (place) places.push({ place, kind: view.cursor });
   }
   const folders: RuleFolder[] = [];
@@ -3064,7 +3047,8 @@ function ruleFoldersFor(ctx: Discovery, views: DirectoryView[], sources: Readonl
 /** A place's rules, read again when a listing of its folders (down to MAX_RULE_DEPTH) changes. */
 function ruleFolder(ctx: Discovery, place: RulePlace, parentKind: ParentKind): RuleFolder {
   // A parent that is a link must resolve inside cwd before anything below it is listed.
-  const parentDir = parentKind === "link" ? ctx.sourceFolder(place.parentDir, place.base) : place.parentDir;
+  const written = join(ctx.cwdReal, place.parentScope);
+  const parentDir = parentKind === "link" ? ctx.sourceFolder(written, place.base) : written;
   if (parentDir === undefined) ctx.ignoredSeen.set(place.display, "symlinkEscape");
   if (parentKind === "none" || parentDir === undefined) {
     ctx.ruleFolders.delete(place.display);
