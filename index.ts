@@ -3093,26 +3093,25 @@ function ruleAt(ctx: Discovery, place: RulePlace, candidate: string): Rule | { r
   const file = ctx.sourceFile(candidate, place.base);
   if ("reason" in file) return file;
   let rule = ctx.compiledRules.get(candidate);
-  if (rule?.loaded !== file || rule.dir !== place.display)
-    ctx.compiledRules.set(candidate, (rule = compileRule(place, candidate, file)));
+  if (rule?.loaded !== file || rule.dir !== place.display) {
+    const { source, base, display: dir } = place;
+    const { body, ...meta } = readRuleMeta(source, file.text, basename(candidate));
+    rule = {
+      source,
+      path: file.path,
+      candidate,
+      base,
+      dir,
+      meta,
+      scope: ruleScope(meta, base),
+      ...(meta.kind === "glob" && { glob: ruleGlob(meta.globs, source) }),
+      loaded: file,
+      body: { ...file, text: body, bytes: Buffer.byteLength(body) },
+      listingVersion: versionOf(`${meta.name}\n${meta.description}\n${file.path}`),
+    };
+    ctx.compiledRules.set(candidate, rule);
+  }
   return rule.glob?.ok === false ? { reason: rule.glob.reason } : rule;
-}
-
-function compileRule(place: RulePlace, candidate: string, file: InstructionFile): Rule {
-  const { body, ...meta } = readRuleMeta(place.source, file.text, basename(candidate));
-  return {
-    source: place.source,
-    path: file.path,
-    candidate,
-    base: place.base,
-    dir: place.display,
-    meta,
-    scope: ruleScope(meta, place.base),
-    ...(meta.kind === "glob" && { glob: ruleGlob(meta.globs, place.source) }),
-    loaded: file,
-    body: { ...file, text: body, bytes: Buffer.byteLength(body) },
-    listingVersion: versionOf(`${meta.name}\n${meta.description}\n${file.path}`),
-  };
 }
 
 /** The rules that apply to these paths, each stat-checked again: one pass over the compiled rules. */
