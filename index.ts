@@ -2761,10 +2761,9 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
   };
   try {
     // A linked `.agents` is judged where it leads; a linked `skills` below it, by the listing.
-    const linked = entry.homes.get(home) === "link";
-    const agents = linked ? ctx.sourceFolder(join(link.dir, home), link.scope) : undefined;
-    const resolved = linked ? (agents === undefined ? undefined : join(agents, child)) : root;
-    if (resolved !== undefined) scan(resolved, "", 0, []);
+    const written = join(link.dir, home);
+    const agents = entry.homes.get(home) === "link" ? ctx.sourceFolder(written, link.scope) : written;
+    if (agents !== undefined) scan(join(agents, child), "", 0, []);
   } catch (error) {
     errorCode(error);
     // The skills found so far stand; the rest are unknown until the next access.
@@ -2968,7 +2967,6 @@ interface Rule {
   base: string;
   dir: string;
   meta: RuleMeta;
-  /** The scope the model is shown. */
   scope: string;
   /** Its globs' matcher; a rule whose globs do not compile is refused with the reason. */
   glob?: ReturnType<typeof compileGlob>;
