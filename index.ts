@@ -2114,10 +2114,6 @@ interface ListingEntry {
   hasSkillFile: boolean;
 }
 
-function emptyView(scope: string, cursor: ParentKind = "none"): DirectoryView {
-  return { scope, imports: [], rejected: [], skills: [], cursor };
-}
-
 /** One folder strictly below cwd on the way to a target; `scope` is cwd-relative, with forward slashes. */
 interface ChainLink {
   dir: string;
@@ -2194,7 +2190,6 @@ function locateChain(ctx: Discovery, target: string, targetIsDirectory: boolean)
   return undefined;
 }
 
-/** lstat of each folder on a chain, parent first, up to the first step that is not a real folder. */
 function lstatChain(
   fs: FileSystem,
   links: ChainLink[],
@@ -2241,7 +2236,6 @@ function askGit(ctx: Discovery, git: GitIgnoreOracle | undefined, questions: str
   });
 }
 
-/** One promise for the git answers a call waits on; undefined when it waits on none. */
 function joinAnswers(...answers: Array<Promise<void> | undefined>): Promise<void> | undefined {
   const pending = answers.filter((answer) => answer !== undefined);
   return pending.length <= 1 ? pending[0] : Promise.all(pending).then(() => undefined);
@@ -2272,9 +2266,10 @@ function ignoredReasonOf(ctx: Discovery, link: ChainLink): C.Reason | undefined 
 
 function viewDirectory(ctx: Discovery, link: ChainLink, withSkills: boolean, stats?: nodeFs.Stats): DirectoryView {
   const entry = ctx.directoryEntry(link.dir, stats);
-  if (!entry) return emptyView(link.scope);
+  const cursor = entry?.homes.get(C.RULE_DIRS.cursor[0]) ?? "none";
+  const view: DirectoryView = { scope: link.scope, imports: [], rejected: [], skills: [], cursor };
+  if (!entry) return view;
   const held = ctx.held;
-  const view = emptyView(link.scope, entry.homes.get(C.RULE_DIRS.cursor[0]));
   for (const [index, candidate] of entry.candidates.entries()) {
     const result = ctx.sourceFileOrUnknown(candidate, link.scope);
     if (!("reason" in result)) {
@@ -2322,7 +2317,6 @@ class Discovery {
   readonly ruleFolders = new Map<string, RuleFolder>();
   readonly rulePlaces = new Map<string, RulePlace>();
   readonly compiledRules = new Map<string, Rule>();
-  readonly rootRulePlaces: RulePlace[];
   private sweepAt = 256;
 
   constructor(fs: FileSystem, cwdReal: string, options: Options, gitMayAnswer: () => boolean) {
@@ -2330,10 +2324,9 @@ class Discovery {
     this.cwdReal = cwdReal;
     this.options = options;
     this.gitAnswers = { folders: new Map(), files: new Map(), wanted: new Set(), mayAnswer: gitMayAnswer };
-    this.rootRulePlaces = C.RULE_SOURCES.map((source) => rulePlace(this, source, ""));
   }
 
-  /** Sizes of the internal caches, for the soak test and the inspection command. */
+  /** For the soak test and the inspection command. */
   cacheSizes(): Record<string, number> {
     const { folders: gitAnswers, files: gitFileAnswers } = this.gitAnswers;
     const { directories, files, listings, chains, ignoredSeen, ruleFolders, rulePlaces, compiledRules } = this;
@@ -2412,13 +2405,10 @@ class Discovery {
     };
   }
 
-  /** Real paths of Pi's start-up context files; only those inside cwd by their text are resolved. */
   learnStartupFiles(paths: readonly string[]): void {
     const real = paths.map((path) => (mayBeInside(this, path) ? this.realpathOrUndefined(path) : undefined));
     this.startupContext = new Set(real.filter((path) => path !== undefined));
   }
-
-  // Sources: instruction files, imports, rule files, skill files and the folders links lead to.
 
   /** A source through the source policy (`sourceRefusal`); `scope` is the folder the model reached it through. */
   resolveSource(written: string, scope: string, how: SourceNaming = "layout"): ResolvedSource {
@@ -2452,7 +2442,6 @@ class Discovery {
     return this.fileOf(this.resolveSource(written, scope, how));
   }
 
-  /** As sourceFile, with a passing I/O error reported as "unreadable": the file is unknown. */
   sourceFileOrUnknown(written: string, scope: string): SourceFile {
     return fsOr({ reason: "unreadable" as const }, () => this.sourceFile(written, scope));
   }
@@ -2473,7 +2462,6 @@ class Discovery {
     return (entry.file ??= { path: toDisplayPath(this.cwdReal, real), realPath: real, text, version, bytes });
   }
 
-  /** Real path of a linked source folder that passes the source policy; undefined otherwise. */
   sourceFolder(path: string, scope: string): string | undefined {
     const resolved = this.resolveSource(path, scope);
     return "reason" in resolved || !resolved.stats.isDirectory() ? undefined : resolved.real;
@@ -2698,10 +2686,9 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
   };
   try {
     // A linked `.agents` is judged where it leads; a linked `skills` below it, by the listing.
-    const linked = entry.homes.get(home) === "link";
-    const agents = linked ? ctx.sourceFolder(join(link.dir, home), link.scope) : undefined;
-    const resolved = linked ? (agents === undefined ? undefined : join(agents, child)) : root;
-    if (resolved !== undefined) scan(resolved, "", 0, []);
+    const written = join(link.dir, home);
+    const agents = entry.homes.get(home) === "link" ? ctx.sourceFolder(written, link.scope) : written;
+    if (agents !== undefined) scan(join(agents, child), "", 0, []);
   } catch (error) {
     errorCode(error);
     // The skills found so far stand; the rest are unknown until the next access.
@@ -2710,7 +2697,6 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
   return skills;
 }
 
-/** The skill a file defines, through Pi's own frontmatter parser. */
 function skillOf({ text, realPath, path }: InstructionFile): NonNullable<FileEntry["skill"]> {
   const frontmatter = yamlFrontmatter(text)?.frontmatter as Record<string, unknown> | undefined;
   if (!frontmatter) return { ok: false, reason: "skillInvalid" };
@@ -2723,7 +2709,6 @@ function skillOf({ text, realPath, path }: InstructionFile): NonNullable<FileEnt
   return { ok: true, hidden: frontmatter["disable-model-invocation"] === true, skill };
 }
 
-/** The cap notice of a folder listed only in part. */
 function noteScanCap(ctx: Discovery, dir: string, listing: ListingEntry, rejected: Rejection[]): void {
   const counts = { taken: listing.names.length, total: listing.total };
   if (counts.taken < counts.total)
@@ -2755,7 +2740,6 @@ function direntKind(dirent: nodeFs.Dirent): "file" | "dir" | "link" | "other" {
 
 type ParentKind = "none" | "dir" | "link";
 
-/** What an lstat, or a listing's entry (which carries what lstat says of its type), finds. */
 function kindOfEntry(entry: nodeFs.Stats | nodeFs.Dirent | undefined): ParentKind {
   return !entry ? "none" : entry.isSymbolicLink() ? "link" : entry.isDirectory() ? "dir" : "none";
 }
@@ -2792,7 +2776,6 @@ function ignoreRulesOf(text: string, prefix: string): IgnoreRule[] {
   return rules;
 }
 
-/** Whether the rules hide `path` (relative to the skills root); the last matching rule wins. */
 function isIgnored(rules: readonly IgnoreRule[], path: string, isDirectory: boolean): boolean {
   let ignored = false;
   for (const rule of rules) if ((!rule.dirOnly || isDirectory) && rule.matches(path)) ignored = !rule.negate;
@@ -2909,7 +2892,6 @@ interface Rule {
   base: string;
   dir: string;
   meta: RuleMeta;
-  /** The scope the model is shown. */
   scope: string;
   /** Its globs' matcher; a rule whose globs do not compile is refused with the reason. */
   glob?: ReturnType<typeof compileGlob>;
@@ -2923,8 +2905,7 @@ interface Rule {
 interface RulePlace {
   source: C.RuleSource;
   base: string;
-  /** Absolute path of the rule folder's parent (`.cursor` …), as written. */
-  parentDir: string;
+  /** cwd-relative rule folder's parent (`.cursor` …). */
   parentScope: string;
   /** cwd-relative rule folder. */
   display: string;
@@ -2952,10 +2933,10 @@ function ruleApplies(rule: Rule, touched: readonly string[]): boolean {
   return kind !== "manual" && (kind !== "glob" || touched.some((path) => ruleMatches(rule, path)));
 }
 
-function rulePlace(ctx: Discovery, source: C.RuleSource, base: string): RulePlace {
+function rulePlace(source: C.RuleSource, base: string): RulePlace {
   const [parent, child] = C.RULE_DIRS[source];
   const parentScope = base === "" ? parent : `${base}/${parent}`;
-  return { source, base, parentDir: join(ctx.cwdReal, parentScope), parentScope, display: `${parentScope}/${child}` };
+  return { source, base, parentScope, display: `${parentScope}/${child}` };
 }
 
 /**
@@ -2966,13 +2947,13 @@ function rulePlace(ctx: Discovery, source: C.RuleSource, base: string): RulePlac
 function ruleFoldersFor(ctx: Discovery, views: DirectoryView[], sources: ReadonlySet<C.RuleSource>): RuleFolder[] {
   // cwd's entry, as a folder view's: one lstat of cwd while it stands.
   const homes = ctx.directoryEntry(ctx.cwdReal)?.homes;
-  const places = ctx.rootRulePlaces
-    .filter((place) => sources.has(place.source))
-    .map((place) => ({ place, kind: homes?.get(C.RULE_DIRS[place.source][0]) ?? "none" }));
+  const places = C.RULE_SOURCES.filter((source) => sources.has(source)).map((source) => ({
+    place: rulePlace(source, ""),
+    kind: homes?.get(C.RULE_DIRS[source][0]) ?? "none",
+  }));
   for (const view of sources.has("cursor") ? views : []) {
     let place = ctx.rulePlaces.get(view.scope);
-    if (!place && view.cursor !== "none")
-      ctx.rulePlaces.set(view.scope, (place = rulePlace(ctx, "cursor", view.scope)));
+    if (!place && view.cursor !== "none") ctx.rulePlaces.set(view.scope, (place = rulePlace("cursor", view.scope)));
     if (place) places.push({ place, kind: view.cursor });
   }
   const folders: RuleFolder[] = [];
@@ -2989,7 +2970,8 @@ function ruleFoldersFor(ctx: Discovery, views: DirectoryView[], sources: Readonl
 /** A place's rules, read again when a listing of its folders (down to MAX_RULE_DEPTH) changes. */
 function ruleFolder(ctx: Discovery, place: RulePlace, parentKind: ParentKind): RuleFolder {
   // A parent that is a link must resolve inside cwd before anything below it is listed.
-  const parentDir = parentKind === "link" ? ctx.sourceFolder(place.parentDir, place.base) : place.parentDir;
+  const written = join(ctx.cwdReal, place.parentScope);
+  const parentDir = parentKind === "link" ? ctx.sourceFolder(written, place.base) : written;
   if (parentDir === undefined) ctx.ignoredSeen.set(place.display, "symlinkEscape");
   if (parentKind === "none" || parentDir === undefined) {
     ctx.ruleFolders.delete(place.display);
@@ -3034,26 +3016,25 @@ function ruleAt(ctx: Discovery, place: RulePlace, candidate: string): Rule | { r
   const file = ctx.sourceFile(candidate, place.base);
   if ("reason" in file) return file;
   let rule = ctx.compiledRules.get(candidate);
-  if (rule?.loaded !== file || rule.dir !== place.display)
-    ctx.compiledRules.set(candidate, (rule = compileRule(place, candidate, file)));
+  if (rule?.loaded !== file || rule.dir !== place.display) {
+    const { source, base, display: dir } = place;
+    const { body, ...meta } = readRuleMeta(source, file.text, basename(candidate));
+    rule = {
+      source,
+      path: file.path,
+      candidate,
+      base,
+      dir,
+      meta,
+      scope: ruleScope(meta, base),
+      ...(meta.kind === "glob" && { glob: ruleGlob(meta.globs, source) }),
+      loaded: file,
+      body: { ...file, text: body, bytes: Buffer.byteLength(body) },
+      listingVersion: versionOf(`${meta.name}\n${meta.description}\n${file.path}`),
+    };
+    ctx.compiledRules.set(candidate, rule);
+  }
   return rule.glob?.ok === false ? { reason: rule.glob.reason } : rule;
-}
-
-function compileRule(place: RulePlace, candidate: string, file: InstructionFile): Rule {
-  const { body, ...meta } = readRuleMeta(place.source, file.text, basename(candidate));
-  return {
-    source: place.source,
-    path: file.path,
-    candidate,
-    base: place.base,
-    dir: place.display,
-    meta,
-    scope: ruleScope(meta, place.base),
-    ...(meta.kind === "glob" && { glob: ruleGlob(meta.globs, place.source) }),
-    loaded: file,
-    body: { ...file, text: body, bytes: Buffer.byteLength(body) },
-    listingVersion: versionOf(`${meta.name}\n${meta.description}\n${file.path}`),
-  };
 }
 
 /** The rules that apply to these paths, each stat-checked again: one pass over the compiled rules. */
