@@ -1094,7 +1094,9 @@ export function hookifyRule(text: string) {
   const { frontmatter, message } = hookifyFrontmatter(text);
   // No frontmatter, a condition that is not a mapping, or a pattern that does not compile.
   let invalid = Object.keys(frontmatter).length === 0;
-  const event = pythonText(frontmatter.event, "all");
+  // A list is kept as its text, which no event equals: hookify loads such a rule for no event.
+  const event =
+    frontmatter.event === undefined ? "all" : pythonText(frontmatter.event, JSON.stringify(frontmatter.event));
   const conditionList = Array.isArray(frontmatter.conditions) ? frontmatter.conditions : [];
   const items = conditionList as Array<string | Record<string, string | undefined>>;
   if (items.some((item) => typeof item === "string")) invalid = true;
