@@ -963,13 +963,12 @@ function touchedPath(discovery: Discovery, target: string, cwd: string): string 
 }
 
 // =============================================================================================
-// 2b. Checks (hookify). Claude Code's hookify rules (`.claude/hookify.<name>.local.md`), read with
-// hookify's own frontmatter parser and applied with its fields, operators and precedence in Pi's
-// events: tool_call of bash, edit and write; input (prompt); agent_before_settle (stop). A folder's
-// `.claude` governs the paths inside that folder. A warm call stats cwd's `.claude`, each rule folder
-// and rule file, and reads nothing: an edit or write locates its chain for delivery too, and the
-// chain's folder stats tell which folders hold a `.claude`. Regexes that could run away share one
-// time bound in `node:vm`.
+// 2b. Checks (hookify). Claude Code's hookify rules (`.claude/hookify.<name>.local.md`), read with hookify's own
+// parser and applied with its fields, operators and precedence in Pi's events: tool_call of bash, edit and write;
+// input (prompt); agent_before_settle (stop). A folder's `.claude` governs the paths inside it. A warm call stats
+// cwd's `.claude`, each rule folder and rule file, and reads nothing: an edit or write locates its chain for
+// delivery too, and the chain's folder entries tell which folders hold a `.claude`. Regexes that could run away
+// share one time bound in `node:vm`.
 
 type CheckCondition = { field: string; operator: string; pattern: string; regex?: RegExp };
 
@@ -1417,10 +1416,7 @@ function checkReport(engine: LazyAgents, env: CallEnvironment): string[] {
   const discovery = engine.discoveryFor(env.cwd);
   if (!discovery) return [];
   const state = engine.checks;
-  const bases = [...new Set(["", ...state.scopes])].map((scope) => ({
-    scope,
-    dir: join(discovery.cwdReal, scope),
-  }));
+  const bases = [...new Set(["", ...state.scopes])].map((scope) => ({ scope, dir: join(discovery.cwdReal, scope) }));
   const checks = checksIn(discovery, state, bases);
   const rows = checks.map((check) =>
     [check.name, check.loaded.path, check.event, check.action, checkStateOf(state, check, env.trusted)]
