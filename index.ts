@@ -1108,11 +1108,8 @@ export function hookifyRule(text: string) {
       event === "bash" ? "command" : event === "file" ? "new_text" : event === "prompt" ? "prompt" : "content";
     conditions.push({ field, operator: "regex_match", pattern: String(simple) });
   }
-  for (const condition of conditions) {
-    if (condition.operator !== "regex_match") continue;
-    condition.regex = hookifyRegex(condition.pattern);
-    if (!condition.regex) invalid = true;
-  }
+  for (const condition of conditions.filter(({ operator }) => operator === "regex_match"))
+    if ((condition.regex = hookifyRegex(condition.pattern)) === undefined) invalid = true;
   return {
     name: pythonText(frontmatter.name, "unnamed"),
     enabled: frontmatter.enabled === undefined || pythonTruth(frontmatter.enabled),
