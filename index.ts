@@ -888,13 +888,12 @@ function touchedPath(discovery: Discovery, target: string, cwd: string): string 
 }
 
 // =============================================================================================
-// 2b. Checks (hookify). Claude Code's hookify rules (`.claude/hookify.<name>.local.md`), read with
-// hookify's own frontmatter parser and applied with its fields, operators and precedence in Pi's
-// events: tool_call of bash, edit and write; input (prompt); agent_before_settle (stop). A folder's
-// `.claude` governs the paths inside that folder. A warm call stats cwd's `.claude`, each rule folder
-// and rule file, and reads nothing: an edit or write locates its chain for delivery too, and the
-// chain's folder stats tell which folders hold a `.claude`. Regexes that could run away share one
-// time bound in `node:vm`.
+// 2b. Checks (hookify). Claude Code's hookify rules (`.claude/hookify.<name>.local.md`), read with hookify's own
+// parser and applied with its fields, operators and precedence in Pi's events: tool_call of bash, edit and write;
+// input (prompt); agent_before_settle (stop). A folder's `.claude` governs the paths inside it. A warm call stats
+// cwd's `.claude`, each rule folder and rule file, and reads nothing: an edit or write locates its chain for
+// delivery too, and the chain's folder entries tell which folders hold a `.claude`. Regexes that could run away
+// share one time bound in `node:vm`.
 
 type CheckCondition = { field: string; operator: string; pattern: string; regex?: RegExp };
 
@@ -905,7 +904,6 @@ type Check = ReturnType<typeof hookifyRule> & { loaded: InstructionFile };
 interface CheckInput {
   event: "bash" | "file" | "prompt" | "stop";
   toolName?: string;
-  input: Record<string, unknown>;
   fields: Record<string, string[]>;
   located?: Located;
 }
@@ -917,8 +915,8 @@ export type CheckState = ReturnType<typeof newCheckState>;
 
 function newCheckState() {
   return {
-    /** Rule files of each folder's `.claude` (by scope: the folders seen), kept while its listing stands. */
-    folders: new Map<string, { listing: ListingEntry; candidates: string[] }>(),
+    /** The scopes whose `.claude` was last found a folder, for the report. */
+    scopes: new Set<string>(),
     compiled: new WeakMap<InstructionFile, Check>(),
     /** Rule versions skipped for the session, by path and version. */
     skipped: new Map<string, C.CheckSkip>(),
@@ -1019,7 +1017,9 @@ export function hookifyRule(text: string) {
   const { frontmatter, message } = hookifyFrontmatter(text);
   // No frontmatter, a condition that is not a mapping, or a pattern that does not compile.
   let invalid = Object.keys(frontmatter).length === 0;
-  const event = pythonText(frontmatter.event, "all");
+  // A list is kept as its text, which no event equals: hookify loads such a rule for no event.
+  const event =
+    frontmatter.event === undefined ? "all" : pythonText(frontmatter.event, JSON.stringify(frontmatter.event));
   const conditionList = Array.isArray(frontmatter.conditions) ? frontmatter.conditions : [];
   const items = conditionList as Array<string | Record<string, string | undefined>>;
   if (items.some((item) => typeof item === "string")) invalid = true;
@@ -1033,11 +1033,8 @@ export function hookifyRule(text: string) {
       event === "bash" ? "command" : event === "file" ? "new_text" : event === "prompt" ? "prompt" : "content";
     conditions.push({ field, operator: "regex_match", pattern: String(simple) });
   }
-  for (const condition of conditions) {
-    if (condition.operator !== "regex_match") continue;
-    condition.regex = hookifyRegex(condition.pattern);
-    if (!condition.regex) invalid = true;
-  }
+  for (const condition of conditions.filter(({ operator }) => operator === "regex_match"))
+    if ((condition.regex = hookifyRegex(condition.pattern)) === undefined) invalid = true;
   return {
     name: pythonText(frontmatter.name, "unnamed"),
     enabled: frontmatter.enabled === undefined || pythonTruth(frontmatter.enabled),
@@ -1068,20 +1065,11 @@ function checksIn(discovery: Discovery, state: CheckState, bases: CheckBase[]): 
     // Most folders hold no `.claude`: the folder's entry, kept while its signature stands, says so for no call.
     const holds = stats === undefined || discovery.directoryEntry(dir, stats)?.homes.get(C.CHECK_DIR_NAME) !== "none";
     const listing = holds ? fsOr(undefined, () => discovery.listing(claude)) : undefined;
-    if (!listing) {
-      state.folders.delete(scope);
-      continue;
-    }
-    let folder = state.folders.get(scope);
-    if (folder?.listing !== listing) {
-      const names = sortedNames(listing).filter(
-        (entry) => (entry.kind === "file" || entry.kind === "link") && C.CHECK_FILE_NAME.test(entry.name),
-      );
-      folder = { listing, candidates: names.map((entry) => join(claude, entry.name)) };
-      state.folders.set(scope, folder);
-    }
-    for (const candidate of folder.candidates) {
-      const file = discovery.sourceFileOrUnknown(candidate, scope);
+    if (listing) state.scopes.add(scope);
+    else state.scopes.delete(scope);
+    for (const { name, kind } of listing ? sortedNames(listing) : []) {
+      if ((kind !== "file" && kind !== "link") || !C.CHECK_FILE_NAME.test(name)) continue;
+      const file = discovery.sourceFileOrUnknown(join(claude, name), scope);
       if ("reason" in file) continue;
       let check = state.compiled.get(file);
       if (!check) state.compiled.set(file, (check = { ...hookifyRule(file.text), loaded: file }));
@@ -1153,15 +1141,6 @@ function boundedMatches(tests: RegexTest[]): void {
   }
 }
 
-/** hookify's `_extract_field`: a field of the tool's input itself first, then the event's mapping. */
-function fieldValues(input: CheckInput, field: string): string[] | undefined {
-  if (Object.hasOwn(input.input, field)) {
-    const value = input.input[field];
-    return [typeof value === "string" ? value : JSON.stringify(value)];
-  }
-  return Object.hasOwn(input.fields, field) ? input.fields[field] : undefined;
-}
-
 function operatorHolds(operator: string, pattern: string, value: string): boolean {
   if (operator === "contains") return value.includes(pattern);
   if (operator === "equals") return value === pattern;
@@ -1176,16 +1155,17 @@ function toolMatches(matcher: string | undefined, toolName: string | undefined):
   return matcher.split("|").some((part) => name.includes(part.trim().toLowerCase()));
 }
 
-/** The checks that match this input; a rule whose regex timed out is skipped for the session, once warned. */
+/** The checks that match this input; an invalid or timed-out rule is skipped for the session, warned once. */
 function matchingChecks(state: CheckState, checks: Check[], input: CheckInput, warn: (text: string) => void): Check[] {
   const tests: RegexTest[] = [];
   const plans: Array<{ check: Check; conditions: Array<boolean | RegexTest[]> }> = [];
   for (const check of checks) {
-    if (!check.enabled || check.invalid || state.skipped.has(skipKeyOf(check))) continue;
+    if (check.invalid && !state.skipped.has(skipKeyOf(check))) skipCheck(state, check, "invalid", warn);
+    if (!check.enabled || state.skipped.has(skipKeyOf(check))) continue;
     if ((check.event !== "all" && check.event !== input.event) || check.conditions.length === 0) continue;
     if (!toolMatches(check.toolMatcher, input.toolName)) continue;
     const conditions = check.conditions.map(({ field, operator, pattern, regex }) => {
-      const values = fieldValues(input, field) ?? [];
+      const values = Object.hasOwn(input.fields, field) ? input.fields[field]! : [];
       if (!regex) return values.some((value) => operatorHolds(operator, pattern, value));
       const own = values.map((text) => ({ regex, text }));
       tests.push(...own);
@@ -1281,8 +1261,6 @@ function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, 
     const input = offered(discovery);
     const warn = (text: string) => tell(ctx, text, "warning");
     const checks = checksIn(discovery, state, checkBases(discovery, input.located));
-    for (const check of checks)
-      if (check.invalid && !state.skipped.has(skipKeyOf(check))) skipCheck(state, check, "invalid", warn);
     const verdict = checkVerdict(state, matchingChecks(state, checks, input, warn), toolCall);
     if (verdict && (verdict.action !== "ask" || !ctx.hasUI)) {
       const warned = verdict.action === "warn";
@@ -1301,8 +1279,11 @@ function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, 
         const located = target === undefined ? undefined : locateChain(discovery, target, false);
         if (located) state.located = { id: toolCallId, located };
         const rel = target === undefined ? undefined : touchedPath(discovery, target, ctx.cwd);
-        const fields = checkFields(toolName, input, rel);
-        return { event: toolName === "bash" ? "bash" : "file", toolName, input, fields, located };
+        // hookify's `_extract_field`: a field of the tool's input itself first, then the event's mapping.
+        const text = (value: unknown) => (typeof value === "string" ? value : JSON.stringify(value));
+        const own = Object.entries(input).map(([key, value]) => [key, [text(value)]]);
+        const fields = { ...checkFields(toolName, input, rel), ...Object.fromEntries(own) };
+        return { event: toolName === "bash" ? "bash" : "file", toolName, fields, located };
       });
       if (verdict?.action === "warn") state.pending.set(toolCallId, verdict.text);
       if (!verdict || verdict.action === "warn") return undefined;
@@ -1330,7 +1311,7 @@ function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, 
     safely(ctx, () => {
       state.continued = false;
       const fields = { prompt: [event.text], user_prompt: [event.text] };
-      const verdict = verdictFor(ctx, false, () => ({ event: "prompt", input: {}, fields }));
+      const verdict = verdictFor(ctx, false, () => ({ event: "prompt", fields }));
       if (!verdict) return undefined;
       if (verdict.action === "block") return { action: "handled" as const };
       return { action: "transform" as const, text: `${event.text}\n\n${verdict.text}`, images: event.images };
@@ -1342,7 +1323,7 @@ function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, 
     safely(ctx, () => {
       if (state.continued || event.outcome !== "completed") return undefined;
       const fields = { transcript: [transcriptOf(event.context.llmMessages)], reason: [""] };
-      const verdict = verdictFor(ctx, false, () => ({ event: "stop", input: {}, fields }));
+      const verdict = verdictFor(ctx, false, () => ({ event: "stop", fields }));
       if (verdict?.action !== "block") return undefined;
       state.continued = true;
       const message = { type: "custom_message" as const, customType: C.CHECK_MESSAGE_TYPE, display: true };
@@ -1357,10 +1338,7 @@ function checkReport(engine: LazyAgents, env: CallEnvironment): string[] {
   const discovery = engine.discoveryFor(env.cwd);
   if (!discovery) return [];
   const state = engine.checks;
-  const bases = [...new Set(["", ...state.folders.keys()])].map((scope) => ({
-    scope,
-    dir: join(discovery.cwdReal, scope),
-  }));
+  const bases = [...new Set(["", ...state.scopes])].map((scope) => ({ scope, dir: join(discovery.cwdReal, scope) }));
   const checks = checksIn(discovery, state, bases);
   const rows = checks.map((check) =>
     [check.name, check.loaded.path, check.event, check.action, checkStateOf(state, check, env.trusted)]
@@ -1380,7 +1358,7 @@ function checkWhy(engine: LazyAgents, env: CallEnvironment, shown: string): stri
   const checks = checksIn(discovery, state, bases).filter((c) => c.event === "file" || c.event === "all");
   if (checks.length === 0) return [C.CHECK_REPORT.whyNone];
   const { file_path } = checkFields("write", { path: shown }, touchedPath(discovery, target, env.cwd));
-  const input: CheckInput = { event: "file", toolName: "write", input: {}, fields: { file_path: file_path! } };
+  const input: CheckInput = { event: "file", toolName: "write", fields: { file_path: file_path! } };
   const lines = checks.map((check) => {
     const paths = check.conditions.filter((condition) => condition.field === "file_path");
     const pathOnly = { ...check, enabled: true, event: "file", toolMatcher: undefined, conditions: paths };

@@ -183,6 +183,14 @@ test("a rule's defaults and simple pattern follow hookify's Rule.from_dict", () 
   }
 });
 
+// hookify keeps the event as parsed and loads a rule only when it equals "all" or the call's event: a list never does.
+test("an event given as a list matches no event, as in hookify's load_rules", () => {
+  for (const text of ["---\nevent:\n  - bash\npattern: rm\n---\n", "---\nevent:\npattern: rm\n---\n"]) {
+    const { event } = hookifyRule(text);
+    for (const name of ["all", "bash", "file", "prompt", "stop"]) assert.notEqual(event, name, JSON.stringify(text));
+  }
+});
+
 test("Python-only regex syntax is translated; matching is a case-insensitive search", () => {
   const table: Array<[string, string, boolean]> = [
     ["console\\.log\\(", "x; Console.Log('a')", true],
