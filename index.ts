@@ -3977,9 +3977,9 @@ function errorCode(error: unknown): string {
 }
 
 // =============================================================================================
-// 10b. Shell words. A `bash` call is read, never run: this reader splits its command line into simple
-// commands and says which words name paths, and relative to which directory. A path built when the
-// command runs (`cat $(cat list.txt)`) is not seen and not claimed.
+// 10b. Shell words. A `bash` call is read, never run: this reader splits its command line into simple commands and says
+// which words name paths, and relative to which directory. A path built when the command runs (`cat $(cat list.txt)`)
+// is not seen and not claimed.
 
 /** What one word of a bash command is to the extension: a path to activate, or why not. */
 type ShellWordUse =
@@ -4010,15 +4010,11 @@ interface ShellFrame {
 const SHELL_KEYWORDS = new Set("if then elif else fi do done while until ! { } time esac coproc".split(" "));
 const SHELL_WRAPPERS = new Set("env command builtin exec nohup time sudo nice ionice timeout xargs stdbuf".split(" "));
 const SHELLS_WITH_SCRIPT = new Set(["bash", "sh", "zsh"]);
-/** Options of common tools that name the folder they work in (the next word, or after `=`). */
-const TOOL_DIRECTORY_OPTIONS: ReadonlyMap<string, readonly string[]> = new Map([
-  ["git", ["-C"]],
-  ["make", ["-C", "--directory"]],
-  ["npm", ["--prefix"]],
-  ["pnpm", ["-C", "--dir"]],
-  ["yarn", ["--cwd"]],
-  ["cargo", ["--manifest-path"]],
-]);
+/** A tool and its option that names the folder it works in: alone (the next word) or joined (`-Cdir`, `--dir=x`). */
+const TOOL_DIRECTORY_OPTION = new RegExp(
+  "^(?:(?:git|make|pnpm) -C|make --directory|npm --prefix|pnpm --dir|yarn --cwd|cargo --manifest-path)" +
+    "(?:$|(?<=C)(.+)|=(.+))",
+);
 /** A redirect (its operator in group 1, after an optional descriptor) or a control operator; `<(` is a word. */
 const SHELL_OPERATOR = /(?![<>]\()(?:(?:\d+|&)?(<<<|<<-|<<|<&|<>|>>|>\||>&|<|>)|&&|\|\||;;|\|&|[;&|()])/y;
 /** Blanks, escaped newlines and comments between words. */
@@ -4046,17 +4042,11 @@ export function readShellCommand(
   list(top);
   return shared.commands;
 
-  /** Reads commands until the frame's `close` (`)` or a backtick) or the end. */
+  /** Reads simple commands until the frame's `close` (`)` or a backtick) or the end. */
   function list(frame: ShellFrame): void {
-    let op = "";
-    do op = command(frame, op === "|" || op === "|&");
-    while (op !== "eof" && op !== frame.close);
-  }
-
-  /** Reads one simple command; returns the operator that ended it. */
-  function command(frame: ShellFrame, pipedIn: boolean): string {
-    const words: ShellWord[] = [];
-    const redirects: ShellWordUse[] = [];
+    let words: ShellWord[] = [];
+    let redirects: ShellWordUse[] = [];
+    let pipedIn = false;
     let token = next(frame);
     for (;;) {
       if (typeof token !== "string") {
@@ -4076,8 +4066,10 @@ export function readShellCommand(
           redirects.push(shellWordUse(target, token === "<" ? "read" : "write", frame.cwd));
       } else if (token === "(") nested(")", frame);
       else {
-        finish(words, redirects, frame, pipedIn || token === "|" || token === "|&" || token === "&");
-        return token;
+        const pipedOut = token === "|" || token === "|&";
+        finish(words, redirects, frame, pipedIn || pipedOut || token === "&");
+        if (token === "eof" || token === frame.close) return;
+        [words, redirects, pipedIn] = [[], [], pipedOut];
       }
       token = next(frame);
     }
@@ -4109,12 +4101,12 @@ export function readShellCommand(
       pos++;
       // Heredoc bodies are data: skipped, line by line, up to their delimiter.
       for (const { delimiter, stripTabs } of char === "\n" ? heredocs.splice(0) : []) {
-        while (pos < src.length) {
+        let line: string;
+        do {
           const end = src.includes("\n", pos) ? src.indexOf("\n", pos) : src.length;
-          const line = src.slice(pos, end);
+          line = src.slice(pos, end);
           pos = end + 1;
-          if ((stripTabs ? line.replace(/^\t+/, "") : line) === delimiter) break;
-        }
+        } while (pos < src.length && (stripTabs ? line.replace(/^\t+/, "") : line) !== delimiter);
       }
       return char;
     }
@@ -4131,9 +4123,7 @@ export function readShellCommand(
   /** A word; "eof" for one that reaches the length limit, as it may be cut: nothing follows it. */
   function word(frame: ShellFrame): ShellWord | "eof" {
     const start = pos;
-    ASSIGNMENT.lastIndex = pos;
-    const assignment = ASSIGNMENT.test(src);
-    const word: ShellWord = { text: "", dynamic: false, glob: -1, tilde: src[pos] === "~", assignment };
+    const word: ShellWord = { text: "", dynamic: false, glob: -1, tilde: src[pos] === "~", assignment: false };
     for (let double = false; pos < src.length;) {
       const char = src[pos]!;
       // `<(…)` and `>(…)` open a word, as a substitution.
@@ -4165,6 +4155,8 @@ export function readShellCommand(
         pos++;
       }
     }
+    ASSIGNMENT.lastIndex = start;
+    word.assignment = word.text.includes("=") && ASSIGNMENT.test(src);
     return pos >= src.length && src.length >= C.MAX_SHELL_COMMAND_CHARS ? "eof" : word;
   }
 
@@ -4256,19 +4248,14 @@ function commandParts(words: ShellWord[]): { words: ShellWord[]; toolAt: number 
 
 /** The word naming the folder of a tool's directory option at `index`: the next word, or the option's own value. */
 function directoryOption(tool: string, words: ShellWord[], index: number): ShellWord | undefined {
-  const word = words[index]!;
-  for (const option of TOOL_DIRECTORY_OPTIONS.get(tool) ?? []) {
-    if (word.text === option && words[index + 1]) return words[index + 1];
-    const joined = option.startsWith("--") ? `${option}=` : option;
-    if (word.text.startsWith(joined) && word.text.length > joined.length)
-      return { ...word, text: word.text.slice(joined.length), glob: -1, tilde: false };
-  }
-  return undefined;
+  const match = TOOL_DIRECTORY_OPTION.exec(`${tool} ${words[index]!.text}`);
+  const joined = match?.[1] ?? match?.[2];
+  if (joined !== undefined) return { ...words[index]!, text: joined, glob: -1, tilde: false };
+  return match ? words[index + 1] : undefined;
 }
 
 /** How a word names a path: relative to the command's directory; a glob by the folder before it. */
 function shellWordUse(word: ShellWord, role: "read" | "write", base: string | undefined): ShellWordUse {
-  // A glob names the folder before its first glob character.
   const text = role === "read" && word.glob !== -1 ? posix.dirname(`${word.text.slice(0, word.glob)}_`) : word.text;
   const path = joinShellPath(base, { ...word, text });
   if (path !== undefined) return { word: word.text, role, path };
@@ -4285,14 +4272,13 @@ function joinShellPath(base: string | undefined, word: ShellWord): string | unde
 // =============================================================================================
 // 10c. Globs: one bounded matcher for rule globs and ignore files.
 
-// A glob is cut at `/` into segments and matched segment by segment: `*`, `?` and `[…]` stay within
-// a segment, a `**` segment spans any number of them (a trailing one at least one: a folder is not a
-// file under it), `\` escapes. Both levels run the two-pointer wildcard match, which backtracks only
-// to its last star, so one match costs at most path length × pattern length steps: no glob can make
-// it backtrack exponentially, as a RegExp (or `path.matchesGlob`) can. Braces are expanded first,
-// within MAX_GLOB_EXPANSIONS, and globs past MAX_GLOB_CHARS are refused before they are read.
-// Options: `braces`, `{a,b}` are alternatives (rules) or characters (ignore files); `floating`, a glob
-// without a slash matches at any depth (Cursor, Copilot, ignore files).
+// A glob is cut at `/` into segments and matched segment by segment: `*`, `?` and `[…]` stay within a segment, a `**`
+// segment spans any number of them (a trailing one at least one: a folder is not a file under it), `\` escapes. Both
+// levels run the two-pointer wildcard match, which backtracks only to its last star, so one match costs at most path
+// length × pattern length steps: no glob can make it backtrack exponentially, as a RegExp (or `path.matchesGlob`) can.
+// Braces are expanded first, within MAX_GLOB_EXPANSIONS, and globs past MAX_GLOB_CHARS are refused before they are
+// read. Options: `braces`, `{a,b}` are alternatives (rules) or characters (ignore files); `floating`, a glob without a
+// slash matches at any depth (Cursor, Copilot, ignore files).
 
 /** One character of a segment's pattern: itself, `*`, or a test (`?`, a `[…]` class). */
 type GlobChar = string | typeof ANY_RUN | ((char: string) => boolean);

@@ -154,6 +154,8 @@ const cases: Array<[string, string[]]> = [
   ],
   ["make -C services/auth test", ["read:services/auth", "read:services/auth/test"]],
   ["make --directory=services/auth", ["read:services/auth"]],
+  ["make -Cservices/auth test", ["read:services/auth", "read:services/auth/test"]],
+  ["make --directoryx --directory= test", ["read:test"]],
   ["npm --prefix web run build", ["read:web", "read:web/run", "read:web/build"]],
   ["npm --prefix=web test", ["read:web", "read:web/test"]],
   ["pnpm -C packages/ui test", ["read:packages/ui", "read:packages/ui/test"]],
