@@ -4010,7 +4010,7 @@ interface ShellFrame {
 const SHELL_KEYWORDS = new Set("if then elif else fi do done while until ! { } time esac coproc".split(" "));
 const SHELL_WRAPPERS = new Set("env command builtin exec nohup time sudo nice ionice timeout xargs stdbuf".split(" "));
 const SHELLS_WITH_SCRIPT = new Set(["bash", "sh", "zsh"]);
-/** A tool and its option that names the folder it works in: alone (the next word) or joined (`-Cdir`, `--dir=x`). */
+/** Options of common tools that name the folder they work in; groups 1 and 2, a value joined to the option. */
 const TOOL_DIRECTORY_OPTION = new RegExp(
   "^(?:(?:git|make|pnpm) -C|make --directory|npm --prefix|pnpm --dir|yarn --cwd|cargo --manifest-path)" +
     "(?:$|(?<=C)(.+)|=(.+))",
@@ -4164,15 +4164,12 @@ export function readShellCommand(
   function expansion(word: ShellWord, frame: ShellFrame): void {
     const start = pos;
     SHELL_VARIABLE.lastIndex = pos;
-    if (src[pos] === "`") {
-      pos++;
-      nested("`", frame);
-    } else if (src.startsWith("$((", pos) || src.startsWith("${", pos)) {
+    if (src.startsWith("$((", pos) || src.startsWith("${", pos)) {
       pos += 2;
       skipTo(src[pos - 1] === "{" ? "}" : ")"); // `$((`: its second `(` is counted, so it ends after `))`.
-    } else if (src[pos + 1] === "(") {
-      pos += 2;
-      nested(")", frame);
+    } else if (src[pos] === "`" || src[pos + 1] === "(") {
+      pos += src[pos] === "`" ? 1 : 2;
+      nested(src[start] === "`" ? "`" : ")", frame);
     } else if (SHELL_VARIABLE.test(src)) pos = SHELL_VARIABLE.lastIndex;
     else {
       pos++;
@@ -4203,7 +4200,10 @@ export function readShellCommand(
       } else if (!afterDashes && word.text.startsWith("-") && !word.dynamic) {
         skip(word, "option");
         afterDashes = word.text === "--";
-        const directory = index > toolAt ? directoryOption(tool, words, index) : undefined;
+        // A tool's option that names the folder it works in: alone (the next word) or joined (`-Cdir`, `--dir=x`).
+        const option = index > toolAt ? TOOL_DIRECTORY_OPTION.exec(`${tool} ${word.text}`) : null;
+        const joined = option?.[1] ?? option?.[2];
+        const directory = joined ? { ...word, text: joined, glob: -1, tilde: false } : option && words[index + 1];
         const script = index > toolAt && SHELLS_WITH_SCRIPT.has(tool) && /^-[a-zA-Z]*c[a-zA-Z]*$/.test(word.text);
         if (directory) {
           if (directory === words[index + 1]) index++;
@@ -4244,14 +4244,6 @@ function commandParts(words: ShellWord[]): { words: ShellWord[]; toolAt: number 
     SHELL_WRAPPERS.has(text) || text.startsWith("-") || assignment || /^\d+[smhd]?$/.test(text);
   while (toolAt < rest.length && wrapper(rest[toolAt]!)) toolAt++;
   return { words: rest, toolAt };
-}
-
-/** The word naming the folder of a tool's directory option at `index`: the next word, or the option's own value. */
-function directoryOption(tool: string, words: ShellWord[], index: number): ShellWord | undefined {
-  const match = TOOL_DIRECTORY_OPTION.exec(`${tool} ${words[index]!.text}`);
-  const joined = match?.[1] ?? match?.[2];
-  if (joined !== undefined) return { ...words[index]!, text: joined, glob: -1, tilde: false };
-  return match ? words[index + 1] : undefined;
 }
 
 /** How a word names a path: relative to the command's directory; a glob by the folder before it. */
@@ -4362,12 +4354,10 @@ function segmentChars(part: string): GlobChar[] | undefined {
 /** The two-pointer wildcard match of `length` items: `star` matches any run of them, each other item one.
  * On a mismatch only the last star takes one more item, so each (item, pattern item) pair is tried once. */
 function wildcardMatch<T>(pattern: readonly T[], star: T, length: number, at: (x: T, i: number) => boolean): boolean {
-  let i = 0;
   let p = 0;
   let resumeAt = -1;
   let resumeFrom = 0;
-  while (i < length) {
-    globSteps++;
+  for (let i = 0; i < length; globSteps++) {
     if (pattern[p] === star) {
       resumeAt = ++p;
       resumeFrom = i;
