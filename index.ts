@@ -4049,10 +4049,8 @@ export function readShellCommand(
     let pipedIn = false;
     let token = next(frame);
     for (;;) {
-      if (typeof token !== "string") {
-        shared.words++;
-        words.push(token);
-      } else if (token[0] === "<" || token[0] === ">") {
+      if (typeof token !== "string") words.push(token);
+      else if (token[0] === "<" || token[0] === ">") {
         // A redirect's target, relative to the shell's directory; heredocs, here-strings and descriptor
         // copies name no path. Without a target, the operator after it is the next token.
         const target = next(frame);
@@ -4060,7 +4058,6 @@ export function readShellCommand(
           token = target;
           continue;
         }
-        shared.words++;
         if (token === "<<" || token === "<<-") heredocs.push({ delimiter: target.text, stripTabs: token === "<<-" });
         else if (token !== "<<<" && !token.endsWith("&"))
           redirects.push(shellWordUse(target, token === "<" ? "read" : "write", frame.cwd));
@@ -4122,6 +4119,7 @@ export function readShellCommand(
 
   /** A word; "eof" for one that reaches the length limit, as it may be cut: nothing follows it. */
   function word(frame: ShellFrame): ShellWord | "eof" {
+    shared.words++;
     const start = pos;
     const word: ShellWord = { text: "", dynamic: false, glob: -1, tilde: src[pos] === "~", assignment: false };
     for (let double = false; pos < src.length;) {
