@@ -3861,9 +3861,9 @@ function errorCode(error: unknown): string {
 }
 
 // =============================================================================================
-// 10b. Shell words. A `bash` call is read, never run: this reader splits its command line into simple
-// commands and says which words name paths, and relative to which directory. A path built when the
-// command runs (`cat $(cat list.txt)`) is not seen and not claimed.
+// 10b. Shell words. A `bash` call is read, never run: this reader splits its command line into simple commands and says
+// which words name paths, and relative to which directory. A path built when the command runs (`cat $(cat list.txt)`)
+// is not seen and not claimed.
 
 /** What one word of a bash command is to the extension: a path to activate, or why not. */
 type ShellWordUse =
@@ -3881,7 +3881,6 @@ interface ShellWord {
   glob: number; // Index in `text` of the first unquoted glob character, or -1.
   tilde: boolean; // Starts with an unquoted `~`.
   assignment: boolean; // A leading `NAME=value`.
-  cut: boolean; // Reached the reader's length limit: possibly cut, so not used.
 }
 
 /** A list of commands being read: its shell's directory and `pushd` stack, what closes it, how deep it is. */
@@ -3892,75 +3891,68 @@ interface ShellFrame {
   level: number;
 }
 
-type ShellRedirect = { op: "read" | "write"; word: ShellWord };
-
 const SHELL_KEYWORDS = new Set("if then elif else fi do done while until ! { } time esac coproc".split(" "));
 const SHELL_WRAPPERS = new Set("env command builtin exec nohup time sudo nice ionice timeout xargs stdbuf".split(" "));
 const SHELLS_WITH_SCRIPT = new Set(["bash", "sh", "zsh"]);
-/** Options of common tools that name the folder they work in (the next word, or after `=`). */
-const TOOL_DIRECTORY_OPTIONS: ReadonlyMap<string, readonly string[]> = new Map([
-  ["git", ["-C"]],
-  ["make", ["-C", "--directory"]],
-  ["npm", ["--prefix"]],
-  ["pnpm", ["-C", "--dir"]],
-  ["yarn", ["--cwd"]],
-  ["cargo", ["--manifest-path"]],
-]);
+/** Options of common tools that name the folder they work in; groups 1 and 2, a value joined to the option. */
+const TOOL_DIRECTORY_OPTION = new RegExp(
+  "^(?:(?:git|make|pnpm) -C|make --directory|npm --prefix|pnpm --dir|yarn --cwd|cargo --manifest-path)" +
+    "(?:$|(?<=C)(.+)|=(.+))",
+);
 /** A redirect (its operator in group 1, after an optional descriptor) or a control operator; `<(` is a word. */
 const SHELL_OPERATOR = /(?![<>]\()(?:(?:\d+|&)?(<<<|<<-|<<|<&|<>|>>|>\||>&|<|>)|&&|\|\||;;|\|&|[;&|()])/y;
 /** Blanks, escaped newlines and comments between words. */
 const SHELL_BLANKS = /(?:[ \t\r]|\\\n|#[^\n]*)*/y;
 /** A run of characters that mean nothing special inside a word. */
-const PLAIN_RUN = /[^\s;&|<>()\\'"$`*?[{~=]+/y;
+const PLAIN_RUN = /[^\s;&|<>()\\'"$`*?[{]+/y;
 /** `$'…'` (its body in group 1, where a backslash escapes) or `'…'` (group 2). */
 const SINGLE_QUOTED = /\$'((?:[^'\\]|\\[^]?)*)'?|'([^']*)'?/y;
 const SHELL_VARIABLE = /\$(?:[A-Za-z_]\w*|[\d@*#?$!-])/y;
+/** A word that opens with an unquoted `NAME=` or `NAME+=` is an assignment. */
+const ASSIGNMENT = /[A-Za-z_]\w*\+?=/y;
 const WORD_BREAK = " \t\n;&|<>()";
-const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*\+?$/;
 
 // Exported for tests: a table test of the shell-word reader (and the bench).
-/** The simple commands of a bash command line, each with its directory and what its words name. */
-export function readShellCommand(command: string): ShellCommand[] {
-  const shared = { words: 0, commands: [] as ShellCommand[] };
-  readShellScript(command.slice(0, C.MAX_SHELL_COMMAND_CHARS), { cwd: ".", dirs: [], level: 1 }, shared);
-  return shared.commands;
-}
-
-/** Reads a script (a child shell's, for `bash -c`) into the shared commands, within one shared word budget. */
-function readShellScript(src: string, top: ShellFrame, shared: { words: number; commands: ShellCommand[] }): void {
+/** The simple commands of a bash command line, each with its directory and what its words name. A child
+ * shell's script (`bash -c`) is read into the same commands from its own frame, within one word budget. */
+export function readShellCommand(
+  script: string,
+  top: ShellFrame = { cwd: ".", dirs: [], level: 1 },
+  shared = { words: 0, commands: [] as ShellCommand[] },
+): ShellCommand[] {
+  const src = script.slice(0, C.MAX_SHELL_COMMAND_CHARS);
   let pos = 0;
   const heredocs: Array<{ delimiter: string; stripTabs: boolean }> = [];
   list(top);
+  return shared.commands;
 
-  /** Reads commands until the frame's `close` (`)` or a backtick) or the end. */
+  /** Reads simple commands until the frame's `close` (`)` or a backtick) or the end. */
   function list(frame: ShellFrame): void {
-    let op = "";
-    do op = command(frame, op === "|" || op === "|&");
-    while (op !== "eof" && op !== frame.close);
-  }
-
-  /** Reads one simple command; returns the operator that ended it. */
-  function command(frame: ShellFrame, pipedIn: boolean): string {
-    const words: ShellWord[] = [];
-    const redirects: ShellRedirect[] = [];
+    let words: ShellWord[] = [];
+    let redirects: ShellWordUse[] = [];
+    let pipedIn = false;
+    let token = next(frame);
     for (;;) {
-      const token = next(frame);
-      if (typeof token !== "string") {
-        shared.words++;
-        words.push(token);
-      } else if (token[0] === "<" || token[0] === ">") {
-        // A redirect's target; heredocs, here-strings and descriptor copies name no path.
+      if (typeof token !== "string") words.push(token);
+      else if (token[0] === "<" || token[0] === ">") {
+        // A redirect's target, relative to the shell's directory; heredocs, here-strings and descriptor
+        // copies name no path. Without a target, the operator after it is the next token.
         const target = next(frame);
-        if (typeof target === "string") continue;
-        shared.words++;
+        if (typeof target === "string") {
+          token = target;
+          continue;
+        }
         if (token === "<<" || token === "<<-") heredocs.push({ delimiter: target.text, stripTabs: token === "<<-" });
-        else if (token === "<") redirects.push({ op: "read", word: target });
-        else if (token !== "<<<" && !token.endsWith("&")) redirects.push({ op: "write", word: target });
+        else if (token !== "<<<" && !token.endsWith("&"))
+          redirects.push(shellWordUse(target, token === "<" ? "read" : "write", frame.cwd));
       } else if (token === "(") nested(")", frame);
       else {
-        finish(words, redirects, frame, pipedIn || token === "|" || token === "|&" || token === "&");
-        return token;
+        const pipedOut = token === "|" || token === "|&";
+        finish(words, redirects, frame, pipedIn || pipedOut || token === "&");
+        if (token === "eof" || token === frame.close) return;
+        [words, redirects, pipedIn] = [[], [], pipedOut];
       }
+      token = next(frame);
     }
   }
 
@@ -3990,12 +3982,12 @@ function readShellScript(src: string, top: ShellFrame, shared: { words: number; 
       pos++;
       // Heredoc bodies are data: skipped, line by line, up to their delimiter.
       for (const { delimiter, stripTabs } of char === "\n" ? heredocs.splice(0) : []) {
-        while (pos < src.length) {
+        let line: string;
+        do {
           const end = src.includes("\n", pos) ? src.indexOf("\n", pos) : src.length;
-          const line = src.slice(pos, end);
+          line = src.slice(pos, end);
           pos = end + 1;
-          if ((stripTabs ? line.replace(/^\t+/, "") : line) === delimiter) break;
-        }
+        } while (pos < src.length && (stripTabs ? line.replace(/^\t+/, "") : line) !== delimiter);
       }
       return char;
     }
@@ -4009,14 +4001,15 @@ function readShellScript(src: string, top: ShellFrame, shared: { words: number; 
     return redirect ?? (op === ";;" || (op === ")" && frame.close !== ")") ? ";" : op);
   }
 
-  function word(frame: ShellFrame): ShellWord {
-    const word: ShellWord = { text: "", dynamic: false, glob: -1, tilde: false, assignment: false, cut: false };
-    let quoted = false;
+  /** A word; "eof" for one that reaches the length limit, as it may be cut: nothing follows it. */
+  function word(frame: ShellFrame): ShellWord | "eof" {
+    shared.words++;
+    const start = pos;
+    const word: ShellWord = { text: "", dynamic: false, glob: -1, tilde: src[pos] === "~", assignment: false };
     for (let double = false; pos < src.length;) {
       const char = src[pos]!;
       // `<(…)` and `>(…)` open a word, as a substitution.
-      const substitution =
-        !double && !quoted && word.text === "" && (char === "<" || char === ">") && src[pos + 1] === "(";
+      const substitution = pos === start && (char === "<" || char === ">") && src[pos + 1] === "(";
       if (!double && !substitution && (WORD_BREAK.includes(char) || (char === "`" && frame.close === "`"))) break;
       PLAIN_RUN.lastIndex = pos;
       const plain = double ? null : PLAIN_RUN.exec(src);
@@ -4026,54 +4019,39 @@ function readShellScript(src: string, top: ShellFrame, shared: { words: number; 
       } else if (char === '"') {
         pos++;
         double = !double;
-        quoted = true;
       } else if (char === "\\") {
         // Within double quotes a backslash escapes only `$`, a backtick, `"` and itself.
         const escaped = src[pos + 1] ?? "";
         if (escaped !== "\n") word.text += double && !'$`"\\'.includes(escaped) ? `\\${escaped}` : escaped;
         pos += 2;
-        quoted = true;
       } else if (!double && (char === "'" || (char === "$" && src[pos + 1] === "'"))) {
         SINGLE_QUOTED.lastIndex = pos;
         const [all, ansi, raw] = SINGLE_QUOTED.exec(src)!;
         pos += all.length;
         // `$'…'`: backslash escapes as C writes them, the common ones only.
         word.text += raw ?? ansi!.replace(/\\([^]?)/g, (_, c) => (c === "n" ? "\n" : c === "t" ? "\t" : c));
-        quoted = true;
       } else if (char === "$" || char === "`" || substitution) expansion(word, frame);
-      else if (double) {
-        word.text += char;
-        pos++;
-      } else {
-        if (!quoted && word.text === "" && char === "~") word.tilde = true;
-        if ("*?[{".includes(char) && word.glob === -1) word.glob = word.text.length;
-        if (!quoted && char === "=" && !word.assignment && ASSIGNMENT.test(word.text) && !word.dynamic)
-          word.assignment = true;
+      else {
+        if (!double && word.glob === -1 && "*?[{".includes(char)) word.glob = word.text.length;
         word.text += char;
         pos++;
       }
     }
-    if (pos >= src.length && src.length >= C.MAX_SHELL_COMMAND_CHARS) word.cut = true;
-    return word;
+    ASSIGNMENT.lastIndex = start;
+    word.assignment = word.text.includes("=") && ASSIGNMENT.test(src);
+    return pos >= src.length && src.length >= C.MAX_SHELL_COMMAND_CHARS ? "eof" : word;
   }
 
   /** `$name`, `${…}`, `$(( ))`, `$( )`, `<( )` or backticks: kept as written, and the word becomes dynamic. */
   function expansion(word: ShellWord, frame: ShellFrame): void {
     const start = pos;
     SHELL_VARIABLE.lastIndex = pos;
-    if (src[pos] === "`") {
-      pos++;
-      nested("`", frame);
-    } else if (src.startsWith("$((", pos)) {
-      pos += 3;
-      skipTo(")");
-      if (src[pos] === ")") pos++;
-    } else if (src[pos + 1] === "(") {
+    if (src.startsWith("$((", pos) || src.startsWith("${", pos)) {
       pos += 2;
-      nested(")", frame);
-    } else if (src.startsWith("${", pos)) {
-      pos += 2;
-      skipTo("}");
+      skipTo(src[pos - 1] === "{" ? "}" : ")"); // `$((`: its second `(` is counted, so it ends after `))`.
+    } else if (src[pos] === "`" || src[pos + 1] === "(") {
+      pos += src[pos] === "`" ? 1 : 2;
+      nested(src[start] === "`" ? "`" : ")", frame);
     } else if (SHELL_VARIABLE.test(src)) pos = SHELL_VARIABLE.lastIndex;
     else {
       pos++;
@@ -4085,8 +4063,8 @@ function readShellScript(src: string, top: ShellFrame, shared: { words: number; 
   }
 
   /** One simple command is complete: its words, its effect on the directory, and what they name. */
-  function finish(all: ShellWord[], redirects: ShellRedirect[], frame: ShellFrame, inPipeline: boolean): void {
-    const { words, toolAt } = commandParts(all.filter((word) => !word.cut));
+  function finish(all: ShellWord[], redirects: ShellWordUse[], frame: ShellFrame, inPipeline: boolean): void {
+    const { words, toolAt } = commandParts(all);
     if (words.length === 0 && redirects.length === 0) return;
     const uses: ShellWordUse[] = [];
     shared.commands.push({ cwd: frame.cwd, uses });
@@ -4099,12 +4077,15 @@ function readShellScript(src: string, top: ShellFrame, shared: { words: number; 
       const word = words[index]!;
       if (index < toolAt && !word.text.startsWith("-")) skip(word, "commandName");
       else if (index === toolAt) {
-        if (word.text.includes("/") && !word.dynamic) use(word, "read");
-        else skip(word, word.dynamic ? "dynamic" : "commandName");
+        if (word.text.includes("/") || word.dynamic) use(word, "read");
+        else skip(word, "commandName");
       } else if (!afterDashes && word.text.startsWith("-") && !word.dynamic) {
         skip(word, "option");
         afterDashes = word.text === "--";
-        const directory = index > toolAt ? directoryOption(tool, words, index) : undefined;
+        // A tool's option that names the folder it works in: alone (the next word) or joined (`-Cdir`, `--dir=x`).
+        const option = index > toolAt ? TOOL_DIRECTORY_OPTION.exec(`${tool} ${word.text}`) : null;
+        const joined = option?.[1] ?? option?.[2];
+        const directory = joined ? { ...word, text: joined, glob: -1, tilde: false } : option && words[index + 1];
         const script = index > toolAt && SHELLS_WITH_SCRIPT.has(tool) && /^-[a-zA-Z]*c[a-zA-Z]*$/.test(word.text);
         if (directory) {
           if (directory === words[index + 1]) index++;
@@ -4112,12 +4093,12 @@ function readShellScript(src: string, top: ShellFrame, shared: { words: number; 
           if (tool !== "cargo" && !directory.dynamic) base = joinShellPath(base, directory);
         } else if (script && index + 1 < words.length) {
           skip(words[++index]!, "script");
-          const child = { cwd: base, dirs: [], level: frame.level + 2 };
-          if (frame.level <= C.MAX_SHELL_NESTING) readShellScript(words[index]!.text, child, shared);
+          if (frame.level <= C.MAX_SHELL_NESTING)
+            readShellCommand(words[index]!.text, { cwd: base, dirs: [], level: frame.level + 2 }, shared);
         }
       } else use(word, tool === "tee" && index > toolAt ? "write" : "read");
     }
-    for (const redirect of redirects) if (!redirect.word.cut) use(redirect.word, redirect.op);
+    uses.push(...redirects);
     // `cd`, `pushd` and `popd` move the directory of the commands that follow in the same shell.
     if (inPipeline || !["cd", "pushd", "popd"].includes(tool)) return;
     const target = words.slice(toolAt + 1).find((word) => !word.text.startsWith("-") || word.text === "-");
@@ -4147,28 +4128,12 @@ function commandParts(words: ShellWord[]): { words: ShellWord[]; toolAt: number 
   return { words: rest, toolAt };
 }
 
-/** The word naming the folder of a tool's directory option at `index`: the next word, or the option's own value. */
-function directoryOption(tool: string, words: ShellWord[], index: number): ShellWord | undefined {
-  const word = words[index]!;
-  for (const option of TOOL_DIRECTORY_OPTIONS.get(tool) ?? []) {
-    if (word.text === option && words[index + 1]) return words[index + 1];
-    const joined = option.startsWith("--") ? `${option}=` : option;
-    if (word.text.startsWith(joined) && word.text.length > joined.length)
-      return { ...word, text: word.text.slice(joined.length), glob: -1, tilde: false };
-  }
-  return undefined;
-}
-
 /** How a word names a path: relative to the command's directory; a glob by the folder before it. */
 function shellWordUse(word: ShellWord, role: "read" | "write", base: string | undefined): ShellWordUse {
-  if (word.dynamic) return { word: word.text, role: "skip", reason: "dynamic" };
-  // A glob names the folder before its first glob character.
-  const before = word.text.slice(0, word.glob);
-  const folder = before.includes("/") ? before.slice(0, before.lastIndexOf("/")) || "/" : ".";
-  const path = joinShellPath(base, role === "read" && word.glob !== -1 ? { ...word, text: folder } : word);
-  return path === undefined
-    ? { word: word.text, role: "skip", reason: "unknownDirectory" }
-    : { word: word.text, role, path };
+  const text = role === "read" && word.glob !== -1 ? posix.dirname(`${word.text.slice(0, word.glob)}_`) : word.text;
+  const path = joinShellPath(base, { ...word, text });
+  if (path !== undefined) return { word: word.text, role, path };
+  return { word: word.text, role: "skip", reason: word.dynamic ? "dynamic" : "unknownDirectory" };
 }
 
 /** A word's path against a directory; undefined when neither is known before the command runs. */
@@ -4181,14 +4146,13 @@ function joinShellPath(base: string | undefined, word: ShellWord): string | unde
 // =============================================================================================
 // 10c. Globs: one bounded matcher for rule globs and ignore files.
 
-// A glob is cut at `/` into segments and matched segment by segment: `*`, `?` and `[…]` stay within
-// a segment, a `**` segment spans any number of them (a trailing one at least one: a folder is not a
-// file under it), `\` escapes. Both levels run the two-pointer wildcard match, which backtracks only
-// to its last star, so one match costs at most path length × pattern length steps: no glob can make
-// it backtrack exponentially, as a RegExp (or `path.matchesGlob`) can. Braces are expanded first,
-// within MAX_GLOB_EXPANSIONS, and globs past MAX_GLOB_CHARS are refused before they are read.
-// Options: `braces`, `{a,b}` are alternatives (rules) or characters (ignore files); `floating`, a glob
-// without a slash matches at any depth (Cursor, Copilot, ignore files).
+// A glob is cut at `/` into segments and matched segment by segment: `*`, `?` and `[…]` stay within a segment, a `**`
+// segment spans any number of them (a trailing one at least one: a folder is not a file under it), `\` escapes. Both
+// levels run the two-pointer wildcard match, which backtracks only to its last star, so one match costs at most path
+// length × pattern length steps: no glob can make it backtrack exponentially, as a RegExp (or `path.matchesGlob`) can.
+// Braces are expanded first, within MAX_GLOB_EXPANSIONS, and globs past MAX_GLOB_CHARS are refused before they are
+// read. Options: `braces`, `{a,b}` are alternatives (rules) or characters (ignore files); `floating`, a glob without a
+// slash matches at any depth (Cursor, Copilot, ignore files).
 
 /** One character of a segment's pattern: itself, `*`, or a test (`?`, a `[…]` class). */
 type GlobChar = string | typeof ANY_RUN | ((char: string) => boolean);
@@ -4215,8 +4179,7 @@ function compileGlob(
   for (let glob of typeof globs === "string" ? [globs] : globs) {
     if (glob.length > C.MAX_GLOB_CHARS) return { ok: false, reason: "globTooLong" };
     const anchored = glob.startsWith("/");
-    glob = glob.replace(/^\/+/, "");
-    if (glob.endsWith("/")) glob += "**";
+    glob = glob.replace(/^\/+/, "").replace(/\/$/, "/**");
     if (glob === "") continue;
     const expanded = options.braces ? expandBraces(glob) : [glob];
     if (expanded === undefined) return { ok: false, reason: "globExpansions" };
@@ -4233,11 +4196,8 @@ function compileGlob(
       if (segments.at(-1) === ANY_DEPTH) segments.splice(-1, 0, [ANY_RUN]);
       // The literal text every match starts and ends with turns most paths away before the matcher runs.
       // Bench --quick, same code without it: warm_over_stat 63/63 -> 47/61, peer_over_ours_nogit 2.7/4.1 -> 3.6/4.0.
-      const wild = pattern.search(/[*?[\\]/);
-      let cut = pattern.length;
-      while (cut > 0 && !"/*?[]\\".includes(pattern[cut - 1]!)) cut--;
-      const prefix = floating ? "" : wild === -1 ? pattern : pattern.slice(0, wild);
-      alternatives.push({ segments, prefix, suffix: pattern.slice(cut) });
+      const prefix = floating ? "" : /^[^*?[\\]*/.exec(pattern)![0];
+      alternatives.push({ segments, prefix, suffix: /[^/*?[\]\\]*$/.exec(pattern)![0] });
     }
   }
   return {
@@ -4248,15 +4208,14 @@ function compileGlob(
         globSteps++;
         if (!path.startsWith(prefix) || !path.endsWith(suffix)) return false;
         parts ??= path.split("/");
-        return wildcardMatch(segments, ANY_DEPTH, parts.length, (segment, i) => segmentMatches(segment, parts![i]!));
+        return wildcardMatch(segments, ANY_DEPTH, parts.length, (segment, i) => {
+          const text = parts![i]!;
+          const at = (c: GlobChar, k: number) => (typeof c === "string" ? c === text[k] : c !== ANY_RUN && c(text[k]!));
+          return segment !== ANY_DEPTH && wildcardMatch(segment, ANY_RUN, text.length, at);
+        });
       });
     },
   };
-}
-
-function segmentMatches(segment: GlobChar[] | typeof ANY_DEPTH, text: string): boolean {
-  const at = (c: GlobChar, i: number) => (typeof c === "string" ? c === text[i] : c !== ANY_RUN && c(text[i]!));
-  return segment !== ANY_DEPTH && wildcardMatch(segment, ANY_RUN, text.length, at);
 }
 
 /** A segment's characters; undefined when a class holds a range out of order. */
@@ -4277,12 +4236,10 @@ function segmentChars(part: string): GlobChar[] | undefined {
 /** The two-pointer wildcard match of `length` items: `star` matches any run of them, each other item one.
  * On a mismatch only the last star takes one more item, so each (item, pattern item) pair is tried once. */
 function wildcardMatch<T>(pattern: readonly T[], star: T, length: number, at: (x: T, i: number) => boolean): boolean {
-  let i = 0;
   let p = 0;
   let resumeAt = -1;
   let resumeFrom = 0;
-  while (i < length) {
-    globSteps++;
+  for (let i = 0; i < length; globSteps++) {
     if (pattern[p] === star) {
       resumeAt = ++p;
       resumeFrom = i;

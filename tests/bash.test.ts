@@ -141,6 +141,11 @@ const cases: Array<[string, string[]]> = [
   ["make >/dev/null 2>&1", ["write:/dev/null"]],
   ["sort < data/in.txt > data/out.txt", ["read:data/in.txt", "write:data/out.txt"]],
   ["cd out && echo x > a.txt", ["read:out", "read:out/x", "write:out/a.txt"]],
+  // A redirect without a target leaves the operator after it to end the command.
+  ["echo > ; cd lib && ls src", ["read:lib", "read:lib/src"]],
+  ["echo x >\ncat a", ["read:x", "read:a"]],
+  // A redirect is relative to the shell's directory, not to a tool's directory option.
+  ["git -C sub log > out.txt", ["read:sub", "read:sub/log", "write:out.txt"]],
   // Tool directory options.
   ["git -C packages/api status", ["read:packages/api", "read:packages/api/status"]],
   [
@@ -149,6 +154,8 @@ const cases: Array<[string, string[]]> = [
   ],
   ["make -C services/auth test", ["read:services/auth", "read:services/auth/test"]],
   ["make --directory=services/auth", ["read:services/auth"]],
+  ["make -Cservices/auth test", ["read:services/auth", "read:services/auth/test"]],
+  ["make --directoryx --directory= test", ["read:test"]],
   ["npm --prefix web run build", ["read:web", "read:web/run", "read:web/build"]],
   ["npm --prefix=web test", ["read:web", "read:web/test"]],
   ["pnpm -C packages/ui test", ["read:packages/ui", "read:packages/ui/test"]],
