@@ -874,8 +874,7 @@ function mergeViews(views: DirectoryView[]): DirectoryView[] {
 }
 
 function withRecord(details: unknown, record: LedgerRecord): Record<string, unknown> {
-  const base = typeof details === "object" && details !== null && !Array.isArray(details) ? details : {};
-  return { ...base, [C.DETAILS_KEY]: record };
+  return { ...(isObject(details) ? details : {}), [C.DETAILS_KEY]: record };
 }
 
 /** cwd-relative path of a tool's target with forward slashes, for rule globs; undefined outside cwd. */
