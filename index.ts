@@ -1491,10 +1491,6 @@ function readField(value: unknown, type: Field | Spec): unknown {
   return fields;
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 function skipKey(skip: Skip): string {
   if (C.CAP_REASONS.has(skip.reason)) return `${skip.reason}\0${skip.path}`;
   // One file may hold several refused imports: the model hears of each reason once.
@@ -3388,11 +3384,8 @@ export function optionsFromSettings(
 ): { options: Options; warnings: string[] } {
   const options = defaultOptions();
   if (raw === undefined) return { options, warnings: [] };
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
-    return { options, warnings: [C.SETTINGS_WARNINGS.notObject(origin())] };
-  }
-  const settings = raw as Record<string, unknown>;
-  const warnings = Object.keys(settings)
+  if (!isObject(raw)) return { options, warnings: [C.SETTINGS_WARNINGS.notObject(origin())] };
+  const warnings = Object.keys(raw)
     .filter((key) => !Object.hasOwn(SETTINGS, key))
     .map((key) =>
       C.SHOWN_KEY_PATTERN.test(key)
@@ -3400,9 +3393,9 @@ export function optionsFromSettings(
         : C.SETTINGS_WARNINGS.unnamedKey(origin(key)),
     );
   for (const key of SETTING_KEYS) {
-    if (settings[key] === undefined) continue;
+    if (raw[key] === undefined) continue;
     const [option, read, expected] = SETTINGS[key];
-    const value = read(settings[key]);
+    const value = read(raw[key]);
     if (value === undefined) warnings.push(C.SETTINGS_WARNINGS.badValue(key, origin(key), expected));
     else (options as Record<string, unknown>)[option] = value;
   }
@@ -3449,8 +3442,7 @@ function settingsOrigin(fs: FileSystem, cwd: string, trusted: boolean): Settings
       : C.CUSTOM_GLOBAL_SETTINGS_LABEL;
   const project = trusted ? projectSettingsSection(fs, cwd) : undefined;
   if (project === UNPARSED) return () => C.eitherSettingsLabel(globalLabel);
-  const sets = (key?: string) =>
-    key === undefined || (typeof project === "object" && project !== null && Object.hasOwn(project, key));
+  const sets = (key?: string) => key === undefined || (isObject(project) && Object.hasOwn(project, key));
   return (key) => (project !== undefined && sets(key) ? C.PROJECT_SETTINGS_LABEL : globalLabel);
 }
 
@@ -3738,6 +3730,11 @@ function turnNotice(records: LedgerRecord[]): string | undefined {
 
 // =============================================================================================
 // 10. Pure path and text helpers. Containment is `path.relative` plus an exact `..` test on real paths.
+
+/** A JSON object: what settings, records and details must be before their keys are read. */
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
 
 // Exported for tests: a table test of containment.
 /** True when `child` lies strictly inside `parent`. Both must already be absolute and resolved. */
