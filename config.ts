@@ -114,6 +114,9 @@ export const MAX_SHELL_NESTING = 16;
 /** Words whose kind (file, folder, nothing) is remembered against their folder's stat signature. */
 export const MAX_SHELL_WORD_CACHE = 4096;
 
+/** Touched paths whose applying rules a rule folder keeps, before it starts over. */
+export const MAX_RULE_MATCH_CACHE = 4096;
+
 /** Longest tool path argument, in UTF-8 bytes, that is resolved at all (the usual PATH_MAX). */
 export const MAX_PATH_BYTES = 4096;
 

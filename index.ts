@@ -866,6 +866,8 @@ function activates(toolName: string, isError: boolean): boolean {
 
 /** One view per scope, parent first; a later view of the same scope is the fresher one. */
 function mergeViews(views: DirectoryView[]): DirectoryView[] {
+  // One chain's views are already parent first, each inside the last (profile: sorting them was 5% of a warm call).
+  if (views.every((view, i) => i === 0 || view.scope.startsWith(`${views[i - 1]!.scope}/`))) return views;
   const byScope = new Map<string, DirectoryView>();
   for (const view of views) byScope.set(view.scope, view);
   // Depths once, not per comparison (profile: splitting scopes in the comparator was a tenth of a warm read).
@@ -1693,7 +1695,10 @@ function takes<K extends Kind>(ledger: Ledger, plan: DeliveryPlan, kind: K, reco
  * rule's imports go with their rule.
  */
 function planRetraction(ledger: Ledger, plan: DeliveryPlan, kind: Kind, scope: string, offered: ReadonlySet<unknown>) {
-  const sent = [...(ledger.byScope[kind].get(scope) ?? [])].flatMap((path) => ledger.get(kind, path) ?? []);
+  const paths = [...(ledger.byScope[kind].get(scope) ?? [])];
+  // A warm view offers all its scope was sent: nothing to look up (profile: 4% of a warm call).
+  if (paths.every((path) => offered.has(path))) return;
+  const sent = paths.flatMap((path) => ledger.get(kind, path) ?? []);
   const held = sent.filter((record) => ("dir" in record ? record.dir : record.scope) === scope);
   for (const { path, importedBy } of held as Array<Partial<RuleRecord> & { path: string }>) {
     if (offered.has(path)) continue;
@@ -2291,21 +2296,25 @@ class Discovery {
   readonly rulePlaces = new Map<string, RulePlace>();
   readonly compiledRules = new Map<string, Rule>();
   private sweepAt = 256;
+  /** Every cache, by the name the soak test and the inspection command show. */
+  private readonly caches: Readonly<Record<string, { readonly size: number }>>;
+  /** The caches keyed by cwd-relative scope, which a sweep checks path by path. */
+  private readonly scoped: Readonly<Record<string, Map<string, unknown>>>;
 
   constructor(fs: FileSystem, cwdReal: string, options: Options, gitMayAnswer: () => boolean) {
     this.fs = fs;
     this.cwdReal = cwdReal;
     this.options = options;
     this.gitAnswers = { folders: new Map(), files: new Map(), wanted: new Set(), mayAnswer: gitMayAnswer };
+    const { folders: gitAnswers, files: gitFileAnswers } = this.gitAnswers;
+    const { directories, files, listings, chains, ignoredSeen, ruleFolders, rulePlaces, compiledRules } = this;
+    this.scoped = { chains, gitAnswers, gitFileAnswers, ignoredSeen, ruleFolders, rulePlaces };
+    this.caches = { directories, files, listings, ...this.scoped, compiledRules };
   }
 
   /** For the soak test and the inspection command. */
   cacheSizes(): Record<string, number> {
-    const { folders: gitAnswers, files: gitFileAnswers } = this.gitAnswers;
-    const { directories, files, listings, chains, ignoredSeen, ruleFolders, rulePlaces, compiledRules } = this;
-    const caches = { directories, files, listings, chains, gitAnswers, gitFileAnswers, ignoredSeen, ruleFolders };
-    const all = Object.entries({ ...caches, rulePlaces, compiledRules });
-    return Object.fromEntries(all.map(([name, cache]) => [name, cache.size]));
+    return Object.fromEntries(Object.entries(this.caches).map(([name, cache]) => [name, cache.size]));
   }
 
   /** Drops entries of paths that are gone once the caches doubled: bounded by the tree, not by the session. */
@@ -2314,11 +2323,8 @@ class Discovery {
     const exists = (path: string) => this.exists(path);
     for (const cache of [this.directories, this.files, this.listings]) cache.sweep(exists);
     for (const path of this.compiledRules.keys()) if (!exists(path)) this.compiledRules.delete(path);
-    const { chains, gitAnswers, ignoredSeen, ruleFolders, rulePlaces } = this;
-    const byScope = [chains, gitAnswers.folders, gitAnswers.files, ignoredSeen, ruleFolders, rulePlaces];
-    for (const map of byScope as Array<Map<string, unknown>>) {
+    for (const map of Object.values(this.scoped))
       for (const scope of map.keys()) if (!exists(join(this.cwdReal, scope))) map.delete(scope);
-    }
     this.sweepAt = Math.max(256, 2 * this.cachedEntries());
     return true;
   }
@@ -2327,8 +2333,11 @@ class Discovery {
     return this.cachedEntries() >= this.sweepAt;
   }
 
+  // Asked at every call: a sum over the caches, no object built (profile: building the sizes was 2.6% of a warm call).
   private cachedEntries(): number {
-    return Object.values(this.cacheSizes()).reduce((sum, size) => sum + size, 0);
+    let sum = 0;
+    for (const cache of Object.values(this.caches)) sum += cache.size;
+    return sum;
   }
 
   exists(path: string): boolean {
@@ -2892,6 +2901,8 @@ interface RuleFolder {
   rejected: Rejection[];
   /** Paths of its rules that are not manual, built once per version of the folder's rules. */
   offered?: Set<string>;
+  /** Its rules that apply to the touched paths, by those paths, built once per version of the folder's rules. */
+  applying?: Map<string, Rule[]>;
 }
 
 function ruleMatches(rule: Rule, path: string): boolean {
@@ -3013,16 +3024,26 @@ function ruleAt(ctx: Discovery, place: RulePlace, candidate: string): Rule | { r
 /** The rules that apply to these paths, each stat-checked again: one pass over the compiled rules. */
 function applyingRules(ctx: Discovery, folders: RuleFolder[], touched: readonly string[]): Rule[] {
   const rules: Rule[] = [];
+  const key = touched.join("\0");
   for (const folder of folders) {
-    for (const [index, rule] of folder.rules.entries()) {
-      if (!ruleApplies(rule, touched)) continue;
+    // Paths touched again match no glob again (profile: matching 50 globs was 6% of a warm call).
+    let applying = folder.applying?.get(key);
+    if (!applying) {
+      applying = folder.rules.filter((rule) => ruleApplies(rule, touched));
+      if ((folder.applying ??= new Map()).size >= C.MAX_RULE_MATCH_CACHE) folder.applying.clear();
+      folder.applying.set(key, applying);
+    }
+    for (const rule of applying) {
       const fresh = ruleAt(ctx, folder.place, rule.candidate);
       if ("reason" in fresh) {
         // Gone or refused since the folder was read: read the folder again at the next call.
         folder.listings = undefined;
         continue;
       }
-      if (fresh !== rule) [folder.rules[index], folder.offered] = [fresh, undefined];
+      if (fresh !== rule) {
+        folder.rules[folder.rules.indexOf(rule)] = fresh;
+        folder.offered = folder.applying = undefined;
+      }
       if (ruleApplies(fresh, touched)) rules.push(fresh);
     }
   }
