@@ -2320,7 +2320,13 @@ class Discovery {
   /** Drops entries of paths that are gone once the caches doubled: bounded by the tree, not by the session. */
   sweep(): boolean {
     if (!this.wantsSweep()) return false;
-    const exists = (path: string) => this.exists(path);
+    // Most folders are in several caches: each path is looked at once (bench: bash_fs_calls_warm 20.6 → 19.7).
+    const seen = new Map<string, boolean>();
+    const exists = (path: string) => {
+      let there = seen.get(path);
+      if (there === undefined) seen.set(path, (there = this.exists(path)));
+      return there;
+    };
     for (const cache of [this.directories, this.files, this.listings]) cache.sweep(exists);
     for (const path of this.compiledRules.keys()) if (!exists(path)) this.compiledRules.delete(path);
     for (const map of Object.values(this.scoped))
