@@ -451,11 +451,11 @@ test("an ignore line that makes a RegExp backtrack costs at most path length tim
   );
 });
 
-test("an ignore line of 30,000 spaces before one character is read in linear time, not the quadratic of a trailing-space RegExp", () =>
+test("an ignore line of 60,000 spaces before one character is read in linear time, not the quadratic of a trailing-space RegExp", () =>
   twoTrees(
     {
       "pkg/a.ts": "a\n",
-      "pkg/.agents/skills/.ignore": `${" ".repeat(30_000)}x\nhidden\n`,
+      "pkg/.agents/skills/.ignore": `${" ".repeat(60_000)}x\nhidden\n`,
       "pkg/.agents/skills/hidden/SKILL.md": skill("hidden", "Hidden by the second line"),
       "pkg/.agents/skills/kept/SKILL.md": skill("kept", "Kept"),
     },
@@ -463,8 +463,9 @@ test("an ignore line of 30,000 spaces before one character is read in linear tim
       const h = await loadRunner(tree, { factories: [createLazyAgents()] });
       const started = performance.now();
       const reminder = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
-      // Nothing here counts steps: the old RegExp took about 8 s on this line, a read takes milliseconds.
-      assert.ok(performance.now() - started < 3000, `${mode}: ${performance.now() - started} ms`);
+      // A guard against a quadratic scan, not a speed goal: `\s+$` takes 5.5 s on this line (Node 24, this VM), a read
+      // about 140 ms.
+      assert.ok(performance.now() - started < 2500, `${mode}: ${performance.now() - started} ms`);
       assert.match(reminder, /- kept: Kept/, mode);
       assert.doesNotMatch(reminder, /Hidden by the second line/, mode);
     },
