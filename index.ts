@@ -440,8 +440,6 @@ type ResultOutcome = Outcome<ToolResultEventResult>;
 /** What a tool call located when it started; its views are taken once, at its result. */
 interface PendingCall {
   toolName: string;
-  /** The outermost call (a codemode script's): its own id when it is outermost. */
-  rootId: string;
   /** The tool's resolved target ("" for bash). */
   target: string;
   /** Its target's chain, or those its bash words activate. */
@@ -475,7 +473,7 @@ export class LazyAgents {
   contextMark?: string | null;
   /** Failures the hooks caught, by label, for `/lazy-agents`. */
   readonly failures = new Map<C.FailureLabel, number>();
-  readonly checks: CheckState = newCheckState();
+  readonly checks = new CheckState();
   git?: GitIgnoreOracle;
   startupSkills = new Map<string, string>();
   /** Paths of the context files Pi loaded at start-up, as Pi gives them. */
@@ -484,8 +482,8 @@ export class LazyAgents {
   private boundCwd?: string;
   private sweepScheduled = false;
   // Per-call state: calls between tool_call and result; nested calls that activated, waiting for their
-  // outermost call's result; the outermost call of each nested one; records this turn's results carry,
-  // until turn_end shows what Pi persisted.
+  // outermost call's result; the outermost call (a codemode script's) of each nested one; records this
+  // turn's results carry, until turn_end shows what Pi persisted.
   private readonly pending = new Map<string, PendingCall>();
   private readonly nested = new Map<string, PendingCall[]>();
   private readonly rootOf = new Map<string, string>();
@@ -584,8 +582,7 @@ export class LazyAgents {
 
   /** What a call touches, located; undefined for a call that touches nothing we deliver for. */
   private locate(discovery: Discovery, event: ToolCallEvent, env: CallEnvironment): PendingCall | undefined {
-    const rootId = this.rootOf.get(event.toolCallId) ?? event.toolCallId;
-    const base = { toolName: event.toolName, rootId, withSkills: env.trusted && this.options.skills };
+    const base = { toolName: event.toolName, withSkills: env.trusted && this.options.skills };
     if (isToolCallEventType("bash", event)) {
       if (typeof event.input.command !== "string") return undefined;
       const commands = readShellCommand(event.input.command);
@@ -602,7 +599,10 @@ export class LazyAgents {
     const raw = (event.input as { path?: unknown }).path ?? (targetIsDirectory ? "." : undefined);
     const target = resolveToolPath(raw, env.cwd, event.toolName === "read" ? discovery.readFallback : undefined);
     if (target === undefined) return undefined;
-    const located = takeLocated(this.checks, event.toolCallId) ?? locateChain(discovery, target, targetIsDirectory);
+    // The chain the checks located for this call, taken once instead of locating it again.
+    const checked = this.checks.located?.id === event.toolCallId ? this.checks.located.located : undefined;
+    this.checks.located = undefined;
+    const located = checked ?? locateChain(discovery, target, targetIsDirectory);
     if (located === undefined) return undefined;
     const edits = event.toolName === "edit" || event.toolName === "write";
     const named = edits && this.options.fileNames.includes(basename(target));
@@ -671,7 +671,7 @@ export class LazyAgents {
 
   /** Resolves once git has answered all that views of these chains ask (`/lazy-agents why` waits so too). */
   async settled(chains: Located[], withSkills: boolean): Promise<void> {
-    const look = { toolName: "ls", rootId: "", target: "", chains, withSkills, touched: [] };
+    const look = { toolName: "ls", target: "", chains, withSkills, touched: [] };
     await this.settle([look], undefined, () => undefined);
   }
 
@@ -719,11 +719,12 @@ export class LazyAgents {
    */
   onToolResult(event: ToolResultEvent): ResultOutcome | undefined | Promise<ResultOutcome | undefined> {
     const call = this.pending.get(event.toolCallId);
+    const rootId = this.rootOf.get(event.toolCallId);
     this.pending.delete(event.toolCallId);
     this.rootOf.delete(event.toolCallId);
     const own = call !== undefined && activates(call.toolName, event.isError) ? call : undefined;
-    if (own && own.rootId !== event.toolCallId) {
-      this.nested.set(own.rootId, [...(this.nested.get(own.rootId) ?? []), own]);
+    if (own && rootId !== undefined) {
+      this.nested.set(rootId, [...(this.nested.get(rootId) ?? []), own]);
       return undefined;
     }
     const calls = [...(this.nested.get(event.toolCallId) ?? []), ...(own ? [own] : [])];
@@ -813,7 +814,7 @@ export class LazyAgents {
 
   /** Forgets what calls that never reached their result left behind; all calls of the turn are done. */
   endTurn(): void {
-    for (const map of [this.pending, this.nested, this.rootOf, this.unconfirmed]) map.clear();
+    for (const map of [this.pending, this.nested, this.rootOf, this.unconfirmed, this.checks.pending]) map.clear();
     this.gate?.records.clear();
     this.gate?.scopes.clear();
   }
@@ -823,7 +824,6 @@ export class LazyAgents {
     return {
       pending: this.pending.size,
       nested: this.nested.size,
-      written: [...this.pending.values()].filter((call) => call.writes !== undefined).length,
       parentOf: this.rootOf.size,
       unconfirmed: this.unconfirmed.size,
       gateRecords: this.gate?.records.size ?? 0,
@@ -912,23 +912,19 @@ interface CheckInput {
 /** A folder whose `.claude` governs a call, with its stats when the call's chain took them. */
 type CheckBase = Pick<ChainLink, "dir" | "scope"> & { stats?: nodeFs.Stats };
 
-export type CheckState = ReturnType<typeof newCheckState>;
-
-function newCheckState() {
-  return {
-    /** The scopes whose `.claude` was last found a folder, for the report. */
-    scopes: new Set<string>(),
-    compiled: new WeakMap<InstructionFile, Check>(),
-    /** Rule versions skipped for the session, by path and version. */
-    skipped: new Map<string, C.CheckSkip>(),
-    fired: new Map<string, number>(),
-    /** Warnings waiting for their call's result. */
-    pending: new Map<string, string>(),
-    /** Whether a stop was sent back since the last prompt. */
-    continued: false,
-    /** The last edit or write the checks located, for delivery to take instead of locating it again. */
-    located: undefined as { id: string; located: Located } | undefined,
-  };
+export class CheckState {
+  /** The scopes whose `.claude` was last found a folder, for the report. */
+  readonly scopes = new Set<string>();
+  readonly compiled = new WeakMap<InstructionFile, Check>();
+  /** Rule versions skipped for the session, by path and version. */
+  readonly skipped = new Map<string, C.CheckSkip>();
+  readonly fired = new Map<string, number>();
+  /** Warnings waiting for their call's result. */
+  readonly pending = new Map<string, string>();
+  /** Whether a stop was sent back since the last prompt. */
+  continued = false;
+  /** The last edit or write the checks located, for delivery to take instead of locating it again. */
+  located?: { id: string; located: Located };
 }
 
 /** hookify's value cleaning: whitespace, then every `"` and then every `'` at both ends; backslashes stay. */
@@ -1219,13 +1215,6 @@ export function checkFields(toolName: string, input: Record<string, unknown>, re
   };
 }
 
-/** The chain the checks located for this call, once: delivery's `locate` takes it instead of locating again. */
-function takeLocated(state: CheckState, toolCallId: string): Located | undefined {
-  const taken = state.located?.id === toolCallId ? state.located.located : undefined;
-  state.located = undefined;
-  return taken;
-}
-
 /** The session's text so far, as a stop check reads it: messages, tool calls and their results. */
 function transcriptOf(messages: readonly unknown[]): string {
   const parts: string[] = [];
@@ -1255,14 +1244,14 @@ function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, 
   const safely = <T>(ctx: ExtensionContext, run: () => T | Promise<T>) =>
     guarded<T | undefined>(ctx, "checks", run, () => undefined);
   /** The rules' verdict on what a call offers; the user hears which rules spoke, unless they are asked. */
-  const verdictFor = (ctx: ExtensionContext, toolCall: boolean, offered: (discovery: Discovery) => CheckInput) => {
+  const verdictFor = (ctx: ExtensionContext, offered: (discovery: Discovery) => CheckInput) => {
     if (!engine.options.enabled || !engine.options.checks || !ctx.isProjectTrusted()) return undefined;
     const discovery = engine.discoveryFor(ctx.cwd);
     if (!discovery) return undefined;
     const input = offered(discovery);
     const warn = (text: string) => tell(ctx, text, "warning");
     const checks = checksIn(discovery, state, checkBases(discovery, input.located));
-    const verdict = checkVerdict(state, matchingChecks(state, checks, input, warn), toolCall);
+    const verdict = checkVerdict(state, matchingChecks(state, checks, input, warn), input.toolName !== undefined);
     if (verdict && (verdict.action !== "ask" || !ctx.hasUI)) {
       const warned = verdict.action === "warn";
       tell(ctx, C.checkNotice(warned ? "warned" : "blocked", verdict.names), warned ? "info" : "warning");
@@ -1274,7 +1263,7 @@ function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, 
     safely(ctx, () => {
       const { toolName, toolCallId } = event;
       if (toolName !== "bash" && toolName !== "edit" && toolName !== "write") return undefined;
-      const verdict = verdictFor(ctx, true, (discovery) => {
+      const verdict = verdictFor(ctx, (discovery) => {
         const input = event.input as Record<string, unknown>;
         const target = toolName === "bash" ? undefined : resolveToolPath(input.path, ctx.cwd);
         const located = target === undefined ? undefined : locateChain(discovery, target, false);
@@ -1306,13 +1295,12 @@ function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, 
       return { content, structuredContent: event.structuredContent } satisfies ToolResultEventResult;
     }),
   );
-  pi.on("turn_end", () => state.pending.clear());
 
   pi.on("input", (event, ctx) =>
     safely(ctx, () => {
       state.continued = false;
       const fields = { prompt: [event.text], user_prompt: [event.text] };
-      const verdict = verdictFor(ctx, false, () => ({ event: "prompt", fields }));
+      const verdict = verdictFor(ctx, () => ({ event: "prompt", fields }));
       if (!verdict) return undefined;
       if (verdict.action === "block") return { action: "handled" as const };
       return { action: "transform" as const, text: `${event.text}\n\n${verdict.text}`, images: event.images };
@@ -1324,7 +1312,7 @@ function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, 
     safely(ctx, () => {
       if (state.continued || event.outcome !== "completed") return undefined;
       const fields = { transcript: [transcriptOf(event.context.llmMessages)], reason: [""] };
-      const verdict = verdictFor(ctx, false, () => ({ event: "stop", fields }));
+      const verdict = verdictFor(ctx, () => ({ event: "stop", fields }));
       if (verdict?.action !== "block") return undefined;
       state.continued = true;
       const message = { type: "custom_message" as const, customType: C.CHECK_MESSAGE_TYPE, display: true };

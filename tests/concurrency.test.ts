@@ -66,7 +66,7 @@ async function finishCall(
 /** Per-call maps are empty once every call has finished. */
 function assertNoPerCallState(engine: LazyAgents): void {
   const sizes = engine.stateSizes();
-  for (const key of ["pending", "nested", "parentOf", "written", "gateRecords"]) {
+  for (const key of ["pending", "nested", "parentOf", "gateRecords"]) {
     assert.equal(sizes[key] ?? 0, 0, `${key} is empty after the turn`);
   }
 }

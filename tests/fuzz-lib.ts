@@ -1157,7 +1157,7 @@ export async function runCase(c: Case, options: RunOptions = {}): Promise<Failur
       else mutate(tree, step);
       if (errors.length > 0) problems.push(`an error reached Pi: ${errors.join("; ")}`);
       const sizes = s.engine.stateSizes();
-      for (const key of ["pending", "nested", "parentOf", "written"]) {
+      for (const key of ["pending", "nested", "parentOf"]) {
         if (sizes[key] !== 0) problems.push(`per-call state leaks: ${key} = ${sizes[key]}`);
       }
       if (options.boundary !== false) {

@@ -205,7 +205,6 @@ async function soak(): Promise<number> {
   const bounds: Record<string, number> = {
     pending: 0,
     nested: 0,
-    written: 0,
     parentOf: 0,
     gateRecords: 0,
     unconfirmed: MAX_UNCONFIRMED_RESULTS,
