@@ -2359,13 +2359,8 @@ class Discovery {
   }
 
   directoryEntry(dir: string, known?: nodeFs.Stats): DirectoryEntry | undefined {
-    const stats = known ?? this.fs.lstat(dir);
-    if (!stats?.isDirectory()) {
-      this.directories.delete(dir);
-      return undefined;
-    }
-    const previous = this.directories.peek(dir);
-    return this.directories.get(dir, stats, () => {
+    return this.directories.folder(dir, known ?? this.fs.lstat(dir), (stats) => {
+      const previous = this.directories.peek(dir);
       // One listing costs less than seven name probes in a small folder; a large one keeps the probes,
       // whose cost does not grow with the folder (bench: cold every-folder chain, 7 probes → 1 call per folder).
       const listable = stats.size <= C.LISTED_DIR_MAX_BYTES && (previous?.listed ?? 0) <= C.LISTED_DIR_MAX_ENTRIES;
@@ -2462,12 +2457,8 @@ class Discovery {
       const real = this.sourceFolder(dir, toDisplayPath(this.cwdReal, dirname(dir)));
       return real === undefined ? undefined : this.listing(real);
     }
-    if (!stats?.isDirectory()) {
-      this.listings.delete(dir);
-      return undefined;
-    }
     // A folder that cannot be listed now is unknown, not empty: the error reaches the caller.
-    return this.listings.get(dir, stats, () => listingOf(this.fs.readdir(dir)));
+    return this.listings.folder(dir, stats, () => listingOf(this.fs.readdir(dir)));
   }
 }
 
@@ -3109,13 +3100,16 @@ class SignatureCache<T> {
     return value;
   }
 
+  /** As `get`, for a folder: nothing, and nothing kept, when `stats` shows none there. */
+  folder(path: string, stats: nodeFs.Stats | undefined, build: (stats: nodeFs.Stats) => T): T | undefined {
+    if (stats?.isDirectory()) return this.get(path, stats, () => build(stats));
+    this.entries.delete(path);
+    return undefined;
+  }
+
   /** The value last built for `path`, without a stat: for hints only. */
   peek(path: string): T | undefined {
     return this.entries.get(path)?.value;
-  }
-
-  delete(path: string): void {
-    this.entries.delete(path);
   }
 
   sweep(exists: (path: string) => boolean): void {
