@@ -2142,17 +2142,9 @@ function chainFor(ctx: Discovery, rel: string): ChainLink[] {
  */
 function locateChain(ctx: Discovery, target: string, targetIsDirectory: boolean): Located | undefined {
   const dir = targetIsDirectory ? target : dirname(target);
-  const rel = relativeInside(ctx.cwdReal, dir);
-  if (rel === "") return { links: [] };
-  if (rel !== undefined) {
-    const fresh = !ctx.chains.has(rel);
-    const links = chainFor(ctx, rel);
-    // A step that is missing, not a real folder or fails (ENAMETOOLONG, EACCES …) takes the slow path.
-    const { stats, stop } = lstatChain(ctx.fs, links);
-    if (stop === undefined && (!fresh || spelledAsOnDisk(ctx, links, stats))) return { links, stats };
-    // One folder, one identity: another spelling is looked at through its real path, every time.
-    if (stop === undefined) ctx.chains.delete(rel);
-  }
+  // A step that is missing, not a real folder or fails (ENAMETOOLONG, EACCES …) takes the slow path.
+  const walked = shellFolder(ctx, dir);
+  if (typeof walked === "object") return walked;
   // Outside cwd by its text, a path may still lead into it through a link (`/tmp` to
   // `/private/tmp`): only its own folder's real path, a name lookup, can tell.
   const viaLink = !mayBeInside(ctx, dir);
