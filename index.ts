@@ -3136,11 +3136,8 @@ function readBounded(fs: FileSystem, realPath: string, maxBytes: number): Loaded
     errorCode(error);
     return { ok: false, reason: "unreadable" };
   } finally {
-    try {
-      if (fd !== undefined) fs.close(fd);
-    } catch (error) {
-      errorCode(error); // a failed close loses nothing we read
-    }
+    // A failed close loses nothing we read.
+    if (fd !== undefined) fsOr(undefined, () => fs.close(fd!));
   }
 }
 
