@@ -2130,17 +2130,9 @@ function chainFor(ctx: Discovery, rel: string): ChainLink[] {
  */
 function locateChain(ctx: Discovery, target: string, targetIsDirectory: boolean): Located | undefined {
   const dir = targetIsDirectory ? target : dirname(target);
-  const rel = relativeInside(ctx.cwdReal, dir);
-  if (rel === "") return { links: [] };
-  if (rel !== undefined) {
-    const fresh = !ctx.chains.has(rel);
-    const links = chainFor(ctx, rel);
-    // A step that is missing, not a real folder or fails (ENAMETOOLONG, EACCES …) takes the slow path.
-    const { stats, stop } = lstatChain(ctx.fs, links);
-    if (stop === undefined && (!fresh || spelledAsOnDisk(ctx, links, stats))) return { links, stats };
-    // One folder, one identity: another spelling is looked at through its real path, every time.
-    if (stop === undefined) ctx.chains.delete(rel);
-  }
+  // A step that is missing, not a real folder or fails (ENAMETOOLONG, EACCES …) takes the slow path.
+  const walked = shellFolder(ctx, dir);
+  if (typeof walked === "object") return walked;
   // Outside cwd by its text, a path may still lead into it through a link (`/tmp` to
   // `/private/tmp`): only its own folder's real path, a name lookup, can tell.
   const viaLink = !mayBeInside(ctx, dir);
@@ -2347,13 +2339,8 @@ class Discovery {
   }
 
   directoryEntry(dir: string, known?: nodeFs.Stats): DirectoryEntry | undefined {
-    const stats = known ?? this.fs.lstat(dir);
-    if (!stats?.isDirectory()) {
-      this.directories.delete(dir);
-      return undefined;
-    }
-    const previous = this.directories.peek(dir);
-    return this.directories.get(dir, stats, () => {
+    return this.directories.folder(dir, known ?? this.fs.lstat(dir), (stats) => {
+      const previous = this.directories.peek(dir);
       // One listing costs less than seven name probes in a small folder; a large one keeps the probes,
       // whose cost does not grow with the folder (bench: cold every-folder chain, 7 probes → 1 call per folder).
       const listable = stats.size <= C.LISTED_DIR_MAX_BYTES && (previous?.listed ?? 0) <= C.LISTED_DIR_MAX_ENTRIES;
@@ -2450,12 +2437,8 @@ class Discovery {
       const real = this.sourceFolder(dir, toDisplayPath(this.cwdReal, dirname(dir)));
       return real === undefined ? undefined : this.listing(real);
     }
-    if (!stats?.isDirectory()) {
-      this.listings.delete(dir);
-      return undefined;
-    }
     // A folder that cannot be listed now is unknown, not empty: the error reaches the caller.
-    return this.listings.get(dir, stats, () => listingOf(this.fs.readdir(dir)));
+    return this.listings.folder(dir, stats, () => listingOf(this.fs.readdir(dir)));
   }
 }
 
@@ -3097,13 +3080,16 @@ class SignatureCache<T> {
     return value;
   }
 
+  /** As `get`, for a folder: nothing, and nothing kept, when `stats` shows none there. */
+  folder(path: string, stats: nodeFs.Stats | undefined, build: (stats: nodeFs.Stats) => T): T | undefined {
+    if (stats?.isDirectory()) return this.get(path, stats, () => build(stats));
+    this.entries.delete(path);
+    return undefined;
+  }
+
   /** The value last built for `path`, without a stat: for hints only. */
   peek(path: string): T | undefined {
     return this.entries.get(path)?.value;
-  }
-
-  delete(path: string): void {
-    this.entries.delete(path);
   }
 
   sweep(exists: (path: string) => boolean): void {
@@ -3138,11 +3124,8 @@ function readBounded(fs: FileSystem, realPath: string, maxBytes: number): Loaded
     errorCode(error);
     return { ok: false, reason: "unreadable" };
   } finally {
-    try {
-      if (fd !== undefined) fs.close(fd);
-    } catch (error) {
-      errorCode(error); // a failed close loses nothing we read
-    }
+    // A failed close loses nothing we read.
+    if (fd !== undefined) fsOr(undefined, () => fs.close(fd!));
   }
 }
 
