@@ -3152,9 +3152,10 @@ type GitAnswers = {
 };
 
 function setGitAnswer(answers: GitAnswers, question: string, ignored: boolean): void {
-  if (question.endsWith("/")) answers.folders.set(question.slice(0, -1), ignored);
-  else answers.files.set(question, ignored);
+  answers[question.endsWith("/") ? "folders" : "files"].set(withoutSlash(question), ignored);
 }
+
+const withoutSlash = (path: string) => (path.endsWith("/") ? path.slice(0, -1) : path);
 
 // Exported for tests: they hand the engine a git that is slow, absent or dying.
 export type SpawnGit = (cwd: string) => ChildProcessWithoutNullStreams;
@@ -3177,8 +3178,6 @@ const GIT_ENV = {
 
 const spawnGit: SpawnGit = (cwd) =>
   spawn("git", GIT_ARGS, { cwd, env: { ...process.env, ...GIT_ENV }, stdio: ["pipe", "pipe", "pipe"] });
-
-const withoutSlash = (path: string) => (path.endsWith("/") ? path.slice(0, -1) : path);
 
 /** A question (cwd-relative, "" for cwd, a folder's ends in `/`) and who waits for the rule that matched. */
 type GitWaiter = { path: string; answer: (rule: string | undefined) => void };
@@ -3550,8 +3549,7 @@ function fileState(ledger: Ledger, file: Pick<InstructionFile, "path" | "version
 
 function ruleState(ledger: Ledger, rule: Rule): string {
   if (rule.meta.kind === "manual") return C.REPORT_STATES.manual;
-  if (rule.meta.kind !== "described")
-    return fileState(ledger, { path: rule.path, version: rule.loaded.version }, "rule");
+  if (rule.meta.kind !== "described") return fileState(ledger, rule.body, "rule");
   return ledger.get("rule", rule.path)?.version === rule.listingVersion
     ? C.REPORT_STATES.listed
     : C.REPORT_STATES.pending;
@@ -3561,6 +3559,13 @@ function ruleState(ledger: Ledger, rule: Rule): string {
 function seenThenHeld<S extends { path: string }, H extends { path: string }>(seen: S[], held: H[]): Array<S | H> {
   const seenPaths = new Set(seen.map((item) => item.path));
   return [...seen, ...held.filter((item) => !seenPaths.has(item.path))];
+}
+
+/** Rows, then one for each path withdrawn since that no row names: the path, `blanks` empty cells, its state. */
+function withWithdrawn(rows: string[][], withdrawn: Iterable<string>, blanks: number): string[][] {
+  const listed = new Set(rows.map(([path]) => path));
+  const gone = [...withdrawn].filter((path) => !listed.has(path));
+  return [...rows, ...gone.map((path) => [path, ...Array<string>(blanks).fill(""), C.REPORT_STATES.retracted])];
 }
 
 /** Rows as columns: each cell padded to its column's widest, two spaces apart, indented by two. */
@@ -3582,17 +3587,13 @@ function formatInspection(engine: LazyAgents, verbose = false): string {
   const { ledger, inspection, options, discovery } = engine;
   const version = (id: string) => (verbose ? [`version ${id.slice(0, C.REPORT_VERSION_LENGTH)}`] : []);
   const views = [...inspection.values()];
-  const files = seenThenHeld(viewedFiles(views), ledger.all("file"));
-  const fileRows = files.map((file) => [
+  const fileRows = seenThenHeld(viewedFiles(views), ledger.all("file")).map((file) => [
     file.path,
     `scope ${scopeGlob(file.scope)}${file.importedBy ? `, imported by ${file.importedBy}` : ""}`,
     file.bytes < 1024 ? `${file.bytes} B` : `${(file.bytes / 1024).toFixed(1)} KiB`,
     fileState(ledger, file),
     ...version(file.version),
   ]);
-  const listedFiles = new Set(files.map((file) => file.path));
-  for (const path of ledger.withdrawn.file)
-    if (!listedFiles.has(path)) fileRows.push([path, "", "", C.REPORT_STATES.retracted]);
   // Rules: cwd's rule folders and every nested one seen; refused rule files go to "not used".
   const withRules = options.rules && discovery !== undefined;
   if (withRules) ruleFoldersFor(discovery, [], options.ruleSources);
@@ -3603,9 +3604,6 @@ function formatInspection(engine: LazyAgents, verbose = false): string {
     const globs = rule.meta.kind === "glob" ? `globs ${rule.meta.globs.join(", ")}` : "no globs";
     return [rule.path, rule.source, C.RULE_KIND_NAMES[rule.meta.kind], globs, ruleState(ledger, rule)];
   });
-  const listedRules = new Set(rules.map((rule) => rule.path));
-  for (const path of withRules ? ledger.withdrawn.rule : [])
-    if (!listedRules.has(path)) ruleRows.push([path, "", "", "", C.REPORT_STATES.retracted]);
   const seenSkills = views.flatMap((view) => view.skills.map((skill) => ({ ...skill, scope: view.scope })));
   const skillRows = seenThenHeld(seenSkills, ledger.all("skill")).map((skill) => [
     skill.name,
@@ -3624,8 +3622,8 @@ function formatInspection(engine: LazyAgents, verbose = false): string {
     ...folders.flatMap((folder) => folder.rejected),
   ].map((item: Pick<Rejection, "path" | "reason" | "counts">) => [item.path, C.reasonText(item.reason, item.counts)]);
   const sections = [
-    ...reportSection(C.REPORT_TEXT.filesHeading, fileRows),
-    ...reportSection(C.REPORT_TEXT.rulesHeading, ruleRows),
+    ...reportSection(C.REPORT_TEXT.filesHeading, withWithdrawn(fileRows, ledger.withdrawn.file, 2)),
+    ...reportSection(C.REPORT_TEXT.rulesHeading, withWithdrawn(ruleRows, withRules ? ledger.withdrawn.rule : [], 3)),
     ...reportSection(C.REPORT_TEXT.skillsHeading, skillRows),
     ...reportSection(C.REPORT_TEXT.notUsedHeading, notUsed),
   ];
@@ -3690,7 +3688,7 @@ async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnviron
     );
   }
   if (folderLines.length > 0) lines.push(C.REPORT_TEXT.foldersHeading, ...folderLines);
-  if (ruleLines.length > 0) lines.push("  Rules:", ...ruleLines);
+  if (ruleLines.length > 0) lines.push(`  ${C.REPORT_TEXT.rulesHeading}:`, ...ruleLines);
   if (!env.trusted) lines.push(C.REPORT_TEXT.skillsUntrusted);
   return lines.map(oneLine).join("\n");
 }
