@@ -3321,16 +3321,17 @@ const byteCount = (min: number) => (value: unknown) =>
     ? value
     : undefined;
 
-/** Up to 64 distinct names of at most 255 characters, none `.`, `..` or holding `/`, `\` or NUL. */
-function isNameList(value: unknown, allowEmpty: boolean): value is string[] {
-  return (
+/** Up to 64 distinct names of at most 255 characters, none `.`, `..` or holding `/`, `\` or NUL; `as` shapes them. */
+const nameList =
+  <T>(allowEmpty: boolean, as: (names: string[]) => T) =>
+  (value: unknown): T | undefined =>
     Array.isArray(value) &&
     (allowEmpty || value.length > 0) &&
     value.length <= 64 &&
     value.every((name) => typeof name === "string" && /^(?!\.\.?$)[^/\\\0]{1,255}$/.test(name)) &&
     new Set(value).size === value.length
-  );
-}
+      ? as(value)
+      : undefined;
 
 /** Names from `allowed`, as a set; `unique` refuses a name given twice. */
 const namesFrom =
@@ -3346,12 +3347,8 @@ const ALL_TRIGGERS: readonly string[] = [...C.TRIGGER_TOOLS, ...C.OPTIONAL_TRIGG
 
 const SETTINGS = {
   enabled: ["enabled", flag, C.SETTING_EXPECTED.boolean],
-  fileNames: ["fileNames", (value) => (isNameList(value, false) ? value : undefined), C.SETTING_EXPECTED.fileNames],
-  ignoreDirs: [
-    "ignoredDirs",
-    (value) => (isNameList(value, true) ? new Set(value) : undefined),
-    C.SETTING_EXPECTED.ignoreDirs,
-  ],
+  fileNames: ["fileNames", nameList(false, (names) => names), C.SETTING_EXPECTED.fileNames],
+  ignoreDirs: ["ignoredDirs", nameList(true, (names) => new Set(names)), C.SETTING_EXPECTED.ignoreDirs],
   maxFileBytes: ["maxFileBytes", byteCount(1), C.SETTING_EXPECTED.bytes(1, C.MAX_SETTING_BYTES)],
   reminderBudgetBytes: [
     "budgetBytes",
