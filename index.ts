@@ -1825,9 +1825,7 @@ function projectionShows(messages: readonly unknown[], record: LedgerRecord): bo
 
 function skipText(skip: Skip, field: (text: string) => string = reminderField): string {
   if (C.CAP_REASONS.has(skip.reason)) return C.cutShortNotice(field(skip.path), C.reasonText(skip.reason, skip.counts));
-  return skip.inImport
-    ? C.importNotLoadedNotice(field(skip.path), C.REASONS[skip.reason])
-    : C.notLoadedNotice(field(skip.path), C.REASONS[skip.reason]);
+  return (skip.inImport ? C.importNotLoadedNotice : C.notLoadedNotice)(field(skip.path), C.REASONS[skip.reason]);
 }
 
 const XML_ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&apos;" };
