@@ -498,7 +498,7 @@ export const REPORT_TEXT = {
   governedByNothing: "  Governed by: nothing below cwd.",
   foldersHeading: "  Folders that add something:",
   ruleState: "rule,",
-  notReached: "not reached",
+  unusedFolder: (why = "not reached") => `${why}: nothing below it is used`,
   noInstructionFile: "no instruction file",
   skillsUntrusted: "  Skills are not listed: the project is not trusted.",
   noCommandWords: "  No command words were found.",

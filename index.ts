@@ -3668,8 +3668,7 @@ async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnviron
     const view = views.find((candidate) => candidate.scope === scope);
     if (!view) {
       const reason = discovery.ignoredSeen.get(scope);
-      const why = reason ? C.REASONS[reason] : C.REPORT_TEXT.notReached;
-      folderLines.push(`    ${scope}/  ${why}: nothing below it is used`);
+      folderLines.push(`    ${scope}/  ${C.REPORT_TEXT.unusedFolder(reason && C.REASONS[reason])}`);
       if (reason) break;
       continue;
     }
