@@ -93,6 +93,9 @@ export const VERSION_ID_LENGTH = 16;
 /** Left-out files a reminder names, so that the model can read them itself. */
 export const MAX_LEFT_OUT_NAMES = 8;
 
+/** Touched paths a reminder's opening tag names; a bash command that touches more adds a count. */
+export const SHOWN_TOUCHED_PATHS = 3;
+
 /** How long a git ignore answer may take before git is given up for the session. */
 export const GIT_ANSWER_TIMEOUT_MS = 2000;
 

@@ -1847,9 +1847,6 @@ export const REMINDER_OPEN = "<nested-instructions";
 
 const REMINDER_CLOSE = "</nested-instructions>";
 
-/** Touched paths the opening tag names; a bash command that touches more adds a count. */
-const SHOWN_TOUCHED_PATHS = 3;
-
 /** A section's full explanation, and its one-line header once the model holds that; tags name files and rules. */
 const INTROS: Record<Section, readonly [string, string?]> = {
   files: [C.INSTRUCTIONS_INTRO],
@@ -1970,8 +1967,8 @@ function formatReminder(plan: DeliveryPlan): string {
   if (left) blocks.push(C.leftOutText(left.files, left.skills, left.notices, left.names.map(reminderField)));
   // The opening tag names the paths the tool touched, so a reminder says why it came.
   const touched = [...new Set(plan.touched ?? [])];
-  const more = touched.length > SHOWN_TOUCHED_PATHS ? ` +${touched.length - SHOWN_TOUCHED_PATHS}` : "";
-  const shown = touched.slice(0, SHOWN_TOUCHED_PATHS).map(reminderField).join(", ");
+  const more = touched.length > C.SHOWN_TOUCHED_PATHS ? ` +${touched.length - C.SHOWN_TOUCHED_PATHS}` : "";
+  const shown = touched.slice(0, C.SHOWN_TOUCHED_PATHS).map(reminderField).join(", ");
   const opening = touched.length === 0 ? `${REMINDER_OPEN}>` : `${REMINDER_OPEN} touched="${shown}${more}">`;
   const preamble = explainedIn(plan).length > 0 ? [C.REMINDER_PREAMBLE] : [];
   return [opening, ...preamble, blocks.join("\n\n"), REMINDER_CLOSE].join("\n");
@@ -3525,7 +3522,7 @@ async function explainCommand(engine: LazyAgents, command: string, env: CallEnvi
       activated.get(scope)!.words.add(`${use.word} ${role}`);
     }
   }
-  const lines = [`pi-lazy-agents: why ${JSON.stringify(command)}`];
+  const lines = [`${C.USER_PREFIX}why ${JSON.stringify(command)}`];
   if (commands.length === 0) lines.push(C.REPORT_TEXT.noCommandWords);
   for (const { label, words } of activated.values()) lines.push(`  ${label}: ${[...words].join(", ")}`);
   if (ignored.length > 0) lines.push(`  ${C.REPORT_TEXT.ignoredWords} ${ignored.join(", ")}`);
@@ -3659,7 +3656,7 @@ async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnviron
         governing.push([rule.path, `${C.REPORT_TEXT.ruleState} ${ruleState(ledger, rule)}`]);
     }
   }
-  const lines = [`pi-lazy-agents: why ${shown}`];
+  const lines = [`${C.USER_PREFIX}why ${shown}`];
   if (located.links.length === 0) lines.push(C.REPORT_TEXT.directlyInCwd);
   lines.push(governing.length > 0 ? C.REPORT_TEXT.governedBy : C.REPORT_TEXT.governedByNothing);
   lines.push(...aligned(governing).map((line) => `  ${line}`));
