@@ -93,6 +93,9 @@ export const VERSION_ID_LENGTH = 16;
 /** Left-out files a reminder names, so that the model can read them itself. */
 export const MAX_LEFT_OUT_NAMES = 8;
 
+/** Touched paths a reminder's opening tag names; a bash command that touches more adds a count. */
+export const SHOWN_TOUCHED_PATHS = 3;
+
 /** How long a git ignore answer may take before git is given up for the session. */
 export const GIT_ANSWER_TIMEOUT_MS = 2000;
 
@@ -501,7 +504,7 @@ export const REPORT_TEXT = {
   governedByNothing: "  Governed by: nothing below cwd.",
   foldersHeading: "  Folders that add something:",
   ruleState: "rule,",
-  notReached: "not reached",
+  unusedFolder: (why = "not reached") => `${why}: nothing below it is used`,
   noInstructionFile: "no instruction file",
   skillsUntrusted: "  Skills are not listed: the project is not trusted.",
   noCommandWords: "  No command words were found.",

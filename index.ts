@@ -1818,9 +1818,7 @@ function projectionShows(messages: readonly unknown[], record: LedgerRecord): bo
 
 function skipText(skip: Skip, field: (text: string) => string = reminderField): string {
   if (C.CAP_REASONS.has(skip.reason)) return C.cutShortNotice(field(skip.path), C.reasonText(skip.reason, skip.counts));
-  return skip.inImport
-    ? C.importNotLoadedNotice(field(skip.path), C.REASONS[skip.reason])
-    : C.notLoadedNotice(field(skip.path), C.REASONS[skip.reason]);
+  return (skip.inImport ? C.importNotLoadedNotice : C.notLoadedNotice)(field(skip.path), C.REASONS[skip.reason]);
 }
 
 const XML_ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&apos;" };
@@ -1841,9 +1839,6 @@ function neutralizeClosingTags(text: string): string {
 export const REMINDER_OPEN = "<nested-instructions";
 
 const REMINDER_CLOSE = "</nested-instructions>";
-
-/** Touched paths the opening tag names; a bash command that touches more adds a count. */
-const SHOWN_TOUCHED_PATHS = 3;
 
 /** A section's full explanation, and its one-line header once the model holds that; tags name files and rules. */
 const INTROS: Record<Section, readonly [string, string?]> = {
@@ -1965,8 +1960,8 @@ function formatReminder(plan: DeliveryPlan): string {
   if (left) blocks.push(C.leftOutText(left.files, left.skills, left.notices, left.names.map(reminderField)));
   // The opening tag names the paths the tool touched, so a reminder says why it came.
   const touched = [...new Set(plan.touched ?? [])];
-  const more = touched.length > SHOWN_TOUCHED_PATHS ? ` +${touched.length - SHOWN_TOUCHED_PATHS}` : "";
-  const shown = touched.slice(0, SHOWN_TOUCHED_PATHS).map(reminderField).join(", ");
+  const more = touched.length > C.SHOWN_TOUCHED_PATHS ? ` +${touched.length - C.SHOWN_TOUCHED_PATHS}` : "";
+  const shown = touched.slice(0, C.SHOWN_TOUCHED_PATHS).map(reminderField).join(", ");
   const opening = touched.length === 0 ? `${REMINDER_OPEN}>` : `${REMINDER_OPEN} touched="${shown}${more}">`;
   const preamble = explainedIn(plan).length > 0 ? [C.REMINDER_PREAMBLE] : [];
   return [opening, ...preamble, blocks.join("\n\n"), REMINDER_CLOSE].join("\n");
@@ -3150,9 +3145,10 @@ type GitAnswers = {
 };
 
 function setGitAnswer(answers: GitAnswers, question: string, ignored: boolean): void {
-  if (question.endsWith("/")) answers.folders.set(question.slice(0, -1), ignored);
-  else answers.files.set(question, ignored);
+  answers[question.endsWith("/") ? "folders" : "files"].set(withoutSlash(question), ignored);
 }
+
+const withoutSlash = (path: string) => (path.endsWith("/") ? path.slice(0, -1) : path);
 
 // Exported for tests: they hand the engine a git that is slow, absent or dying.
 export type SpawnGit = (cwd: string) => ChildProcessWithoutNullStreams;
@@ -3175,8 +3171,6 @@ const GIT_ENV = {
 
 const spawnGit: SpawnGit = (cwd) =>
   spawn("git", GIT_ARGS, { cwd, env: { ...process.env, ...GIT_ENV }, stdio: ["pipe", "pipe", "pipe"] });
-
-const withoutSlash = (path: string) => (path.endsWith("/") ? path.slice(0, -1) : path);
 
 /** A question (cwd-relative, "" for cwd, a folder's ends in `/`) and who waits for the rule that matched. */
 type GitWaiter = { path: string; answer: (rule: string | undefined) => void };
@@ -3320,16 +3314,17 @@ const byteCount = (min: number) => (value: unknown) =>
     ? value
     : undefined;
 
-/** Up to 64 distinct names of at most 255 characters, none `.`, `..` or holding `/`, `\` or NUL. */
-function isNameList(value: unknown, allowEmpty: boolean): value is string[] {
-  return (
+/** Up to 64 distinct names of at most 255 characters, none `.`, `..` or holding `/`, `\` or NUL; `as` shapes them. */
+const nameList =
+  <T>(allowEmpty: boolean, as: (names: string[]) => T) =>
+  (value: unknown): T | undefined =>
     Array.isArray(value) &&
     (allowEmpty || value.length > 0) &&
     value.length <= 64 &&
     value.every((name) => typeof name === "string" && /^(?!\.\.?$)[^/\\\0]{1,255}$/.test(name)) &&
     new Set(value).size === value.length
-  );
-}
+      ? as(value)
+      : undefined;
 
 /** Names from `allowed`, as a set; `unique` refuses a name given twice. */
 const namesFrom =
@@ -3345,12 +3340,8 @@ const ALL_TRIGGERS: readonly string[] = [...C.TRIGGER_TOOLS, ...C.OPTIONAL_TRIGG
 
 const SETTINGS = {
   enabled: ["enabled", flag, C.SETTING_EXPECTED.boolean],
-  fileNames: ["fileNames", (value) => (isNameList(value, false) ? value : undefined), C.SETTING_EXPECTED.fileNames],
-  ignoreDirs: [
-    "ignoredDirs",
-    (value) => (isNameList(value, true) ? new Set(value) : undefined),
-    C.SETTING_EXPECTED.ignoreDirs,
-  ],
+  fileNames: ["fileNames", nameList(false, (names) => names), C.SETTING_EXPECTED.fileNames],
+  ignoreDirs: ["ignoredDirs", nameList(true, (names) => new Set(names)), C.SETTING_EXPECTED.ignoreDirs],
   maxFileBytes: ["maxFileBytes", byteCount(1), C.SETTING_EXPECTED.bytes(1, C.MAX_SETTING_BYTES)],
   reminderBudgetBytes: [
     "budgetBytes",
@@ -3529,7 +3520,7 @@ async function explainCommand(engine: LazyAgents, command: string, env: CallEnvi
       activated.get(scope)!.words.add(`${use.word} ${role}`);
     }
   }
-  const lines = [`pi-lazy-agents: why ${JSON.stringify(command)}`];
+  const lines = [`${C.USER_PREFIX}why ${JSON.stringify(command)}`];
   if (commands.length === 0) lines.push(C.REPORT_TEXT.noCommandWords);
   for (const { label, words } of activated.values()) lines.push(`  ${label}: ${[...words].join(", ")}`);
   if (ignored.length > 0) lines.push(`  ${C.REPORT_TEXT.ignoredWords} ${ignored.join(", ")}`);
@@ -3548,8 +3539,7 @@ function fileState(ledger: Ledger, file: Pick<InstructionFile, "path" | "version
 
 function ruleState(ledger: Ledger, rule: Rule): string {
   if (rule.meta.kind === "manual") return C.REPORT_STATES.manual;
-  if (rule.meta.kind !== "described")
-    return fileState(ledger, { path: rule.path, version: rule.loaded.version }, "rule");
+  if (rule.meta.kind !== "described") return fileState(ledger, rule.body, "rule");
   return ledger.get("rule", rule.path)?.version === rule.listingVersion
     ? C.REPORT_STATES.listed
     : C.REPORT_STATES.pending;
@@ -3559,6 +3549,13 @@ function ruleState(ledger: Ledger, rule: Rule): string {
 function seenThenHeld<S extends { path: string }, H extends { path: string }>(seen: S[], held: H[]): Array<S | H> {
   const seenPaths = new Set(seen.map((item) => item.path));
   return [...seen, ...held.filter((item) => !seenPaths.has(item.path))];
+}
+
+/** Rows, then one for each path withdrawn since that no row names: the path, `blanks` empty cells, its state. */
+function withWithdrawn(rows: string[][], withdrawn: Iterable<string>, blanks: number): string[][] {
+  const listed = new Set(rows.map(([path]) => path));
+  const gone = [...withdrawn].filter((path) => !listed.has(path));
+  return [...rows, ...gone.map((path) => [path, ...Array<string>(blanks).fill(""), C.REPORT_STATES.retracted])];
 }
 
 /** Rows as columns: each cell padded to its column's widest, two spaces apart, indented by two. */
@@ -3580,17 +3577,13 @@ function formatInspection(engine: LazyAgents, verbose = false): string {
   const { ledger, inspection, options, discovery } = engine;
   const version = (id: string) => (verbose ? [`version ${id.slice(0, C.REPORT_VERSION_LENGTH)}`] : []);
   const views = [...inspection.values()];
-  const files = seenThenHeld(viewedFiles(views), ledger.all("file"));
-  const fileRows = files.map((file) => [
+  const fileRows = seenThenHeld(viewedFiles(views), ledger.all("file")).map((file) => [
     file.path,
     `scope ${scopeGlob(file.scope)}${file.importedBy ? `, imported by ${file.importedBy}` : ""}`,
     file.bytes < 1024 ? `${file.bytes} B` : `${(file.bytes / 1024).toFixed(1)} KiB`,
     fileState(ledger, file),
     ...version(file.version),
   ]);
-  const listedFiles = new Set(files.map((file) => file.path));
-  for (const path of ledger.withdrawn.file)
-    if (!listedFiles.has(path)) fileRows.push([path, "", "", C.REPORT_STATES.retracted]);
   // Rules: cwd's rule folders and every nested one seen; refused rule files go to "not used".
   const withRules = options.rules && discovery !== undefined;
   if (withRules) ruleFoldersFor(discovery, [], options.ruleSources);
@@ -3601,9 +3594,6 @@ function formatInspection(engine: LazyAgents, verbose = false): string {
     const globs = rule.meta.kind === "glob" ? `globs ${rule.meta.globs.join(", ")}` : "no globs";
     return [rule.path, rule.source, C.RULE_KIND_NAMES[rule.meta.kind], globs, ruleState(ledger, rule)];
   });
-  const listedRules = new Set(rules.map((rule) => rule.path));
-  for (const path of withRules ? ledger.withdrawn.rule : [])
-    if (!listedRules.has(path)) ruleRows.push([path, "", "", "", C.REPORT_STATES.retracted]);
   const seenSkills = views.flatMap((view) => view.skills.map((skill) => ({ ...skill, scope: view.scope })));
   const skillRows = seenThenHeld(seenSkills, ledger.all("skill")).map((skill) => [
     skill.name,
@@ -3622,8 +3612,8 @@ function formatInspection(engine: LazyAgents, verbose = false): string {
     ...folders.flatMap((folder) => folder.rejected),
   ].map((item: Pick<Rejection, "path" | "reason" | "counts">) => [item.path, C.reasonText(item.reason, item.counts)]);
   const sections = [
-    ...reportSection(C.REPORT_TEXT.filesHeading, fileRows),
-    ...reportSection(C.REPORT_TEXT.rulesHeading, ruleRows),
+    ...reportSection(C.REPORT_TEXT.filesHeading, withWithdrawn(fileRows, ledger.withdrawn.file, 2)),
+    ...reportSection(C.REPORT_TEXT.rulesHeading, withWithdrawn(ruleRows, withRules ? ledger.withdrawn.rule : [], 3)),
     ...reportSection(C.REPORT_TEXT.skillsHeading, skillRows),
     ...reportSection(C.REPORT_TEXT.notUsedHeading, notUsed),
   ];
@@ -3664,7 +3654,7 @@ async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnviron
         governing.push([rule.path, `${C.REPORT_TEXT.ruleState} ${ruleState(ledger, rule)}`]);
     }
   }
-  const lines = [`pi-lazy-agents: why ${shown}`];
+  const lines = [`${C.USER_PREFIX}why ${shown}`];
   if (located.links.length === 0) lines.push(C.REPORT_TEXT.directlyInCwd);
   lines.push(governing.length > 0 ? C.REPORT_TEXT.governedBy : C.REPORT_TEXT.governedByNothing);
   lines.push(...aligned(governing).map((line) => `  ${line}`));
@@ -3673,8 +3663,7 @@ async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnviron
     const view = views.find((candidate) => candidate.scope === scope);
     if (!view) {
       const reason = discovery.ignoredSeen.get(scope);
-      const why = reason ? C.REASONS[reason] : C.REPORT_TEXT.notReached;
-      folderLines.push(`    ${scope}/  ${why}: nothing below it is used`);
+      folderLines.push(`    ${scope}/  ${C.REPORT_TEXT.unusedFolder(reason && C.REASONS[reason])}`);
       if (reason) break;
       continue;
     }
@@ -3688,7 +3677,7 @@ async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnviron
     );
   }
   if (folderLines.length > 0) lines.push(C.REPORT_TEXT.foldersHeading, ...folderLines);
-  if (ruleLines.length > 0) lines.push("  Rules:", ...ruleLines);
+  if (ruleLines.length > 0) lines.push(`  ${C.REPORT_TEXT.rulesHeading}:`, ...ruleLines);
   if (!env.trusted) lines.push(C.REPORT_TEXT.skillsUntrusted);
   return lines.map(oneLine).join("\n");
 }
