@@ -309,13 +309,10 @@ interface ShellWordOutcome {
   path?: string;
 }
 
-/** A word's folder: its chain of real folders, one that does not exist, or one to resolve through real paths. */
-type ShellFolder = Located | "missing" | "resolve";
-
 /** Locates what the words name. Each distinct path costs one lstat, and only once its folders are known to be real. */
 function locateShellWords(discovery: Discovery, commands: ShellCommand[], cwd: string): ShellWordOutcome[] {
   const byPath = new Map<string, Located | C.ShellWordReason>();
-  const folders = new Map<string, ShellFolder>();
+  const folders = new Map<string, FolderWalk>();
   return commands.flatMap(({ uses }) =>
     uses.map((use): ShellWordOutcome => {
       if (use.role === "skip") return { use, reason: use.reason };
@@ -341,7 +338,7 @@ function locateShellPath(
   discovery: Discovery,
   role: "read" | "write",
   path: string,
-  folders: Map<string, ShellFolder>,
+  folders: Map<string, FolderWalk>,
 ): Located | C.ShellWordReason {
   if (path.includes("\0") || Buffer.byteLength(path) > C.MAX_PATH_BYTES) return "missing";
   if (!mayBeInside(discovery, path)) return "outside";
@@ -353,13 +350,13 @@ function locateShellPath(
 function locateExisting(
   discovery: Discovery,
   path: string,
-  folders: Map<string, ShellFolder>,
+  folders: Map<string, FolderWalk>,
 ): Located | C.ShellWordReason | undefined {
   const folder = dirname(path);
   // Only cwd itself has its folder outside: nothing above it is ever looked at.
   if (folder === path || !mayBeInside(discovery, folder)) return "cwdItself";
   let parent = folders.get(folder);
-  if (parent === undefined) folders.set(folder, (parent = shellFolder(discovery, folder)));
+  if (parent === undefined) folders.set(folder, (parent = walkFolder(discovery, folder)));
   if (parent === "missing") return "missing";
   // Only a folder whose every step below cwd is a real folder lets the word be looked at as written.
   if (parent !== "resolve") {
@@ -374,21 +371,6 @@ function locateExisting(
   if (relativeInside(discovery.cwdReal, target) === undefined) return "outside";
   const stats = fsOr("missing" as const, () => discovery.fs.stat(target));
   return stats === "missing" ? stats : locateChain(discovery, target, stats?.isDirectory() === true);
-}
-
-/** A word's folder walked down from cwd, one lstat per step; a link, an error or another spelling resolves. */
-function shellFolder(discovery: Discovery, folder: string): ShellFolder {
-  const rel = relativeInside(discovery.cwdReal, folder);
-  if (rel === "") return { links: [], stats: [] };
-  if (rel === undefined) return "resolve";
-  const fresh = !discovery.chains.has(rel);
-  const links = chainFor(discovery, rel);
-  const { stats, stop } = lstatChain(discovery.fs, links);
-  if (stop === "missing" || (typeof stop === "object" && !stop.isSymbolicLink())) return "missing";
-  if (stop === undefined && (!fresh || spelledAsOnDisk(discovery, links, stats))) return { links, stats };
-  // One folder, one identity: another spelling is looked at through its real path, every time.
-  if (stop === undefined) discovery.chains.delete(rel);
-  return "resolve";
 }
 
 /**
@@ -2117,6 +2099,24 @@ function chainFor(ctx: Discovery, rel: string): ChainLink[] {
   return links;
 }
 
+/** A folder's chain of real folders, or a folder that does not exist, or one to resolve through real paths. */
+type FolderWalk = Located | "missing" | "resolve";
+
+/** A folder walked down from cwd, one lstat per step; a link, an error or another spelling resolves. */
+function walkFolder(discovery: Discovery, folder: string): FolderWalk {
+  const rel = relativeInside(discovery.cwdReal, folder);
+  if (rel === "") return { links: [], stats: [] };
+  if (rel === undefined) return "resolve";
+  const fresh = !discovery.chains.has(rel);
+  const links = chainFor(discovery, rel);
+  const { stats, stop } = lstatChain(discovery.fs, links);
+  if (stop === "missing" || (typeof stop === "object" && !stop.isSymbolicLink())) return "missing";
+  if (stop === undefined && (!fresh || spelledAsOnDisk(discovery, links, stats))) return { links, stats };
+  // One folder, one identity: another spelling is looked at through its real path, every time.
+  if (stop === undefined) discovery.chains.delete(rel);
+  return "resolve";
+}
+
 /**
  * The chain to a tool's target. The fast path takes the target's folder as written when every
  * folder on the way is a real folder (lstat, no links): then it is its own real path, and those
@@ -2126,7 +2126,7 @@ function chainFor(ctx: Discovery, rel: string): ChainLink[] {
 function locateChain(ctx: Discovery, target: string, targetIsDirectory: boolean): Located | undefined {
   const dir = targetIsDirectory ? target : dirname(target);
   // A step that is missing, not a real folder or fails (ENAMETOOLONG, EACCES …) takes the slow path.
-  const walked = shellFolder(ctx, dir);
+  const walked = walkFolder(ctx, dir);
   if (typeof walked === "object") return walked;
   // Outside cwd by its text, a path may still lead into it through a link (`/tmp` to
   // `/private/tmp`): only its own folder's real path, a name lookup, can tell.
