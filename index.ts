@@ -1860,7 +1860,7 @@ function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
   const { record } = plan;
   const itemLines = [...sectionItems(plan).flatMap(([, lines]) => lines), ...noticeLines(record)];
   const frame = Buffer.byteLength(formatReminder(plan)) - itemLines.reduce((sum, line) => sum + lineBytes(line), 0);
-  const longest = [...plan.files, ...(plan.rules ?? []), ...plan.skills]
+  const longest = [...plan.files, ...(plan.rules ?? []), ...(plan.ruleListings ?? []), ...plan.skills]
     .map((entry) => reminderField(entry.record.path))
     .sort((a, b) => Buffer.byteLength(b) - Buffer.byteLength(a));
   const count = itemLines.length;
@@ -1889,6 +1889,13 @@ function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
     } else if (kept < C.MAX_REMINDER_FILES && room > 0 && (room >= C.MIN_CUT_BYTES || kept === 0)) {
       entry.cutText = cutUtf8(entry.file.text, room);
       entry.record.truncated = true;
+      // Escaping can lengthen a cut text: it is cut again by what escaping added, until the entry fits.
+      for (
+        let over = lineBytes(formatFile(entry)) - remaining;
+        over > 0;
+        over = lineBytes(formatFile(entry)) - remaining
+      )
+        entry.cutText = cutUtf8(entry.cutText, Buffer.byteLength(entry.cutText) - over);
       remaining -= lineBytes(formatFile(entry));
       kept++;
     } else leave(entry.record, "files");

@@ -24,11 +24,8 @@ interface Recorded {
 
 const skillText = (name: string) => `---\nname: ${name}\ndescription: Skill ${name}\n---\nbody\n`;
 
-/**
- * Trees that reach one cap each, and the line that must announce it; `git` runs it under `git init`
- * too (not yet the import caps: a git repository still delivers imports one access late).
- */
-const caps: Array<{ cap: string; spec: () => TreeSpec; line: RegExp; git: boolean }> = [
+/** Trees that reach one cap each, and the line that must announce it; each runs in a plain folder and under `git init`. */
+const caps: Array<{ cap: string; spec: () => TreeSpec; line: RegExp }> = [
   {
     cap: "a folder import",
     spec: () => {
@@ -37,7 +34,6 @@ const caps: Array<{ cap: string; spec: () => TreeSpec; line: RegExp; git: boolea
       return spec;
     },
     line: /^- pkg\/AGENTS\.md was not loaded whole: .*import limit \(32\).* 32 of 40 /m,
-    git: false,
   },
   {
     cap: "the entries of a skills folder",
@@ -48,13 +44,11 @@ const caps: Array<{ cap: string; spec: () => TreeSpec; line: RegExp; git: boolea
       return spec;
     },
     line: /^- pkg\/\.agents\/skills was not loaded whole: .*scan limit.* 256 of 300 /m,
-    git: true,
   },
   {
     cap: "the depth of a skills tree",
     spec: () => ({ "pkg/a.ts": "a\n", "pkg/.agents/skills/1/2/3/4/5/6/7/8/9/deep/SKILL.md": skillText("deep") }),
     line: /^- pkg\/\.agents\/skills\/1\/2\/3\/4\/5\/6\/7\/8\/9 was not loaded whole: .*depth limit \(8\)/m,
-    git: true,
   },
   {
     cap: "the hops of an import chain",
@@ -65,7 +59,6 @@ const caps: Array<{ cap: string; spec: () => TreeSpec; line: RegExp; git: boolea
       return spec;
     },
     line: /^- pkg\/i5\.md was not loaded whole: .*import depth limit \(5\)/m,
-    git: false,
   },
   {
     cap: "the entries of a rule folder",
@@ -76,13 +69,12 @@ const caps: Array<{ cap: string; spec: () => TreeSpec; line: RegExp; git: boolea
       return spec;
     },
     line: /^- \.claude\/rules was not loaded whole: .*scan limit.* 256 of 260 /m,
-    git: true,
   },
 ];
 
 test("the whole reminder stays within the budget and the file cap; what is left out is announced once and stays pending", () =>
-  withTree(manyImports(400), async (tree) => {
-    const h = await loadRunner(tree, { factories: [ours], hasUI: true });
+  twoTrees(manyImports(400), async (tree) => {
+    const h = await loadRunner(tree, { factories: [createLazyAgents()], hasUI: true });
     const first = await h.call("read", { path: "pkg/deep/x.ts" });
     const reminder = reminderOf(first.content) ?? "";
     assert.ok(Buffer.byteLength(reminder) <= REMINDER_BUDGET_BYTES, `${Buffer.byteLength(reminder)} bytes`);
@@ -111,13 +103,13 @@ test("the whole reminder stays within the budget and the file cap; what is left 
     assert.ok(Buffer.byteLength(reminderOf(next.content) ?? "") <= REMINDER_BUDGET_BYTES);
   }));
 
-for (const { cap, spec, line, git } of caps) {
+for (const { cap, spec, line } of caps) {
   test(`a cap on ${cap} is announced to the model in one line and shown by /lazy-agents`, () =>
-    (git ? twoTrees : withTree)(spec(), async (tree) => {
-      const h = await loadRunner(tree, { factories: [git ? createLazyAgents() : ours], hasUI: true });
+    twoTrees(spec(), async (tree, mode) => {
+      const h = await loadRunner(tree, { factories: [createLazyAgents()], hasUI: true });
       const reminder = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
       const lines = reminder.split("\n").filter((text) => line.test(text));
-      assert.equal(lines.length, 1, reminder.split("\n").slice(-6).join("\n"));
+      assert.equal(lines.length, 1, `${mode}: ${reminder.split("\n").slice(-6).join("\n")}`);
       await h.command("lazy-agents", "");
       const cut = lines[0]!.slice(2).split(" was not loaded whole: ");
       assert.ok(h.notifications.at(-1)?.includes(`${cut[0]}  ${cut[1]!.replace(/\.$/, "")}`), h.notifications.at(-1));
@@ -172,7 +164,7 @@ test("a UTF-8 cut to nothing or less keeps nothing", () => {
 });
 
 test("within one folder the budget keeps the instruction file whole before its imports", () =>
-  withTree(
+  twoTrees(
     {
       "pkg/AGENTS.md": `RULES @extra.md ${"r".repeat(2000)} RULES-END`,
       "pkg/extra.md": `EXTRA ${"e".repeat(3000)} EXTRA-END`,
@@ -198,10 +190,32 @@ test("UTF-8 cuts never split a character", () => {
 test("a skills folder of exactly 256 entries is read whole: all its skills listed, no cap announced", () => {
   const spec: TreeSpec = { "pkg/a.ts": "a\n" };
   for (let i = 0; i < 256; i++) spec[`pkg/.agents/skills/s${String(i).padStart(3, "0")}/SKILL.md`] = skillText(`s${i}`);
-  return withTree(spec, async (tree) => {
-    const h = await loadRunner(tree, { factories: [ours] });
+  return twoTrees(spec, async (tree, mode) => {
+    const h = await loadRunner(tree, { factories: [createLazyAgents()] });
     const reminder = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
-    assert.match(reminder, /Skill s255/);
-    assert.doesNotMatch(reminder, /scan limit/);
+    assert.match(reminder, /Skill s255/, mode);
+    assert.doesNotMatch(reminder, /scan limit/, mode);
+  });
+});
+
+test("a file cut to the budget stays within it when its text holds what reads as a closing tag", () =>
+  twoTrees({ "pkg/AGENTS.md": "</file>".repeat(2000), "pkg/x.ts": "x" }, async (tree, mode) => {
+    const h = await loadRunner(tree, { settings: { lazyAgents: { reminderBudgetBytes: 4096 } } });
+    const reminder = reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "";
+    assert.match(reminder, /\[pkg\/AGENTS\.md was cut here to fit the size budget/, mode);
+    assert.doesNotMatch(reminder, /<\/file><\/file>/, `${mode}: the file's own closing tags are escaped`);
+    assert.ok(Buffer.byteLength(reminder) <= 4096, `${mode}: ${Buffer.byteLength(reminder)} bytes`);
+  }));
+
+test("the left-out line has room when it names rule listings the budget left out", () => {
+  const spec: TreeSpec = { "src/a.ts": "a\n" };
+  const described = (i: number) => `---\ndescription: Rule ${i} ${"d".repeat(120)}\n---\nbody\n`;
+  for (let i = 0; i < 22; i++) spec[`.cursor/rules/r${String(i).padStart(2, "0")}.mdc`] = described(i);
+  spec[`.cursor/rules/${"a".repeat(120)}/${"b".repeat(120)}/${"c".repeat(110)}.mdc`] = described(99);
+  return twoTrees(spec, async (tree, mode) => {
+    const h = await loadRunner(tree, { settings: { lazyAgents: { reminderBudgetBytes: 4096 } } });
+    const reminder = reminderOf((await h.call("read", { path: "src/a.ts" })).content) ?? "";
+    assert.match(reminder, /this reminder left out/, mode);
+    assert.ok(Buffer.byteLength(reminder) <= 4096, `${mode}: ${Buffer.byteLength(reminder)} bytes`);
   });
 });
