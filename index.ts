@@ -2934,8 +2934,12 @@ function ruleFoldersFor(ctx: Discovery, views: DirectoryView[], sources: Readonl
 function ruleFolder(ctx: Discovery, place: RulePlace, parentKind: ParentKind): RuleFolder {
   // A parent that is a link must resolve inside cwd before anything below it is listed.
   const written = join(ctx.cwdReal, place.parentScope);
-  const parentDir = parentKind === "link" ? ctx.sourceFolder(written, place.base) : written;
-  if (parentDir === undefined) ctx.ignoredSeen.set(place.display, "symlinkEscape");
+  const linked = parentKind === "link" ? ctx.resolveSource(written, place.base) : undefined;
+  const parentDir = !linked ? written : "reason" in linked || !linked.stats.isDirectory() ? undefined : linked.real;
+  // The report says why a linked parent is refused; not while git has yet to answer, nor for a link to nothing.
+  const refused = linked && "reason" in linked && linked.reason !== "held" ? linked.reason : "skip";
+  if (refused !== "skip") ctx.ignoredSeen.set(place.display, refused);
+  else if (linked) ctx.ignoredSeen.delete(place.display);
   if (parentKind === "none" || parentDir === undefined) {
     ctx.ruleFolders.delete(place.display);
     return { place, listings: [], rules: [], rejected: [] };

@@ -424,3 +424,25 @@ test(`why <path> leads with the files and rules that govern it, then lists only 
       );
     },
   ));
+
+test("the report says a linked rule folder leads outside only when it does, in a plain folder and under git init", () =>
+  twoTrees(
+    {
+      "shared/rules/api.mdc": "---\nalwaysApply: true\n---\nSHARED-CURSOR-RULE\n",
+      "pkg/.cursor": { link: "../shared" },
+      "pkg/x.ts": "x\n",
+      "esc/.cursor": { link: "../../outside-cursor" },
+      "esc/y.ts": "y\n",
+      "../outside-cursor/rules/leak.mdc": "---\nalwaysApply: true\n---\nOUTSIDE-RULE\n",
+    },
+    async (tree, mode) => {
+      const h = await loadRunner(tree, { hasUI: true });
+      const reminder = reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "";
+      assert.match(reminder, /SHARED-CURSOR-RULE/, mode);
+      assert.doesNotMatch(reminderOf((await h.call("read", { path: "esc/y.ts" })).content) ?? "", /OUTSIDE-RULE/, mode);
+      await h.command("lazy-agents", "");
+      const report = h.notifications.at(-1) ?? "";
+      assert.doesNotMatch(report, /pkg\/\.cursor\/rules {2,}a link/, `${mode}: ${report}`);
+      assert.match(report, /esc\/\.cursor\/rules {2,}a link that leads outside the working directory/, mode);
+    },
+  ));
