@@ -2630,8 +2630,9 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
     const listing = ctx.listing(dir);
     if (!listing) return;
     const rules = rulesOf(listing);
-    noteScanCap(ctx, dir, listing, rejected);
+    // A skill's folder is read no further, so its entries past the cap are no loss.
     if (listing.hasSkillFile && isSkill(rules)) return;
+    noteScanCap(ctx, dir, listing, rejected);
     for (const { name, kind } of listing.names) {
       if (name.startsWith(".") || name === "node_modules" || kind === "other") continue;
       const path = join(dir, name);

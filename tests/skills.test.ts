@@ -470,3 +470,14 @@ test("an ignore line of 60,000 spaces before one character is read in linear tim
       assert.doesNotMatch(reminder, /Hidden by the second line/, mode);
     },
   ));
+
+test("a skill folder with more entries than the scan limit is one skill, and no cap is announced for it", () => {
+  const spec: TreeSpec = { "pkg/a.ts": "a\n", "pkg/.agents/skills/big/SKILL.md": skill("big", "Big one") };
+  for (let i = 0; i < 300; i++) spec[`pkg/.agents/skills/big/f${String(i).padStart(3, "0")}.txt`] = "x\n";
+  return twoTrees(spec, async (tree, mode) => {
+    const h = await loadRunner(tree, { factories: [createLazyAgents()] });
+    const reminder = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
+    assert.match(reminder, /- big: Big one/, mode);
+    assert.doesNotMatch(reminder, /scan limit/, `${mode}: Pi reads nothing else in a skill's folder`);
+  });
+});
