@@ -542,11 +542,13 @@ export class LazyAgents {
     // left files out of the reason: its own result carries them.
     return this.settle([call], call.gitAnswer, (views, plan): GateOutcome | undefined => {
       this.inspection.record(views);
-      if (gate.retries.delete(call.target)) return undefined;
+      // A write into a scope gated in this turn: its instructions reach the model only after it. A retry comes in
+      // a later message: the same target twice in the held one (two edits of one file) is held twice.
+      const gatedScope = views.some((view) => gate.scopes.has(view.scope));
+      if (!gatedScope && gate.retries.delete(call.target)) return undefined;
       const carries = () => plan.files.length > 0 || (plan.rules?.length ?? 0) > 0;
       if (carries()) fitPlanToBudget(plan, this.options.budgetBytes);
-      // A write into a scope gated in this turn: its instructions reach the model only after it.
-      const sibling = !carries() && views.some((view) => gate.scopes.has(view.scope));
+      const sibling = !carries() && gatedScope;
       if (!carries() && !sibling) return undefined;
       this.pending.delete(event.toolCallId);
       if (sibling)
