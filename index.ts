@@ -1016,12 +1016,15 @@ export function hookifyRule(text: string) {
   }
   for (const condition of conditions.filter(({ operator }) => operator === "regex_match"))
     if ((condition.regex = hookifyRegex(condition.pattern)) === undefined) invalid = true;
+  // hookify splits a truthy matcher as text: a list or `true` raises there, so the rule applies to no call.
+  const matcher = frontmatter.tool_matcher;
+  if (pythonTruth(matcher) && typeof matcher !== "string") invalid = true;
   return {
     name: pythonText(frontmatter.name, "unnamed"),
     enabled: frontmatter.enabled === undefined || pythonTruth(frontmatter.enabled),
     event,
     action: pythonText(frontmatter.action, "warn"),
-    toolMatcher: frontmatter.tool_matcher === undefined ? undefined : pythonText(frontmatter.tool_matcher, ""),
+    toolMatcher: typeof matcher === "string" ? matcher : undefined,
     conditions,
     message,
     invalid,
