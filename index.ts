@@ -542,11 +542,18 @@ export class LazyAgents {
     // left files out of the reason: its own result carries them.
     return this.settle([call], call.gitAnswer, (views, plan): GateOutcome | undefined => {
       this.inspection.record(views);
-      if (gate.retries.delete(call.target)) return undefined;
+      // A write into a scope gated in this turn, or into paths a rule gated in this turn governs: its instructions
+      // reach the model only after it. A retry comes in a later message, so one target twice in a message gated for
+      // its scope is held twice; a target a rule alone held goes through when it is tried again.
+      const gatedScope = views.some((view) => gate.scopes.has(view.scope));
+      if (!gatedScope && gate.retries.delete(call.target)) return undefined;
       const carries = () => plan.files.length > 0 || (plan.rules?.length ?? 0) > 0;
       if (carries()) fitPlanToBudget(plan, this.options.budgetBytes);
-      // A write into a scope gated in this turn: its instructions reach the model only after it.
-      const sibling = !carries() && views.some((view) => gate.scopes.has(view.scope));
+      const ruled = () =>
+        applyingRules(discovery, ruleFoldersFor(discovery, views, this.options.ruleSources), call.touched).some(
+          (rule) => gate.rules.has(rule.path),
+        );
+      const sibling = !carries() && (gatedScope || (gate.rules.size > 0 && ruled()));
       if (!carries() && !sibling) return undefined;
       this.pending.delete(event.toolCallId);
       if (sibling)
@@ -558,6 +565,7 @@ export class LazyAgents {
       if (gate.retries.size >= C.MAX_UNCONFIRMED_RESULTS) gate.retries.delete(gate.retries.values().next().value!);
       gate.retries.add(call.target);
       for (const entry of plan.files) gate.scopes.add(entry.scope);
+      for (const entry of plan.rules ?? []) gate.rules.add(entry.record.path);
       return { answer: { block: true, reason: `${text}\n${C.GATE_RETRY_TEXT}` }, plan };
     });
   }
@@ -790,7 +798,7 @@ export class LazyAgents {
     }
     this.options = options;
     this.gate = options.gateWrites
-      ? (this.gate ?? { records: new Map(), scopes: new Set(), retries: new Set() })
+      ? (this.gate ?? { records: new Map(), scopes: new Set(), rules: new Set(), retries: new Set() })
       : undefined;
   }
 
@@ -799,6 +807,7 @@ export class LazyAgents {
     for (const map of [this.pending, this.nested, this.rootOf, this.unconfirmed, this.checks.pending]) map.clear();
     this.gate?.records.clear();
     this.gate?.scopes.clear();
+    this.gate?.rules.clear();
   }
 
   /** For tests and the soak run. */
@@ -809,7 +818,7 @@ export class LazyAgents {
       parentOf: this.rootOf.size,
       unconfirmed: this.unconfirmed.size,
       gateRecords: this.gate?.records.size ?? 0,
-      gatedScopes: this.gate?.scopes.size ?? 0,
+      gatedScopes: (this.gate?.scopes.size ?? 0) + (this.gate?.rules.size ?? 0),
       gateRetries: this.gate?.retries.size ?? 0,
       inspectedScopes: this.inspection.size,
       ledgerFiles: this.ledger.held.file.size,
@@ -832,12 +841,13 @@ function chainQuestionsOf(discovery: Discovery, calls: PendingCall[]): string[] 
 /**
  * The write gate's state, present only while `gateWrites` is on. Pi persists a held call's reason as its error
  * result, which `records` waits for. Pi runs every sibling's tool_call before any result reaches the model, so a
- * sibling write into a scope held for in this turn (`scopes`) is held too. A target held once (`retries`) goes
- * through when it is tried again, as the reason promises.
+ * sibling write into a scope held for in this turn (`scopes`), or where a rule held for applies (`rules`), is held
+ * too. A target held once (`retries`) goes through when it is tried again, as the reason promises.
  */
 interface WriteGate {
   records: Map<string, LedgerRecord>;
   scopes: Set<string>;
+  rules: Set<string>;
   retries: Set<string>;
 }
 
@@ -1014,12 +1024,15 @@ export function hookifyRule(text: string) {
   }
   for (const condition of conditions.filter(({ operator }) => operator === "regex_match"))
     if ((condition.regex = hookifyRegex(condition.pattern)) === undefined) invalid = true;
+  // hookify splits a truthy matcher as text: a list or `true` raises there, so the rule applies to no call.
+  const matcher = frontmatter.tool_matcher;
+  if (pythonTruth(matcher) && typeof matcher !== "string") invalid = true;
   return {
     name: pythonText(frontmatter.name, "unnamed"),
     enabled: frontmatter.enabled === undefined || pythonTruth(frontmatter.enabled),
     event,
     action: pythonText(frontmatter.action, "warn"),
-    toolMatcher: frontmatter.tool_matcher === undefined ? undefined : pythonText(frontmatter.tool_matcher, ""),
+    toolMatcher: typeof matcher === "string" ? matcher : undefined,
     conditions,
     message,
     invalid,

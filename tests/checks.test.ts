@@ -615,3 +615,39 @@ both("the checks setting turns checks off", { ".claude/hookify.dangerous-rm.loca
   assert.equal(run.results[0]!.isError, false);
   assert.match(await run.report(), /Checks are off/);
 });
+
+// hookify's `_matches_tool` splits a truthy tool_matcher as text: a list (or `true`) raises there, so the rule
+// applies to no call; a falsy one (`false`, an empty value) is not checked, so the rule applies to every tool.
+test("a tool_matcher given as a list or as true makes the rule invalid; false matches every tool, as in hookify", () => {
+  const table: Array<[string, Partial<ReturnType<typeof hookifyRule>>]> = [
+    ["---\nevent: bash\ntool_matcher:\n  - Bash\npattern: rm\n---\n", { invalid: true }],
+    ["---\nevent: bash\ntool_matcher: true\npattern: rm\n---\n", { invalid: true }],
+    ["---\nevent: bash\ntool_matcher: false\npattern: rm\n---\n", { invalid: false, toolMatcher: undefined }],
+    ["---\nevent: bash\ntool_matcher:\npattern: rm\n---\n", { invalid: false, toolMatcher: undefined }],
+    ["---\nevent: bash\ntool_matcher: Bash|Edit\npattern: rm\n---\n", { invalid: false, toolMatcher: "Bash|Edit" }],
+  ];
+  for (const [text, expected] of table) {
+    const parsed = hookifyRule(text);
+    for (const [key, value] of Object.entries(expected)) {
+      assert.deepEqual(parsed[key as keyof typeof parsed], value, `${JSON.stringify(text)} ${key}`);
+    }
+  }
+});
+
+both(
+  "a rule whose tool_matcher is a list blocks no call and is listed as invalid",
+  {
+    ".claude/hookify.list.local.md": rule(
+      "name: list-matcher\nevent: file\ntool_matcher:\n  - Edit\npattern: MARK\naction: block",
+      "LIST-BODY",
+    ),
+  },
+  async (tree) => {
+    const run = await play(tree, [toolTurn(["write", { path: "a.txt", content: "MARK" }]), finalTurn()]);
+    assert.equal(run.results[0]!.isError, false, "the write ran");
+    assert.doesNotMatch(textOf(run.results[0]!.content), /LIST-BODY/);
+    assert.equal(readFileSync(tree.abs("a.txt"), "utf8"), "MARK");
+    assert.equal(run.notifications.filter((n) => /list-matcher/.test(n)).length, 1, "one warning names the rule");
+    assert.match(await run.report(), /list-matcher +\.claude\/hookify\.list\.local\.md +file +block +invalid/);
+  },
+);

@@ -153,3 +153,52 @@ test(`a write held back for a Claude rule carries the rule's imports, and the re
       );
     },
   ));
+
+test("a second write or edit of the gated file in the same assistant message is held too; the retry goes through", () =>
+  withTree({ "pkg/AGENTS.md": "PKG-RULES: use tabs", "pkg/a.ts": "a\nb\n" }, async (tree) => {
+    const twice = toolTurn(
+      ["edit", { path: "pkg/a.ts", edits: [{ oldText: "a", newText: "A" }] }],
+      ["edit", { path: "pkg/a.ts", edits: [{ oldText: "b", newText: "B" }] }],
+    );
+    const h = await startSession(tree, [twice, twice, finalTurn()], { settings: { lazyAgents: { gateWrites: true } } });
+    try {
+      await h.session.prompt("change pkg/a.ts");
+      const results = persistedToolResults(h.sessionManager);
+      assert.deepEqual(
+        results.map((result) => result.isError),
+        [true, true, false, false],
+        "both edits of the first message were held back, both retries went through",
+      );
+      assert.match(results[1]!.content[0]!.text!, /retry the same call/);
+      assert.equal(readFileSync(tree.abs("pkg/a.ts"), "utf8"), "A\nB\n");
+    } finally {
+      h.dispose();
+    }
+  }));
+
+test("writes that one assistant message issues into paths a gated rule governs are held too, and the retries go through", () =>
+  twoTrees({ ".claude/rules/api.md": '---\npaths: "src/**"\n---\nAPI-RULE\n', "src/a.ts": "a\n" }, async (tree) => {
+    const writes = toolTurn(
+      ["write", { path: "src/b.ts", content: "b\n" }],
+      ["write", { path: "src/deep/c.ts", content: "c\n" }],
+      ["write", { path: "lib/d.ts", content: "d\n" }],
+    );
+    const h = await startSession(tree, [writes, writes, finalTurn()], {
+      settings: { lazyAgents: { gateWrites: true } },
+    });
+    try {
+      await h.session.prompt("write them");
+      const results = persistedToolResults(h.sessionManager);
+      assert.deepEqual(
+        results.map((result) => result.isError),
+        [true, true, false, false, false, false],
+        "both writes the rule governs were held; the one outside its globs and the retries went through",
+      );
+      assert.match(results[0]!.content[0]!.text!, /API-RULE/);
+      assert.match(results[1]!.content[0]!.text!, /retry the same call/);
+      const file = readFileSync(h.sessionManager.getSessionFile()!, "utf8");
+      assert.equal(countOccurrences(file, "API-RULE"), 1, "the rule is sent once");
+    } finally {
+      h.dispose();
+    }
+  }));
