@@ -2054,12 +2054,15 @@ type SourceFile = InstructionFile | { reason: C.Reason | "skip" | "held"; real?:
 interface FileEntry {
   loaded: Loaded;
   // Each built from the text once per content: the file as views show it, the absolute targets of its
-  // `@path` tokens, the skill it defines, and its rules as a skills tree's ignore file, for its folder.
+  // `@path` tokens, the skill it defines (named, as Pi names it, by the folder it is listed in), and its
+  // rules as a skills tree's ignore file, for its folder.
   file?: InstructionFile;
   importTargets?: string[];
-  skill?: { ok: true; skill: Skill; hidden: boolean } | { ok: false; reason: C.Reason };
+  skill?: ParsedSkill & { folder: string };
   ignore?: { prefix: string; rules: IgnoreRule[] };
 }
+
+type ParsedSkill = { ok: true; skill: Skill; hidden: boolean } | { ok: false; reason: C.Reason };
 
 interface ListingEntry {
   names: Array<{ name: string; kind: "file" | "dir" | "link" | "other" }>;
@@ -2590,12 +2593,13 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
   const [home, child] = C.SKILLS_DIR_SEGMENTS as [string, string];
   const root = join(link.dir, home, child);
   const skills: Skill[] = [];
-  // Name → path of every skill found so far in this tree, listed or hidden.
-  const names = new Map<string, string>();
+  // The names and files of every skill found so far in this tree, listed or hidden.
+  const names = new Set<string>();
+  const paths = new Set<string>();
   const reject = (path: string, reason: C.Reason, kind: Rejection["kind"] = "skill") =>
     rejected.push({ path, reason, kind });
-  /** Adds the skill a file defines; false when the file is not there. */
-  const addSkill = (candidate: string, declared: boolean): boolean => {
+  /** Adds the skill a file in the folder `prefix` names defines; false when the file is not there. */
+  const addSkill = (candidate: string, declared: boolean, prefix: string): boolean => {
     const file = ctx.sourceFile(candidate, link.scope);
     if ("reason" in file) {
       if (file.reason !== "skip" && file.reason !== "held")
@@ -2603,16 +2607,21 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
       return file.reason !== "skip";
     }
     const entry = ctx.files.peek(file.realPath)!;
-    const parsed = (entry.skill ??= skillOf(file));
+    // Pi names a skill without a name by its folder as walked, a linked one too: not by where the link leads.
+    const folder = prefix === "" ? child : basename(prefix);
+    if (entry.skill?.folder !== folder) entry.skill = { folder, ...skillOf(file, folder) };
+    const parsed = entry.skill;
     if (!parsed.ok) {
       if (declared) reject(file.path, parsed.reason);
-    } else if (names.has(parsed.skill.name)) {
+    } else if (!paths.has(file.path)) {
       // As Pi: the same file twice is one skill; another file of a name already found loses.
-      if (names.get(parsed.skill.name) !== file.path) reject(file.path, "skillCollision");
-    } else {
-      names.set(parsed.skill.name, file.path);
-      if (parsed.hidden) reject(file.path, "skillHidden");
-      else skills.push(parsed.skill);
+      if (names.has(parsed.skill.name)) reject(file.path, "skillCollision");
+      else {
+        names.add(parsed.skill.name);
+        paths.add(file.path);
+        if (parsed.hidden) reject(file.path, "skillHidden");
+        else skills.push(parsed.skill);
+      }
     }
     return true;
   };
@@ -2630,7 +2639,7 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
       return rules;
     };
     const isSkill = (rules: IgnoreRule[]) =>
-      !isIgnored(rules, `${prefix}${C.SKILL_FILE_NAME}`, false) && addSkill(join(dir, C.SKILL_FILE_NAME), true);
+      !isIgnored(rules, `${prefix}${C.SKILL_FILE_NAME}`, false) && addSkill(join(dir, C.SKILL_FILE_NAME), true, prefix);
     // A folder known to hold SKILL.md stays a skill while that file exists: nothing else there matters.
     const known = ctx.listings.peek(dir);
     if (known?.hasSkillFile && isSkill(rulesOf(known))) return;
@@ -2648,7 +2657,7 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
       const folder = resolved ? resolved.stats.isDirectory() && resolved.real : kind === "dir" && path;
       if (isIgnored(rules, `${prefix}${name}`, folder !== false)) continue;
       if (folder === false) {
-        if (depth > 0 && name.endsWith(".md")) addSkill(path, false);
+        if (depth > 0 && name.endsWith(".md")) addSkill(path, false, prefix);
       } else if (depth < C.MAX_SKILL_DEPTH) scan(folder, `${prefix}${name}/`, depth + 1, rules);
       else reject(toDisplayPath(ctx.cwdReal, folder), "skillDepthCapped", "cap");
     }
@@ -2666,13 +2675,13 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
   return skills;
 }
 
-function skillOf({ text, realPath, path }: InstructionFile): NonNullable<FileEntry["skill"]> {
+function skillOf({ text, path }: InstructionFile, folder: string): ParsedSkill {
   const frontmatter = yamlFrontmatter(text)?.frontmatter as Record<string, unknown> | undefined;
   if (!frontmatter) return { ok: false, reason: "skillInvalid" };
   const described = frontmatter.description;
   if (typeof described !== "string" || described.trim() === "") return { ok: false, reason: "skillNoDescription" };
   const given = frontmatter.name;
-  const name = typeof given === "string" && given !== "" ? given : basename(dirname(realPath));
+  const name = typeof given === "string" && given !== "" ? given : folder;
   const description = described.trim();
   const skill = { name, description, path, version: versionOf(`${name}\n${description}\n${path}`) };
   return { ok: true, hidden: frontmatter["disable-model-invocation"] === true, skill };
