@@ -2455,26 +2455,38 @@ class Discovery {
 }
 
 // Imports: `@relative/path` tokens in an instruction file, resolved against its folder, under the
-// same rules as instruction files. Depth first, at most C.MAX_IMPORT_DEPTH hops, cycles cut.
+// same rules as instruction files. Depth first, at most C.MAX_IMPORT_DEPTH hops the shortest way, cycles cut.
 
 function importsOf(ctx: Discovery, root: InstructionFile, scope: string, rejected: Rejection[]) {
-  const imports: DirectoryView["imports"] = [];
+  // Followed breadth first, so that a longer way that reaches a file first does not put its imports past the cap.
+  const found = new Map<string, InstructionFile[]>();
   const seen = new Set([root.realPath]);
-  const visit = (file: InstructionFile, depth: number): void => {
-    for (const target of importTargetsOf(ctx, file)) {
-      const found = fsOr(undefined, () => importedFiles(ctx, file, target, scope, rejected));
-      if (!found) rejected.push({ path: file.path, reason: "unreadable", kind: "import" });
-      for (const imported of found ?? []) {
-        if (seen.has(imported.realPath)) continue;
-        seen.add(imported.realPath);
-        imports.push({ file: imported, importedBy: file.path });
-        if (depth < C.MAX_IMPORT_DEPTH) visit(imported, depth + 1);
-        else if (importTargetsOf(ctx, imported).some((next) => mayBeInside(ctx, next) && ctx.exists(next)))
-          rejected.push({ path: imported.path, reason: "importDepthCapped", kind: "cap" });
-      }
+  let level = [root];
+  for (let depth = 1; depth <= C.MAX_IMPORT_DEPTH; depth++) {
+    level = level.flatMap((file) => {
+      const files = importTargetsOf(ctx, file).flatMap((target) => {
+        const named = fsOr(undefined, () => importedFiles(ctx, file, target, scope, rejected));
+        if (!named) rejected.push({ path: file.path, reason: "unreadable", kind: "import" });
+        return named ?? [];
+      });
+      found.set(file.realPath, files);
+      return files.filter((imported) => !seen.has(imported.realPath) && seen.add(imported.realPath));
+    });
+  }
+  for (const file of level)
+    if (importTargetsOf(ctx, file).some((next) => mayBeInside(ctx, next) && ctx.exists(next)))
+      rejected.push({ path: file.path, reason: "importDepthCapped", kind: "cap" });
+  const imports: DirectoryView["imports"] = [];
+  const listed = new Set([root.realPath]);
+  const visit = (file: InstructionFile): void => {
+    for (const imported of found.get(file.realPath) ?? []) {
+      if (listed.has(imported.realPath)) continue;
+      listed.add(imported.realPath);
+      imports.push({ file: imported, importedBy: file.path });
+      visit(imported);
     }
   };
-  visit(root, 1);
+  visit(root);
   return imports;
 }
 

@@ -414,3 +414,25 @@ test(`an import two files share stays while one the model holds still imports it
       assert.doesNotMatch(again, /SHARED-TEXT/, "the model still holds it");
     },
   ));
+
+test("an import within five hops by a shorter way arrives, though a longer way reached its importer first", () =>
+  twoTrees(
+    {
+      "pkg/AGENTS.md": "ROOT @h1.md @b.md",
+      "pkg/h1.md": "H1 @h2.md",
+      "pkg/h2.md": "H2 @h3.md",
+      "pkg/h3.md": "H3 @h4.md",
+      "pkg/h4.md": "H4 @h5.md",
+      "pkg/h5.md": "H5 @y.md",
+      "pkg/b.md": "B @h5.md",
+      "pkg/y.md": "Y-TEXT",
+      "pkg/x.ts": "x",
+    },
+    async (tree, mode) => {
+      const h = await loadRunner(tree);
+      const reminder = reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "";
+      // y.md is three hops away: AGENTS.md, b.md, h5.md, y.md.
+      assert.match(reminder, /Y-TEXT/, mode);
+      assert.doesNotMatch(reminder, /import depth limit/, mode);
+    },
+  ));
