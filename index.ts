@@ -2473,8 +2473,9 @@ function importsOf(ctx: Discovery, root: InstructionFile, scope: string, rejecte
       return files.filter((imported) => !seen.has(imported.realPath) && seen.add(imported.realPath));
     });
   }
+  // The last hop's imports are not followed: told when one names a file not already taken (a cycle takes nothing).
   for (const file of level)
-    if (importTargetsOf(ctx, file).some((next) => mayBeInside(ctx, next) && ctx.exists(next)))
+    if (importTargetsOf(ctx, file).some((next) => !seen.has(next) && mayBeInside(ctx, next) && ctx.exists(next)))
       rejected.push({ path: file.path, reason: "importDepthCapped", kind: "cap" });
   const imports: DirectoryView["imports"] = [];
   const listed = new Set([root.realPath]);

@@ -436,3 +436,25 @@ test("an import within five hops by a shorter way arrives, though a longer way r
       assert.doesNotMatch(reminder, /import depth limit/, mode);
     },
   ));
+
+test("a fifth-hop import that imports only files already delivered is told no depth cap: nothing lies past it", () =>
+  twoTrees(
+    {
+      "pkg/AGENTS.md": "ROOT @h1.md",
+      "pkg/h1.md": "H1 @h2.md",
+      "pkg/h2.md": "H2 @h3.md",
+      "pkg/h3.md": "H3 @h4.md",
+      "pkg/h4.md": "H4 @h5.md",
+      "pkg/h5.md": "H5 @AGENTS.md @h1.md",
+      "pkg/x.ts": "x",
+    },
+    async (tree, mode) => {
+      const h = await loadRunner(tree, { hasUI: true });
+      const reminder = reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "";
+      assert.match(reminder, /H5 @AGENTS.md/, mode);
+      assert.doesNotMatch(reminder, /import depth limit/, mode);
+      h.notifications.length = 0;
+      await h.command("lazy-agents", "");
+      assert.doesNotMatch(h.notifications.join("\n"), /import depth limit/, mode);
+    },
+  ));
