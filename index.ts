@@ -2975,8 +2975,11 @@ function ruleFolder(ctx: Discovery, place: RulePlace, parentKind: ParentKind): R
     return { place, listings: [], rules: [], rejected: [] };
   }
   const found: Array<{ dir: string; listing: ListingEntry }> = [];
+  // A folder that cannot be listed now (EIO, EACCES) is unknown, not empty: the rest is read, and it again next time.
+  const unreadable: string[] = [];
   const walk = (dir: string, depth: number): void => {
-    const listing = ctx.listing(dir);
+    const listing = fsOr(null, () => ctx.listing(dir));
+    if (listing === null) unreadable.push(dir);
     if (!listing) return;
     found.push({ dir, listing });
     for (const { name, kind } of depth < C.MAX_RULE_DEPTH ? sortedNames(listing) : []) {
@@ -2986,9 +2989,16 @@ function ruleFolder(ctx: Discovery, place: RulePlace, parentKind: ParentKind): R
   };
   walk(join(parentDir, C.RULE_DIRS[place.source][1]), 0);
   const known = ctx.ruleFolders.get(place.display);
-  if (known?.listings?.length === found.length && found.every((entry, i) => entry.listing === known.listings![i]))
-    return known;
-  const folder: RuleFolder = { place, listings: found.map((entry) => entry.listing), rules: [], rejected: [] };
+  const same =
+    known?.listings?.length === found.length && found.every((entry, i) => entry.listing === known.listings![i]);
+  if (same && unreadable.length === 0) return known!;
+  const listings = unreadable.length === 0 ? found.map((entry) => entry.listing) : undefined;
+  const folder: RuleFolder = { place, listings, rules: [], rejected: [] };
+  for (const dir of unreadable) {
+    // The rules the model may hold from it stay offered, so that none is withdrawn.
+    folder.rules.push(...(known?.rules ?? []).filter((rule) => isPathInside(dir, rule.candidate)));
+    folder.rejected.push({ path: toDisplayPath(ctx.cwdReal, dir), reason: "unreadable", kind: "instruction" });
+  }
   const suffixes = C.RULE_FILE_SUFFIXES[place.source];
   for (const { dir, listing } of found) {
     noteScanCap(ctx, dir, listing, folder.rejected);
