@@ -3007,10 +3007,16 @@ function ruleFolder(ctx: Discovery, place: RulePlace, parentKind: ParentKind): R
       if (!suffixes.some((suffix) => name.endsWith(suffix) && name.length > suffix.length)) continue;
       const candidate = join(dir, name);
       const rule = ruleAt(ctx, place, candidate);
-      if (!("reason" in rule)) folder.rules.push(rule);
-      // A rule that waits for git: the folder is read again at the next call.
-      else if (rule.reason === "held") folder.listings = undefined;
-      else if (rule.reason !== "skip")
+      if (!("reason" in rule)) {
+        folder.rules.push(rule);
+        continue;
+      }
+      // A rule that waits for git, or cannot be read now: the folder is read again at the next call. One
+      // read before is unknown, not gone: it stays offered as it was, and nothing is told of it.
+      const earlier = rule.reason === "unreadable" ? ctx.compiledRules.get(candidate) : undefined;
+      if (rule.reason === "held" || rule.reason === "unreadable") folder.listings = undefined;
+      if (earlier) folder.rules.push(earlier);
+      else if (rule.reason !== "skip" && rule.reason !== "held")
         folder.rejected.push({ path: toDisplayPath(ctx.cwdReal, candidate), reason: rule.reason, kind: "instruction" });
     }
   }
