@@ -2067,12 +2067,15 @@ type SourceFile = InstructionFile | { reason: C.Reason | "skip" | "held"; real?:
 interface FileEntry {
   loaded: Loaded;
   // Each built from the text once per content: the file as views show it, the absolute targets of its
-  // `@path` tokens, the skill it defines, and its rules as a skills tree's ignore file, for its folder.
+  // `@path` tokens, the skill it defines (named, as Pi names it, by the folder it is listed in), and its
+  // rules as a skills tree's ignore file, for its folder.
   file?: InstructionFile;
   importTargets?: string[];
-  skill?: { ok: true; skill: Skill; hidden: boolean } | { ok: false; reason: C.Reason };
+  skill?: ParsedSkill & { folder: string };
   ignore?: { prefix: string; rules: IgnoreRule[] };
 }
+
+type ParsedSkill = { ok: true; skill: Skill; hidden: boolean } | { ok: false; reason: C.Reason };
 
 interface ListingEntry {
   names: Array<{ name: string; kind: "file" | "dir" | "link" | "other" }>;
@@ -2465,26 +2468,39 @@ class Discovery {
 }
 
 // Imports: `@relative/path` tokens in an instruction file, resolved against its folder, under the
-// same rules as instruction files. Depth first, at most C.MAX_IMPORT_DEPTH hops, cycles cut.
+// same rules as instruction files. Depth first, at most C.MAX_IMPORT_DEPTH hops the shortest way, cycles cut.
 
 function importsOf(ctx: Discovery, root: InstructionFile, scope: string, rejected: Rejection[]) {
-  const imports: DirectoryView["imports"] = [];
+  // Followed breadth first, so that a longer way that reaches a file first does not put its imports past the cap.
+  const found = new Map<string, InstructionFile[]>();
   const seen = new Set([root.realPath]);
-  const visit = (file: InstructionFile, depth: number): void => {
-    for (const target of importTargetsOf(ctx, file)) {
-      const found = fsOr(undefined, () => importedFiles(ctx, file, target, scope, rejected));
-      if (!found) rejected.push({ path: file.path, reason: "unreadable", kind: "import" });
-      for (const imported of found ?? []) {
-        if (seen.has(imported.realPath)) continue;
-        seen.add(imported.realPath);
-        imports.push({ file: imported, importedBy: file.path });
-        if (depth < C.MAX_IMPORT_DEPTH) visit(imported, depth + 1);
-        else if (importTargetsOf(ctx, imported).some((next) => mayBeInside(ctx, next) && ctx.exists(next)))
-          rejected.push({ path: imported.path, reason: "importDepthCapped", kind: "cap" });
-      }
+  let level = [root];
+  for (let depth = 1; depth <= C.MAX_IMPORT_DEPTH; depth++) {
+    level = level.flatMap((file) => {
+      const files = importTargetsOf(ctx, file).flatMap((target) => {
+        const named = fsOr(undefined, () => importedFiles(ctx, file, target, scope, rejected));
+        if (!named) rejected.push({ path: file.path, reason: "unreadable", kind: "import" });
+        return named ?? [];
+      });
+      found.set(file.realPath, files);
+      return files.filter((imported) => !seen.has(imported.realPath) && seen.add(imported.realPath));
+    });
+  }
+  // The last hop's imports are not followed: told when one names a file not already taken (a cycle takes nothing).
+  for (const file of level)
+    if (importTargetsOf(ctx, file).some((next) => !seen.has(next) && mayBeInside(ctx, next) && ctx.exists(next)))
+      rejected.push({ path: file.path, reason: "importDepthCapped", kind: "cap" });
+  const imports: DirectoryView["imports"] = [];
+  const listed = new Set([root.realPath]);
+  const visit = (file: InstructionFile): void => {
+    for (const imported of found.get(file.realPath) ?? []) {
+      if (listed.has(imported.realPath)) continue;
+      listed.add(imported.realPath);
+      imports.push({ file: imported, importedBy: file.path });
+      visit(imported);
     }
   };
-  visit(root, 1);
+  visit(root);
   return imports;
 }
 
@@ -2603,12 +2619,13 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
   const [home, child] = C.SKILLS_DIR_SEGMENTS as [string, string];
   const root = join(link.dir, home, child);
   const skills: Skill[] = [];
-  // Name → path of every skill found so far in this tree, listed or hidden.
-  const names = new Map<string, string>();
+  // The names and files of every skill found so far in this tree, listed or hidden.
+  const names = new Set<string>();
+  const paths = new Set<string>();
   const reject = (path: string, reason: C.Reason, kind: Rejection["kind"] = "skill") =>
     rejected.push({ path, reason, kind });
-  /** Adds the skill a file defines; false when the file is not there. */
-  const addSkill = (candidate: string, declared: boolean): boolean => {
+  /** Adds the skill a file in the folder `prefix` names defines; false when the file is not there. */
+  const addSkill = (candidate: string, declared: boolean, prefix: string): boolean => {
     const file = ctx.sourceFile(candidate, link.scope);
     if ("reason" in file) {
       if (file.reason !== "skip" && file.reason !== "held")
@@ -2616,16 +2633,21 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
       return file.reason !== "skip";
     }
     const entry = ctx.files.peek(file.realPath)!;
-    const parsed = (entry.skill ??= skillOf(file));
+    // Pi names a skill without a name by its folder as walked, a linked one too: not by where the link leads.
+    const folder = prefix === "" ? child : basename(prefix);
+    if (entry.skill?.folder !== folder) entry.skill = { folder, ...skillOf(file, folder) };
+    const parsed = entry.skill;
     if (!parsed.ok) {
       if (declared) reject(file.path, parsed.reason);
-    } else if (names.has(parsed.skill.name)) {
+    } else if (!paths.has(file.path)) {
       // As Pi: the same file twice is one skill; another file of a name already found loses.
-      if (names.get(parsed.skill.name) !== file.path) reject(file.path, "skillCollision");
-    } else {
-      names.set(parsed.skill.name, file.path);
-      if (parsed.hidden) reject(file.path, "skillHidden");
-      else skills.push(parsed.skill);
+      if (names.has(parsed.skill.name)) reject(file.path, "skillCollision");
+      else {
+        names.add(parsed.skill.name);
+        paths.add(file.path);
+        if (parsed.hidden) reject(file.path, "skillHidden");
+        else skills.push(parsed.skill);
+      }
     }
     return true;
   };
@@ -2643,7 +2665,7 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
       return rules;
     };
     const isSkill = (rules: IgnoreRule[]) =>
-      !isIgnored(rules, `${prefix}${C.SKILL_FILE_NAME}`, false) && addSkill(join(dir, C.SKILL_FILE_NAME), true);
+      !isIgnored(rules, `${prefix}${C.SKILL_FILE_NAME}`, false) && addSkill(join(dir, C.SKILL_FILE_NAME), true, prefix);
     // A folder known to hold SKILL.md stays a skill while that file exists: nothing else there matters.
     const known = ctx.listings.peek(dir);
     if (known?.hasSkillFile && isSkill(rulesOf(known))) return;
@@ -2661,7 +2683,7 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
       const folder = resolved ? resolved.stats.isDirectory() && resolved.real : kind === "dir" && path;
       if (isIgnored(rules, `${prefix}${name}`, folder !== false)) continue;
       if (folder === false) {
-        if (depth > 0 && name.endsWith(".md")) addSkill(path, false);
+        if (depth > 0 && name.endsWith(".md")) addSkill(path, false, prefix);
       } else if (depth < C.MAX_SKILL_DEPTH) scan(folder, `${prefix}${name}/`, depth + 1, rules);
       else reject(toDisplayPath(ctx.cwdReal, folder), "skillDepthCapped", "cap");
     }
@@ -2679,13 +2701,13 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
   return skills;
 }
 
-function skillOf({ text, realPath, path }: InstructionFile): NonNullable<FileEntry["skill"]> {
+function skillOf({ text, path }: InstructionFile, folder: string): ParsedSkill {
   const frontmatter = yamlFrontmatter(text)?.frontmatter as Record<string, unknown> | undefined;
   if (!frontmatter) return { ok: false, reason: "skillInvalid" };
   const described = frontmatter.description;
   if (typeof described !== "string" || described.trim() === "") return { ok: false, reason: "skillNoDescription" };
   const given = frontmatter.name;
-  const name = typeof given === "string" && given !== "" ? given : basename(dirname(realPath));
+  const name = typeof given === "string" && given !== "" ? given : folder;
   const description = described.trim();
   const skill = { name, description, path, version: versionOf(`${name}\n${description}\n${path}`) };
   return { ok: true, hidden: frontmatter["disable-model-invocation"] === true, skill };
@@ -2966,8 +2988,11 @@ function ruleFolder(ctx: Discovery, place: RulePlace, parentKind: ParentKind): R
     return { place, listings: [], rules: [], rejected: [] };
   }
   const found: Array<{ dir: string; listing: ListingEntry }> = [];
+  // A folder that cannot be listed now (EIO, EACCES) is unknown, not empty: the rest is read, and it again next time.
+  const unreadable: string[] = [];
   const walk = (dir: string, depth: number): void => {
-    const listing = ctx.listing(dir);
+    const listing = fsOr(null, () => ctx.listing(dir));
+    if (listing === null) unreadable.push(dir);
     if (!listing) return;
     found.push({ dir, listing });
     for (const { name, kind } of depth < C.MAX_RULE_DEPTH ? sortedNames(listing) : []) {
@@ -2977,9 +3002,16 @@ function ruleFolder(ctx: Discovery, place: RulePlace, parentKind: ParentKind): R
   };
   walk(join(parentDir, C.RULE_DIRS[place.source][1]), 0);
   const known = ctx.ruleFolders.get(place.display);
-  if (known?.listings?.length === found.length && found.every((entry, i) => entry.listing === known.listings![i]))
-    return known;
-  const folder: RuleFolder = { place, listings: found.map((entry) => entry.listing), rules: [], rejected: [] };
+  const same =
+    known?.listings?.length === found.length && found.every((entry, i) => entry.listing === known.listings![i]);
+  if (same && unreadable.length === 0) return known!;
+  const listings = unreadable.length === 0 ? found.map((entry) => entry.listing) : undefined;
+  const folder: RuleFolder = { place, listings, rules: [], rejected: [] };
+  for (const dir of unreadable) {
+    // The rules the model may hold from it stay offered, so that none is withdrawn.
+    folder.rules.push(...(known?.rules ?? []).filter((rule) => isPathInside(dir, rule.candidate)));
+    folder.rejected.push({ path: toDisplayPath(ctx.cwdReal, dir), reason: "unreadable", kind: "instruction" });
+  }
   const suffixes = C.RULE_FILE_SUFFIXES[place.source];
   for (const { dir, listing } of found) {
     noteScanCap(ctx, dir, listing, folder.rejected);
@@ -2988,10 +3020,16 @@ function ruleFolder(ctx: Discovery, place: RulePlace, parentKind: ParentKind): R
       if (!suffixes.some((suffix) => name.endsWith(suffix) && name.length > suffix.length)) continue;
       const candidate = join(dir, name);
       const rule = ruleAt(ctx, place, candidate);
-      if (!("reason" in rule)) folder.rules.push(rule);
-      // A rule that waits for git: the folder is read again at the next call.
-      else if (rule.reason === "held") folder.listings = undefined;
-      else if (rule.reason !== "skip")
+      if (!("reason" in rule)) {
+        folder.rules.push(rule);
+        continue;
+      }
+      // A rule that waits for git, or cannot be read now: the folder is read again at the next call. One
+      // read before is unknown, not gone: it stays offered as it was, and nothing is told of it.
+      const earlier = rule.reason === "unreadable" ? ctx.compiledRules.get(candidate) : undefined;
+      if (rule.reason === "held" || rule.reason === "unreadable") folder.listings = undefined;
+      if (earlier) folder.rules.push(earlier);
+      else if (rule.reason !== "skip" && rule.reason !== "held")
         folder.rejected.push({ path: toDisplayPath(ctx.cwdReal, candidate), reason: rule.reason, kind: "instruction" });
     }
   }

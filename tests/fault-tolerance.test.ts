@@ -6,7 +6,16 @@ import { utimesSync, unlinkSync, writeFileSync, appendFileSync, mkdirSync, rmSyn
 import type { ExtensionFactory } from "@earendil-works/pi-coding-agent";
 import { createLazyAgents, nodeFileSystem, type FileSystem } from "../index.ts";
 import { FAILURE_LABELS, FAILURE_WARNING, REASONS } from "../config.ts";
-import { loadRunner, reminderOf, textOf, withTree, type CallResult, type RunnerHarness, type Tree } from "./harness.ts";
+import {
+  loadRunner,
+  reminderOf,
+  textOf,
+  twoTrees,
+  withTree,
+  type CallResult,
+  type RunnerHarness,
+  type Tree,
+} from "./harness.ts";
 import { fsError, interceptFileSystem, type FsCall, type FsMethod } from "./fs-seam.ts";
 import { noGit } from "./fuzz-lib.ts";
 import { chain } from "./fixtures.ts";
@@ -498,3 +507,71 @@ test("the first failure of a session warns, even when it is the only one", () =>
     assert.deepEqual(result.content, result.original);
     assert.deepEqual(h.notifications, [FAILURE_WARNING]);
   }));
+
+test("an I/O error on a rule folder costs only its own rules: the model keeps those it holds, the instruction files and other rules still arrive, and the rest once it clears", () =>
+  twoTrees(
+    {
+      "pkg/AGENTS.md": "PKG-RULES",
+      "pkg/x.ts": "x",
+      ".claude/rules/r.md": "CLAUDE-RULE",
+      ".claude/rules/sub/s.md": "SUB-RULE",
+      ".claude/rules/late/l.md": "LATE-RULE",
+      "pkg/.cursor/rules/n.mdc": "---\nalwaysApply: true\n---\nNESTED-RULE",
+    },
+    async (tree, mode) => {
+      const failing = new Set<string>();
+      const fs = interceptFileSystem((call, proceed) => {
+        if (failing.has(`${call.method} ${call.path}`)) throw fsError("EIO", call.method, call.path);
+        return proceed();
+      }, nodeFileSystem);
+      const h = await loadRunner(tree, { hasUI: true, factories: [createLazyAgents({ fs })] });
+      failing.add(`readdir ${tree.abs(".claude/rules/late")}`);
+      const during = await h.call("read", { path: "pkg/x.ts" });
+      assertIntact(during);
+      const reminder = reminderOf(during.content) ?? "";
+      for (const text of ["PKG-RULES", "CLAUDE-RULE", "SUB-RULE", "NESTED-RULE"])
+        assert.match(reminder, new RegExp(text), mode);
+      assert.doesNotMatch(reminder, /LATE-RULE/, mode);
+      assert.ok(!h.notifications.includes(FAILURE_WARNING), `${mode}: an I/O error is not the extension's failure`);
+      // A folder the model holds rules of, unreadable when it changed: its rules stay.
+      failing.add(`readdir ${tree.abs(".claude/rules/sub")}`);
+      utimesSync(tree.abs(".claude/rules/sub"), 2_000_000_000, 2_000_000_000);
+      const held = await h.call("read", { path: "pkg/x.ts" });
+      assert.doesNotMatch(reminderOf(held.content) ?? "", /no longer applies/, `${mode}: unknown, not gone`);
+      failing.clear();
+      const after = reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "";
+      assert.match(after, /LATE-RULE/, `${mode}: picked up once it clears`);
+      assert.doesNotMatch(after, /SUB-RULE|no longer applies/, mode);
+    },
+  ));
+
+test("a rule file an I/O error makes unreadable is unknown, not gone: a held rule stays, and a new one arrives once the error clears", () =>
+  twoTrees(
+    {
+      "pkg/x.ts": "x",
+      ".claude/rules/held.md": "HELD-RULE",
+      ".claude/rules/later.md": "LATER-RULE",
+    },
+    async (tree, mode) => {
+      const failing = new Set<string>([`open ${tree.abs(".claude/rules/later.md")}`]);
+      const fs = interceptFileSystem((call, proceed) => {
+        if (failing.has(`${call.method} ${call.path}`)) throw fsError("EIO", call.method, call.path);
+        return proceed();
+      }, nodeFileSystem);
+      const h = await loadRunner(tree, { hasUI: true, factories: [createLazyAgents({ fs })] });
+      const first = reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "";
+      assert.match(first, /HELD-RULE/, mode);
+      assert.match(first, /\.claude\/rules\/later\.md was not loaded: could not be read/, mode);
+      // The held rule's file changes and cannot be read: the model keeps what it holds.
+      failing.add(`open ${tree.abs(".claude/rules/held.md")}`);
+      utimesSync(tree.abs(".claude/rules/held.md"), 2_000_000_000, 2_000_000_000);
+      for (let i = 0; i < 2; i++) {
+        const during = reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "";
+        assert.doesNotMatch(during, /no longer applies/, `${mode}: unknown, not gone`);
+      }
+      failing.clear();
+      const after = reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "";
+      assert.match(after, /LATER-RULE/, `${mode}: read again once the error clears`);
+      assert.doesNotMatch(after, /HELD-RULE|no longer applies/, `${mode}: the held rule is not sent again`);
+    },
+  ));

@@ -414,3 +414,47 @@ test(`an import two files share stays while one the model holds still imports it
       assert.doesNotMatch(again, /SHARED-TEXT/, "the model still holds it");
     },
   ));
+
+test("an import within five hops by a shorter way arrives, though a longer way reached its importer first", () =>
+  twoTrees(
+    {
+      "pkg/AGENTS.md": "ROOT @h1.md @b.md",
+      "pkg/h1.md": "H1 @h2.md",
+      "pkg/h2.md": "H2 @h3.md",
+      "pkg/h3.md": "H3 @h4.md",
+      "pkg/h4.md": "H4 @h5.md",
+      "pkg/h5.md": "H5 @y.md",
+      "pkg/b.md": "B @h5.md",
+      "pkg/y.md": "Y-TEXT",
+      "pkg/x.ts": "x",
+    },
+    async (tree, mode) => {
+      const h = await loadRunner(tree);
+      const reminder = reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "";
+      // y.md is three hops away: AGENTS.md, b.md, h5.md, y.md.
+      assert.match(reminder, /Y-TEXT/, mode);
+      assert.doesNotMatch(reminder, /import depth limit/, mode);
+    },
+  ));
+
+test("a fifth-hop import that imports only files already delivered is told no depth cap: nothing lies past it", () =>
+  twoTrees(
+    {
+      "pkg/AGENTS.md": "ROOT @h1.md",
+      "pkg/h1.md": "H1 @h2.md",
+      "pkg/h2.md": "H2 @h3.md",
+      "pkg/h3.md": "H3 @h4.md",
+      "pkg/h4.md": "H4 @h5.md",
+      "pkg/h5.md": "H5 @AGENTS.md @h1.md",
+      "pkg/x.ts": "x",
+    },
+    async (tree, mode) => {
+      const h = await loadRunner(tree, { hasUI: true });
+      const reminder = reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "";
+      assert.match(reminder, /H5 @AGENTS.md/, mode);
+      assert.doesNotMatch(reminder, /import depth limit/, mode);
+      h.notifications.length = 0;
+      await h.command("lazy-agents", "");
+      assert.doesNotMatch(h.notifications.join("\n"), /import depth limit/, mode);
+    },
+  ));

@@ -481,3 +481,23 @@ test("a skill folder with more entries than the scan limit is one skill, and no 
     assert.doesNotMatch(reminder, /scan limit/, `${mode}: Pi reads nothing else in a skill's folder`);
   });
 });
+
+test("a skill reached through a link is named by the folder it is listed in, as Pi names it", () =>
+  twoTrees(
+    {
+      "pkg/a.ts": "a\n",
+      "shared/real-name/SKILL.md": "---\ndescription: Through a linked folder\n---\nbody\n",
+      "pkg/.agents/skills/linked": { link: "../../../shared/real-name" },
+      "pkg/.agents/skills/again": { link: "../../../shared/real-name" },
+      "docs/notes.md": "---\ndescription: Through a linked file\n---\nbody\n",
+      "pkg/.agents/skills/file-link/SKILL.md": { link: "../../../../docs/notes.md" },
+    },
+    async (tree, mode) => {
+      const pi = (await piSkills(tree)).listed.map((listed) => listed.name).sort();
+      const h = await loadRunner(tree);
+      const reminder = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
+      const names = [...reminder.matchAll(/^- (\S+)/gm)].map(([, name]) => name).sort();
+      assert.equal(pi.length, 2, `${mode}: Pi lists the linked folder once`);
+      assert.deepEqual(names, pi, `${mode}: the names Pi gives`);
+    },
+  ));
