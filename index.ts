@@ -3969,7 +3969,8 @@ export function readShellCommand(
     for (let open = 1; pos < src.length;) {
       const char = src[pos++]!;
       if (char === "\\") pos++;
-      else if (char === "(" && close === ")") open++;
+      // A `(` opens a level inside `( )`; inside `${ }` a nested `${` does (bash counts no bare `{`).
+      else if (close === ")" ? char === "(" : close === "}" && char === "$" && src[pos] === "{") open++;
       else if (char === close && --open === 0) return;
     }
   }

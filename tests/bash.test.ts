@@ -422,3 +422,10 @@ test('/lazy-agents why "<command>" on a command without words says that no comma
       "  No command words were found.",
     ]);
   }));
+
+test("a parameter expansion nested in another ends at its own brace, with the words inside it", () =>
+  withTree(tree, async (t) => {
+    const h = await loadRunner(t);
+    const result = await h.call("bash", { command: "echo ${A:-${B} docs }" });
+    assert.equal(reminderOf(result.content), undefined);
+  }));
