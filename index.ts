@@ -3898,7 +3898,8 @@ const SHELL_WRAPPERS = new Set("env command builtin exec nohup time sudo nice io
 const SHELLS_WITH_SCRIPT = new Set(["bash", "sh", "zsh"]);
 /** Options of common tools that name the folder they work in; groups 1 and 2, a value joined to the option. */
 const TOOL_DIRECTORY_OPTION = new RegExp(
-  "^(?:(?:git|make|pnpm) -C|make --directory|npm --prefix|pnpm --dir|yarn --cwd|cargo --manifest-path)" +
+  "^(?:(?:git|make|pnpm|env) -C|make --directory|npm --prefix|pnpm --dir|yarn --cwd|cargo --manifest-path" +
+    "|env --chdir)" +
     "(?:$|(?<=C)(.+)|=(.+))",
 );
 /** A redirect (its operator in group 1, after an optional descriptor) or a control operator; `<(` is a word. */
@@ -4074,19 +4075,22 @@ export function readShellCommand(
     const tool = posix.basename(words[toolAt]?.text ?? "");
     let base = frame.cwd;
     let afterDashes = false;
+    let owner = ""; // The wrapper whose options come before the tool (`env -C dir`).
     const skip = (word: ShellWord, reason: C.ShellWordReason) => uses.push({ word: word.text, role: "skip", reason });
     const use = (word: ShellWord, role: "read" | "write") => uses.push(shellWordUse(word, role, base));
     for (let index = 0; index < words.length; index++) {
       const word = words[index]!;
-      if (index < toolAt && !word.text.startsWith("-")) skip(word, "commandName");
-      else if (index === toolAt) {
+      if (index < toolAt && !word.text.startsWith("-")) {
+        skip(word, "commandName");
+        owner = posix.basename(word.text);
+      } else if (index === toolAt) {
         if (word.text.includes("/") || word.dynamic) use(word, "read");
         else skip(word, "commandName");
       } else if (!afterDashes && word.text.startsWith("-") && !word.dynamic) {
         skip(word, "option");
         afterDashes = word.text === "--";
         // A tool's option that names the folder it works in: alone (the next word) or joined (`-Cdir`, `--dir=x`).
-        const option = index > toolAt ? TOOL_DIRECTORY_OPTION.exec(`${tool} ${word.text}`) : null;
+        const option = TOOL_DIRECTORY_OPTION.exec(`${index > toolAt ? tool : owner} ${word.text}`);
         const joined = option?.[1] ?? option?.[2];
         const directory = joined ? { ...word, text: joined, glob: -1, tilde: false } : option && words[index + 1];
         const script = index > toolAt && SHELLS_WITH_SCRIPT.has(tool) && /^-[a-zA-Z]*c[a-zA-Z]*$/.test(word.text);
@@ -4127,7 +4131,13 @@ function commandParts(words: ShellWord[]): { words: ShellWord[]; toolAt: number 
   let toolAt = 0;
   const wrapper = ({ text, assignment }: ShellWord) =>
     SHELL_WRAPPERS.has(text) || text.startsWith("-") || assignment || /^\d+[smhd]?$/.test(text);
-  while (toolAt < rest.length && wrapper(rest[toolAt]!)) toolAt++;
+  for (let owner = ""; toolAt < rest.length && wrapper(rest[toolAt]!); toolAt++) {
+    const { text } = rest[toolAt]!;
+    const option = TOOL_DIRECTORY_OPTION.exec(`${owner} ${text}`);
+    // A wrapper's directory option alone (`env -C dir`) takes the next word: the folder, not the tool.
+    if (option && option[1] === undefined && option[2] === undefined) toolAt++;
+    else if (!text.startsWith("-")) owner = posix.basename(text);
+  }
   return { words: rest, toolAt };
 }
 

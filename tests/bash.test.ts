@@ -429,3 +429,12 @@ test("a parameter expansion nested in another ends at its own brace, with the wo
     const result = await h.call("bash", { command: "echo ${A:-${B} docs }" });
     assert.equal(reminderOf(result.content), undefined);
   }));
+
+test("env -C and --chdir name the folder the command runs in", () =>
+  withTree({ ...tree, "lib/util.ts": "export const util = 1;\n" }, async (t) => {
+    const h = await loadRunner(t);
+    const lib = await h.call("bash", { command: "env -C lib cat util.ts" });
+    assert.match(reminderOf(lib.content) ?? "", /LIB-RULES/);
+    const docs = await h.call("bash", { command: "env --chdir=docs CI=1 cat guide.md" });
+    assert.match(reminderOf(docs.content) ?? "", /DOCS-RULES/);
+  }));
