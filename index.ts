@@ -3674,7 +3674,9 @@ async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnviron
     }
   }
   const lines = [`${C.USER_PREFIX}why ${shown}`];
-  if (located.links.length === 0) lines.push(C.REPORT_TEXT.directlyInCwd);
+  // Directly in cwd no folder adds files: what governs the path there is rules alone.
+  const inCwd = governing.length > 0 ? C.REPORT_TEXT.directlyInCwdWithRules : C.REPORT_TEXT.directlyInCwd;
+  if (located.links.length === 0) lines.push(inCwd);
   lines.push(governing.length > 0 ? C.REPORT_TEXT.governedBy : C.REPORT_TEXT.governedByNothing);
   lines.push(...aligned(governing).map((line) => `  ${line}`));
   const folderLines: string[] = [];
