@@ -1772,14 +1772,18 @@ function recordsInContext(sessionManager: ExtensionContext["sessionManager"]): L
   for (const { sourceEntry, messages } of sessionManager.buildSessionProjection().entries) {
     if (sourceEntry.type !== "message" || sourceEntry.message.role !== "toolResult") continue;
     const record = readRecord(sourceEntry.message.details) ?? rescued.get(sourceEntry.message.toolCallId);
-    if (record && projectionShows(messages, record)) records.push(record);
+    // An edited result may no longer hold the model's own read of a file: only the original content shows it.
+    const { content } = sourceEntry.message;
+    const edited = messages.some((message) => (message as { content?: unknown }).content !== content);
+    if (record && projectionShows(messages, record, edited)) records.push(record);
   }
   return records;
 }
 
-/** Whether these messages show a record's reminder whole: the text of its digest (older records: its opening). */
-function projectionShows(messages: readonly unknown[], record: LedgerRecord): boolean {
-  if (messages.length === 0 || !recordShowsText(record)) return messages.length > 0;
+/** Whether these messages show a record's reminder whole: the text of its digest (older records: its opening);
+ * a record with no reminder text (a read of the file itself), its result as the tool left it. */
+function projectionShows(messages: readonly unknown[], record: LedgerRecord, edited = false): boolean {
+  if (messages.length === 0 || !recordShowsText(record)) return messages.length > 0 && !edited;
   const blocks = messages.flatMap((message) => (message as { content?: unknown }).content);
   return blocks.some((block) => {
     const text = (block as { text?: unknown } | undefined)?.text;
