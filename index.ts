@@ -3533,8 +3533,11 @@ async function explainCommand(engine: LazyAgents, command: string, env: CallEnvi
       continue;
     }
     const views = viewed.get(located.links.at(-1)!.scope)!;
-    if (views.length < located.links.length)
-      ignored.push(`${use.word} (${located.links[views.length]!.scope}/: ${C.SHELL_WORD_REASONS.ignored})`);
+    // The folder the view stopped at, with its own reason (ignored by name or by git), as `why <path>` says it.
+    const stop = located.links[views.length]?.scope;
+    const why = stop === undefined ? undefined : discovery.ignoredSeen.get(stop);
+    if (stop !== undefined)
+      ignored.push(`${use.word} (${stop}/: ${why ? C.REASONS[why] : C.SHELL_WORD_REASONS.ignored})`);
     const role = use.role === "write" ? C.REPORT_TEXT.writtenActivates : C.REPORT_TEXT.activates;
     for (const { scope } of located.links.slice(0, views.length)) {
       const file = views.find((view) => view.scope === scope)?.file;
