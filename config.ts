@@ -500,6 +500,7 @@ export const REPORT_TEXT = {
   unusablePath: (shown: string) => `pi-lazy-agents: "${shown}" is not a usable path.`,
   outsideCwd: (shown: string) => `pi-lazy-agents: ${shown} is ${REASONS.outsideCwd}; nothing below cwd applies to it.`,
   directlyInCwd: "  It lies directly in cwd: only Pi's own AGENTS.md applies there.",
+  directlyInCwdWithRules: "  It lies directly in cwd: Pi's own AGENTS.md applies there, and the rules that match it.",
   governedBy: "  Governed by:",
   governedByNothing: "  Governed by: nothing below cwd.",
   foldersHeading: "  Folders that add something:",

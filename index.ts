@@ -1785,14 +1785,18 @@ function recordsInContext(sessionManager: ExtensionContext["sessionManager"]): L
   for (const { sourceEntry, messages } of sessionManager.buildSessionProjection().entries) {
     if (sourceEntry.type !== "message" || sourceEntry.message.role !== "toolResult") continue;
     const record = readRecord(sourceEntry.message.details) ?? rescued.get(sourceEntry.message.toolCallId);
-    if (record && projectionShows(messages, record)) records.push(record);
+    // An edited result may no longer hold the model's own read of a file: only the original content shows it.
+    const { content } = sourceEntry.message;
+    const edited = messages.some((message) => (message as { content?: unknown }).content !== content);
+    if (record && projectionShows(messages, record, edited)) records.push(record);
   }
   return records;
 }
 
-/** Whether these messages show a record's reminder whole: the text of its digest (older records: its opening). */
-function projectionShows(messages: readonly unknown[], record: LedgerRecord): boolean {
-  if (messages.length === 0 || !recordShowsText(record)) return messages.length > 0;
+/** Whether these messages show a record's reminder whole: the text of its digest (older records: its opening);
+ * a record with no reminder text (a read of the file itself), its result as the tool left it. */
+function projectionShows(messages: readonly unknown[], record: LedgerRecord, edited = false): boolean {
+  if (messages.length === 0 || !recordShowsText(record)) return messages.length > 0 && !edited;
   const blocks = messages.flatMap((message) => (message as { content?: unknown }).content);
   return blocks.some((block) => {
     const text = (block as { text?: unknown } | undefined)?.text;
@@ -3580,8 +3584,11 @@ async function explainCommand(engine: LazyAgents, command: string, env: CallEnvi
       continue;
     }
     const views = viewed.get(located.links.at(-1)!.scope)!;
-    if (views.length < located.links.length)
-      ignored.push(`${use.word} (${located.links[views.length]!.scope}/: ${C.SHELL_WORD_REASONS.ignored})`);
+    // The folder the view stopped at, with its own reason (ignored by name or by git), as `why <path>` says it.
+    const stop = located.links[views.length]?.scope;
+    const why = stop === undefined ? undefined : discovery.ignoredSeen.get(stop);
+    if (stop !== undefined)
+      ignored.push(`${use.word} (${stop}/: ${why ? C.REASONS[why] : C.SHELL_WORD_REASONS.ignored})`);
     const role = use.role === "write" ? C.REPORT_TEXT.writtenActivates : C.REPORT_TEXT.activates;
     for (const { scope } of located.links.slice(0, views.length)) {
       const file = views.find((view) => view.scope === scope)?.file;
@@ -3725,7 +3732,9 @@ async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnviron
     }
   }
   const lines = [`${C.USER_PREFIX}why ${shown}`];
-  if (located.links.length === 0) lines.push(C.REPORT_TEXT.directlyInCwd);
+  // Directly in cwd no folder adds files: what governs the path there is rules alone.
+  const inCwd = governing.length > 0 ? C.REPORT_TEXT.directlyInCwdWithRules : C.REPORT_TEXT.directlyInCwd;
+  if (located.links.length === 0) lines.push(inCwd);
   lines.push(governing.length > 0 ? C.REPORT_TEXT.governedBy : C.REPORT_TEXT.governedByNothing);
   lines.push(...aligned(governing).map((line) => `  ${line}`));
   const folderLines: string[] = [];
@@ -3949,7 +3958,8 @@ const SHELL_WRAPPERS = new Set("env command builtin exec nohup time sudo nice io
 const SHELLS_WITH_SCRIPT = new Set(["bash", "sh", "zsh"]);
 /** Options of common tools that name the folder they work in; groups 1 and 2, a value joined to the option. */
 const TOOL_DIRECTORY_OPTION = new RegExp(
-  "^(?:(?:git|make|pnpm) -C|make --directory|npm --prefix|pnpm --dir|yarn --cwd|cargo --manifest-path)" +
+  "^(?:(?:git|make|pnpm|env) -C|make --directory|npm --prefix|pnpm --dir|yarn --cwd|cargo --manifest-path" +
+    "|env --chdir)" +
     "(?:$|(?<=C)(.+)|=(.+))",
 );
 /** A redirect (its operator in group 1, after an optional descriptor) or a control operator; `<(` is a word. */
@@ -4020,7 +4030,8 @@ export function readShellCommand(
     for (let open = 1; pos < src.length;) {
       const char = src[pos++]!;
       if (char === "\\") pos++;
-      else if (char === "(" && close === ")") open++;
+      // A `(` opens a level inside `( )`; inside `${ }` a nested `${` does (bash counts no bare `{`).
+      else if (close === ")" ? char === "(" : close === "}" && char === "$" && src[pos] === "{") open++;
       else if (char === close && --open === 0) return;
     }
   }
@@ -4124,19 +4135,22 @@ export function readShellCommand(
     const tool = posix.basename(words[toolAt]?.text ?? "");
     let base = frame.cwd;
     let afterDashes = false;
+    let owner = ""; // The wrapper whose options come before the tool (`env -C dir`).
     const skip = (word: ShellWord, reason: C.ShellWordReason) => uses.push({ word: word.text, role: "skip", reason });
     const use = (word: ShellWord, role: "read" | "write") => uses.push(shellWordUse(word, role, base));
     for (let index = 0; index < words.length; index++) {
       const word = words[index]!;
-      if (index < toolAt && !word.text.startsWith("-")) skip(word, "commandName");
-      else if (index === toolAt) {
+      if (index < toolAt && !word.text.startsWith("-")) {
+        skip(word, "commandName");
+        owner = posix.basename(word.text);
+      } else if (index === toolAt) {
         if (word.text.includes("/") || word.dynamic) use(word, "read");
         else skip(word, "commandName");
       } else if (!afterDashes && word.text.startsWith("-") && !word.dynamic) {
         skip(word, "option");
         afterDashes = word.text === "--";
         // A tool's option that names the folder it works in: alone (the next word) or joined (`-Cdir`, `--dir=x`).
-        const option = index > toolAt ? TOOL_DIRECTORY_OPTION.exec(`${tool} ${word.text}`) : null;
+        const option = TOOL_DIRECTORY_OPTION.exec(`${index > toolAt ? tool : owner} ${word.text}`);
         const joined = option?.[1] ?? option?.[2];
         const directory = joined ? { ...word, text: joined, glob: -1, tilde: false } : option && words[index + 1];
         const script = index > toolAt && SHELLS_WITH_SCRIPT.has(tool) && /^-[a-zA-Z]*c[a-zA-Z]*$/.test(word.text);
@@ -4177,7 +4191,13 @@ function commandParts(words: ShellWord[]): { words: ShellWord[]; toolAt: number 
   let toolAt = 0;
   const wrapper = ({ text, assignment }: ShellWord) =>
     SHELL_WRAPPERS.has(text) || text.startsWith("-") || assignment || /^\d+[smhd]?$/.test(text);
-  while (toolAt < rest.length && wrapper(rest[toolAt]!)) toolAt++;
+  for (let owner = ""; toolAt < rest.length && wrapper(rest[toolAt]!); toolAt++) {
+    const { text } = rest[toolAt]!;
+    const option = TOOL_DIRECTORY_OPTION.exec(`${owner} ${text}`);
+    // A wrapper's directory option alone (`env -C dir`) takes the next word: the folder, not the tool.
+    if (option && option[1] === undefined && option[2] === undefined) toolAt++;
+    else if (!text.startsWith("-")) owner = posix.basename(text);
+  }
   return { words: rest, toolAt };
 }
 

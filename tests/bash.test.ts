@@ -17,6 +17,7 @@ import {
   startSession,
   textOf,
   toolTurn,
+  twoTrees,
   withTree,
   type Tree,
 } from "./harness.ts";
@@ -421,4 +422,30 @@ test('/lazy-agents why "<command>" on a command without words says that no comma
       'pi-lazy-agents: why "# only a comment"',
       "  No command words were found.",
     ]);
+  }));
+
+test("a parameter expansion nested in another ends at its own brace, with the words inside it", () =>
+  withTree(tree, async (t) => {
+    const h = await loadRunner(t);
+    const result = await h.call("bash", { command: "echo ${A:-${B} docs }" });
+    assert.equal(reminderOf(result.content), undefined);
+  }));
+
+test("env -C and --chdir name the folder the command runs in", () =>
+  withTree({ ...tree, "lib/util.ts": "export const util = 1;\n" }, async (t) => {
+    const h = await loadRunner(t);
+    const lib = await h.call("bash", { command: "env -C lib cat util.ts" });
+    assert.match(reminderOf(lib.content) ?? "", /LIB-RULES/);
+    const docs = await h.call("bash", { command: "env --chdir=docs CI=1 cat guide.md" });
+    assert.match(reminderOf(docs.content) ?? "", /DOCS-RULES/);
+  }));
+
+test('/lazy-agents why "<command>" names why a folder stopped a word: ignored by git, or by name', () =>
+  twoTrees({ ...tree, ".gitignore": "gen/\n", "gen/AGENTS.md": "GEN-RULES", "gen/z.ts": "z\n" }, async (t, kind) => {
+    const h = await loadRunner(t, { hasUI: true });
+    await h.command("lazy-agents", 'why "cat gen/z.ts node_modules/dep/index.js"');
+    const report = h.notifications.at(-1)!;
+    assert.match(report, /node_modules\/dep\/index\.js \(node_modules\/: inside an ignored directory\)/);
+    if (kind === "git repository") assert.match(report, /gen\/z\.ts \(gen\/: ignored by git\)/);
+    else assert.match(report, /gen\/\*\* \(gen\/AGENTS\.md, pending\): gen\/z\.ts activates/);
   }));

@@ -15,6 +15,7 @@ import {
   type Tree,
   EXTENSION_PATH,
   countOccurrences,
+  textOf,
 } from "./harness.ts";
 
 const files = { "pkg/AGENTS.md": "PKG-RULES", "pkg/a.ts": "a\n", "pkg/b.ts": "b\n" };
@@ -111,3 +112,30 @@ for (const [how, replacement] of cases) {
       }
     }));
 }
+
+test("a context edit that replaces the model's own whole read of an instruction file makes the file due again", () =>
+  withTree(files, async (tree) => {
+    // Another extension prunes the result of the model's read of pkg/AGENTS.md at the end of its turn.
+    const pruneRead: ExtensionFactory = (pi) => {
+      pi.on("turn_end", (event) => {
+        const read = event.toolResults.findIndex((result) => textOf(result.content) === "PKG-RULES");
+        const targetId = event.toolResultEntryIds[read];
+        if (targetId === undefined) return undefined;
+        const edit = { type: "context_edit" as const, targetId, replacement: { content: "[pruned]" } };
+        return { entries: [...event.entries, edit] };
+      });
+    };
+    const steps = [
+      toolTurn(["read", { path: "pkg/AGENTS.md" }]),
+      toolTurn(["read", { path: "pkg/b.ts" }]),
+      finalTurn(),
+    ];
+    const h = await startSession(tree, steps, { extensionPaths: [EXTENSION_PATH], factories: [pruneRead] });
+    try {
+      await h.session.prompt("read the rules, then b");
+      assert.equal(countOccurrences(h.requests[1]!, "PKG-RULES"), 0, "the model lost its read");
+      assert.match(reminderOf(persistedToolResults(h.sessionManager)[1]!.content) ?? "", /PKG-RULES/);
+    } finally {
+      h.dispose();
+    }
+  }));

@@ -812,3 +812,19 @@ test("a reminder whose budget leaves out everything still names what it left out
       assert.ok(Buffer.byteLength(reminder) <= 1024, `${mode}: ${Buffer.byteLength(reminder)} bytes`);
     },
   ));
+
+test("/lazy-agents why <path> directly in cwd does not say only Pi's AGENTS.md applies where a rule matches it", () =>
+  twoTrees(
+    { ".claude/rules/md.md": rule('paths: "*.md"', "MD-RULE"), "README.md": "r\n", "x.ts": "x\n" },
+    async (tree) => {
+      const h = await loadRunner(tree, { hasUI: true });
+      assert.match(reminderOf((await h.call("read", { path: "README.md" })).content) ?? "", /MD-RULE/);
+      await h.command("lazy-agents", "why README.md");
+      const governed = h.notifications.at(-1)!;
+      assert.match(governed, /Governed by:\n {4}\.claude\/rules\/md\.md +rule, delivered/);
+      assert.doesNotMatch(governed, /only Pi's own AGENTS\.md applies/);
+      assert.match(governed, /directly in cwd/);
+      await h.command("lazy-agents", "why x.ts");
+      assert.match(h.notifications.at(-1)!, /It lies directly in cwd: only Pi's own AGENTS\.md applies there\./);
+    },
+  ));
