@@ -1640,7 +1640,9 @@ function planDelivery(ledger: Ledger, input: PlanInput): DeliveryPlan {
     // An I/O error hid part of what the folder offers: what the model holds of it then stands.
     const unknown = (skills: boolean) =>
       view.pending === true || view.rejected.some((r) => r.reason === "unreadable" && (r.kind === "skill") === skills);
-    if (!unknown(false)) planRetraction(ledger, plan, "file", scope, offered);
+    // A held file that did not change still names its imports: one its view no longer offers is gone for all.
+    const same = view.file && ledger.get("file", view.file.path)?.version === view.file.version;
+    if (!unknown(false)) planRetraction(ledger, plan, "file", scope, offered, same ? view.file!.path : undefined);
     if (!unknown(true)) planRetraction(ledger, plan, "skill", scope, new Set(view.skills.map((s) => s.path)));
     planSkips(ledger, plan, view.rejected);
     if (view.file) planFile(view.file, scope);
@@ -1677,7 +1679,14 @@ function takes<K extends Kind>(ledger: Ledger, plan: DeliveryPlan, kind: K, reco
  * offers is withdrawn. An import stays while another file the model holds still imports it; a
  * rule's imports go with their rule.
  */
-function planRetraction(ledger: Ledger, plan: DeliveryPlan, kind: Kind, scope: string, offered: ReadonlySet<unknown>) {
+function planRetraction(
+  ledger: Ledger,
+  plan: DeliveryPlan,
+  kind: Kind,
+  scope: string,
+  offered: ReadonlySet<unknown>,
+  unchangedRoot?: string,
+) {
   const paths = [...(ledger.byScope[kind].get(scope) ?? [])];
   // A warm view offers all its scope was sent: nothing to look up (profile: 4% of a warm call).
   if (paths.every((path) => offered.has(path))) return;
@@ -1686,7 +1695,8 @@ function planRetraction(ledger: Ledger, plan: DeliveryPlan, kind: Kind, scope: s
   for (const { path, importedBy } of held as Array<Partial<RuleRecord> & { path: string }>) {
     if (offered.has(path)) continue;
     const elsewhere = () => [...ledger.importsByScope].some(([other, paths]) => other !== scope && paths.has(path));
-    if (importedBy !== undefined && (kind === "rule" || elsewhere())) continue;
+    const gone = importedBy === unchangedRoot && ledger.importsByScope.get(scope)?.has(path) === true;
+    if (importedBy !== undefined && (kind === "rule" || (!gone && elsewhere()))) continue;
     if (kind === "file") plan.record.retracted.push({ path, scope });
     else if (kind === "skill") plan.record.retractedSkills.push({ path, scope });
     else {

@@ -3,7 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { importTokens } from "../index.ts";
 import { loadRunner, reminderOf, withTree, countOccurrences, textOf, twoTrees } from "./harness.ts";
@@ -458,3 +458,19 @@ test("a fifth-hop import that imports only files already delivered is told no de
       assert.doesNotMatch(h.notifications.join("\n"), /import depth limit/, mode);
     },
   ));
+
+test(`an import two files share is withdrawn once it is deleted, though the other file still names it`, () => {
+  // Two folders, a and b, each with an AGENTS.md that imports docs/x.md and a file to read.
+  const folders = ["a", "b"].flatMap((d) => [
+    [`${d}/AGENTS.md`, `${d} @../docs/x.md`],
+    [`${d}/${d}.ts`, d],
+  ]);
+  return twoTrees({ ...Object.fromEntries(folders), "docs/x.md": "X-TEXT" }, async (tree) => {
+    const h = await loadRunner(tree);
+    assert.match(reminderOf((await h.call("read", { path: "a/a.ts" })).content) ?? "", /X-TEXT/);
+    assert.match(reminderOf((await h.call("read", { path: "b/b.ts" })).content) ?? "", /b @/);
+    rmSync(tree.abs("docs/x.md"));
+    const reminder = reminderOf((await h.call("read", { path: "a/a.ts" })).content) ?? "";
+    assert.match(reminder, /docs\/x\.md no longer applies/);
+  });
+});
