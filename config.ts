@@ -263,7 +263,7 @@ export function leftOutText(files: number, skills: number, notices: number, name
   const shown = names.slice(0, MAX_LEFT_OUT_NAMES);
   const more = names.length > shown.length ? ` and ${names.length - shown.length} more` : "";
   const read = shown.length > 0 ? `, or read them yourself: ${shown.join(", ")}${more}` : "";
-  return `To stay within its size budget, this reminder left out ${parts.join(", ")}; they follow with later accesses in their scope${read}.`;
+  return `To stay within its size and file limits, this reminder left out ${parts.join(", ")}; they follow with later accesses in their scope${read}.`;
 }
 
 /** The notice that a file the model holds also governs another folder (one file linked into several). */

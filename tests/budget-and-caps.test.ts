@@ -219,3 +219,18 @@ test("the left-out line has room when it names rule listings the budget left out
     assert.ok(Buffer.byteLength(reminder) <= 4096, `${mode}: ${Buffer.byteLength(reminder)} bytes`);
   });
 });
+
+test("a reminder that the file cap cuts, well within its byte budget, does not say it ran out of size", () => {
+  const spec: TreeSpec = { "pkg/AGENTS.md": "", "pkg/x.ts": "x" };
+  const names = Array.from({ length: MAX_REMINDER_FILES + 8 }, (_, i) => `i${String(i).padStart(2, "0")}.md`);
+  spec["pkg/AGENTS.md"] = `ROOT ${names.map((name) => `@${name}`).join(" ")}`;
+  for (const name of names) spec[`pkg/${name}`] = `TEXT ${name}`;
+  return twoTrees(spec, async (tree, mode) => {
+    const h = await loadRunner(tree);
+    const reminder = reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "";
+    assert.ok(Buffer.byteLength(reminder) < REMINDER_BUDGET_BYTES / 2, mode);
+    const line = reminder.split("\n").find((text) => text.includes("this reminder left out")) ?? "";
+    assert.match(line, /left out 9 instruction files/, mode);
+    assert.match(line, /^To stay within its size and file limits, /, mode);
+  });
+});
