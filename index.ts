@@ -981,18 +981,27 @@ function pythonText(value: unknown, fallback: string): string {
   return value === true ? "True" : value === false ? "False" : typeof value === "string" ? value : fallback;
 }
 
-const PYTHON_REGEX_TOKENS: Record<string, string> = { "\\A": "(?<![\\s\\S])", "\\Z": "(?![\\s\\S])", "(?P<": "(?<" };
+// Python's `$` (without re.M) also matches before a newline that ends the text.
+const PYTHON_REGEX_TOKENS: Record<string, string> = {
+  "\\A": "(?<![\\s\\S])",
+  "\\Z": "(?![\\s\\S])",
+  "(?P<": "(?<",
+  $: "(?=\\n?(?![\\s\\S]))",
+};
 
 // Exported for tests: Python-only regex syntax, translated.
 /** A hookify (Python) pattern as a JavaScript regex, case-insensitive; undefined when it does not compile. */
 export function hookifyRegex(pattern: string): RegExp | undefined {
   const inline = /^\(\?([ims]+)\)/.exec(pattern);
   const flags = `i${[...new Set(inline?.[1])].filter((flag) => flag !== "i").join("")}`;
+  // Escapes and classes are tokens of their own, so a `$` in them stays a dollar.
   const source = pattern
     .slice(inline?.[0].length ?? 0)
-    .replace(/\\[^]|\(\?P<|\(\?P=(\w+)\)/g, (token, name?: string) =>
-      name === undefined ? (PYTHON_REGEX_TOKENS[token] ?? token) : `\\k<${name}>`,
-    );
+    .replace(/\\[^]|\[(?:\\[^]|[^\\\]])*\]|\(\?P<|\(\?P=(\w+)\)|\$/g, (token, name?: string) => {
+      if (name !== undefined) return `\\k<${name}>`;
+      // With re.M, `$` reads as JavaScript's.
+      return (token === "$" && flags.includes("m") ? token : PYTHON_REGEX_TOKENS[token]) ?? token;
+    });
   try {
     return new RegExp(source, flags);
   } catch {
@@ -1092,10 +1101,10 @@ type RegexTest = { regex: RegExp; text: string; matched?: boolean; timedOut?: tr
 // interrupt names the runaway regex.
 let checkSandbox: { context: Context; script: Script } | undefined;
 
-// Plain atoms, classes and a top-level `|`, with no quantifier, group or backreference, cannot
+// Plain atoms, classes, Python's `$` and a top-level `|`, with no quantifier, group or backreference, cannot
 // backtrack: a test costs at most text × pattern steps, so a small one needs no watchdog (bench:
 // checks_write_added_us 1196 → 306).
-const BACKTRACK_FREE = /^(?:[^\\()[\]{}*+?]|\\[^1-9k]|\[(?:[^\\\]]|\\.)*\])*$/;
+const BACKTRACK_FREE = /^(?:\(\?=\\n\?\(\?!\[\\s\\S\]\)\)|[^\\()[\]{}*+?]|\\[^1-9k]|\[(?:[^\\\]]|\\.)*\])*$/;
 
 /**
  * Runs each test, under C.CHECK_MATCH_TIMEOUT_MS per run unless it cannot run away. A test that

@@ -651,3 +651,22 @@ both(
     assert.match(await run.report(), /list-matcher +\.claude\/hookify\.list\.local\.md +file +block +invalid/);
   },
 );
+
+// Python's `$` (without re.M) matches at the end and before a newline that ends the text; JavaScript's only at the end.
+test("a pattern's $ matches before a final newline, as in Python; inside a class or escaped it stays a dollar", () => {
+  const texts = ["x", "x\n", "x\n\n", "x\ny", "a$"];
+  const matches = (pattern: string) => texts.map((text) => hookifyRegex(pattern)?.test(text));
+  assert.deepEqual(matches("x$"), [true, true, false, false, false]);
+  assert.deepEqual(matches("(?m)x$"), [true, true, true, true, false]);
+  assert.deepEqual(matches("[$]|\\$"), [false, false, false, false, true]);
+  assert.deepEqual(matches("console\\.log\\(.*\\)$|x$"), matches("x$"));
+});
+
+both(
+  "a rule whose pattern ends in $ blocks a write whose text ends in a newline, as hookify does",
+  { ".claude/hookify.eol.local.md": rule("name: no-log-line\nevent: file\npattern: log\\(.*\\)$\naction: block") },
+  async (tree) => {
+    const run = await play(tree, [toolTurn(["write", { path: "a.ts", content: "console.log(1)\n" }]), finalTurn()]);
+    assert.deepEqual([run.results[0]!.isError, existsSync(tree.abs("a.ts"))], [true, false], "held before it ran");
+  },
+);
