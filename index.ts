@@ -615,7 +615,9 @@ export class LazyAgents {
     const discovery = this.discovery;
     if (call.mayLink && discovery) {
       call.mayLink = false;
-      const real = discovery.realpathOrUndefined(call.target);
+      // Below real folders only the target itself can be a link: an lstat tells, cheaper than a realpath.
+      const plain = call.chains[0]?.stats && !fsOr(undefined, () => discovery.fs.lstat(call.target))?.isSymbolicLink();
+      const real = plain ? undefined : discovery.realpathOrUndefined(call.target);
       const inside = real !== undefined && isPathInside(discovery.cwdReal, real);
       if (inside && this.options.fileNames.includes(basename(real))) call.writes = real;
     }
