@@ -142,6 +142,8 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
           engine.discoveryFor(ctx.cwd);
           if (engine.options.enabled) engine.git?.start();
           engine.ledger.rebuild(recordsInContext(ctx.sessionManager));
+          // A reason still in context left its instructions in the ledger; one gone must hold the next write again.
+          engine.gate?.retries.clear();
           engine.contextMark = ctx.sessionManager.getLeafId();
         },
         // A session we cannot read leaves the ledger empty: at worst a file is sent again.

@@ -8,6 +8,7 @@ import {
   finalTurn,
   loadRunner,
   persistedToolResults,
+  startRuntime,
   startSession,
   toolTurn,
   withTree,
@@ -200,5 +201,26 @@ test("writes that one assistant message issues into paths a gated rule governs a
       assert.equal(countOccurrences(file, "API-RULE"), 1, "the rule is sent once");
     } finally {
       h.dispose();
+    }
+  }));
+
+test("after /tree leaves the held write's branch, the next write there is held again: the model never saw the reason", () =>
+  withTree({ "pkg/AGENTS.md": "PKG-RULES: use tabs", "pkg/a.ts": "a\n" }, async (tree) => {
+    const write = toolTurn(["write", { path: "pkg/b.ts", content: "b\n" }]);
+    const h = await startRuntime(tree, { settings: { lazyAgents: { gateWrites: true } } });
+    try {
+      h.script([finalTurn("hello"), write, finalTurn()]);
+      await h.session.prompt("say hello");
+      const afterHello = h.session.sessionManager.getLeafId()!;
+      await h.session.prompt("write b");
+      assert.equal(persistedToolResults(h.session.sessionManager).at(-1)?.isError, true, "held on the first branch");
+      await h.session.navigateTree(afterHello);
+      h.script([write, finalTurn()]);
+      await h.session.prompt("write b on the other branch");
+      const last = persistedToolResults(h.session.sessionManager).at(-1)!;
+      assert.equal(last.isError, true, "held again: this branch holds no reason");
+      assert.match(last.content[0]!.text!, /PKG-RULES: use tabs/);
+    } finally {
+      await h.dispose();
     }
   }));
