@@ -762,14 +762,16 @@ export class LazyAgents {
     // Planned and applied with no await in between: a sibling's result plans against this delivery.
     const text = recordShowsText(plan.record) || plan.leftOut ? formatReminder(plan) : undefined;
     const patch: ToolResultEventResult = { details: withRecord(event.details, plan.record) };
-    if (text !== undefined) {
+    // The model's own read of the file shows it: that text, as the tool left it, confirms it.
+    if (text === undefined) plan.record.reminder = shownDigest(event.content);
+    else {
       plan.record.reminder = versionOf(text);
       patch.content = [...event.content, { type: "text", text }];
       if (event.structuredContent !== undefined) patch.structuredContent = event.structuredContent;
-      if (this.unconfirmed.size >= C.MAX_UNCONFIRMED_RESULTS)
-        this.unconfirmed.delete(this.unconfirmed.keys().next().value!);
-      this.unconfirmed.set(event.toolCallId, plan.record);
     }
+    if (this.unconfirmed.size >= C.MAX_UNCONFIRMED_RESULTS)
+      this.unconfirmed.delete(this.unconfirmed.keys().next().value!);
+    this.unconfirmed.set(event.toolCallId, plan.record);
     this.ledger.apply(plan.record);
     return { answer: patch, plan };
   }
@@ -1451,7 +1453,7 @@ const RECORD_FIELDS = {
   "retractedRules?": { list: { path: "string", dir: "string" } },
   /** Sections this reminder explained in full (absent when it explained none, as in older records). */
   "explained?": { list: new Set(SECTIONS) },
-  /** Digest of the reminder text it was delivered with: only that text, whole, confirms it. */
+  /** Digest of the reminder text it was delivered with (of a read's own text, for the model's read of the file). */
   "reminder?": "string",
 } as const satisfies Spec;
 
@@ -1808,18 +1810,25 @@ function recordsInContext(sessionManager: ExtensionContext["sessionManager"]): L
   for (const { sourceEntry, messages } of sessionManager.buildSessionProjection().entries) {
     if (sourceEntry.type !== "message" || sourceEntry.message.role !== "toolResult") continue;
     const record = readRecord(sourceEntry.message.details) ?? rescued.get(sourceEntry.message.toolCallId);
-    // An edited result may no longer hold the model's own read of a file: only the original content shows it.
-    const { content } = sourceEntry.message;
-    const edited = messages.some((message) => (message as { content?: unknown }).content !== content);
-    if (record && projectionShows(messages, record, edited)) records.push(record);
+    if (record && projectionShows(messages, record)) records.push(record);
   }
   return records;
 }
 
-/** Whether these messages show a record's reminder whole: the text of its digest (older records: its opening);
- * a record with no reminder text (a read of the file itself), its result as the tool left it. */
-function projectionShows(messages: readonly unknown[], record: LedgerRecord, edited = false): boolean {
-  if (messages.length === 0 || !recordShowsText(record)) return messages.length > 0 && !edited;
+/** The digest of a result's own text. */
+function shownDigest(content: unknown): string {
+  const blocks = Array.isArray(content) ? (content as Array<{ text?: unknown } | null>) : [];
+  return versionOf(blocks.flatMap((block) => (typeof block?.text === "string" ? [block.text] : [])).join("\n"));
+}
+
+/**
+ * Whether these messages show a record's reminder whole: the text of its digest (older records: its opening). A
+ * record with no reminder text (the model's own read of the file) needs its result's text as the tool left it.
+ */
+function projectionShows(messages: readonly unknown[], record: LedgerRecord): boolean {
+  if (messages.length === 0) return false;
+  const shown = (message: unknown) => shownDigest((message as { content?: unknown }).content) === record.reminder;
+  if (!recordShowsText(record)) return record.reminder === undefined || messages.some(shown);
   const blocks = messages.flatMap((message) => (message as { content?: unknown }).content);
   return blocks.some((block) => {
     const text = (block as { text?: unknown } | undefined)?.text;

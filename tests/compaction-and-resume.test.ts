@@ -409,3 +409,28 @@ test("a later extension that replaces every result's details: after three reads 
       }
     },
   ));
+
+test("the model's own read of an instruction file that a later extension rewrites is no delivery: the next access sends it", () =>
+  withTree({ "pkg/AGENTS.md": "PKG-RULES\n", "pkg/b.ts": "b\n" }, async (tree) => {
+    const redact: ExtensionFactory = (pi) => {
+      pi.on("tool_result", (event) =>
+        (event.input as { path?: string }).path === "pkg/AGENTS.md"
+          ? { content: [{ type: "text" as const, text: "[redacted]" }] }
+          : undefined,
+      );
+    };
+    const h = await startSession(
+      tree,
+      [toolTurn(["read", { path: "pkg/AGENTS.md" }]), toolTurn(["read", { path: "pkg/b.ts" }]), finalTurn()],
+      { factories: [ours, redact] },
+    );
+    try {
+      await h.session.prompt("read the rules, then b");
+      const [rules, b] = persistedToolResults(h.sessionManager);
+      assert.doesNotMatch(textOf(rules!.content), /PKG-RULES/, "the later extension rewrote the read");
+      assert.match(reminderOf(b!.content) ?? "", /PKG-RULES/, "the next access carries the file");
+      assert.match(h.requests.at(-1) ?? "", /PKG-RULES/, "the model received it");
+    } finally {
+      h.dispose();
+    }
+  }));
