@@ -2977,14 +2977,19 @@ function ruleFolder(ctx: Discovery, place: RulePlace, parentKind: ParentKind): R
   const found: Array<{ dir: string; listing: ListingEntry }> = [];
   // A folder that cannot be listed now (EIO, EACCES) is unknown, not empty: the rest is read, and it again next time.
   const unreadable: string[] = [];
+  const suffixes = C.RULE_FILE_SUFFIXES[place.source];
+  const isRuleName = (name: string) => suffixes.some((suffix) => name.endsWith(suffix) && name.length > suffix.length);
   const walk = (dir: string, depth: number): void => {
     const listing = fsOr(null, () => ctx.listing(dir));
     if (listing === null) unreadable.push(dir);
-    if (!listing) return;
+    // A folder reached again through a link (a loop, a second link) is read once.
+    if (!listing || found.some((entry) => entry.listing === listing)) return;
     found.push({ dir, listing });
     for (const { name, kind } of depth < C.MAX_RULE_DEPTH ? sortedNames(listing) : []) {
-      if (kind === "dir" && !name.startsWith(".") && !ctx.options.ignoredDirs.has(name))
-        walk(join(dir, name), depth + 1);
+      // A link not named as a rule file is searched as a folder, as Claude Code follows links there, once the
+      // source policy lets it through.
+      const folder = kind === "dir" || (kind === "link" && !isRuleName(name));
+      if (folder && !name.startsWith(".") && !ctx.options.ignoredDirs.has(name)) walk(join(dir, name), depth + 1);
     }
   };
   walk(join(parentDir, C.RULE_DIRS[place.source][1]), 0);
@@ -2999,12 +3004,11 @@ function ruleFolder(ctx: Discovery, place: RulePlace, parentKind: ParentKind): R
     folder.rules.push(...(known?.rules ?? []).filter((rule) => isPathInside(dir, rule.candidate)));
     folder.rejected.push({ path: toDisplayPath(ctx.cwdReal, dir), reason: "unreadable", kind: "instruction" });
   }
-  const suffixes = C.RULE_FILE_SUFFIXES[place.source];
   for (const { dir, listing } of found) {
     noteScanCap(ctx, dir, listing, folder.rejected);
     for (const { name, kind } of sortedNames(listing)) {
       if (kind === "dir" || kind === "other" || name.startsWith(".")) continue;
-      if (!suffixes.some((suffix) => name.endsWith(suffix) && name.length > suffix.length)) continue;
+      if (!isRuleName(name)) continue;
       const candidate = join(dir, name);
       const rule = ruleAt(ctx, place, candidate);
       if (!("reason" in rule)) {
