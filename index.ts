@@ -2523,10 +2523,13 @@ function importedFiles(ctx: Discovery, from: InstructionFile, target: string, sc
     if (files.length >= C.MAX_IMPORT_DIR_FILES) {
       const counts = { taken: files.length, total: listing.total };
       rejected.push({ path: from.path, reason: "importDirCapped", kind: "cap", counts });
-      break;
+      return files;
     }
     add(ctx.sourceFile(join(resolved.real, entry.name), scope, "named"));
   }
+  // Its entries past the scan limit are not read: files may lie after the first entries by name.
+  const counts = { taken: listing.names.length, total: listing.total };
+  if (counts.taken < counts.total) rejected.push({ path: from.path, reason: "importScanCapped", kind: "cap", counts });
   return files;
 }
 
