@@ -2371,7 +2371,14 @@ class Discovery {
     const folded = new Set(own.map((name) => name.toLowerCase()));
     const usable = listed && !listed.some(({ name }) => !own.includes(name) && folded.has(name.toLowerCase()));
     const named = usable ? new Map(listed.map((dirent) => [dirent.name, dirent])) : undefined;
-    const has = (name: string) => (named ? named.has(name) : this.exists(join(dir, name)));
+    // Probed where names fold, two spellings find one file (CLAUDE.md, CLAUDE.MD): it is one candidate.
+    const probed = new Set<string>();
+    const has = (name: string) => {
+      if (named) return named.has(name);
+      const stats = fsOr(null, () => this.fs.lstat(join(dir, name)));
+      const id = stats ? `${stats.dev}:${stats.ino}` : undefined;
+      return stats === null || (id !== undefined && !probed.has(id) && !!probed.add(id));
+    };
     const entryOf = (name: string) => (named ? named.get(name) : this.fs.lstat(join(dir, name)));
     return {
       candidates: wanted.filter(has).map((name) => join(dir, name)),
