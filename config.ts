@@ -228,6 +228,7 @@ export const REASONS = {
   skillInvalid: "skill file could not be parsed",
   scanCapped: "directory has more entries than the scan limit",
   importDirCapped: `a folder it imports has more files than the import limit (${MAX_IMPORT_DIR_FILES})`,
+  importScanCapped: `a folder it imports has more entries than the scan limit (${MAX_SKILL_DIR_ENTRIES})`,
   skillDepthCapped: `folder below the skills depth limit (${MAX_SKILL_DEPTH}), not searched`,
   importDepthCapped: `its imports lie beyond the import depth limit (${MAX_IMPORT_DEPTH}), not followed`,
   globRange: "a glob with a class range out of order (its end before its start)",
@@ -241,6 +242,7 @@ export type Reason = keyof typeof REASONS;
 export const CAP_REASONS: ReadonlySet<Reason> = new Set([
   "scanCapped",
   "importDirCapped",
+  "importScanCapped",
   "skillDepthCapped",
   "importDepthCapped",
 ]);

@@ -2420,7 +2420,14 @@ class Discovery {
     const folded = new Set(own.map((name) => name.toLowerCase()));
     const usable = listed && !listed.some(({ name }) => !own.includes(name) && folded.has(name.toLowerCase()));
     const named = usable ? new Map(listed.map((dirent) => [dirent.name, dirent])) : undefined;
-    const has = (name: string) => (named ? named.has(name) : this.exists(join(dir, name)));
+    // Probed where names fold, two spellings find one file (CLAUDE.md, CLAUDE.MD): it is one candidate.
+    const probed = new Set<string>();
+    const has = (name: string) => {
+      if (named) return named.has(name);
+      const stats = fsOr(null, () => this.fs.lstat(join(dir, name)));
+      const id = stats ? `${stats.dev}:${stats.ino}` : undefined;
+      return stats === null || (id !== undefined && !probed.has(id) && !!probed.add(id));
+    };
     const entryOf = (name: string) => (named ? named.get(name) : this.fs.lstat(join(dir, name)));
     return {
       candidates: wanted.filter(has).map((name) => join(dir, name)),
@@ -2572,10 +2579,13 @@ function importedFiles(ctx: Discovery, from: InstructionFile, target: string, sc
     if (files.length >= C.MAX_IMPORT_DIR_FILES) {
       const counts = { taken: files.length, total: listing.total };
       rejected.push({ path: from.path, reason: "importDirCapped", kind: "cap", counts });
-      break;
+      return files;
     }
     add(ctx.sourceFile(join(resolved.real, entry.name), scope, "named"));
   }
+  // Its entries past the scan limit are not read: files may lie after the first entries by name.
+  const counts = { taken: listing.names.length, total: listing.total };
+  if (counts.taken < counts.total) rejected.push({ path: from.path, reason: "importScanCapped", kind: "cap", counts });
   return files;
 }
 
@@ -3026,14 +3036,19 @@ function ruleFolder(ctx: Discovery, place: RulePlace, parentKind: ParentKind): R
   const found: Array<{ dir: string; listing: ListingEntry }> = [];
   // A folder that cannot be listed now (EIO, EACCES) is unknown, not empty: the rest is read, and it again next time.
   const unreadable: string[] = [];
+  const suffixes = C.RULE_FILE_SUFFIXES[place.source];
+  const isRuleName = (name: string) => suffixes.some((suffix) => name.endsWith(suffix) && name.length > suffix.length);
   const walk = (dir: string, depth: number): void => {
     const listing = fsOr(null, () => ctx.listing(dir));
     if (listing === null) unreadable.push(dir);
-    if (!listing) return;
+    // A folder reached again through a link (a loop, a second link) is read once.
+    if (!listing || found.some((entry) => entry.listing === listing)) return;
     found.push({ dir, listing });
     for (const { name, kind } of depth < C.MAX_RULE_DEPTH ? sortedNames(listing) : []) {
-      if (kind === "dir" && !name.startsWith(".") && !ctx.options.ignoredDirs.has(name))
-        walk(join(dir, name), depth + 1);
+      // A link not named as a rule file is searched as a folder, as Claude Code follows links there, once the
+      // source policy lets it through.
+      const folder = kind === "dir" || (kind === "link" && !isRuleName(name));
+      if (folder && !name.startsWith(".") && !ctx.options.ignoredDirs.has(name)) walk(join(dir, name), depth + 1);
     }
   };
   walk(join(parentDir, C.RULE_DIRS[place.source][1]), 0);
@@ -3048,12 +3063,11 @@ function ruleFolder(ctx: Discovery, place: RulePlace, parentKind: ParentKind): R
     folder.rules.push(...(known?.rules ?? []).filter((rule) => isPathInside(dir, rule.candidate)));
     folder.rejected.push({ path: toDisplayPath(ctx.cwdReal, dir), reason: "unreadable", kind: "instruction" });
   }
-  const suffixes = C.RULE_FILE_SUFFIXES[place.source];
   for (const { dir, listing } of found) {
     noteScanCap(ctx, dir, listing, folder.rejected);
     for (const { name, kind } of sortedNames(listing)) {
       if (kind === "dir" || kind === "other" || name.startsWith(".")) continue;
-      if (!suffixes.some((suffix) => name.endsWith(suffix) && name.length > suffix.length)) continue;
+      if (!isRuleName(name)) continue;
       const candidate = join(dir, name);
       const rule = ruleAt(ctx, place, candidate);
       if (!("reason" in rule)) {

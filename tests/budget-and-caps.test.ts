@@ -70,6 +70,15 @@ const caps: Array<{ cap: string; spec: () => TreeSpec; line: RegExp }> = [
     },
     line: /^- \.claude\/rules was not loaded whole: .*scan limit.* 256 of 260 /m,
   },
+  {
+    cap: "the entries of an imported folder, whose files lie past its first entries by name",
+    spec: () => {
+      const spec: TreeSpec = { "pkg/AGENTS.md": "PKG @docs\n", "pkg/a.ts": "a\n", "pkg/docs/zz.md": "LAST DOC\n" };
+      for (let i = 0; i < 260; i++) spec[`pkg/docs/d${String(i).padStart(3, "0")}/x.txt`] = "x\n";
+      return spec;
+    },
+    line: /^- pkg\/AGENTS\.md was not loaded whole: .*scan limit \(256\).* 256 of 261 /m,
+  },
 ];
 
 test("the whole reminder stays within the budget and the file cap; what is left out is announced once and stays pending", () =>

@@ -188,3 +188,13 @@ test("on a filesystem that folds case, a skills folder spelled .Agents/skills is
       assert.match(reminderOf(result.content) ?? "", /deploy[^\n]*Ship the package/);
     },
   ));
+
+test("on a filesystem that folds case, a file found by two spellings of its name is one file, not one overriding the other", () =>
+  withTree({ "pkg/claude.md": "PKG-RULES\n", "pkg/x.ts": "x\n" }, async (tree) => {
+    const fs = caseInsensitive(tree.cwd);
+    const h = await loadRunner(tree, { hasUI: true, factories: [createLazyAgents({ fs, spawnGit: noGit })] });
+    assert.match(reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "", /PKG-RULES/);
+    h.notifications.length = 0;
+    await h.command("lazy-agents", "");
+    assert.doesNotMatch(h.notifications.join("\n"), /overridden/, "CLAUDE.md and CLAUDE.MD name the one claude.md");
+  }));

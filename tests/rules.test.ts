@@ -304,6 +304,29 @@ test("a rule folder or rule file that links out of cwd is refused", () =>
     assert.match(reminder, /\.github\/instructions\/leak\.instructions\.md was not loaded: a link that leads outside/);
   }));
 
+test("a linked folder inside a rule folder is searched like a folder, as Claude Code follows links there; one that leads out of cwd is not", () =>
+  twoTrees(
+    {
+      "src/a.ts": "a\n",
+      "shared/rules/linked.md": "LINKED-RULE\n",
+      ".claude/rules/shared": { link: "../../shared/rules" },
+      ".claude/rules/again": { link: "../../shared/rules" },
+      ".claude/rules/loop": { link: "." },
+      ".claude/rules/root.md": "ROOT-RULE\n",
+    },
+    async (tree, mode) => {
+      const outside = `${tree.root}/outside`;
+      mkdirSync(outside, { recursive: true });
+      writeFileSync(`${outside}/leak.md`, "OUTSIDE-RULE\n");
+      tree.link(".claude/rules/out", outside);
+      const h = await loadRunner(tree);
+      const reminder = reminderOf((await h.call("read", { path: "src/a.ts" })).content) ?? "";
+      assert.equal(countOccurrences(reminder, "LINKED-RULE"), 1, `${mode}: a folder linked twice is read once`);
+      assert.equal(countOccurrences(reminder, "ROOT-RULE"), 1, `${mode}: a link loop is cut`);
+      assert.doesNotMatch(reminder, /OUTSIDE-RULE/, mode);
+    },
+  ));
+
 test("a git-ignored rule folder is skipped, and named in /lazy-agents", () =>
   withTree({ "src/a.ts": "a\n", ".gitignore": ".cursor/\n" }, async (tree) => {
     execFileSync("git", ["init", "-q"], { cwd: tree.cwd });
