@@ -228,11 +228,6 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
   };
 }
 
-/** `next` of a value that may still be on its way: synchronous when it is already there. */
-function then<T, R>(value: T | Promise<T>, next: (value: T) => R): R | Promise<R> {
-  return value instanceof Promise ? value.then(next) : next(value);
-}
-
 async function commandReport(engine: LazyAgents, args: string, env: CallEnvironment): Promise<string> {
   try {
     const words = args.trim();
@@ -1260,20 +1255,27 @@ function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, 
     if (!discovery) return undefined;
     const input = offered(discovery);
     const warn = (text: string) => tell(ctx, text, "warning");
-    const checks = checksIn(discovery, state, checkBases(discovery, input.located));
-    const verdict = checkVerdict(state, matchingChecks(state, checks, input, warn), input.toolName !== undefined);
-    if (verdict && (verdict.action !== "ask" || !ctx.hasUI)) {
-      const warned = verdict.action === "warn";
-      tell(ctx, C.checkNotice(warned ? "warned" : "blocked", verdict.names), warned ? "info" : "warning");
-    }
-    return verdict;
+    const bases = checkBases(discovery, input.located);
+    const judge = (checks: Check[]) => {
+      const verdict = checkVerdict(state, matchingChecks(state, checks, input, warn), input.toolName !== undefined);
+      if (verdict && (verdict.action !== "ask" || !ctx.hasUI)) {
+        const warned = verdict.action === "warn";
+        tell(ctx, C.checkNotice(warned ? "warned" : "blocked", verdict.names), warned ? "info" : "warning");
+      }
+      return verdict;
+    };
+    discovery.gitAnswers.wanted.clear();
+    const checks = checksIn(discovery, state, bases);
+    // A linked `.claude` is read once git has said whether it ignores where the link leads.
+    const answers = askGit(discovery, engine.git, [...discovery.gitAnswers.wanted]);
+    return answers ? answers.then(() => judge(checksIn(discovery, state, bases))) : judge(checks);
   };
 
   pi.on("tool_call", (event, ctx) =>
     safely(ctx, () => {
       const { toolName, toolCallId } = event;
       if (toolName !== "bash" && toolName !== "edit" && toolName !== "write") return undefined;
-      const verdict = verdictFor(ctx, (discovery) => {
+      const verdicts = verdictFor(ctx, (discovery) => {
         const input = event.input as Record<string, unknown>;
         const target = toolName === "bash" ? undefined : resolveToolPath(input.path, ctx.cwd);
         const located = target === undefined ? undefined : locateChain(discovery, target, false);
@@ -1285,14 +1287,16 @@ function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, 
         const fields = { ...checkFields(toolName, input, rel), ...Object.fromEntries(own) };
         return { event: toolName === "bash" ? "bash" : "file", toolName, fields, located };
       });
-      if (verdict?.action === "warn") state.pending.set(toolCallId, verdict.text);
-      if (!verdict || verdict.action === "warn") return undefined;
-      const blocked = { block: true as const, reason: verdict.text };
-      if (verdict.action === "block" || !ctx.hasUI) return blocked;
-      // The user may take a while: delivery locates the call again once they answer.
-      state.located = undefined;
-      const question = C.checkNotice("asked", verdict.names);
-      return ctx.ui.confirm(C.CHECK_CONFIRM_TITLE, question).then((allowed) => (allowed ? undefined : blocked));
+      return then(verdicts, (verdict) => {
+        if (verdict?.action === "warn") state.pending.set(toolCallId, verdict.text);
+        if (!verdict || verdict.action === "warn") return undefined;
+        const blocked = { block: true as const, reason: verdict.text };
+        if (verdict.action === "block" || !ctx.hasUI) return blocked;
+        // The user may take a while: delivery locates the call again once they answer.
+        state.located = undefined;
+        const question = C.checkNotice("asked", verdict.names);
+        return ctx.ui.confirm(C.CHECK_CONFIRM_TITLE, question).then((allowed) => (allowed ? undefined : blocked));
+      });
     }),
   );
 
@@ -1310,10 +1314,14 @@ function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, 
     safely(ctx, () => {
       state.continued = false;
       const fields = { prompt: [event.text], user_prompt: [event.text] };
-      const verdict = verdictFor(ctx, () => ({ event: "prompt", fields }));
-      if (!verdict) return undefined;
-      if (verdict.action === "block") return { action: "handled" as const };
-      return { action: "transform" as const, text: `${event.text}\n\n${verdict.text}`, images: event.images };
+      return then(
+        verdictFor(ctx, () => ({ event: "prompt", fields })),
+        (verdict) => {
+          if (!verdict) return undefined;
+          if (verdict.action === "block") return { action: "handled" as const };
+          return { action: "transform" as const, text: `${event.text}\n\n${verdict.text}`, images: event.images };
+        },
+      );
     }),
   );
 
@@ -1322,11 +1330,15 @@ function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, 
     safely(ctx, () => {
       if (state.continued || event.outcome !== "completed") return undefined;
       const fields = { transcript: [transcriptOf(event.context.llmMessages)], reason: [""] };
-      const verdict = verdictFor(ctx, () => ({ event: "stop", fields }));
-      if (verdict?.action !== "block") return undefined;
-      state.continued = true;
-      const message = { type: "custom_message" as const, customType: C.CHECK_MESSAGE_TYPE, display: true };
-      return { entries: [...event.entries, { ...message, content: verdict.text }], continue: true };
+      return then(
+        verdictFor(ctx, () => ({ event: "stop", fields })),
+        (verdict) => {
+          if (verdict?.action !== "block" || state.continued) return undefined;
+          state.continued = true;
+          const message = { type: "custom_message" as const, customType: C.CHECK_MESSAGE_TYPE, display: true };
+          return { entries: [...event.entries, { ...message, content: verdict.text }], continue: true };
+        },
+      );
     }),
   );
 }
@@ -3842,6 +3854,11 @@ function turnNotice(records: LedgerRecord[]): string | undefined {
 
 // =============================================================================================
 // 10. Pure path and text helpers. Containment is `path.relative` plus an exact `..` test on real paths.
+
+/** `next` of a value that may still be on its way: synchronous when it is already there. */
+function then<T, R>(value: T | Promise<T>, next: (value: T) => R): R | Promise<Awaited<R>> {
+  return value instanceof Promise ? (value.then(next) as Promise<Awaited<R>>) : next(value);
+}
 
 /** A JSON object: what settings, records and details must be before their keys are read. */
 function isObject(value: unknown): value is Record<string, unknown> {

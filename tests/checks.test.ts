@@ -8,6 +8,7 @@ import {
   countOccurrences,
   EXTENSION_PATH,
   finalTurn,
+  loadRunner,
   persistedToolResults,
   startSession,
   textOf,
@@ -670,3 +671,20 @@ both(
     assert.deepEqual([run.results[0]!.isError, existsSync(tree.abs("a.ts"))], [true, false], "held before it ran");
   },
 );
+
+for (const rules of [true, false]) {
+  test(`rules in a .claude linked inside cwd block from the first call, in a plain folder and under git init (rules ${rules ? "on" : "off"})`, () =>
+    twoTrees(
+      {
+        "shared/claude/hookify.no-rm.local.md":
+          "---\nname: no-rm\nenabled: true\nevent: bash\npattern: rm\\s+-rf\naction: block\n---\nNo rm.\n",
+        ".claude": { link: "shared/claude" },
+        "x.txt": "x",
+      },
+      async (tree, mode) => {
+        const h = await loadRunner(tree, { projectSettings: { lazyAgents: { rules } } });
+        for (const call of ["first", "second"])
+          assert.equal((await h.call("bash", { command: "rm -rf nothing-here" })).blocked, true, `${mode}: ${call}`);
+      },
+    ));
+}
