@@ -1063,9 +1063,9 @@ function checkBases(discovery: Discovery, located: Located | undefined): CheckBa
 function checksIn(discovery: Discovery, state: CheckState, bases: CheckBase[]): Check[] {
   const checks: Check[] = [];
   for (const { dir, scope, stats } of bases) {
-    const claude = join(dir, C.CHECK_DIR_NAME);
     // Most folders hold no `.claude`: the folder's entry, kept while its signature stands, says so for no call.
     const holds = stats === undefined || discovery.directoryEntry(dir, stats)?.homes.get(C.CHECK_DIR_NAME) !== "none";
+    const claude = holds ? join(dir, C.CHECK_DIR_NAME) : "";
     const listing = holds ? fsOr(undefined, () => discovery.listing(claude)) : undefined;
     if (listing) state.scopes.add(scope);
     else state.scopes.delete(scope);
