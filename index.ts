@@ -3918,7 +3918,6 @@ export function cutUtf8(text: string, maxBytes: number): string {
 }
 
 const FENCE = /^\s{0,3}(`{3,}|~{3,})/;
-const INLINE_CODE = /(`+)[^`]*?\1/g;
 const IMPORT_TOKEN = /(?:^|[\s([])@((?:\.{1,2}\/|[\w-])[^\s)\]`'"<>,;]*)/g;
 
 // Exported for tests: a table test of `@path` tokens.
@@ -3935,12 +3934,37 @@ export function importTokens(text: string): string[] {
       continue;
     }
     if (fence !== undefined) continue;
-    for (const match of line.replace(INLINE_CODE, " ").matchAll(IMPORT_TOKEN)) {
+    for (const match of withoutCodeSpans(line).matchAll(IMPORT_TOKEN)) {
       const token = match[1]!.replace(/[.:!?]+$/, "");
       if (token !== "" && !tokens.includes(token)) tokens.push(token);
     }
   }
   return tokens;
+}
+
+/**
+ * A line with its code spans as spaces. As in CommonMark, a span opens with a run of backticks and
+ * closes with the next run of the same length; an opener with none is text. Linear: each run's
+ * closer is found in one pass from the end.
+ */
+function withoutCodeSpans(line: string): string {
+  if (!line.includes("`")) return line;
+  const runs = [...line.matchAll(/`+/g)].map((run) => ({ at: run.index, length: run[0].length, close: -1 }));
+  const last = new Map<number, number>();
+  for (let i = runs.length - 1; i >= 0; i--) {
+    runs[i]!.close = last.get(runs[i]!.length) ?? -1;
+    last.set(runs[i]!.length, i);
+  }
+  let text = "";
+  let from = 0;
+  for (let open = 0; open < runs.length; open++) {
+    const { at, length, close } = runs[open]!;
+    if (close < 0) continue;
+    text += `${line.slice(from, at)} `;
+    from = runs[close]!.at + length;
+    open = close;
+  }
+  return text + line.slice(from);
 }
 
 function versionOf(text: string): string {
