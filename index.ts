@@ -2588,12 +2588,14 @@ function importedFiles(ctx: Discovery, from: InstructionFile, target: string, sc
   if (!listing) return files;
   for (const entry of sortedNames(listing)) {
     if (entry.name.startsWith(".") || (entry.kind !== "file" && entry.kind !== "link")) continue;
-    if (files.length >= C.MAX_IMPORT_DIR_FILES) {
+    const file = ctx.sourceFile(join(resolved.real, entry.name), scope, "named");
+    // The cap hides only a file that would be taken: those past it that are refused are told as refused.
+    if (files.length >= C.MAX_IMPORT_DIR_FILES && !("reason" in file)) {
       const counts = { taken: files.length, total: listing.total };
       rejected.push({ path: from.path, reason: "importDirCapped", kind: "cap", counts });
       return files;
     }
-    add(ctx.sourceFile(join(resolved.real, entry.name), scope, "named"));
+    add(file);
   }
   // Its entries past the scan limit are not read: files may lie after the first entries by name.
   const counts = { taken: listing.names.length, total: listing.total };
