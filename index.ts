@@ -2684,13 +2684,13 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
   const paths = new Set<string>();
   const reject = (path: string, reason: C.Reason, kind: Rejection["kind"] = "skill") =>
     rejected.push({ path, reason, kind });
-  /** Adds the skill a file in the folder `prefix` names defines; false when the file is not there. */
+  /** Adds the skill a file in the folder `prefix` names defines; false when no regular file is there, as Pi takes it. */
   const addSkill = (candidate: string, declared: boolean, prefix: string): boolean => {
     const file = ctx.sourceFile(candidate, link.scope);
     if ("reason" in file) {
       if (file.reason !== "skip" && file.reason !== "held")
         reject(toDisplayPath(ctx.cwdReal, file.real ?? candidate), file.reason);
-      return file.reason !== "skip";
+      return file.reason !== "skip" && file.reason !== "notRegular";
     }
     const entry = ctx.files.peek(file.realPath)!;
     // Pi names a skill without a name by its folder as walked, a linked one too: not by where the link leads.
