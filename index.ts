@@ -1774,9 +1774,27 @@ function planRules(ledger: Ledger, plan: DeliveryPlan, { discovery, views, touch
     }
     const entries: Array<{ file: InstructionFile; importedBy?: string }> = [{ file: rule.body }];
     if (rule.source === "claude" && options.imports) {
-      const rejected: Rejection[] = [];
+      const [rejected, held]: [Rejection[], number] = [[], discovery.held];
       entries.push(...importsOf(discovery, rule.loaded, rule.base, rejected));
       planSkips(ledger, plan, rejected);
+      // Of this rule's imports the model holds, one its unchanged importer no longer imports is gone for every
+      // importer, and its own imports with it; not while git has yet to answer or a file could not be read.
+      if (discovery.held === held && !rejected.some(({ reason }) => reason === "unreadable")) {
+        const offered = new Map(entries.map(({ file }) => [file.path, file.version]));
+        const [mine, gone] = [new Set([rule.path]), new Set<string>()];
+        for (let size = 0; size !== mine.size;) {
+          size = mine.size;
+          for (const path of ledger.byScope.rule.get(rule.dir) ?? []) {
+            const by = ledger.get("rule", path)?.importedBy;
+            if (by === undefined || !mine.has(by) || mine.has(path)) continue;
+            mine.add(path);
+            const unchanged = offered.get(by) === ledger.get("rule", by)?.version;
+            if (!offered.has(path) && (gone.has(by) || unchanged)) gone.add(path);
+          }
+        }
+        const told = new Set(plan.record.retractedRules?.map(({ path }) => path));
+        for (const path of gone) if (!told.has(path)) (plan.record.retractedRules ??= []).push({ path, dir: rule.dir });
+      }
     }
     for (const { file, importedBy } of entries) {
       const { path, version, bytes } = file;
