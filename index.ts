@@ -1774,9 +1774,27 @@ function planRules(ledger: Ledger, plan: DeliveryPlan, { discovery, views, touch
     }
     const entries: Array<{ file: InstructionFile; importedBy?: string }> = [{ file: rule.body }];
     if (rule.source === "claude" && options.imports) {
-      const rejected: Rejection[] = [];
+      const [rejected, held]: [Rejection[], number] = [[], discovery.held];
       entries.push(...importsOf(discovery, rule.loaded, rule.base, rejected));
       planSkips(ledger, plan, rejected);
+      // Of this rule's imports the model holds, one its unchanged importer no longer imports is gone for every
+      // importer, and its own imports with it; not while git has yet to answer or a file could not be read.
+      if (discovery.held === held && !rejected.some(({ reason }) => reason === "unreadable")) {
+        const offered = new Map(entries.map(({ file }) => [file.path, file.version]));
+        const [mine, gone] = [new Set([rule.path]), new Set<string>()];
+        for (let size = 0; size !== mine.size;) {
+          size = mine.size;
+          for (const path of ledger.byScope.rule.get(rule.dir) ?? []) {
+            const by = ledger.get("rule", path)?.importedBy;
+            if (by === undefined || !mine.has(by) || mine.has(path)) continue;
+            mine.add(path);
+            const unchanged = offered.get(by) === ledger.get("rule", by)?.version;
+            if (!offered.has(path) && (gone.has(by) || unchanged)) gone.add(path);
+          }
+        }
+        const told = new Set(plan.record.retractedRules?.map(({ path }) => path));
+        for (const path of gone) if (!told.has(path)) (plan.record.retractedRules ??= []).push({ path, dir: rule.dir });
+      }
     }
     for (const { file, importedBy } of entries) {
       const { path, version, bytes } = file;
@@ -2588,12 +2606,14 @@ function importedFiles(ctx: Discovery, from: InstructionFile, target: string, sc
   if (!listing) return files;
   for (const entry of sortedNames(listing)) {
     if (entry.name.startsWith(".") || (entry.kind !== "file" && entry.kind !== "link")) continue;
-    if (files.length >= C.MAX_IMPORT_DIR_FILES) {
+    const file = ctx.sourceFile(join(resolved.real, entry.name), scope, "named");
+    // The cap hides only a file that would be taken: those past it that are refused are told as refused.
+    if (files.length >= C.MAX_IMPORT_DIR_FILES && !("reason" in file)) {
       const counts = { taken: files.length, total: listing.total };
       rejected.push({ path: from.path, reason: "importDirCapped", kind: "cap", counts });
       return files;
     }
-    add(ctx.sourceFile(join(resolved.real, entry.name), scope, "named"));
+    add(file);
   }
   // Its entries past the scan limit are not read: files may lie after the first entries by name.
   const counts = { taken: listing.names.length, total: listing.total };
@@ -2682,13 +2702,13 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
   const paths = new Set<string>();
   const reject = (path: string, reason: C.Reason, kind: Rejection["kind"] = "skill") =>
     rejected.push({ path, reason, kind });
-  /** Adds the skill a file in the folder `prefix` names defines; false when the file is not there. */
+  /** Adds the skill a file in the folder `prefix` names defines; false when no regular file is there, as Pi takes it. */
   const addSkill = (candidate: string, declared: boolean, prefix: string): boolean => {
     const file = ctx.sourceFile(candidate, link.scope);
     if ("reason" in file) {
       if (file.reason !== "skip" && file.reason !== "held")
         reject(toDisplayPath(ctx.cwdReal, file.real ?? candidate), file.reason);
-      return file.reason !== "skip";
+      return file.reason !== "skip" && file.reason !== "notRegular";
     }
     const entry = ctx.files.peek(file.realPath)!;
     // Pi names a skill without a name by its folder as walked, a linked one too: not by where the link leads.
@@ -3918,7 +3938,6 @@ export function cutUtf8(text: string, maxBytes: number): string {
 }
 
 const FENCE = /^\s{0,3}(`{3,}|~{3,})/;
-const INLINE_CODE = /(`+)[^`]*?\1/g;
 const IMPORT_TOKEN = /(?:^|[\s([])@((?:\.{1,2}\/|[\w-])[^\s)\]`'"<>,;]*)/g;
 
 // Exported for tests: a table test of `@path` tokens.
@@ -3935,12 +3954,37 @@ export function importTokens(text: string): string[] {
       continue;
     }
     if (fence !== undefined) continue;
-    for (const match of line.replace(INLINE_CODE, " ").matchAll(IMPORT_TOKEN)) {
+    for (const match of withoutCodeSpans(line).matchAll(IMPORT_TOKEN)) {
       const token = match[1]!.replace(/[.:!?]+$/, "");
       if (token !== "" && !tokens.includes(token)) tokens.push(token);
     }
   }
   return tokens;
+}
+
+/**
+ * A line with its code spans as spaces. As in CommonMark, a span opens with a run of backticks and
+ * closes with the next run of the same length; an opener with none is text. Linear: each run's
+ * closer is found in one pass from the end.
+ */
+function withoutCodeSpans(line: string): string {
+  if (!line.includes("`")) return line;
+  const runs = [...line.matchAll(/`+/g)].map((run) => ({ at: run.index, length: run[0].length, close: -1 }));
+  const last = new Map<number, number>();
+  for (let i = runs.length - 1; i >= 0; i--) {
+    runs[i]!.close = last.get(runs[i]!.length) ?? -1;
+    last.set(runs[i]!.length, i);
+  }
+  let text = "";
+  let from = 0;
+  for (let open = 0; open < runs.length; open++) {
+    const { at, length, close } = runs[open]!;
+    if (close < 0) continue;
+    text += `${line.slice(from, at)} `;
+    from = runs[close]!.at + length;
+    open = close;
+  }
+  return text + line.slice(from);
 }
 
 function versionOf(text: string): string {

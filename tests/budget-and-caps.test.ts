@@ -243,3 +243,16 @@ test("a reminder that the file cap cuts, well within its byte budget, does not s
     assert.match(line, /^To stay within its size and file limits, /, mode);
   });
 });
+
+test("a folder import whose files past the 32nd would all be refused announces no cap: it hides nothing", () => {
+  const spec: TreeSpec = { "pkg/AGENTS.md": "PKG @docs\n", "pkg/a.ts": "a\n" };
+  for (let i = 0; i < 32; i++) spec[`pkg/docs/d${String(i).padStart(2, "0")}.md`] = `DOC ${i}\n`;
+  spec["pkg/docs/zz.md"] = new Uint8Array([0xff, 0xfe, 0x41]);
+  return twoTrees(spec, async (tree, mode) => {
+    const h = await loadRunner(tree);
+    const reminder = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
+    assert.match(reminder, /DOC 30\n/, mode);
+    assert.doesNotMatch(reminder, /import limit/, mode);
+    assert.match(reminder, /an import in pkg\/AGENTS\.md was not loaded: not valid UTF-8/, mode);
+  });
+});

@@ -474,3 +474,15 @@ test(`an import two files share is withdrawn once it is deleted, though the othe
     assert.match(reminder, /docs\/x\.md no longer applies/);
   });
 });
+
+test("import tokens: a code span closes only with a backtick run of its own length", () => {
+  const table: Array<[string, string[]]> = [
+    ["`` a @in/span.md ` b ``", []],
+    ["``` x @in/three.md `` y ```", []],
+    ["`unclosed @out/a.md", ["out/a.md"]],
+    ["`` x ` @out/b.md", ["out/b.md"]],
+    ["`a` @out/c.md `b`", ["out/c.md"]],
+    ["`` @out/d.md ` ``` x", ["out/d.md"]],
+  ];
+  for (const [text, expected] of table) assert.deepEqual(importTokens(text), expected, text);
+});

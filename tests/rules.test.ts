@@ -851,3 +851,35 @@ test("/lazy-agents why <path> directly in cwd does not say only Pi's AGENTS.md a
       assert.match(h.notifications.at(-1)!, /It lies directly in cwd: only Pi's own AGENTS\.md applies there\./);
     },
   ));
+
+test("a deleted import of a Claude rule that stays is withdrawn; an import another rule shares stays", () =>
+  twoTrees(
+    {
+      ".claude/rules/api.md": rule('paths: "src/**"', "API-RULE\nSee @../../docs/one.md and @../../docs/shared.md"),
+      ".claude/rules/web.md": rule('paths: "src/**"', "WEB-RULE\nSee @../../docs/shared.md"),
+      "docs/one.md": "RULE-IMPORT-ONE",
+      "docs/shared.md": "RULE-IMPORT-SHARED",
+      "src/a.ts": "a\n",
+      "src/b.ts": "b\n",
+    },
+    async (tree, mode) => {
+      const h = await loadRunner(tree, { hasUI: true });
+      const first = reminderOf((await h.call("read", { path: "src/a.ts" })).content) ?? "";
+      assert.match(first, /RULE-IMPORT-ONE[^]*RULE-IMPORT-SHARED/, mode);
+      rmSync(tree.abs("docs/one.md"));
+      const reminder = reminderOf((await h.call("read", { path: "src/b.ts" })).content) ?? "";
+      assert.match(reminder, /docs\/one\.md no longer applies/, mode);
+      assert.doesNotMatch(reminder, /shared\.md no longer applies|api\.md no longer applies/, mode);
+      await h.command("lazy-agents", "");
+      assert.match(h.notifications.at(-1)!, /docs\/one\.md +retracted/, mode);
+      assert.match(
+        h.notifications.at(-1)!,
+        /Delivered in this context: 3 rules\./,
+        `${mode}: the two rules and shared.md`,
+      );
+      tree.write(".claude/rules/api.md", rule('paths: "src/**"', "API-RULE-2"));
+      const edited = reminderOf((await h.call("read", { path: "src/a.ts" })).content) ?? "";
+      assert.match(edited, /API-RULE-2/, mode);
+      assert.doesNotMatch(edited, /shared\.md no longer applies/, `${mode}: web.md still imports it`);
+    },
+  ));

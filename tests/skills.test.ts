@@ -2,6 +2,7 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { utimesSync } from "node:fs";
 import { relative } from "node:path";
 import { DefaultResourceLoader, SettingsManager } from "@earendil-works/pi-coding-agent";
@@ -499,5 +500,18 @@ test("a skill reached through a link is named by the folder it is listed in, as 
       const names = [...reminder.matchAll(/^- (\S+)/gm)].map(([, name]) => name).sort();
       assert.equal(pi.length, 2, `${mode}: Pi lists the linked folder once`);
       assert.deepEqual(names, pi, `${mode}: the names Pi gives`);
+    },
+  ));
+
+test("a SKILL.md that is not a regular file makes no skill of its folder: its subfolders are searched, as Pi does", () =>
+  twoTrees(
+    { "pkg/a.ts": "a\n", "pkg/.agents/skills/group/sub/SKILL.md": skill("sub", "Below a FIFO") },
+    async (tree, mode) => {
+      execFileSync("mkfifo", [tree.abs("pkg/.agents/skills/group/SKILL.md")]);
+      const pi = (await piSkills(tree)).listed.map((listed) => listed.name);
+      assert.deepEqual(pi, ["sub"], `${mode}: Pi goes on below the FIFO`);
+      const h = await loadRunner(tree);
+      const reminder = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
+      assert.match(reminder, /^- sub: Below a FIFO/m, mode);
     },
   ));
