@@ -733,15 +733,20 @@ export class LazyAgents {
 
   /** What of an instruction file or an import the tool's own output already shows the model. */
   private shownByTool(call: PendingCall, event: ToolResultEvent, views: DirectoryView[]): Shown {
-    // A read is judged by its name alone (its real path would cost every read a call); a write, when a view
-    // offers an instruction file, also by where it leads.
+    // A write, when a view offers an instruction file, is judged also by where it leads.
     const writes = call.toolName === "write" && views.some((view) => view.file) ? this.writesOf(call) : call.writes;
     const named = writes !== undefined || this.options.fileNames.includes(basename(call.target));
-    // Another read's target is resolved only when the chain imports something.
-    const imports = !named && call.toolName === "read" && views.some((view) => view.imports.length > 0);
-    const target = named || imports ? this.discovery?.realpathOrUndefined(call.target) : undefined;
-    const imported = imports && views.some((view) => view.imports.some(({ file }) => file.realPath === target));
-    if (target === undefined || !(named || imported)) return {};
+    // A read named otherwise may show one through a link (`NOTES.md -> AGENTS.md`) or be an import: its target is
+    // resolved only when the chain imports something or offers a file the model lacks (and the target is inside cwd
+    // by its text, where a name lookup stays), so a warm read costs no call.
+    const lacks = (file?: InstructionFile) => !!file && this.ledger.get("file", file.path)?.version !== file.version;
+    const inside = () => this.discovery !== undefined && mayBeInside(this.discovery, call.target);
+    const look =
+      !named && call.toolName === "read" && views.some((v) => v.imports.length > 0 || (lacks(v.file) && inside()));
+    const target = named || look ? this.discovery?.realpathOrUndefined(call.target) : undefined;
+    const files = (view: DirectoryView) => [view.file, ...view.imports.map(({ file }) => file)];
+    const shows = look && views.some((view) => files(view).some((file) => file?.realPath === target));
+    if (target === undefined || !(named || shows)) return {};
     // A failed write showed nothing: the file on disk is still the one the model lacks.
     if (call.toolName === "write") return event.isError ? {} : { shownWhole: target };
     if (!isReadToolResult(event)) return {};

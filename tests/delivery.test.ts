@@ -251,3 +251,18 @@ test("a tool result's structured content stays as the tool gave it when the remi
     assert.match(reminderOf(result.content ?? []) ?? "", /COMPONENT-RULES/);
     assert.deepEqual(result.structuredContent, structuredContent);
   }));
+
+test("a read through a link named otherwise is judged as a read of the file it shows, in part or whole", () =>
+  twoTrees({ "pkg/AGENTS.md": "L1\nL2\n", "pkg/NOTES.md": { link: "AGENTS.md" }, "pkg/a.ts": "a\n" }, async (tree) => {
+    const h = await loadRunner(tree);
+    const partial = await h.call("read", { path: "pkg/NOTES.md", limit: 1 });
+    assert.deepEqual(partial.content, partial.original, "a partial read neither counts nor is followed by the file");
+    const whole = await h.call("read", { path: "pkg/NOTES.md" });
+    assert.deepEqual(whole.content, whole.original, "the read shows the file: no second copy");
+    assert.deepEqual(
+      recordOf(whole.details)?.files.map((file) => `${file.path} ${file.via}`),
+      ["pkg/AGENTS.md read"],
+    );
+    const next = await h.call("read", { path: "pkg/a.ts" });
+    assert.deepEqual(next.content, next.original, "delivered by the read");
+  }));

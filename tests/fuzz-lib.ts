@@ -737,6 +737,7 @@ function expectFor(s: Session, played: Played): ExpectedRecord {
   if (call.tool === "read" && result.isError) return empty;
   let views = played.viewsBefore;
   let instructionTarget = played.instructionTargetBefore;
+  if (call.tool === "read") instructionTarget ??= s.model.readThrough(target, views);
   // A call's chain is viewed at its result: an edit or write, also through a link, is judged by the files and
   // folders as it left them, the folders it created included.
   if (call.tool !== "read") {

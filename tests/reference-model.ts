@@ -9,7 +9,7 @@
 // boundary, symlinks (a link leads to no ignored folder and no dot name but a source's home), the size and UTF-8
 // rules, text normalization, ignored folders, activation (reads only on success), once per
 // version, changes (supersedes), deletions (one withdrawal), reading or writing the file itself
-// (a write that failed shows nothing of it), skills (name, description, location; withdrawal) and
+// (a write that failed shows nothing of it; a read through a link named otherwise: `readThrough`), skills (name, description, location; withdrawal) and
 // the compaction rule (rebuild from the records still in context), and explanations (each of the
 // two sections, files and skills, is explained in full while no explanation of it is in context).
 //
@@ -412,6 +412,18 @@ export class ReferenceModel {
     const real = written ? tryRealpath(target) : undefined;
     const inside = real !== undefined && real !== this.cwd && insideOrSame(this.cwd, real);
     return inside && NAMES.includes(basename(real)) ? real : undefined;
+  }
+
+  /**
+   * The real path of the file a view offers that a read named otherwise shows through a link (`NOTES.md ->
+   * AGENTS.md`). Judged only while a view offers a file the LLM lacks and the target lies inside cwd by its text:
+   * the extension's cost rule, so that a warm read costs no call.
+   */
+  readThrough(target: string, views: ModelView[]): string | undefined {
+    if (NAMES.includes(basename(target)) || !insideOrSame(this.cwd, target)) return undefined;
+    if (!views.some(({ file }) => file && this.held.get(file.path)?.version !== file.version)) return undefined;
+    const real = tryRealpath(target);
+    return views.some(({ file }) => file?.real === real) ? real : undefined;
   }
 
   /** What one activation should deliver, given what the LLM holds now. */
