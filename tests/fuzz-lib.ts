@@ -1126,9 +1126,11 @@ export async function runCase(c: Case, options: RunOptions = {}): Promise<Failur
       onEngine: (e) => {
         engine = e;
         const original = e.onToolResult.bind(e);
+        // The order the results were planned in: one that waits for git is planned when its answer comes.
         e.onToolResult = (event) => {
-          order.push(event.toolCallId);
-          return original(event);
+          const result = original(event);
+          if (!(result instanceof Promise)) order.push(event.toolCallId);
+          return result instanceof Promise ? result.finally(() => order.push(event.toolCallId)) : result;
         };
       },
     });
