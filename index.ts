@@ -882,12 +882,12 @@ function touchedPath(discovery: Discovery, target: string, cwd: string): string 
 }
 
 // =============================================================================================
-// 2b. Checks (hookify). Claude Code's hookify rules (`.claude/hookify.<name>.local.md`), read with hookify's own
-// parser and applied with its fields, operators and precedence in Pi's events: tool_call of bash, edit and write;
-// input (prompt); agent_before_settle (stop). A folder's `.claude` governs the paths inside it. A warm call stats
-// cwd's `.claude`, each rule folder and rule file, and reads nothing: an edit or write locates its chain for
-// delivery too, and the chain's folder entries tell which folders hold a `.claude`. Regexes that could run away
-// share one time bound in `node:vm`.
+// 2b. Checks (hookify). Claude Code's hookify rules (`.claude/hookify.<name>.local.md`), read with hookify's own parser
+// and applied with its fields, operators and precedence in Pi's events: tool_call of bash, edit, write and read
+// (hookify's PreToolUse meets every tool; a read offers its path); input (prompt); agent_before_settle (stop). A
+// folder's `.claude` governs the paths inside it. A warm call stats cwd's `.claude`, each rule folder and rule file,
+// and reads nothing: an edit, write or read locates its chain for delivery too, and the chain's folder entries tell
+// which folders hold a `.claude`. Regexes that could run away share one time bound in `node:vm`.
 
 type CheckCondition = { field: string; operator: string; pattern: string; regex?: RegExp };
 
@@ -916,7 +916,7 @@ export class CheckState {
   readonly pending = new Map<string, string>();
   /** Whether a stop was sent back since the last prompt. */
   continued = false;
-  /** The last edit or write the checks located, for delivery to take instead of locating it again. */
+  /** The last edit, write or read the checks located, for delivery to take instead of locating it again. */
   located?: { id: string; located: Located };
 }
 
@@ -1201,17 +1201,20 @@ function checkVerdict(state: CheckState, matched: Check[], toolCall: boolean) {
 }
 
 // Exported for tests: the table of the field mapping.
-/** The fields hookify names, from a bash, edit or write call's input (`rel`: its path from cwd). */
+/** The fields hookify names, from a bash, edit, write or read call's input (`rel`: its path from cwd). */
 export function checkFields(toolName: string, input: Record<string, unknown>, rel?: string): Record<string, string[]> {
   const text = (value: unknown) => (typeof value === "string" ? value : "");
   if (toolName === "bash") return { command: [text(input.command)] };
   const given = text(input.path);
+  const file_path = rel === undefined || rel === given ? [given] : [given, rel];
+  // hookify's Read has no new_string or old_string: a rule on them meets no read.
+  if (toolName === "read") return { file_path };
   const edits = Array.isArray(input.edits) ? (input.edits as unknown[]) : [input];
   const joined = (key: string) => edits.map((edit) => text((edit as Record<string, unknown> | null)?.[key])).join(" ");
   const content = toolName === "write" ? text(input.content) : joined("newText");
   const oldText = toolName === "write" ? "" : joined("oldText");
   return {
-    file_path: rel === undefined || rel === given ? [given] : [given, rel],
+    file_path,
     new_text: [content],
     new_string: [content],
     content: [content],
@@ -1274,10 +1277,12 @@ function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, 
   pi.on("tool_call", (event, ctx) =>
     safely(ctx, () => {
       const { toolName, toolCallId } = event;
-      if (toolName !== "bash" && toolName !== "edit" && toolName !== "write") return undefined;
+      if (!["bash", "edit", "write", "read"].includes(toolName)) return undefined;
       const verdicts = verdictFor(ctx, (discovery) => {
         const input = event.input as Record<string, unknown>;
-        const target = toolName === "bash" ? undefined : resolveToolPath(input.path, ctx.cwd);
+        // A read's path as delivery resolves it, so that delivery can take the chain located here.
+        const fallback = toolName === "read" ? discovery.readFallback : undefined;
+        const target = toolName === "bash" ? undefined : resolveToolPath(input.path, ctx.cwd, fallback);
         const located = target === undefined ? undefined : locateChain(discovery, target, false);
         if (located) state.located = { id: toolCallId, located };
         const rel = target === undefined ? undefined : touchedPath(discovery, target, ctx.cwd);

@@ -688,3 +688,31 @@ for (const rules of [true, false]) {
       },
     ));
 }
+
+// hookify's PreToolUse hook runs for every tool: a Read call meets the rules whose conditions name fields it has.
+both(
+  "a file rule on the path blocks a read of .env, as hookify's PreToolUse checks Read; a rule on new_text never does",
+  {
+    ".claude/hookify.env.local.md": rule(
+      "name: no-env-read\nevent: file\naction: block\nconditions:\n  - field: file_path\n    operator: regex_match\n    pattern: \\.env$",
+      "NO-ENV",
+    ),
+    ".claude/hookify.text.local.md": rule("name: no-secret\nevent: file\npattern: SECRET\naction: block", "NO-SECRET"),
+    "config/.env": "SECRET=1\n",
+    "notes.txt": "SECRET here\n",
+  },
+  async (tree) => {
+    const run = await play(tree, [
+      toolTurn(["read", { path: "config/.env" }]),
+      toolTurn(["read", { path: "notes.txt" }]),
+      finalTurn(),
+    ]);
+    const [env, notes] = run.results;
+    assert.equal(env!.isError, true, "the read of .env was blocked");
+    assert.match(textOf(env!.content), /\*\*\[no-env-read\]\*\*\nNO-ENV/);
+    assert.doesNotMatch(textOf(env!.content), /SECRET=1/);
+    assert.equal(notes!.isError, false, "a read offers no new_text");
+    assert.match(textOf(notes!.content), /SECRET here/);
+    assert.doesNotMatch(textOf(notes!.content), /NO-SECRET/);
+  },
+);
