@@ -998,8 +998,10 @@ export function hookifyRegex(pattern: string): RegExp | undefined {
   // Escapes and classes are tokens of their own, so a `$` in them stays a dollar.
   const source = pattern
     .slice(inline?.[0].length ?? 0)
-    .replace(/\\[^]|\[(?:\\[^]|[^\\\]])*\]|\(\?P<|\(\?P=(\w+)\)|\$/g, (token, name?: string) => {
+    .replace(/\\[^]|\[(?:\\[^]|[^\\\]])*\]|\(\?P<|\(\?P=(\w+)\)|\$|\./g, (token, name?: string) => {
       if (name !== undefined) return `\\k<${name}>`;
+      // Python's `.` stops only at a newline; JavaScript's also at `\r`, U+2028 and U+2029.
+      if (token === ".") return flags.includes("s") ? token : "[^\\n]";
       // With re.M, `$` reads as JavaScript's.
       return (token === "$" && flags.includes("m") ? token : PYTHON_REGEX_TOKENS[token]) ?? token;
     });

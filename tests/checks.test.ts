@@ -716,3 +716,18 @@ both(
     assert.doesNotMatch(textOf(notes!.content), /NO-SECRET/);
   },
 );
+
+// Python's `.` (without re.S) stops only at `\n`; JavaScript's also at `\r`, U+2028 and U+2029, which bash takes
+// as word text.
+both(
+  "a pattern's . matches a carriage return, as in Python: a block rule on rm.*-rf stops rm with a \\r in a word",
+  { ".claude/hookify.rm.local.md": rule("name: no-rm\nevent: bash\npattern: rm.*-rf\naction: block"), "keep/a": "a" },
+  async (tree) => {
+    const run = await play(tree, [toolTurn(["bash", { command: "rm x\r -rf keep" }]), finalTurn()]);
+    assert.deepEqual([run.results[0]!.isError, existsSync(tree.abs("keep/a"))], [true, true], "held before it ran");
+    assert.deepEqual(
+      ["a\rb", "a\u2028b", "a\nb"].map((text) => hookifyRegex("a.b")!.test(text)),
+      [true, true, false],
+    );
+  },
+);
