@@ -990,26 +990,62 @@ const PYTHON_REGEX_TOKENS: Record<string, string> = {
   $: "(?=\\n?(?![\\s\\S]))",
 };
 
+// Python's \w, \d and \b are Unicode (a str pattern), JavaScript's ASCII: read under the `u` flag, outside a class
+// and in one.
+const WORD = "\\p{L}\\p{N}_";
+const [IS_WORD, NOT_WORD] = [`(?<=[${WORD}])`, `(?<![${WORD}])`];
+const PYTHON_UNICODE_TOKENS: Record<string, string> = {
+  "\\w": `[${WORD}]`,
+  "\\W": `[^${WORD}]`,
+  "\\d": "[\\p{Nd}]",
+  "\\D": "[^\\p{Nd}]",
+  "\\b": `(?:${IS_WORD}(?![${WORD}])|${NOT_WORD}(?=[${WORD}]))`,
+  "\\B": `(?:${IS_WORD}(?=[${WORD}])|${NOT_WORD}(?![${WORD}]))`,
+};
+const PYTHON_UNICODE_IN_CLASS: Record<string, string> = { "\\w": WORD, "\\d": "\\p{Nd}", "\\D": "\\P{Nd}" };
+
+/** Under `u`, an escaped character Python takes as itself (`\-`, `\:`) is written by its code. */
+function unicodeEscape(escape: string): string {
+  if (/^\\[\p{L}\p{N}^$\\.*+?()[\]{}|/]$/u.test(escape)) return escape;
+  const code = escape.codePointAt(1)!;
+  return code < 0x100 ? `\\x${code.toString(16).padStart(2, "0")}` : `\\u{${code.toString(16)}}`;
+}
+
+/** A Python pattern's body as a JavaScript source, for the `u` flag or without it. */
+function pythonSource(body: string, flags: string, unicode: boolean): string {
+  // Escapes, classes and quantifiers are tokens of their own, so a `$` or `{` in them stays what it is.
+  const tokens = /\\[^]|\[(?:\\[^]|[^\\\]])*\]|\(\?P<|\(\?P=(\w+)\)|\{(?:\d+(?:,\d*)?|,\d+)\}|[$.{}\]]/gu;
+  return body.replace(tokens, (token, name?: string) => {
+    if (name !== undefined) return `\\k<${name}>`;
+    // Python's `.` stops only at a newline; JavaScript's also at `\r`, U+2028 and U+2029.
+    if (token === ".") return flags.includes("s") ? token : "[^\\n]";
+    // Python's `{,n}` is `{0,n}`; a brace or bracket that closes nothing is itself.
+    if (token.length > 2 && token.startsWith("{")) return token.replace("{,", "{0,");
+    if (token.length === 1 && token !== "$") return unicode ? `\\${token}` : token;
+    if (unicode && token.startsWith("["))
+      return token.replace(/\\[^]/gu, (escape) => PYTHON_UNICODE_IN_CLASS[escape] ?? unicodeEscape(escape));
+    // With re.M, `$` reads as JavaScript's.
+    if (token === "$" && flags.includes("m")) return token;
+    return PYTHON_REGEX_TOKENS[token] ?? (unicode ? (PYTHON_UNICODE_TOKENS[token] ?? unicodeEscape(token)) : token);
+  });
+}
+
 // Exported for tests: Python-only regex syntax, translated.
-/** A hookify (Python) pattern as a JavaScript regex, case-insensitive; undefined when it does not compile. */
+/**
+ * A hookify (Python) pattern as a JavaScript regex, case-insensitive; undefined when it does not compile.
+ * One with \w, \d or \b under `u` when it compiles so; otherwise (and for what only the legacy syntax
+ * reads, an octal `\012`) without.
+ */
 export function hookifyRegex(pattern: string): RegExp | undefined {
   const inline = /^\(\?([ims]+)\)/.exec(pattern);
   const flags = `i${[...new Set(inline?.[1])].filter((flag) => flag !== "i").join("")}`;
-  // Escapes and classes are tokens of their own, so a `$` in them stays a dollar.
-  const source = pattern
-    .slice(inline?.[0].length ?? 0)
-    .replace(/\\[^]|\[(?:\\[^]|[^\\\]])*\]|\(\?P<|\(\?P=(\w+)\)|\$|\./g, (token, name?: string) => {
-      if (name !== undefined) return `\\k<${name}>`;
-      // Python's `.` stops only at a newline; JavaScript's also at `\r`, U+2028 and U+2029.
-      if (token === ".") return flags.includes("s") ? token : "[^\\n]";
-      // With re.M, `$` reads as JavaScript's.
-      return (token === "$" && flags.includes("m") ? token : PYTHON_REGEX_TOKENS[token]) ?? token;
-    });
-  try {
-    return new RegExp(source, flags);
-  } catch {
-    return undefined;
+  const body = pattern.slice(inline?.[0].length ?? 0);
+  for (const unicode of /\\[wWdDbB]/.test(body) ? [true, false] : [false]) {
+    try {
+      return new RegExp(pythonSource(body, flags, unicode), unicode ? `${flags}u` : flags);
+    } catch {}
   }
+  return undefined;
 }
 
 // Exported for tests: the field mapping and the examples' rules.

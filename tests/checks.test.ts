@@ -731,3 +731,33 @@ both(
     );
   },
 );
+
+// Python's \w, \d and \b are Unicode for a str pattern (re.UNICODE); JavaScript's are ASCII.
+both(
+  "a pattern's \\w, \\d and \\b are Unicode, as in Python: a block rule on \\w+ stops a command naming ñandú",
+  {
+    ".claude/hookify.drop.local.md": rule("name: no-drop\nevent: bash\npattern: DROP\\s+TABLE\\s+\\w+\naction: block"),
+  },
+  async (tree) => {
+    const run = await play(tree, [toolTurn(["bash", { command: "echo DROP TABLE ñandú" }]), finalTurn()]);
+    assert.equal(run.results[0]!.isError, true, "held before it ran");
+    // Each pattern, the text it is searched in, and whether Python's re.search finds it.
+    const cases = [
+      "\\d ٣ 1",
+      "\\bx\\b éxé 0",
+      "\\bx\\b -x- 1",
+      "^[\\w.-]+$ ñ-a.b 1",
+      "\\W ñ 0",
+      "\\D ٣ 0",
+      "\\Bx éx 1",
+      "\\w \u0301 0",
+      "a\\-b a-b 1",
+      "a{,2}b$ aab 1",
+      "\\w\\(\\){ f(){ 1",
+    ].map((line) => line.split(" "));
+    assert.deepEqual(
+      cases.map(([pattern, text]) => `${pattern} ${hookifyRegex(pattern!)?.test(text!) ? 1 : 0}`),
+      cases.map(([pattern, , found]) => `${pattern} ${found}`),
+    );
+  },
+);
