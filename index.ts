@@ -1097,19 +1097,33 @@ function checkBases(discovery: Discovery, located: Located | undefined): CheckBa
   return bases;
 }
 
+/**
+ * A folder's `.claude` listed, and the folder its rule files are read in: a link's target as the source policy
+ * judged it, so that a link moved meanwhile leads no read outside cwd. The same calls as `Discovery.listing`.
+ */
+function claudeListing(discovery: Discovery, dir: string) {
+  const claude = join(dir, C.CHECK_DIR_NAME);
+  const stats = discovery.fs.lstat(claude);
+  if (!stats?.isSymbolicLink()) {
+    const listing = discovery.listings.folder(claude, stats, () => listingOf(discovery.fs.readdir(claude)));
+    return { folder: claude, listing };
+  }
+  const folder = discovery.sourceFolder(claude, toDisplayPath(discovery.cwdReal, dir));
+  return folder === undefined ? undefined : { folder, listing: discovery.listing(folder) };
+}
+
 /** The rule files of these folders, compiled once per version: a folder's listing, then a stat per file. */
 function checksIn(discovery: Discovery, state: CheckState, bases: CheckBase[]): Check[] {
   const checks: Check[] = [];
   for (const { dir, scope, stats } of bases) {
     // Most folders hold no `.claude`: the folder's entry, kept while its signature stands, says so for no call.
     const holds = stats === undefined || discovery.directoryEntry(dir, stats)?.homes.get(C.CHECK_DIR_NAME) !== "none";
-    const claude = holds ? join(dir, C.CHECK_DIR_NAME) : "";
-    const listing = holds ? fsOr(undefined, () => discovery.listing(claude)) : undefined;
+    const { folder, listing } = (holds && fsOr(undefined, () => claudeListing(discovery, dir))) || {};
     if (listing) state.scopes.add(scope);
     else state.scopes.delete(scope);
     for (const { name, kind } of listing ? sortedNames(listing) : []) {
       if ((kind !== "file" && kind !== "link") || !C.CHECK_FILE_NAME.test(name)) continue;
-      const file = discovery.sourceFileOrUnknown(join(claude, name), scope);
+      const file = discovery.sourceFileOrUnknown(join(folder!, name), scope);
       if ("reason" in file) continue;
       let check = state.compiled.get(file);
       if (!check) state.compiled.set(file, (check = { ...hookifyRule(file.text), loaded: file }));

@@ -2,8 +2,10 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, readFileSync, rmSync } from "node:fs";
-import { checkFields, hookifyFrontmatter, hookifyRegex, hookifyRule } from "../index.ts";
+import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { checkFields, createLazyAgents, hookifyFrontmatter, hookifyRegex, hookifyRule } from "../index.ts";
+import { interceptFileSystem } from "./fs-seam.ts";
 import {
   countOccurrences,
   EXTENSION_PATH,
@@ -761,3 +763,30 @@ both(
     );
   },
 );
+
+// The window between judging where a linked `.claude` leads and opening its rule files: the link moves outside cwd.
+test("a linked .claude's rule files are read where the link was judged to lead, even when it moves outside cwd meanwhile", () =>
+  twoTrees(
+    { "shared/claude/hookify.r.local.md": rule("name: r\nevent: bash\npattern: echo\naction: block", "INSIDE") },
+    async (tree, mode) => {
+      const outside = join(tree.root, "outside");
+      mkdirSync(outside);
+      writeFileSync(
+        join(outside, "hookify.r.local.md"),
+        rule("name: r\nevent: bash\npattern: echo\naction: block", "OUT"),
+      );
+      tree.link(".claude", "shared/claude");
+      const opened: string[] = [];
+      const fs = interceptFileSystem((call, proceed) => {
+        if (opened.length === 0 && call.path.endsWith("hookify.r.local.md")) {
+          rmSync(tree.abs(".claude"));
+          symlinkSync(outside, tree.abs(".claude"));
+        }
+        if (call.method === "open") opened.push(call.path);
+        return proceed();
+      });
+      const h = await loadRunner(tree, { factories: [createLazyAgents({ fs })] });
+      assert.doesNotMatch(JSON.stringify(await h.call("bash", { command: "echo hi" })), /OUT/, mode);
+      assert.deepEqual(opened, [tree.abs("shared/claude/hookify.r.local.md")], mode);
+    },
+  ));
