@@ -887,12 +887,12 @@ function touchedPath(discovery: Discovery, target: string, cwd: string): string 
 }
 
 // =============================================================================================
-// 2b. Checks (hookify). Claude Code's hookify rules (`.claude/hookify.<name>.local.md`), read with hookify's own
-// parser and applied with its fields, operators and precedence in Pi's events: tool_call of bash, edit and write;
-// input (prompt); agent_before_settle (stop). A folder's `.claude` governs the paths inside it. A warm call stats
-// cwd's `.claude`, each rule folder and rule file, and reads nothing: an edit or write locates its chain for
-// delivery too, and the chain's folder entries tell which folders hold a `.claude`. Regexes that could run away
-// share one time bound in `node:vm`.
+// 2b. Checks (hookify). Claude Code's hookify rules (`.claude/hookify.<name>.local.md`), read with hookify's own parser
+// and applied with its fields, operators and precedence in Pi's events: tool_call of bash, edit, write and read
+// (hookify's PreToolUse meets every tool; a read offers its path); input (prompt); agent_before_settle (stop). A
+// folder's `.claude` governs the paths inside it. A warm call stats cwd's `.claude`, each rule folder and rule file,
+// and reads nothing: an edit, write or read locates its chain for delivery too, and the chain's folder entries tell
+// which folders hold a `.claude`. Regexes that could run away share one time bound in `node:vm`.
 
 type CheckCondition = { field: string; operator: string; pattern: string; regex?: RegExp };
 
@@ -921,7 +921,7 @@ export class CheckState {
   readonly pending = new Map<string, string>();
   /** Whether a stop was sent back since the last prompt. */
   continued = false;
-  /** The last edit or write the checks located, for delivery to take instead of locating it again. */
+  /** The last edit, write or read the checks located, for delivery to take instead of locating it again. */
   located?: { id: string; located: Located };
 }
 
@@ -995,24 +995,62 @@ const PYTHON_REGEX_TOKENS: Record<string, string> = {
   $: "(?=\\n?(?![\\s\\S]))",
 };
 
+// Python's \w, \d and \b are Unicode (a str pattern), JavaScript's ASCII: read under the `u` flag, outside a class
+// and in one.
+const WORD = "\\p{L}\\p{N}_";
+const [IS_WORD, NOT_WORD] = [`(?<=[${WORD}])`, `(?<![${WORD}])`];
+const PYTHON_UNICODE_TOKENS: Record<string, string> = {
+  "\\w": `[${WORD}]`,
+  "\\W": `[^${WORD}]`,
+  "\\d": "[\\p{Nd}]",
+  "\\D": "[^\\p{Nd}]",
+  "\\b": `(?:${IS_WORD}(?![${WORD}])|${NOT_WORD}(?=[${WORD}]))`,
+  "\\B": `(?:${IS_WORD}(?=[${WORD}])|${NOT_WORD}(?![${WORD}]))`,
+};
+const PYTHON_UNICODE_IN_CLASS: Record<string, string> = { "\\w": WORD, "\\d": "\\p{Nd}", "\\D": "\\P{Nd}" };
+
+/** Under `u`, an escaped character Python takes as itself (`\-`, `\:`) is written by its code. */
+function unicodeEscape(escape: string): string {
+  if (/^\\[\p{L}\p{N}^$\\.*+?()[\]{}|/]$/u.test(escape)) return escape;
+  const code = escape.codePointAt(1)!;
+  return code < 0x100 ? `\\x${code.toString(16).padStart(2, "0")}` : `\\u{${code.toString(16)}}`;
+}
+
+/** A Python pattern's body as a JavaScript source, for the `u` flag or without it. */
+function pythonSource(body: string, flags: string, unicode: boolean): string {
+  // Escapes, classes and quantifiers are tokens of their own, so a `$` or `{` in them stays what it is.
+  const tokens = /\\[^]|\[(?:\\[^]|[^\\\]])*\]|\(\?P<|\(\?P=(\w+)\)|\{(?:\d+(?:,\d*)?|,\d+)\}|[$.{}\]]/gu;
+  return body.replace(tokens, (token, name?: string) => {
+    if (name !== undefined) return `\\k<${name}>`;
+    // Python's `.` stops only at a newline; JavaScript's also at `\r`, U+2028 and U+2029.
+    if (token === ".") return flags.includes("s") ? token : "[^\\n]";
+    // Python's `{,n}` is `{0,n}`; a brace or bracket that closes nothing is itself.
+    if (token.length > 2 && token.startsWith("{")) return token.replace("{,", "{0,");
+    if (token.length === 1 && token !== "$") return unicode ? `\\${token}` : token;
+    if (unicode && token.startsWith("["))
+      return token.replace(/\\[^]/gu, (escape) => PYTHON_UNICODE_IN_CLASS[escape] ?? unicodeEscape(escape));
+    // With re.M, `$` reads as JavaScript's.
+    if (token === "$" && flags.includes("m")) return token;
+    return PYTHON_REGEX_TOKENS[token] ?? (unicode ? (PYTHON_UNICODE_TOKENS[token] ?? unicodeEscape(token)) : token);
+  });
+}
+
 // Exported for tests: Python-only regex syntax, translated.
-/** A hookify (Python) pattern as a JavaScript regex, case-insensitive; undefined when it does not compile. */
+/**
+ * A hookify (Python) pattern as a JavaScript regex, case-insensitive; undefined when it does not compile.
+ * One with \w, \d or \b under `u` when it compiles so; otherwise (and for what only the legacy syntax
+ * reads, an octal `\012`) without.
+ */
 export function hookifyRegex(pattern: string): RegExp | undefined {
   const inline = /^\(\?([ims]+)\)/.exec(pattern);
   const flags = `i${[...new Set(inline?.[1])].filter((flag) => flag !== "i").join("")}`;
-  // Escapes and classes are tokens of their own, so a `$` in them stays a dollar.
-  const source = pattern
-    .slice(inline?.[0].length ?? 0)
-    .replace(/\\[^]|\[(?:\\[^]|[^\\\]])*\]|\(\?P<|\(\?P=(\w+)\)|\$/g, (token, name?: string) => {
-      if (name !== undefined) return `\\k<${name}>`;
-      // With re.M, `$` reads as JavaScript's.
-      return (token === "$" && flags.includes("m") ? token : PYTHON_REGEX_TOKENS[token]) ?? token;
-    });
-  try {
-    return new RegExp(source, flags);
-  } catch {
-    return undefined;
+  const body = pattern.slice(inline?.[0].length ?? 0);
+  for (const unicode of /\\[wWdDbB]/.test(body) ? [true, false] : [false]) {
+    try {
+      return new RegExp(pythonSource(body, flags, unicode), unicode ? `${flags}u` : flags);
+    } catch {}
   }
+  return undefined;
 }
 
 // Exported for tests: the field mapping and the examples' rules.
@@ -1064,19 +1102,33 @@ function checkBases(discovery: Discovery, located: Located | undefined): CheckBa
   return bases;
 }
 
+/**
+ * A folder's `.claude` listed, and the folder its rule files are read in: a link's target as the source policy
+ * judged it, so that a link moved meanwhile leads no read outside cwd. The same calls as `Discovery.listing`.
+ */
+function claudeListing(discovery: Discovery, dir: string) {
+  const claude = join(dir, C.CHECK_DIR_NAME);
+  const stats = discovery.fs.lstat(claude);
+  if (!stats?.isSymbolicLink()) {
+    const listing = discovery.listings.folder(claude, stats, () => listingOf(discovery.fs.readdir(claude)));
+    return { folder: claude, listing };
+  }
+  const folder = discovery.sourceFolder(claude, toDisplayPath(discovery.cwdReal, dir));
+  return folder === undefined ? undefined : { folder, listing: discovery.listing(folder) };
+}
+
 /** The rule files of these folders, compiled once per version: a folder's listing, then a stat per file. */
 function checksIn(discovery: Discovery, state: CheckState, bases: CheckBase[]): Check[] {
   const checks: Check[] = [];
   for (const { dir, scope, stats } of bases) {
     // Most folders hold no `.claude`: the folder's entry, kept while its signature stands, says so for no call.
     const holds = stats === undefined || discovery.directoryEntry(dir, stats)?.homes.get(C.CHECK_DIR_NAME) !== "none";
-    const claude = holds ? join(dir, C.CHECK_DIR_NAME) : "";
-    const listing = holds ? fsOr(undefined, () => discovery.listing(claude)) : undefined;
+    const { folder, listing } = (holds && fsOr(undefined, () => claudeListing(discovery, dir))) || {};
     if (listing) state.scopes.add(scope);
     else state.scopes.delete(scope);
     for (const { name, kind } of listing ? sortedNames(listing) : []) {
       if ((kind !== "file" && kind !== "link") || !C.CHECK_FILE_NAME.test(name)) continue;
-      const file = discovery.sourceFileOrUnknown(join(claude, name), scope);
+      const file = discovery.sourceFileOrUnknown(join(folder!, name), scope);
       if ("reason" in file) continue;
       let check = state.compiled.get(file);
       if (!check) state.compiled.set(file, (check = { ...hookifyRule(file.text), loaded: file }));
@@ -1206,17 +1258,20 @@ function checkVerdict(state: CheckState, matched: Check[], toolCall: boolean) {
 }
 
 // Exported for tests: the table of the field mapping.
-/** The fields hookify names, from a bash, edit or write call's input (`rel`: its path from cwd). */
+/** The fields hookify names, from a bash, edit, write or read call's input (`rel`: its path from cwd). */
 export function checkFields(toolName: string, input: Record<string, unknown>, rel?: string): Record<string, string[]> {
   const text = (value: unknown) => (typeof value === "string" ? value : "");
   if (toolName === "bash") return { command: [text(input.command)] };
   const given = text(input.path);
+  const file_path = rel === undefined || rel === given ? [given] : [given, rel];
+  // hookify's Read has no new_string or old_string: a rule on them meets no read.
+  if (toolName === "read") return { file_path };
   const edits = Array.isArray(input.edits) ? (input.edits as unknown[]) : [input];
   const joined = (key: string) => edits.map((edit) => text((edit as Record<string, unknown> | null)?.[key])).join(" ");
   const content = toolName === "write" ? text(input.content) : joined("newText");
   const oldText = toolName === "write" ? "" : joined("oldText");
   return {
-    file_path: rel === undefined || rel === given ? [given] : [given, rel],
+    file_path,
     new_text: [content],
     new_string: [content],
     content: [content],
@@ -1279,10 +1334,12 @@ function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, 
   pi.on("tool_call", (event, ctx) =>
     safely(ctx, () => {
       const { toolName, toolCallId } = event;
-      if (toolName !== "bash" && toolName !== "edit" && toolName !== "write") return undefined;
+      if (!["bash", "edit", "write", "read"].includes(toolName)) return undefined;
       const verdicts = verdictFor(ctx, (discovery) => {
         const input = event.input as Record<string, unknown>;
-        const target = toolName === "bash" ? undefined : resolveToolPath(input.path, ctx.cwd);
+        // A read's path as delivery resolves it, so that delivery can take the chain located here.
+        const fallback = toolName === "read" ? discovery.readFallback : undefined;
+        const target = toolName === "bash" ? undefined : resolveToolPath(input.path, ctx.cwd, fallback);
         const located = target === undefined ? undefined : locateChain(discovery, target, false);
         if (located) state.located = { id: toolCallId, located };
         const rel = target === undefined ? undefined : touchedPath(discovery, target, ctx.cwd);

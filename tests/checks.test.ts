@@ -2,8 +2,10 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, readFileSync, rmSync } from "node:fs";
-import { checkFields, hookifyFrontmatter, hookifyRegex, hookifyRule } from "../index.ts";
+import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { checkFields, createLazyAgents, hookifyFrontmatter, hookifyRegex, hookifyRule } from "../index.ts";
+import { interceptFileSystem } from "./fs-seam.ts";
 import {
   countOccurrences,
   EXTENSION_PATH,
@@ -688,3 +690,103 @@ for (const rules of [true, false]) {
       },
     ));
 }
+
+// hookify's PreToolUse hook runs for every tool: a Read call meets the rules whose conditions name fields it has.
+both(
+  "a file rule on the path blocks a read of .env, as hookify's PreToolUse checks Read; a rule on new_text never does",
+  {
+    ".claude/hookify.env.local.md": rule(
+      "name: no-env-read\nevent: file\naction: block\nconditions:\n  - field: file_path\n    operator: regex_match\n    pattern: \\.env$",
+      "NO-ENV",
+    ),
+    ".claude/hookify.text.local.md": rule("name: no-secret\nevent: file\npattern: SECRET\naction: block", "NO-SECRET"),
+    "config/.env": "SECRET=1\n",
+    "notes.txt": "SECRET here\n",
+  },
+  async (tree) => {
+    const run = await play(tree, [
+      toolTurn(["read", { path: "config/.env" }]),
+      toolTurn(["read", { path: "notes.txt" }]),
+      finalTurn(),
+    ]);
+    const [env, notes] = run.results;
+    assert.equal(env!.isError, true, "the read of .env was blocked");
+    assert.match(textOf(env!.content), /\*\*\[no-env-read\]\*\*\nNO-ENV/);
+    assert.doesNotMatch(textOf(env!.content), /SECRET=1/);
+    assert.equal(notes!.isError, false, "a read offers no new_text");
+    assert.match(textOf(notes!.content), /SECRET here/);
+    assert.doesNotMatch(textOf(notes!.content), /NO-SECRET/);
+  },
+);
+
+// Python's `.` (without re.S) stops only at `\n`; JavaScript's also at `\r`, U+2028 and U+2029, which bash takes
+// as word text.
+both(
+  "a pattern's . matches a carriage return, as in Python: a block rule on rm.*-rf stops rm with a \\r in a word",
+  { ".claude/hookify.rm.local.md": rule("name: no-rm\nevent: bash\npattern: rm.*-rf\naction: block"), "keep/a": "a" },
+  async (tree) => {
+    const run = await play(tree, [toolTurn(["bash", { command: "rm x\r -rf keep" }]), finalTurn()]);
+    assert.deepEqual([run.results[0]!.isError, existsSync(tree.abs("keep/a"))], [true, true], "held before it ran");
+    assert.deepEqual(
+      ["a\rb", "a\u2028b", "a\nb"].map((text) => hookifyRegex("a.b")!.test(text)),
+      [true, true, false],
+    );
+  },
+);
+
+// Python's \w, \d and \b are Unicode for a str pattern (re.UNICODE); JavaScript's are ASCII.
+both(
+  "a pattern's \\w, \\d and \\b are Unicode, as in Python: a block rule on \\w+ stops a command naming ñandú",
+  {
+    ".claude/hookify.drop.local.md": rule("name: no-drop\nevent: bash\npattern: DROP\\s+TABLE\\s+\\w+\naction: block"),
+  },
+  async (tree) => {
+    const run = await play(tree, [toolTurn(["bash", { command: "echo DROP TABLE ñandú" }]), finalTurn()]);
+    assert.equal(run.results[0]!.isError, true, "held before it ran");
+    // Each pattern, the text it is searched in, and whether Python's re.search finds it.
+    const cases = [
+      "\\d ٣ 1",
+      "\\bx\\b éxé 0",
+      "\\bx\\b -x- 1",
+      "^[\\w.-]+$ ñ-a.b 1",
+      "\\W ñ 0",
+      "\\D ٣ 0",
+      "\\Bx éx 1",
+      "\\w \u0301 0",
+      "a\\-b a-b 1",
+      "a{,2}b$ aab 1",
+      "\\w\\(\\){ f(){ 1",
+    ].map((line) => line.split(" "));
+    assert.deepEqual(
+      cases.map(([pattern, text]) => `${pattern} ${hookifyRegex(pattern!)?.test(text!) ? 1 : 0}`),
+      cases.map(([pattern, , found]) => `${pattern} ${found}`),
+    );
+  },
+);
+
+// The window between judging where a linked `.claude` leads and opening its rule files: the link moves outside cwd.
+test("a linked .claude's rule files are read where the link was judged to lead, even when it moves outside cwd meanwhile", () =>
+  twoTrees(
+    { "shared/claude/hookify.r.local.md": rule("name: r\nevent: bash\npattern: echo\naction: block", "INSIDE") },
+    async (tree, mode) => {
+      const outside = join(tree.root, "outside");
+      mkdirSync(outside);
+      writeFileSync(
+        join(outside, "hookify.r.local.md"),
+        rule("name: r\nevent: bash\npattern: echo\naction: block", "OUT"),
+      );
+      tree.link(".claude", "shared/claude");
+      const opened: string[] = [];
+      const fs = interceptFileSystem((call, proceed) => {
+        if (opened.length === 0 && call.path.endsWith("hookify.r.local.md")) {
+          rmSync(tree.abs(".claude"));
+          symlinkSync(outside, tree.abs(".claude"));
+        }
+        if (call.method === "open") opened.push(call.path);
+        return proceed();
+      });
+      const h = await loadRunner(tree, { factories: [createLazyAgents({ fs })] });
+      assert.doesNotMatch(JSON.stringify(await h.call("bash", { command: "echo hi" })), /OUT/, mode);
+      assert.deepEqual(opened, [tree.abs("shared/claude/hookify.r.local.md")], mode);
+    },
+  ));
