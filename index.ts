@@ -23,8 +23,8 @@
 // 11. Each part of a reminder (files, skills, rules, rule listings) opens with its full explanation
 //     while the model cannot see one; after that, a list with a one-line header, files and rules
 //     with their tags alone: `explains`.
-// 12. A hookify rule of a `.claude` on the call's path blocks, asks or warns on a bash, edit or
-//     write call, a prompt or a stop; block wins over ask over warn: `checkVerdict`.
+// 12. A hookify rule of a `.claude` on the call's path blocks, asks or warns on a bash, edit, write
+//     or read call, a prompt or a stop; block wins over ask over warn: `checkVerdict`.
 // 13. Every file read for the model (instruction files, imports, rules, skills) and every folder a
 //     link leads to passes one source policy, on its path as written and as it resolves:
 //     `sourceRefusal`. The folders of a `.agents/skills` tree are skill content, not scopes: `viewChain`.
