@@ -584,12 +584,13 @@ export class LazyAgents {
     // Search tools and other triggers name a folder, cwd when they name none (as Pi's do).
     const targetIsDirectory = !["read", "edit", "write"].includes(event.toolName);
     const raw = (event.input as { path?: unknown }).path ?? (targetIsDirectory ? "." : undefined);
-    const target = resolveToolPath(raw, env.cwd, event.toolName === "read" ? discovery.readFallback : undefined);
-    if (target === undefined) return undefined;
-    // The chain the checks located for this call, taken once instead of locating it again.
-    const checked = this.checks.located?.id === event.toolCallId ? this.checks.located.located : undefined;
+    // The target and chain the checks located for this call, taken once instead of locating them again.
+    const checked = this.checks.located?.id === event.toolCallId ? this.checks.located : undefined;
     this.checks.located = undefined;
-    const located = checked ?? locateChain(discovery, target, targetIsDirectory);
+    const fallback = event.toolName === "read" ? discovery.readFallback : undefined;
+    const target = checked?.target ?? resolveToolPath(raw, env.cwd, fallback);
+    if (target === undefined) return undefined;
+    const located = checked?.located ?? locateChain(discovery, target, targetIsDirectory);
     if (located === undefined) return undefined;
     const edits = event.toolName === "edit" || event.toolName === "write";
     const named = edits && this.options.fileNames.includes(basename(target));
@@ -922,7 +923,7 @@ export class CheckState {
   /** Whether a stop was sent back since the last prompt. */
   continued = false;
   /** The last edit, write or read the checks located, for delivery to take instead of locating it again. */
-  located?: { id: string; located: Located };
+  located?: { id: string; located: Located; target: string };
 }
 
 /** hookify's value cleaning: whitespace, then every `"` and then every `'` at both ends; backslashes stay. */
@@ -1341,7 +1342,7 @@ function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, 
         const fallback = toolName === "read" ? discovery.readFallback : undefined;
         const target = toolName === "bash" ? undefined : resolveToolPath(input.path, ctx.cwd, fallback);
         const located = target === undefined ? undefined : locateChain(discovery, target, false);
-        if (located) state.located = { id: toolCallId, located };
+        if (located) state.located = { id: toolCallId, located, target: target! };
         const rel = target === undefined ? undefined : touchedPath(discovery, target, ctx.cwd);
         // hookify's `_extract_field`: a field of the tool's input itself first, then the event's mapping.
         const text = (value: unknown) => (typeof value === "string" ? value : JSON.stringify(value));
