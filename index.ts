@@ -612,10 +612,11 @@ export class LazyAgents {
   private writesOf(call: PendingCall): string | undefined {
     const discovery = this.discovery;
     if (call.mayLink && discovery) {
-      call.mayLink = false;
       // Below real folders only the target itself can be a link: an lstat tells, cheaper than a realpath.
       const plain = call.chains[0]?.stats && !fsOr(undefined, () => discovery.fs.lstat(call.target))?.isSymbolicLink();
       const real = plain ? undefined : discovery.realpathOrUndefined(call.target);
+      // A link that leads nowhere yet may lead to a file once the write has run: it is looked at again then.
+      call.mayLink = !plain && real === undefined;
       const inside = real !== undefined && isPathInside(discovery.cwdReal, real);
       if (inside && this.options.fileNames.includes(basename(real))) call.writes = real;
     }
@@ -669,11 +670,21 @@ export class LazyAgents {
   private viewsOf(discovery: Discovery, call: PendingCall): DirectoryView[] {
     if (call.commands && shellNamesInstruction(call.commands, this.options.fileNames)) {
       call.chains = shellChains(locateShellWords(discovery, call.commands, this.boundCwd ?? discovery.cwdReal));
-    } else if (call.relocate) {
+    } else if (call.relocate || this.wroteThroughLink(discovery, call)) {
       const located = locateChain(discovery, call.target, false);
       call.chains = located ? [located] : [];
     }
     return mergeViews(call.chains.flatMap((located) => viewChain(discovery, located, call.withSkills)));
+  }
+
+  /**
+   * A write named otherwise into a folder that holds a link may have made an instruction file there through it
+   * (`NOTES.md -> AGENTS.md`): looked at only where the folder's listing holds a link, so a plain write costs nothing.
+   */
+  private wroteThroughLink(discovery: Discovery, call: PendingCall): boolean {
+    const folder = call.chains[0]?.links.at(-1)?.dir ?? discovery.cwdReal;
+    const links = call.toolName === "write" && call.mayLink && discovery.directories.peek(folder)?.links !== false;
+    return links === true && this.writesOf(call) !== undefined;
   }
 
   /** Instruction files that sibling calls still write: these calls' plans leave them to the writer's result. */
@@ -2185,6 +2196,8 @@ interface DirectoryEntry {
   homes: Map<string, ParentKind>;
   /** Entries the folder held when it was last listed; undefined when it was probed name by name. */
   listed?: number;
+  /** Whether its listing held a link; undefined when it was probed name by name. */
+  links?: boolean;
 }
 
 /** A source resolved and let through by the source policy, or why not ("skip": nothing is there). */
@@ -2526,6 +2539,7 @@ class Discovery {
       candidates: wanted.filter(has).map((name) => join(dir, name)),
       homes: new Map([...SOURCE_HOMES.keys()].map((name) => [name, kindOfEntry(entryOf(name))])),
       listed: named && listed!.length,
+      links: named && listed!.some((dirent) => dirent.isSymbolicLink()),
     };
   }
 

@@ -266,3 +266,19 @@ test("a read through a link named otherwise is judged as a read of the file it s
     const next = await h.call("read", { path: "pkg/a.ts" });
     assert.deepEqual(next.content, next.original, "delivered by the read");
   }));
+
+test("a write through a link to an instruction file not there yet counts as its delivery", () =>
+  twoTrees({ "pkg/NOTES.md": { link: "AGENTS.md" }, "pkg/a.ts": "a\n" }, async (tree, mode) => {
+    const h = await loadRunner(tree);
+    const written = await h.call("write", { path: "pkg/NOTES.md", content: "NEW-RULES\n" });
+    assert.equal(written.isError, false, mode);
+    assert.equal(readFileSync(tree.abs("pkg/AGENTS.md"), "utf8"), "NEW-RULES\n", "the write made the link's target");
+    assert.deepEqual(written.content, written.original, `${mode}: the model wrote the file: nothing to append`);
+    assert.deepEqual(
+      recordOf(written.details)?.files.map((file) => `${file.path} ${file.via}`),
+      ["pkg/AGENTS.md read"],
+      mode,
+    );
+    const read = await h.call("read", { path: "pkg/a.ts" });
+    assert.deepEqual(read.content, read.original, `${mode}: the model's own text is not sent back`);
+  }));
