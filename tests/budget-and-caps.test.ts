@@ -4,10 +4,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createLazyAgents, cutUtf8 } from "../index.ts";
 import { MAX_LEFT_OUT_NAMES, MAX_REMINDER_FILES, REMINDER_BUDGET_BYTES } from "../config.ts";
-import { noGit } from "./fuzz-lib.ts";
 import { countOccurrences, loadRunner, reminderOf, withTree, twoTrees, type TreeSpec } from "./harness.ts";
-
-const ours = createLazyAgents({ spawnGit: noGit });
 
 /** An instruction file of about 24 KiB that imports `count` small files, one token each, and a deeper scope. */
 function manyImports(count: number): TreeSpec {
