@@ -1114,28 +1114,13 @@ function checkBases(discovery: Discovery, located: Located | undefined): CheckBa
   return bases;
 }
 
-/**
- * A folder's `.claude` listed, and the folder its rule files are read in: a link's target as the source policy
- * judged it, so that a link moved meanwhile leads no read outside cwd. The same calls as `Discovery.listing`.
- */
-function claudeListing(discovery: Discovery, dir: string) {
-  const claude = join(dir, C.CHECK_DIR_NAME);
-  const stats = discovery.fs.lstat(claude);
-  if (!stats?.isSymbolicLink()) {
-    const listing = discovery.listings.folder(claude, stats, () => listingOf(discovery.fs.readdir(claude)));
-    return { folder: claude, listing };
-  }
-  const folder = discovery.sourceFolder(claude, toDisplayPath(discovery.cwdReal, dir));
-  return folder === undefined ? undefined : { folder, listing: discovery.listing(folder) };
-}
-
 /** The rule files of these folders, compiled once per version: a folder's listing, then a stat per file. */
 function checksIn(discovery: Discovery, state: CheckState, bases: CheckBase[]): Check[] {
   const checks: Check[] = [];
   for (const { dir, scope, stats } of bases) {
     // Most folders hold no `.claude`: the folder's entry, kept while its signature stands, says so for no call.
     const holds = stats === undefined || discovery.directoryEntry(dir, stats)?.homes.get(C.CHECK_DIR_NAME) !== "none";
-    const { folder, listing } = (holds && fsOr(undefined, () => claudeListing(discovery, dir))) || {};
+    const { folder, listing } = (holds && fsOr(undefined, () => discovery.listedAt(join(dir, C.CHECK_DIR_NAME)))) || {};
     if (listing) state.scopes.add(scope);
     else state.scopes.delete(scope);
     for (const { name, kind } of listing ? sortedNames(listing) : []) {
@@ -2607,13 +2592,22 @@ class Discovery {
 
   /** The entries of a real folder in directory order (as Pi walks skills), re-read when its signature changes. */
   listing(dir: string): ListingEntry | undefined {
+    return this.listedAt(dir)?.listing;
+  }
+
+  /**
+   * A folder's listing and the folder it was listed in: for a link, its target as the source policy judged it,
+   * where the files listed are then read, so that a link moved meanwhile leads no read outside cwd.
+   */
+  listedAt(dir: string): { folder: string; listing: ListingEntry } | undefined {
     const stats = this.fs.lstat(dir);
     if (stats?.isSymbolicLink()) {
       const real = this.sourceFolder(dir, toDisplayPath(this.cwdReal, dirname(dir)));
-      return real === undefined ? undefined : this.listing(real);
+      return real === undefined ? undefined : this.listedAt(real);
     }
     // A folder that cannot be listed now is unknown, not empty: the error reaches the caller.
-    return this.listings.folder(dir, stats, () => listingOf(this.fs.readdir(dir)));
+    const listing = this.listings.folder(dir, stats, () => listingOf(this.fs.readdir(dir)));
+    return listing && { folder: dir, listing };
   }
 }
 
@@ -3147,11 +3141,12 @@ function ruleFolder(ctx: Discovery, place: RulePlace, parentKind: ParentKind): R
   const unreadable: string[] = [];
   const suffixes = C.RULE_FILE_SUFFIXES[place.source];
   const isRuleName = (name: string) => suffixes.some((suffix) => name.endsWith(suffix) && name.length > suffix.length);
-  const walk = (dir: string, depth: number): void => {
-    const listing = fsOr(null, () => ctx.listing(dir));
-    if (listing === null) unreadable.push(dir);
-    // A folder reached again through a link (a loop, a second link) is read once.
-    if (!listing || found.some((entry) => entry.listing === listing)) return;
+  const walk = (written: string, depth: number): void => {
+    const listed = fsOr(null, () => ctx.listedAt(written));
+    if (listed === null) unreadable.push(ctx.realpathOrUndefined(written) ?? written);
+    // A folder reached again through a link (a loop, a second link) is read once; its files where it was judged.
+    if (!listed || found.some((entry) => entry.listing === listed.listing)) return;
+    const { folder: dir, listing } = listed;
     found.push({ dir, listing });
     for (const { name, kind } of depth < C.MAX_RULE_DEPTH ? sortedNames(listing) : []) {
       // A link not named as a rule file is searched as a folder, as Claude Code follows links there, once the
