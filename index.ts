@@ -1786,16 +1786,29 @@ function planRetraction(
     if (kind === "file") plan.record.retracted.push({ path, scope });
     else if (kind === "skill") plan.record.retractedSkills.push({ path, scope });
     else {
-      // A rule goes with its imports, and theirs: each import names the file that brought it in.
-      const gone = new Set([path]);
-      for (let size = 0; size !== gone.size;) {
-        size = gone.size;
-        for (const rule of held as RuleRecord[]) if (gone.has(rule.importedBy ?? "")) gone.add(rule.path);
-      }
+      // A rule goes with its imports, and theirs.
+      const gone = new Set([path, ...heldImportsOf(ledger, scope, path).map((below) => below.path)]);
       for (const rule of held as RuleRecord[])
         if (gone.has(rule.path)) (plan.record.retractedRules ??= []).push({ path: rule.path, dir: scope });
     }
   }
+}
+
+/** The imports of `root` the model holds in rule folder `dir`, and theirs, each with the file that brought it in. */
+function heldImportsOf(ledger: Ledger, dir: string, root: string): Array<{ path: string; by: string }> {
+  const below: Array<{ path: string; by: string }> = [];
+  const reached = new Set([root]);
+  for (let size = 0; size !== reached.size;) {
+    size = reached.size;
+    for (const path of ledger.byScope.rule.get(dir) ?? []) {
+      const record = ledger.get("rule", path);
+      const by = record?.dir === dir ? record.importedBy : undefined;
+      if (by === undefined || !reached.has(by) || reached.has(path)) continue;
+      reached.add(path);
+      below.push({ path, by });
+    }
+  }
+  return below;
 }
 
 /** Instruction files that exist but were refused: the model hears of each once per reason. */
@@ -1840,16 +1853,10 @@ function planRules(ledger: Ledger, plan: DeliveryPlan, { discovery, views, touch
       // importer, and its own imports with it; not while git has yet to answer or a file could not be read.
       if (discovery.held === held && !rejected.some(({ reason }) => reason === "unreadable")) {
         const offered = new Map(entries.map(({ file }) => [file.path, file.version]));
-        const [mine, gone] = [new Set([rule.path]), new Set<string>()];
-        for (let size = 0; size !== mine.size;) {
-          size = mine.size;
-          for (const path of ledger.byScope.rule.get(rule.dir) ?? []) {
-            const by = ledger.get("rule", path)?.importedBy;
-            if (by === undefined || !mine.has(by) || mine.has(path)) continue;
-            mine.add(path);
-            const unchanged = offered.get(by) === ledger.get("rule", by)?.version;
-            if (!offered.has(path) && (gone.has(by) || unchanged)) gone.add(path);
-          }
+        const gone = new Set<string>();
+        for (const { path, by } of heldImportsOf(ledger, rule.dir, rule.path)) {
+          const unchanged = offered.get(by) === ledger.get("rule", by)?.version;
+          if (!offered.has(path) && (gone.has(by) || unchanged)) gone.add(path);
         }
         const told = new Set(plan.record.retractedRules?.map(({ path }) => path));
         for (const path of gone) if (!told.has(path)) (plan.record.retractedRules ??= []).push({ path, dir: rule.dir });
