@@ -490,6 +490,14 @@ test("containment: path.relative with an exact .. test", () => {
     ["/work/repo", "/work/repo/src/../../etc", false],
     ["/work/repo", "/etc/passwd", false],
     ["/", "/etc", true],
+    // Spellings path.relative normalizes: the string prefix alone would misjudge them.
+    ["/work/repo", "/work/repo/src/..", false],
+    ["/work/repo", "/work/repo/.", false],
+    ["/work/repo", "/work/repo/src/../..", false],
+    ["/work/repo", "/work/repo/./src", true],
+    ["/work/repo", "/work/repo//src", true],
+    ["/work/repo", "/work/repo/src/", true],
+    ["/work/repo/", "/work/repo/src", true],
   ];
   for (const [parent, child, inside] of table)
     assert.equal(isPathInside(parent, child), inside, `${parent} ⊃ ${child}`);
