@@ -780,7 +780,7 @@ export class LazyAgents {
     const text = recordShowsText(plan.record) || plan.leftOut ? formatReminder(plan) : undefined;
     const patch: ToolResultEventResult = { details: withRecord(event.details, plan.record) };
     // The model's own read of the file shows it: that text, as the tool left it, confirms it.
-    if (text === undefined) plan.record.reminder = shownDigest(event.content);
+    if (text === undefined) plan.record.reminder = shownDigest(event);
     else {
       plan.record.reminder = versionOf(text);
       patch.content = [...event.content, { type: "text", text }];
@@ -1916,10 +1916,16 @@ function recordsInContext(sessionManager: ExtensionContext["sessionManager"]): L
   return records;
 }
 
-/** The digest of a result's own text. */
-function shownDigest(content: unknown): string {
+/** The text blocks of a message's content. */
+function textsOf(message: unknown): string[] {
+  const content = (message as { content?: unknown } | undefined)?.content;
   const blocks = Array.isArray(content) ? (content as Array<{ text?: unknown } | null>) : [];
-  return versionOf(blocks.flatMap((block) => (typeof block?.text === "string" ? [block.text] : [])).join("\n"));
+  return blocks.flatMap((block) => (typeof block?.text === "string" ? [block.text] : []));
+}
+
+/** The digest of a result's own text. */
+function shownDigest(message: unknown): string {
+  return versionOf(textsOf(message).join("\n"));
 }
 
 /**
@@ -1928,12 +1934,9 @@ function shownDigest(content: unknown): string {
  */
 function projectionShows(messages: readonly unknown[], record: LedgerRecord): boolean {
   if (messages.length === 0) return false;
-  const shown = (message: unknown) => shownDigest((message as { content?: unknown }).content) === record.reminder;
+  const shown = (message: unknown) => shownDigest(message) === record.reminder;
   if (!recordShowsText(record)) return record.reminder === undefined || messages.some(shown);
-  const blocks = messages.flatMap((message) => (message as { content?: unknown }).content);
-  return blocks.some((block) => {
-    const text = (block as { text?: unknown } | undefined)?.text;
-    if (typeof text !== "string") return false;
+  return messages.flatMap(textsOf).some((text) => {
     for (let at = text.indexOf(REMINDER_OPEN); at !== -1; at = text.indexOf(REMINDER_OPEN, at + 1)) {
       if (record.reminder === undefined) return true;
       const end = text.indexOf(REMINDER_CLOSE, at);
