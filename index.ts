@@ -1734,7 +1734,8 @@ function planDelivery(ledger: Ledger, input: PlanInput): DeliveryPlan {
     // A held file that did not change still names its imports: one its view no longer offers is gone for all.
     const same = view.file && ledger.get("file", view.file.path)?.version === view.file.version;
     if (!unknown(false)) planRetraction(ledger, plan, "file", scope, offered, same ? view.file!.path : undefined);
-    if (!unknown(true)) planRetraction(ledger, plan, "skill", scope, new Set(view.skills.map((s) => s.path)));
+    if (ledger.byScope.skill.has(scope) && !unknown(true))
+      planRetraction(ledger, plan, "skill", scope, new Set(view.skills.map((s) => s.path)));
     planSkips(ledger, plan, view.rejected);
     if (view.file) planFile(view.file, scope);
     const root = plan.record.files.at(-1);
