@@ -882,7 +882,11 @@ function activates(toolName: string, isError: boolean): boolean {
 /** One view per scope, parent first; a later view of the same scope is the fresher one. */
 function mergeViews(views: DirectoryView[]): DirectoryView[] {
   // One chain's views are already parent first, each inside the last (profile: sorting them was 5% of a warm call).
-  if (views.every((view, i) => i === 0 || view.scope.startsWith(`${views[i - 1]!.scope}/`))) return views;
+  const below = (view: DirectoryView, i: number) => {
+    const up = views[i - 1]?.scope;
+    return up === undefined || (view.scope.startsWith(up) && view.scope[up.length] === "/");
+  };
+  if (views.every(below)) return views;
   const byScope = new Map<string, DirectoryView>();
   for (const view of views) byScope.set(view.scope, view);
   // Depths once, not per comparison (profile: splitting scopes in the comparator was a tenth of a warm read).
@@ -2199,6 +2203,8 @@ interface DirectoryEntry {
   listed?: number;
   /** Whether its listing held a link; undefined when it was probed name by name. */
   links?: boolean;
+  /** Its view while it offers nothing: no instruction file, no skills. */
+  empty?: DirectoryView;
 }
 
 /** A source resolved and let through by the source policy, or why not ("skip": nothing is there). */
@@ -2393,8 +2399,12 @@ function ignoredReasonOf(ctx: Discovery, link: ChainLink): C.Reason | undefined 
 function viewDirectory(ctx: Discovery, link: ChainLink, withSkills: boolean, stats?: nodeFs.Stats): DirectoryView {
   const entry = ctx.directoryEntry(link.dir, stats);
   const cursor = entry?.homes.get(C.RULE_DIRS.cursor[0]) ?? "none";
-  const view: DirectoryView = { scope: link.scope, imports: [], rejected: [], skills: [], cursor };
-  if (!entry) return view;
+  const empty = (): DirectoryView => ({ scope: link.scope, imports: [], rejected: [], skills: [], cursor });
+  if (!entry) return empty();
+  // Most folders offer nothing call after call: their view is made once per version of the folder.
+  const skills = withSkills && entry.homes.get(C.SKILLS_DIR_SEGMENTS[0]!) !== "none";
+  if (entry.candidates.length === 0 && !skills) return (entry.empty ??= empty());
+  const view = empty();
   const held = ctx.held;
   for (const [index, candidate] of entry.candidates.entries()) {
     const result = ctx.sourceFileOrUnknown(candidate, link.scope);
@@ -2411,8 +2421,7 @@ function viewDirectory(ctx: Discovery, link: ChainLink, withSkills: boolean, sta
     if (result.reason === "unreadable") break;
   }
   if (view.file && ctx.options.imports) view.imports = importsOf(ctx, view.file, view.scope, view.rejected);
-  if (withSkills && entry.homes.get(C.SKILLS_DIR_SEGMENTS[0]!) !== "none")
-    view.skills = skillsOf(ctx, link, entry, view.rejected);
+  if (skills) view.skills = skillsOf(ctx, link, entry, view.rejected);
   if (ctx.held !== held) view.pending = true;
   return view;
 }
