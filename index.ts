@@ -2233,6 +2233,8 @@ interface ListingEntry {
   /** Ignore files present, in the order Pi reads them. */
   ignoreFiles: readonly string[];
   sorted?: ListingEntry["names"];
+  /** Its folders and links, sorted: what a rule folder's walk may go into (profile: 3% of a warm call). */
+  folders?: ListingEntry["names"];
   hasSkillFile: boolean;
 }
 
@@ -3179,7 +3181,8 @@ function ruleFolder(ctx: Discovery, place: RulePlace, parentKind: ParentKind): R
     if (!listed || found.some((entry) => entry.listing === listed.listing)) return;
     const { folder: dir, listing } = listed;
     found.push({ dir, listing });
-    for (const { name, kind } of depth < C.MAX_RULE_DEPTH ? sortedNames(listing) : []) {
+    listing.folders ??= sortedNames(listing).filter(({ kind }) => kind === "dir" || kind === "link");
+    for (const { name, kind } of depth < C.MAX_RULE_DEPTH ? listing.folders : []) {
       // A link not named as a rule file is searched as a folder, as Claude Code follows links there, once the
       // source policy lets it through.
       const folder = kind === "dir" || (kind === "link" && !isRuleName(name));
