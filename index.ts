@@ -1878,16 +1878,16 @@ function planRules(ledger: Ledger, plan: DeliveryPlan, { discovery, views, touch
 type RescuedRecord = { toolCallId: string; record: LedgerRecord };
 
 /**
- * Whether a context edit entered the branch since `mark`, the leaf the ledger last saw: Pi appends them between
- * turns (another extension's turn_end or agent_before_settle, or its own recovery), with no event of their own.
- * Walks back only over the entries appended since; a mark that left the branch counts as an edit.
+ * Whether a context edit or a compaction entered the branch since `mark`, the leaf the ledger last saw: Pi appends
+ * the drafts of another extension's turn_end or agent_before_settle (and its own recovery's edits) between turns,
+ * with no event of their own. Walks back only over the entries appended since; a mark that left the branch counts.
  */
 function contextEditedSince(session: ExtensionContext["sessionManager"], mark: string | null | undefined): boolean {
   if (mark === undefined) return false;
   let id = session.getLeafId();
   while (id !== null && id !== mark) {
     const entry = session.getEntry(id);
-    if (!entry || entry.type === "context_edit") return true;
+    if (!entry || entry.type === "context_edit" || entry.type === "compaction") return true;
     id = entry.parentId;
   }
   return id !== mark;
