@@ -207,7 +207,9 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
       const confirm = () => {
         const { lost, rescued } = engine.confirmTurn(event.toolResults);
         for (const entry of rescued) pi.appendEntry(C.RESCUED_RECORD_ENTRY, entry);
-        return lost;
+        // What never reached the model was not loaded.
+        turnLoaded.splice(0, Infinity, ...turnLoaded.filter((record) => !lost.has(record)));
+        return lost.size > 0;
       };
       if (guarded(ctx, "rebuild", confirm, () => false) === true) rebuild(ctx);
       endTurn(ctx);
@@ -795,13 +797,13 @@ export class LazyAgents {
    * and the next access in its scope sends it again. One that replaced `details` only left the
    * reminder whole: its record is rescued into an entry of its own (`recordsInContext` reads it).
    */
-  confirmTurn(toolResults: TurnEndEvent["toolResults"]): { lost: boolean; rescued: RescuedRecord[] } {
+  confirmTurn(toolResults: TurnEndEvent["toolResults"]): { lost: Set<LedgerRecord>; rescued: RescuedRecord[] } {
     const rescued: RescuedRecord[] = [];
-    let lost = false;
+    const lost = new Set<LedgerRecord>();
     for (const message of toolResults) {
       const record = this.unconfirmed.get(message.toolCallId);
       if (!record) continue;
-      if (!projectionShows([message], record)) lost = true;
+      if (!projectionShows([message], record)) lost.add(record);
       else if (readRecord(message.details) === undefined) rescued.push({ toolCallId: message.toolCallId, record });
     }
     this.unconfirmed.clear();

@@ -5,11 +5,13 @@ import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { createLazyAgents } from "../index.ts";
+import type { ExtensionFactory } from "@earendil-works/pi-coding-agent";
+import { createLazyAgents, REMINDER_OPEN } from "../index.ts";
 import { COMMAND_DESCRIPTION, REPORT_USAGE } from "../config.ts";
 import {
   finalTurn,
   loadRunner,
+  persistedToolResults,
   reminderOf,
   startSession,
   toolTurn,
@@ -19,6 +21,7 @@ import {
   twoTrees,
 } from "./harness.ts";
 import { callsOutside, recordingFileSystem } from "./fs-seam.ts";
+import { noGit } from "./fuzz-lib.ts";
 
 const skill = (name: string, description: string, extra = "") =>
   `---\nname: ${name}\n${description ? `description: ${description}\n` : ""}${extra}---\nBODY\n`;
@@ -444,5 +447,35 @@ test("the report says a linked rule folder leads outside only when it does, in a
       const report = h.notifications.at(-1) ?? "";
       assert.doesNotMatch(report, /pkg\/\.cursor\/rules {2,}a link/, `${mode}: ${report}`);
       assert.match(report, /esc\/\.cursor\/rules {2,}a link that leads outside the working directory/, mode);
+    },
+  ));
+
+test("a turn's notification names only what reached the model: not a reminder a later extension dropped", () =>
+  withTree(
+    { "pkg/AGENTS.md": "PKG-RULES", "pkg/a.ts": "a\n", "other/AGENTS.md": "OTHER-RULES", "other/b.ts": "b\n" },
+    async (tree) => {
+      // A later extension drops the reminder from results in pkg only.
+      const dropper: ExtensionFactory = (pi) => {
+        pi.on("tool_result", (event) =>
+          String((event.input as { path?: unknown }).path).startsWith("pkg/")
+            ? { content: event.content.filter((b) => b.type !== "text" || !b.text.startsWith(REMINDER_OPEN)) }
+            : undefined,
+        );
+      };
+      const notifications: string[] = [];
+      const turn = toolTurn(["read", { path: "pkg/a.ts" }], ["read", { path: "other/b.ts" }]);
+      const h = await startSession(tree, [turn, finalTurn()], {
+        factories: [createLazyAgents({ spawnGit: noGit }), dropper],
+        notifications,
+      });
+      try {
+        await h.session.prompt("read both");
+        const [pkg, other] = persistedToolResults(h.sessionManager);
+        assert.equal(reminderOf(pkg!.content), undefined, "the later extension dropped it");
+        assert.match(reminderOf(other!.content) ?? "", /OTHER-RULES/);
+        assert.deepEqual(notifications, ["pi-lazy-agents: loaded 1 file: other/AGENTS.md"]);
+      } finally {
+        h.dispose();
+      }
     },
   ));
