@@ -430,8 +430,9 @@ interface PendingCall {
   touched: string[];
   /** A bash call's commands, located again after it ran when they name an instruction file. */
   commands?: ShellCommand[];
-  /** Real path of an instruction file this call writes: the batch's other results leave it alone. */
-  writes?: string;
+  /** Real paths of the instruction files this call writes (a command's: those its words name): the batch's other
+   * results leave them alone. */
+  writes?: string[];
   /** An edit or write of a file named otherwise, which may reach one through a link: see `writesOf`. */
   mayLink?: boolean;
   /** An edit or write of an instruction file, or into folders not all there at the call: located again at its result. */
@@ -581,7 +582,12 @@ export class LazyAgents {
       const rels = this.options.rules ? outcomes.map(({ path }) => path && touchedPath(discovery, path, env.cwd)) : [];
       const touched = [...new Set(rels.filter((rel): rel is string => !!rel))];
       if (chains.length === 0 && touched.length === 0) return undefined;
-      return { ...base, target: "", chains, touched, commands };
+      // The instruction files its words name, which it may write (`>`, `sed -i`): the batch's other results leave them.
+      const named = outcomes.flatMap(({ path }) =>
+        path && this.options.fileNames.includes(basename(path)) ? [path] : [],
+      );
+      const writes = named.length > 0 ? named.map((path) => discovery.realpathOrUndefined(path) ?? path) : undefined;
+      return { ...base, target: "", chains, touched, commands, writes };
     }
     // Search tools and other triggers name a folder, cwd when they name none (as Pi's do).
     const targetIsDirectory = !["read", "edit", "write"].includes(event.toolName);
@@ -596,7 +602,7 @@ export class LazyAgents {
     if (located === undefined) return undefined;
     const edits = event.toolName === "edit" || event.toolName === "write";
     const named = edits && this.options.fileNames.includes(basename(target));
-    const writes = named ? (discovery.realpathOrUndefined(target) ?? target) : undefined;
+    const writes = named ? [discovery.realpathOrUndefined(target) ?? target] : undefined;
     // An edit or write is kept even in cwd itself: it may create an instruction file in folders that do not
     // exist yet, or change one through a link, and the batch must know.
     if (located.links.length === 0 && !edits && !this.options.rules) return undefined;
@@ -611,7 +617,7 @@ export class LazyAgents {
    * The instruction file a call writes. A target named otherwise may reach one through a link inside
    * cwd: its real path is looked at only once that matters, so that a plain edit costs no call.
    */
-  private writesOf(call: PendingCall): string | undefined {
+  private writesOf(call: PendingCall): string[] | undefined {
     const discovery = this.discovery;
     if (call.mayLink && discovery) {
       // Below real folders only the target itself can be a link: an lstat tells, cheaper than a realpath.
@@ -620,7 +626,7 @@ export class LazyAgents {
       // A link that leads nowhere yet may lead to a file once the write has run: it is looked at again then.
       call.mayLink = !plain && real === undefined;
       const inside = real !== undefined && isPathInside(discovery.cwdReal, real);
-      if (inside && this.options.fileNames.includes(basename(real))) call.writes = real;
+      if (inside && this.options.fileNames.includes(basename(real))) call.writes = [real];
     }
     return call.writes;
   }
@@ -693,10 +699,9 @@ export class LazyAgents {
   private leftAloneBy(calls: PendingCall[]): ReadonlySet<string> | undefined {
     const others = new Set<string>();
     for (const call of this.pending.values()) {
-      const writes = calls.includes(call) ? undefined : this.writesOf(call);
-      if (writes !== undefined) others.add(writes);
+      for (const path of calls.includes(call) ? [] : (this.writesOf(call) ?? [])) others.add(path);
     }
-    for (const { writes } of calls) if (writes !== undefined) others.delete(writes);
+    for (const { writes } of calls) for (const path of writes ?? []) others.delete(path);
     return others.size === 0 ? undefined : others;
   }
 
@@ -733,7 +738,8 @@ export class LazyAgents {
     const calls = [...(this.nested.get(event.toolCallId) ?? []), ...(own ? [own] : [])];
     this.nested.delete(event.toolCallId);
     if (calls.length === 0) return undefined;
-    const shown = (views: DirectoryView[]) => (own ? this.shownByTool(own, event, views) : {});
+    // A command's output is never counted as showing a file: its reminder carries what its words activate.
+    const shown = (views: DirectoryView[]) => (own && !own.commands ? this.shownByTool(own, event, views) : {});
     // A file tool's reminder is for the path its call names; a command's or a script's names the paths it touched.
     const named = calls.length > (own ? 1 : 0) || own?.commands !== undefined;
     const finish = (views: DirectoryView[], plan: DeliveryPlan) => {

@@ -366,31 +366,44 @@ test("a codemode script's read taken before a sibling edit does not send the old
 
 /**
  * Pi preflights both calls in order, then runs them concurrently: here the read finishes first,
- * before the edit (of `path`, pkg/AGENTS.md or a link to it) has written, and Pi still persists the
- * edit's result first. The model must end on the newer version, carried by the edit's result.
+ * before the writer (an edit of pkg/AGENTS.md or a link to it, or a command naming it) has written,
+ * and Pi still persists the writer's result first. The model must end on the newer version, carried
+ * by the writer's result.
  */
-async function editWhileReading(tree: Tree, path: string, git = false): Promise<void> {
+async function writeWhileReading(tree: Tree, writer: [string, Record<string, unknown>], git = false): Promise<void> {
   const { factory } = lazyAgents({ git });
   const h = await loadRunner(tree, { factories: [factory] });
-  const edit = { path, edits: [{ oldText: "RULE-V1", newText: "RULE-V2" }] };
+  const [toolName, input] = writer;
   const read = { path: "pkg/x.ts" };
-  await h.runner.emitToolCall({ type: "tool_call", toolName: "edit", toolCallId: "e-1", input: edit } as never);
+  await h.runner.emitToolCall({ type: "tool_call", toolName, toolCallId: "w-1", input } as never);
   await h.runner.emitToolCall({ type: "tool_call", toolName: "read", toolCallId: "r-1", input: read } as never);
   const readReminder = reminderOf(await finishCall(h, "read", "r-1", read)) ?? "";
   writeFileSync(tree.abs("pkg/AGENTS.md"), "RULE-V2\n");
-  const editReminder = reminderOf(await finishCall(h, "edit", "e-1", edit)) ?? "";
-  assert.doesNotMatch(readReminder, /RULE-V1/, "the edit's result carries the file it writes");
-  assert.match(editReminder, /RULE-V2/);
+  const writerReminder = reminderOf(await finishCall(h, toolName, "w-1", input)) ?? "";
+  assert.doesNotMatch(readReminder, /RULE-V1/, "the writer's result carries the file it writes");
+  assert.match(writerReminder, /RULE-V2/);
   await h.runner.emit({ type: "turn_end", turnIndex: 0, toolResults: [] } as never);
   assert.equal(reminderOf((await h.call("read", read)).content), undefined, "the model holds V2");
 }
 
+const editOf = (path: string): [string, Record<string, unknown>] => [
+  "edit",
+  { path, edits: [{ oldText: "RULE-V1", newText: "RULE-V2" }] },
+];
+
 test("a batch that edits an instruction file and reads below it never leaves the model on the older version", () =>
-  withTree({ "pkg/AGENTS.md": "RULE-V1\n", "pkg/x.ts": "x\n" }, (tree) => editWhileReading(tree, "pkg/AGENTS.md")));
+  withTree({ "pkg/AGENTS.md": "RULE-V1\n", "pkg/x.ts": "x\n" }, (tree) =>
+    writeWhileReading(tree, editOf("pkg/AGENTS.md")),
+  ));
 
 test("a batch that edits an instruction file through a link named otherwise leaves the file to the edit's result", () =>
   twoTrees({ "pkg/AGENTS.md": "RULE-V1\n", "pkg/NOTES.md": { link: "AGENTS.md" }, "pkg/x.ts": "x\n" }, (tree) =>
-    editWhileReading(tree, "pkg/NOTES.md", true),
+    writeWhileReading(tree, editOf("pkg/NOTES.md"), true),
+  ));
+
+test("a batch whose bash command writes an instruction file and reads below it never leaves the model on the older version", () =>
+  withTree({ "pkg/AGENTS.md": "RULE-V1\n", "pkg/x.ts": "x\n" }, (tree) =>
+    writeWhileReading(tree, ["bash", { command: "echo RULE-V2 > pkg/AGENTS.md" }]),
   ));
 
 test("in a real session, one turn that edits an instruction file and reads below it ends on the newer version", () =>
