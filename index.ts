@@ -3929,7 +3929,9 @@ async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnviron
 /** Completions for `/lazy-agents`: the `why` word, then paths this session has seen. */
 function commandCompletions(engine: LazyAgents, prefix: string): Array<{ value: string; label: string }> | null {
   const scopes = [...engine.inspection.keys()].map((scope) => `${scope}/`);
-  const paths = [...viewedFiles(engine.inspection.values()).map((file) => file.path), ...scopes];
+  // A name that would reach the terminal escaped is not offered: the value is inserted as it is.
+  const seen = [...viewedFiles(engine.inspection.values()).map((file) => file.path), ...scopes];
+  const paths = seen.filter((path) => oneLine(path) === path);
   const words = prefix.startsWith("why ") ? paths.map((path) => `why ${path}`) : ["why ", "help", C.VERBOSE_ARGUMENT];
   const items = [...new Set(words)]
     .filter((word) => word.startsWith(prefix))

@@ -136,6 +136,26 @@ test("the command offers completions for `why` and for seen paths", () =>
     assert.deepEqual(paths, ["why src/AGENTS.md"]);
   }));
 
+test("completions never show a seen name's control or format characters raw", () => {
+  const hostile = "pkg\u202Eevil\u001b]0;x\u0007";
+  return withTree(
+    { [`${hostile}/AGENTS.md`]: "E", [`${hostile}/x.ts`]: "x", "src/AGENTS.md": "S", "src/y.ts": "y" },
+    async (tree) => {
+      const h = await loadRunner(tree);
+      await h.call("read", { path: `${hostile}/x.ts` });
+      await h.call("read", { path: "src/y.ts" });
+      const command = h.runner.getCommand("lazy-agents")!;
+      const items = (await command.getArgumentCompletions!("why ")) ?? [];
+      assert.ok(
+        items.some(({ value }) => value === "why src/AGENTS.md"),
+        "a plain name is offered",
+      );
+      for (const { value, label } of items)
+        assert.doesNotMatch(value + label, /[\p{Cc}\p{Cf}]/u, JSON.stringify(value));
+    },
+  );
+});
+
 test("after a resume, /lazy-agents lists what the model holds, and its counts agree", () =>
   withTree(
     {
