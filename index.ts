@@ -200,8 +200,13 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
       guarded(ctx, "toolResult", () => then(engine.onToolResult(event), (done) => answer(ctx, done)), nothing),
     );
 
-    // Per-call state ends with each result; what calls without a result (blocked, aborted) leave
-    // ends with their turn. No per-call hook is spent on it: every hook costs Pi a context object.
+    // A call that a later extension blocked, or that was aborted, has no result: it writes nothing for its
+    // siblings to leave alone. Pi ends every call so, right after its result, and a blocked one before any tool runs.
+    pi.on("tool_execution_end", (event, ctx) =>
+      guarded(ctx, "toolResult", () => engine.endCall(event.toolCallId), nothing),
+    );
+
+    // Per-call state ends with each result; what a call's end did not clear ends with its turn.
     pi.on("turn_end", (event, ctx) => {
       // A reminder that a later extension replaced, cut or dropped never reached the model: the ledger follows the session.
       const confirm = () => {
@@ -826,6 +831,12 @@ export class LazyAgents {
     this.gate = options.gateWrites
       ? (this.gate ?? { records: new Map(), scopes: new Set(), rules: new Set(), retries: new Set() })
       : undefined;
+  }
+
+  /** Forgets a call that ended without a result (blocked after our tool_call, or aborted). */
+  endCall(toolCallId: string): void {
+    this.pending.delete(toolCallId);
+    this.rootOf.delete(toolCallId);
   }
 
   /** Forgets what calls that never reached their result left behind; all calls of the turn are done. */

@@ -262,6 +262,29 @@ test("a blocked call leaves its scope to the next call that goes through", () =>
     assert.match(reminderOf(through.content) ?? "", new RegExp(rules(5)));
   }));
 
+test("an edit of an instruction file that a later extension blocks leaves that file to the batch's other results", () =>
+  withTree({ "pkg/AGENTS.md": "PKG-RULES\n", "pkg/x.ts": "x\n" }, async (tree) => {
+    const { factory, engine } = lazyAgents();
+    // A later extension that protects instruction files: the edit never runs, and has no result to carry the file.
+    const protect = blocker((path) => path.endsWith("AGENTS.md"));
+    const edit = ["edit", { path: "pkg/AGENTS.md", edits: [{ oldText: "PKG", newText: "NEW" }] }] as [
+      string,
+      JsonObject,
+    ];
+    const h = await startSession(tree, [toolTurn(edit, ["read", { path: "pkg/x.ts" }]), finalTurn()], {
+      factories: [factory, protect],
+    });
+    try {
+      await h.session.prompt("edit the rules and read x");
+      const [blocked, read] = persistedToolResults(h.sessionManager);
+      assert.equal(blocked!.isError, true);
+      assert.match(reminderOf(read!.content) ?? "", /PKG-RULES/, "the read that went through carries its scope");
+      assertNoPerCallState(engine());
+    } finally {
+      h.dispose();
+    }
+  }));
+
 test("a second extension's tool_result that rewrites the content: the reminder is appended after its blocks", () =>
   withTree(twentyScopes(), async (tree) => {
     const { factory } = lazyAgents();
