@@ -126,6 +126,19 @@ test("/lazy-agents why <path> explains one path, including one outside cwd", () 
     },
   ));
 
+test("why <path> answers for a path below a file and for a link that loops, instead of failing the report", () =>
+  withTree({ "src/AGENTS.md": "S", "src/x.ts": "x" }, async (tree) => {
+    tree.link("src/loop", "loop");
+    const h = await loadRunner(tree, { hasUI: true });
+    for (const path of ["src/x.ts/sub", "src/loop"]) {
+      h.notifications.length = 0;
+      await h.command("lazy-agents", `why ${path}`);
+      const answer = h.notifications.join("\n");
+      assert.match(answer, new RegExp(`^pi-lazy-agents: why ${path}\n`), answer);
+      assert.match(answer, /src\/AGENTS.md +pending/, answer);
+    }
+  }));
+
 test("the command offers completions for `why` and for seen paths", () =>
   withTree({ "src/AGENTS.md": "S", "src/x.ts": "x" }, async (tree) => {
     const h = await loadRunner(tree);
