@@ -1423,6 +1423,8 @@ function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, 
 
 /** The checks part of `/lazy-agents`: every rule of cwd's and the seen folders' `.claude`, with state and count. */
 function checkReport(engine: LazyAgents, env: CallEnvironment): string[] {
+  // With the extension off no rule runs: none may be listed as active.
+  if (!engine.options.enabled) return ["", C.CHECK_REPORT.offWithExtension];
   if (!engine.options.checks) return ["", C.CHECK_REPORT.off];
   const discovery = engine.discoveryFor(env.cwd);
   if (!discovery) return [];
@@ -1441,7 +1443,7 @@ function checkReport(engine: LazyAgents, env: CallEnvironment): string[] {
 function checkWhy(engine: LazyAgents, env: CallEnvironment, shown: string): string[] {
   const discovery = engine.discoveryFor(env.cwd);
   const target = resolveToolPath(shown, env.cwd);
-  if (!engine.options.checks || !discovery || target === undefined) return [];
+  if (!engine.options.enabled || !engine.options.checks || !discovery || target === undefined) return [];
   const state = engine.checks;
   const bases = checkBases(discovery, locateChain(discovery, target, false));
   const checks = checksIn(discovery, state, bases).filter((c) => c.event === "file" || c.event === "all");

@@ -333,6 +333,32 @@ test("/lazy-agents says the extension is off only when it is", () =>
     assert.match(await report(tree, "", { settings: { lazyAgents: { enabled: false } } }), /off for this run/);
   }));
 
+test("with the extension off, /lazy-agents lists no hookify rule as active: none of them runs", () =>
+  withTree(
+    {
+      ".claude/hookify.rm.local.md":
+        "---\nname: block-rm\nenabled: true\nevent: all\npattern: rm\\s+-rf\naction: block\n---\nNo.\n",
+      "src/x.ts": "x",
+    },
+    async (tree) => {
+      for (const options of [{ flags: { "no-lazy-agents": true } }, { settings: { lazyAgents: { enabled: false } } }]) {
+        const h = await loadRunner(tree, { hasUI: true, ...options });
+        assert.equal(
+          (await h.call("bash", { command: "rm -rf nothing-here" })).blocked,
+          false,
+          "the rule does not run",
+        );
+        for (const args of ["", "why src/x.ts"]) {
+          h.notifications.length = 0;
+          await h.command("lazy-agents", args);
+          const text = h.notifications.join("\n");
+          assert.doesNotMatch(text, /block-rm[^\n]*active/, `${args}: ${JSON.stringify(options)}`);
+          if (args === "") assert.match(text, /Checks are off with the extension\./);
+        }
+      }
+    },
+  ));
+
 test("why <folder> walks down to the folder itself and shows its own scope", () =>
   withTree({ "src/AGENTS.md": "S", "src/deep/AGENTS.md": "D", "src/deep/x.ts": "x" }, async (tree) => {
     const text = await report(tree, "why src/deep");
