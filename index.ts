@@ -700,13 +700,15 @@ export class LazyAgents {
     return links === true && this.writesOf(call) !== undefined;
   }
 
-  /** Instruction files that sibling calls still write: these calls' plans leave them to the writer's result. */
+  /**
+   * Instruction files that sibling calls still write: these calls' plans leave them to the writer's result. Of two
+   * calls that name one file (an edit and a command showing it), the later result carries it, viewed after both ran.
+   */
   private leftAloneBy(calls: PendingCall[]): ReadonlySet<string> | undefined {
     const others = new Set<string>();
     for (const call of this.pending.values()) {
       for (const path of calls.includes(call) ? [] : (this.writesOf(call) ?? [])) others.add(path);
     }
-    for (const { writes } of calls) for (const path of writes ?? []) others.delete(path);
     return others.size === 0 ? undefined : others;
   }
 

@@ -393,20 +393,25 @@ test("a codemode script's read taken before a sibling edit does not send the old
  * and Pi still persists the writer's result first. The model must end on the newer version, carried
  * by the writer's result.
  */
-async function writeWhileReading(tree: Tree, writer: [string, Record<string, unknown>], git = false): Promise<void> {
+async function writeWhileReading(
+  tree: Tree,
+  writer: [string, Record<string, unknown>],
+  git = false,
+  reader: [string, Record<string, unknown>] = ["read", { path: "pkg/x.ts" }],
+): Promise<void> {
   const { factory } = lazyAgents({ git });
   const h = await loadRunner(tree, { factories: [factory] });
   const [toolName, input] = writer;
-  const read = { path: "pkg/x.ts" };
+  const [readName, read] = reader;
   await h.runner.emitToolCall({ type: "tool_call", toolName, toolCallId: "w-1", input } as never);
-  await h.runner.emitToolCall({ type: "tool_call", toolName: "read", toolCallId: "r-1", input: read } as never);
-  const readReminder = reminderOf(await finishCall(h, "read", "r-1", read)) ?? "";
+  await h.runner.emitToolCall({ type: "tool_call", toolName: readName, toolCallId: "r-1", input: read } as never);
+  const readReminder = reminderOf(await finishCall(h, readName, "r-1", read)) ?? "";
   writeFileSync(tree.abs("pkg/AGENTS.md"), "RULE-V2\n");
   const writerReminder = reminderOf(await finishCall(h, toolName, "w-1", input)) ?? "";
   assert.doesNotMatch(readReminder, /RULE-V1/, "the writer's result carries the file it writes");
   assert.match(writerReminder, /RULE-V2/);
   await h.runner.emit({ type: "turn_end", turnIndex: 0, toolResults: [] } as never);
-  assert.equal(reminderOf((await h.call("read", read)).content), undefined, "the model holds V2");
+  assert.equal(reminderOf((await h.call(readName, read)).content), undefined, "the model holds V2");
 }
 
 const editOf = (path: string): [string, Record<string, unknown>] => [
@@ -422,6 +427,11 @@ test("a batch that edits an instruction file and reads below it never leaves the
 test("a batch that edits an instruction file through a link named otherwise leaves the file to the edit's result", () =>
   twoTrees({ "pkg/AGENTS.md": "RULE-V1\n", "pkg/NOTES.md": { link: "AGENTS.md" }, "pkg/x.ts": "x\n" }, (tree) =>
     writeWhileReading(tree, editOf("pkg/NOTES.md"), true),
+  ));
+
+test("a batch that edits an instruction file and shows it with a command never leaves the model on the older version", () =>
+  withTree({ "pkg/AGENTS.md": "RULE-V1\n", "pkg/x.ts": "x\n" }, (tree) =>
+    writeWhileReading(tree, editOf("pkg/AGENTS.md"), false, ["bash", { command: "cat pkg/AGENTS.md" }]),
   ));
 
 test("a batch whose bash command writes an instruction file and reads below it never leaves the model on the older version", () =>
