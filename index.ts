@@ -435,8 +435,8 @@ interface PendingCall {
   touched: string[];
   /** A bash call's commands, located again after it ran when they name an instruction file. */
   commands?: ShellCommand[];
-  /** Real paths of the instruction files this call writes (a command's: those its words name): the batch's other
-   * results leave them alone. */
+  /** Real paths of the instruction files this call writes (a command's: its redirect and tee targets): the batch's
+   * other results leave them alone. */
   writes?: string[];
   /** An edit or write of a file named otherwise, which may reach one through a link: see `writesOf`. */
   mayLink?: boolean;
@@ -587,9 +587,10 @@ export class LazyAgents {
       const rels = this.options.rules ? outcomes.map(({ path }) => path && touchedPath(discovery, path, env.cwd)) : [];
       const touched = [...new Set(rels.filter((rel): rel is string => !!rel))];
       if (chains.length === 0 && touched.length === 0) return undefined;
-      // The instruction files its words name, which it may write (`>`, `sed -i`): the batch's other results leave them.
-      const named = outcomes.flatMap(({ path }) =>
-        path && this.options.fileNames.includes(basename(path)) ? [path] : [],
+      // The instruction files it writes (`>`, `tee`): the batch's other results leave them. One it only names, as
+      // `cat` does, is no write: a sibling still carries it (a write the gate holds, the reason).
+      const named = outcomes.flatMap(({ use, path }) =>
+        use.role === "write" && path && this.options.fileNames.includes(basename(path)) ? [path] : [],
       );
       const writes = named.length > 0 ? named.map((path) => discovery.realpathOrUndefined(path) ?? path) : undefined;
       return { ...base, target: "", chains, touched, commands, writes };

@@ -68,6 +68,24 @@ test("the gate holds the first write into an undelivered scope once, then lets t
     }
   }));
 
+test("a write issued beside a command that only shows the scope's instruction file is still held back", () =>
+  withTree({ "pkg/AGENTS.md": "PKG-RULES: use tabs", "pkg/a.ts": "a\n" }, async (tree) => {
+    // The command shows pkg/AGENTS.md, but only in its own result: the model issued the write before it saw it.
+    const turn = toolTurn(["bash", { command: "cat pkg/AGENTS.md" }], ["write", { path: "pkg/b.ts", content: "b\n" }]);
+    const h = await startSession(tree, [turn, finalTurn()], {
+      settings: { lazyAgents: { gateWrites: true } },
+      tools: ["read", "bash", "edit", "write"],
+    });
+    try {
+      await h.session.prompt("show the rules and write b");
+      const [, write] = persistedToolResults(h.sessionManager);
+      assert.equal(write!.isError, true, "the write was held back");
+      assert.match(write!.content[0]!.text!, /PKG-RULES: use tabs[^]*retry the same call/);
+    } finally {
+      h.dispose();
+    }
+  }));
+
 test("the gate is off by default and never holds a scope the model already has", () =>
   withTree({ "pkg/AGENTS.md": "PKG-RULES", "pkg/a.ts": "a\n" }, async (tree) => {
     const plain = await loadRunner(tree);
