@@ -141,9 +141,12 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
         () => {
           engine.discoveryFor(ctx.cwd);
           if (engine.options.enabled) engine.git?.start();
-          engine.ledger.rebuild(recordsInContext(ctx.sessionManager));
+          const records = recordsInContext(ctx.sessionManager);
+          engine.ledger.rebuild(records);
           // A reason still in context left its instructions in the ledger; one gone must hold the next write again.
-          engine.gate?.retries.clear();
+          const shown = new Set(records.map((record) => record.reminder));
+          for (const [target, reason] of engine.gate?.retries ?? [])
+            if (!shown.has(reason)) engine.gate!.retries.delete(target);
           engine.contextMark = ctx.sessionManager.getLeafId();
         },
         // A session we cannot read leaves the ledger empty: at worst a file is sent again.
@@ -567,8 +570,8 @@ export class LazyAgents {
       plan.record.reminder = versionOf(text);
       this.ledger.apply(plan.record);
       gate.records.set(event.toolCallId, plan.record);
-      if (gate.retries.size >= C.MAX_UNCONFIRMED_RESULTS) gate.retries.delete(gate.retries.values().next().value!);
-      gate.retries.add(call.target);
+      if (gate.retries.size >= C.MAX_UNCONFIRMED_RESULTS) gate.retries.delete(gate.retries.keys().next().value!);
+      gate.retries.set(call.target, plan.record.reminder);
       for (const entry of plan.files) gate.scopes.add(entry.scope);
       for (const entry of plan.rules ?? []) gate.rules.add(entry.record.path);
       return { answer: { block: true, reason: `${text}\n${C.GATE_RETRY_TEXT}` }, plan };
@@ -832,7 +835,7 @@ export class LazyAgents {
     }
     this.options = options;
     this.gate = options.gateWrites
-      ? (this.gate ?? { records: new Map(), scopes: new Set(), rules: new Set(), retries: new Set() })
+      ? (this.gate ?? { records: new Map(), scopes: new Set(), rules: new Set(), retries: new Map() })
       : undefined;
   }
 
@@ -882,13 +885,14 @@ function chainQuestionsOf(discovery: Discovery, calls: PendingCall[]): string[] 
  * The write gate's state, present only while `gateWrites` is on. Pi persists a held call's reason as its error
  * result, which `records` waits for. Pi runs every sibling's tool_call before any result reaches the model, so a
  * sibling write into a scope held for in this turn (`scopes`), or where a rule held for applies (`rules`), is held
- * too. A target held once (`retries`) goes through when it is tried again, as the reason promises.
+ * too. A target held once (`retries`, with the digest of its reason) goes through when it is tried again, as the
+ * reason promises, while the model can still see that reason.
  */
 interface WriteGate {
   records: Map<string, LedgerRecord>;
   scopes: Set<string>;
   rules: Set<string>;
-  retries: Set<string>;
+  retries: Map<string, string>;
 }
 
 function activates(toolName: string, isError: boolean): boolean {
