@@ -581,6 +581,7 @@ export const CHECK_STATES = {
 export const CHECK_REPORT = {
   heading: "Checks",
   off: "Checks are off (the checks setting).",
+  offWithExtension: "Checks are off with the extension.",
   whyHeading: "  Checks on a write here:",
   whyNone: "  Checks on a write here: none",
   pathMatches: "its path conditions match",

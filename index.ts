@@ -141,9 +141,12 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
         () => {
           engine.discoveryFor(ctx.cwd);
           if (engine.options.enabled) engine.git?.start();
-          engine.ledger.rebuild(recordsInContext(ctx.sessionManager));
+          const records = recordsInContext(ctx.sessionManager);
+          engine.ledger.rebuild(records);
           // A reason still in context left its instructions in the ledger; one gone must hold the next write again.
-          engine.gate?.retries.clear();
+          const shown = new Set(records.map((record) => record.reminder));
+          for (const [target, reason] of engine.gate?.retries ?? [])
+            if (!shown.has(reason)) engine.gate!.retries.delete(target);
           engine.contextMark = ctx.sessionManager.getLeafId();
         },
         // A session we cannot read leaves the ledger empty: at worst a file is sent again.
@@ -200,14 +203,21 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
       guarded(ctx, "toolResult", () => then(engine.onToolResult(event), (done) => answer(ctx, done)), nothing),
     );
 
-    // Per-call state ends with each result; what calls without a result (blocked, aborted) leave
-    // ends with their turn. No per-call hook is spent on it: every hook costs Pi a context object.
+    // A call that a later extension blocked, or that was aborted, has no result: it writes nothing for its
+    // siblings to leave alone. Pi ends every call so, right after its result, and a blocked one before any tool runs.
+    pi.on("tool_execution_end", (event, ctx) =>
+      guarded(ctx, "toolResult", () => engine.endCall(event.toolCallId), nothing),
+    );
+
+    // Per-call state ends with each result; what a call's end did not clear ends with its turn.
     pi.on("turn_end", (event, ctx) => {
       // A reminder that a later extension replaced, cut or dropped never reached the model: the ledger follows the session.
       const confirm = () => {
         const { lost, rescued } = engine.confirmTurn(event.toolResults);
         for (const entry of rescued) pi.appendEntry(C.RESCUED_RECORD_ENTRY, entry);
-        return lost;
+        // What never reached the model was not loaded.
+        turnLoaded.splice(0, Infinity, ...turnLoaded.filter((record) => !lost.has(record)));
+        return lost.size > 0;
       };
       if (guarded(ctx, "rebuild", confirm, () => false) === true) rebuild(ctx);
       endTurn(ctx);
@@ -428,8 +438,9 @@ interface PendingCall {
   touched: string[];
   /** A bash call's commands, located again after it ran when they name an instruction file. */
   commands?: ShellCommand[];
-  /** Real path of an instruction file this call writes: the batch's other results leave it alone. */
-  writes?: string;
+  /** Real paths of the instruction files this call writes (a command's: its redirect and tee targets): the batch's
+   * other results leave them alone. */
+  writes?: string[];
   /** An edit or write of a file named otherwise, which may reach one through a link: see `writesOf`. */
   mayLink?: boolean;
   /** An edit or write of an instruction file, or into folders not all there at the call: located again at its result. */
@@ -563,8 +574,8 @@ export class LazyAgents {
       plan.record.reminder = versionOf(text);
       this.ledger.apply(plan.record);
       gate.records.set(event.toolCallId, plan.record);
-      if (gate.retries.size >= C.MAX_UNCONFIRMED_RESULTS) gate.retries.delete(gate.retries.values().next().value!);
-      gate.retries.add(call.target);
+      if (gate.retries.size >= C.MAX_UNCONFIRMED_RESULTS) gate.retries.delete(gate.retries.keys().next().value!);
+      gate.retries.set(call.target, plan.record.reminder);
       for (const entry of plan.files) gate.scopes.add(entry.scope);
       for (const entry of plan.rules ?? []) gate.rules.add(entry.record.path);
       return { answer: { block: true, reason: `${text}\n${C.GATE_RETRY_TEXT}` }, plan };
@@ -583,7 +594,13 @@ export class LazyAgents {
       const rels = this.options.rules ? outcomes.map(({ path }) => path && touchedPath(discovery, path, env.cwd)) : [];
       const touched = [...new Set(rels.filter((rel): rel is string => !!rel))];
       if (chains.length === 0 && touched.length === 0) return undefined;
-      return { ...base, target: "", chains, touched, commands };
+      // The instruction files it writes (`>`, `tee`): the batch's other results leave them. One it only names, as
+      // `cat` does, is no write: a sibling still carries it (a write the gate holds, the reason).
+      const named = outcomes.flatMap(({ use, path }) =>
+        use.role === "write" && path && this.options.fileNames.includes(basename(path)) ? [path] : [],
+      );
+      const writes = named.length > 0 ? named.map((path) => discovery.realpathOrUndefined(path) ?? path) : undefined;
+      return { ...base, target: "", chains, touched, commands, writes };
     }
     // Search tools and other triggers name a folder, cwd when they name none (as Pi's do).
     const targetIsDirectory = !["read", "edit", "write"].includes(event.toolName);
@@ -598,7 +615,7 @@ export class LazyAgents {
     if (located === undefined) return undefined;
     const edits = event.toolName === "edit" || event.toolName === "write";
     const named = edits && this.options.fileNames.includes(basename(target));
-    const writes = named ? (discovery.realpathOrUndefined(target) ?? target) : undefined;
+    const writes = named ? [discovery.realpathOrUndefined(target) ?? target] : undefined;
     // An edit or write is kept even in cwd itself: it may create an instruction file in folders that do not
     // exist yet, or change one through a link, and the batch must know.
     if (located.links.length === 0 && !edits && !this.options.rules) return undefined;
@@ -613,7 +630,7 @@ export class LazyAgents {
    * The instruction file a call writes. A target named otherwise may reach one through a link inside
    * cwd: its real path is looked at only once that matters, so that a plain edit costs no call.
    */
-  private writesOf(call: PendingCall): string | undefined {
+  private writesOf(call: PendingCall): string[] | undefined {
     const discovery = this.discovery;
     if (call.mayLink && discovery) {
       // Below real folders only the target itself can be a link: an lstat tells, cheaper than a realpath.
@@ -622,7 +639,7 @@ export class LazyAgents {
       // A link that leads nowhere yet may lead to a file once the write has run: it is looked at again then.
       call.mayLink = !plain && real === undefined;
       const inside = real !== undefined && isPathInside(discovery.cwdReal, real);
-      if (inside && this.options.fileNames.includes(basename(real))) call.writes = real;
+      if (inside && this.options.fileNames.includes(basename(real))) call.writes = [real];
     }
     return call.writes;
   }
@@ -692,14 +709,15 @@ export class LazyAgents {
     return links === true && this.writesOf(call) !== undefined;
   }
 
-  /** Instruction files that sibling calls still write: these calls' plans leave them to the writer's result. */
+  /**
+   * Instruction files that sibling calls still write: these calls' plans leave them to the writer's result. Of two
+   * calls that name one file (an edit and a command showing it), the later result carries it, viewed after both ran.
+   */
   private leftAloneBy(calls: PendingCall[]): ReadonlySet<string> | undefined {
     const others = new Set<string>();
     for (const call of this.pending.values()) {
-      const writes = calls.includes(call) ? undefined : this.writesOf(call);
-      if (writes !== undefined) others.add(writes);
+      for (const path of calls.includes(call) ? [] : (this.writesOf(call) ?? [])) others.add(path);
     }
-    for (const { writes } of calls) if (writes !== undefined) others.delete(writes);
     return others.size === 0 ? undefined : others;
   }
 
@@ -736,7 +754,8 @@ export class LazyAgents {
     const calls = [...(this.nested.get(event.toolCallId) ?? []), ...(own ? [own] : [])];
     this.nested.delete(event.toolCallId);
     if (calls.length === 0) return undefined;
-    const shown = (views: DirectoryView[]) => (own ? this.shownByTool(own, event, views) : {});
+    // A command's output is never counted as showing a file: its reminder carries what its words activate.
+    const shown = (views: DirectoryView[]) => (own && !own.commands ? this.shownByTool(own, event, views) : {});
     // A file tool's reminder is for the path its call names; a command's or a script's names the paths it touched.
     const named = calls.length > (own ? 1 : 0) || own?.commands !== undefined;
     const finish = (views: DirectoryView[], plan: DeliveryPlan) => {
@@ -800,13 +819,13 @@ export class LazyAgents {
    * and the next access in its scope sends it again. One that replaced `details` only left the
    * reminder whole: its record is rescued into an entry of its own (`recordsInContext` reads it).
    */
-  confirmTurn(toolResults: TurnEndEvent["toolResults"]): { lost: boolean; rescued: RescuedRecord[] } {
+  confirmTurn(toolResults: TurnEndEvent["toolResults"]): { lost: Set<LedgerRecord>; rescued: RescuedRecord[] } {
     const rescued: RescuedRecord[] = [];
-    let lost = false;
+    const lost = new Set<LedgerRecord>();
     for (const message of toolResults) {
       const record = this.unconfirmed.get(message.toolCallId);
       if (!record) continue;
-      if (!projectionShows([message], record)) lost = true;
+      if (!projectionShows([message], record)) lost.add(record);
       else if (readRecord(message.details) === undefined) rescued.push({ toolCallId: message.toolCallId, record });
     }
     this.unconfirmed.clear();
@@ -821,8 +840,14 @@ export class LazyAgents {
     }
     this.options = options;
     this.gate = options.gateWrites
-      ? (this.gate ?? { records: new Map(), scopes: new Set(), rules: new Set(), retries: new Set() })
+      ? (this.gate ?? { records: new Map(), scopes: new Set(), rules: new Set(), retries: new Map() })
       : undefined;
+  }
+
+  /** Forgets a call that ended without a result (blocked after our tool_call, or aborted). */
+  endCall(toolCallId: string): void {
+    this.pending.delete(toolCallId);
+    this.rootOf.delete(toolCallId);
   }
 
   /** Forgets what calls that never reached their result left behind; all calls of the turn are done. */
@@ -865,13 +890,14 @@ function chainQuestionsOf(discovery: Discovery, calls: PendingCall[]): string[] 
  * The write gate's state, present only while `gateWrites` is on. Pi persists a held call's reason as its error
  * result, which `records` waits for. Pi runs every sibling's tool_call before any result reaches the model, so a
  * sibling write into a scope held for in this turn (`scopes`), or where a rule held for applies (`rules`), is held
- * too. A target held once (`retries`) goes through when it is tried again, as the reason promises.
+ * too. A target held once (`retries`, with the digest of its reason) goes through when it is tried again, as the
+ * reason promises, while the model can still see that reason.
  */
 interface WriteGate {
   records: Map<string, LedgerRecord>;
   scopes: Set<string>;
   rules: Set<string>;
-  retries: Set<string>;
+  retries: Map<string, string>;
 }
 
 function activates(toolName: string, isError: boolean): boolean {
@@ -1413,6 +1439,8 @@ function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, 
 
 /** The checks part of `/lazy-agents`: every rule of cwd's and the seen folders' `.claude`, with state and count. */
 function checkReport(engine: LazyAgents, env: CallEnvironment): string[] {
+  // With the extension off no rule runs: none may be listed as active.
+  if (!engine.options.enabled) return ["", C.CHECK_REPORT.offWithExtension];
   if (!engine.options.checks) return ["", C.CHECK_REPORT.off];
   const discovery = engine.discoveryFor(env.cwd);
   if (!discovery) return [];
@@ -1431,7 +1459,7 @@ function checkReport(engine: LazyAgents, env: CallEnvironment): string[] {
 function checkWhy(engine: LazyAgents, env: CallEnvironment, shown: string): string[] {
   const discovery = engine.discoveryFor(env.cwd);
   const target = resolveToolPath(shown, env.cwd);
-  if (!engine.options.checks || !discovery || target === undefined) return [];
+  if (!engine.options.enabled || !engine.options.checks || !discovery || target === undefined) return [];
   const state = engine.checks;
   const bases = checkBases(discovery, locateChain(discovery, target, false));
   const checks = checksIn(discovery, state, bases).filter((c) => c.event === "file" || c.event === "all");
@@ -1888,16 +1916,16 @@ function planRules(ledger: Ledger, plan: DeliveryPlan, { discovery, views, touch
 type RescuedRecord = { toolCallId: string; record: LedgerRecord };
 
 /**
- * Whether a context edit entered the branch since `mark`, the leaf the ledger last saw: Pi appends them between
- * turns (another extension's turn_end or agent_before_settle, or its own recovery), with no event of their own.
- * Walks back only over the entries appended since; a mark that left the branch counts as an edit.
+ * Whether a context edit or a compaction entered the branch since `mark`, the leaf the ledger last saw: Pi appends
+ * the drafts of another extension's turn_end or agent_before_settle (and its own recovery's edits) between turns,
+ * with no event of their own. Walks back only over the entries appended since; a mark that left the branch counts.
  */
 function contextEditedSince(session: ExtensionContext["sessionManager"], mark: string | null | undefined): boolean {
   if (mark === undefined) return false;
   let id = session.getLeafId();
   while (id !== null && id !== mark) {
     const entry = session.getEntry(id);
-    if (!entry || entry.type === "context_edit") return true;
+    if (!entry || entry.type === "context_edit" || entry.type === "compaction") return true;
     id = entry.parentId;
   }
   return id !== mark;
@@ -3896,7 +3924,9 @@ async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnviron
   if (target === undefined) return oneLine(C.REPORT_TEXT.unusablePath(shown));
   const discovery = engine.discoveryFor(env.cwd);
   if (!discovery) return C.REPORT_NO_CWD;
-  const isDirectory = mayBeInside(discovery, target) && discovery.fs.stat(target)?.isDirectory() === true;
+  // A path below a file, or a link that loops, is no folder: it is explained as a path, not a failure.
+  const isDirectory =
+    mayBeInside(discovery, target) && fsOr(undefined, () => discovery.fs.stat(target))?.isDirectory() === true;
   const located = locateChain(discovery, target, isDirectory);
   if (located === undefined) return oneLine(C.REPORT_TEXT.outsideCwd(shown));
   const views = (await viewForReport(engine, discovery, [located], env))[0]!;
@@ -3949,7 +3979,9 @@ async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnviron
 /** Completions for `/lazy-agents`: the `why` word, then paths this session has seen. */
 function commandCompletions(engine: LazyAgents, prefix: string): Array<{ value: string; label: string }> | null {
   const scopes = [...engine.inspection.keys()].map((scope) => `${scope}/`);
-  const paths = [...viewedFiles(engine.inspection.values()).map((file) => file.path), ...scopes];
+  // A name that would reach the terminal escaped is not offered: the value is inserted as it is.
+  const seen = [...viewedFiles(engine.inspection.values()).map((file) => file.path), ...scopes];
+  const paths = seen.filter((path) => oneLine(path) === path);
   const words = prefix.startsWith("why ") ? paths.map((path) => `why ${path}`) : ["why ", "help", C.VERBOSE_ARGUMENT];
   const items = [...new Set(words)]
     .filter((word) => word.startsWith(prefix))

@@ -262,6 +262,29 @@ test("a blocked call leaves its scope to the next call that goes through", () =>
     assert.match(reminderOf(through.content) ?? "", new RegExp(rules(5)));
   }));
 
+test("an edit of an instruction file that a later extension blocks leaves that file to the batch's other results", () =>
+  withTree({ "pkg/AGENTS.md": "PKG-RULES\n", "pkg/x.ts": "x\n" }, async (tree) => {
+    const { factory, engine } = lazyAgents();
+    // A later extension that protects instruction files: the edit never runs, and has no result to carry the file.
+    const protect = blocker((path) => path.endsWith("AGENTS.md"));
+    const edit = ["edit", { path: "pkg/AGENTS.md", edits: [{ oldText: "PKG", newText: "NEW" }] }] as [
+      string,
+      JsonObject,
+    ];
+    const h = await startSession(tree, [toolTurn(edit, ["read", { path: "pkg/x.ts" }]), finalTurn()], {
+      factories: [factory, protect],
+    });
+    try {
+      await h.session.prompt("edit the rules and read x");
+      const [blocked, read] = persistedToolResults(h.sessionManager);
+      assert.equal(blocked!.isError, true);
+      assert.match(reminderOf(read!.content) ?? "", /PKG-RULES/, "the read that went through carries its scope");
+      assertNoPerCallState(engine());
+    } finally {
+      h.dispose();
+    }
+  }));
+
 test("a second extension's tool_result that rewrites the content: the reminder is appended after its blocks", () =>
   withTree(twentyScopes(), async (tree) => {
     const { factory } = lazyAgents();
@@ -366,31 +389,54 @@ test("a codemode script's read taken before a sibling edit does not send the old
 
 /**
  * Pi preflights both calls in order, then runs them concurrently: here the read finishes first,
- * before the edit (of `path`, pkg/AGENTS.md or a link to it) has written, and Pi still persists the
- * edit's result first. The model must end on the newer version, carried by the edit's result.
+ * before the writer (an edit of pkg/AGENTS.md or a link to it, or a command naming it) has written,
+ * and Pi still persists the writer's result first. The model must end on the newer version, carried
+ * by the writer's result.
  */
-async function editWhileReading(tree: Tree, path: string, git = false): Promise<void> {
+async function writeWhileReading(
+  tree: Tree,
+  writer: [string, Record<string, unknown>],
+  git = false,
+  reader: [string, Record<string, unknown>] = ["read", { path: "pkg/x.ts" }],
+): Promise<void> {
   const { factory } = lazyAgents({ git });
   const h = await loadRunner(tree, { factories: [factory] });
-  const edit = { path, edits: [{ oldText: "RULE-V1", newText: "RULE-V2" }] };
-  const read = { path: "pkg/x.ts" };
-  await h.runner.emitToolCall({ type: "tool_call", toolName: "edit", toolCallId: "e-1", input: edit } as never);
-  await h.runner.emitToolCall({ type: "tool_call", toolName: "read", toolCallId: "r-1", input: read } as never);
-  const readReminder = reminderOf(await finishCall(h, "read", "r-1", read)) ?? "";
+  const [toolName, input] = writer;
+  const [readName, read] = reader;
+  await h.runner.emitToolCall({ type: "tool_call", toolName, toolCallId: "w-1", input } as never);
+  await h.runner.emitToolCall({ type: "tool_call", toolName: readName, toolCallId: "r-1", input: read } as never);
+  const readReminder = reminderOf(await finishCall(h, readName, "r-1", read)) ?? "";
   writeFileSync(tree.abs("pkg/AGENTS.md"), "RULE-V2\n");
-  const editReminder = reminderOf(await finishCall(h, "edit", "e-1", edit)) ?? "";
-  assert.doesNotMatch(readReminder, /RULE-V1/, "the edit's result carries the file it writes");
-  assert.match(editReminder, /RULE-V2/);
+  const writerReminder = reminderOf(await finishCall(h, toolName, "w-1", input)) ?? "";
+  assert.doesNotMatch(readReminder, /RULE-V1/, "the writer's result carries the file it writes");
+  assert.match(writerReminder, /RULE-V2/);
   await h.runner.emit({ type: "turn_end", turnIndex: 0, toolResults: [] } as never);
-  assert.equal(reminderOf((await h.call("read", read)).content), undefined, "the model holds V2");
+  assert.equal(reminderOf((await h.call(readName, read)).content), undefined, "the model holds V2");
 }
 
+const editOf = (path: string): [string, Record<string, unknown>] => [
+  "edit",
+  { path, edits: [{ oldText: "RULE-V1", newText: "RULE-V2" }] },
+];
+
 test("a batch that edits an instruction file and reads below it never leaves the model on the older version", () =>
-  withTree({ "pkg/AGENTS.md": "RULE-V1\n", "pkg/x.ts": "x\n" }, (tree) => editWhileReading(tree, "pkg/AGENTS.md")));
+  withTree({ "pkg/AGENTS.md": "RULE-V1\n", "pkg/x.ts": "x\n" }, (tree) =>
+    writeWhileReading(tree, editOf("pkg/AGENTS.md")),
+  ));
 
 test("a batch that edits an instruction file through a link named otherwise leaves the file to the edit's result", () =>
   twoTrees({ "pkg/AGENTS.md": "RULE-V1\n", "pkg/NOTES.md": { link: "AGENTS.md" }, "pkg/x.ts": "x\n" }, (tree) =>
-    editWhileReading(tree, "pkg/NOTES.md", true),
+    writeWhileReading(tree, editOf("pkg/NOTES.md"), true),
+  ));
+
+test("a batch that edits an instruction file and shows it with a command never leaves the model on the older version", () =>
+  withTree({ "pkg/AGENTS.md": "RULE-V1\n", "pkg/x.ts": "x\n" }, (tree) =>
+    writeWhileReading(tree, editOf("pkg/AGENTS.md"), false, ["bash", { command: "cat pkg/AGENTS.md" }]),
+  ));
+
+test("a batch whose bash command writes an instruction file and reads below it never leaves the model on the older version", () =>
+  withTree({ "pkg/AGENTS.md": "RULE-V1\n", "pkg/x.ts": "x\n" }, (tree) =>
+    writeWhileReading(tree, ["bash", { command: "echo RULE-V2 > pkg/AGENTS.md" }]),
   ));
 
 test("in a real session, one turn that edits an instruction file and reads below it ends on the newer version", () =>

@@ -139,3 +139,35 @@ test("a context edit that replaces the model's own whole read of an instruction 
       h.dispose();
     }
   }));
+
+test("a compaction that another extension's turn_end appends makes the files it summarized away due again", () =>
+  withTree(files, async (tree) => {
+    // Another extension compacts at the end of the first prompt, keeping only its final answer.
+    let compacted = false;
+    const compactor: ExtensionFactory = (pi) => {
+      pi.on("turn_end", (event) => {
+        if (compacted || event.toolResults.length > 0) return undefined;
+        compacted = true;
+        const compaction = { type: "compaction" as const, summary: "Read a.", firstKeptEntryId: event.messageEntryId };
+        return { entries: [...event.entries, compaction] };
+      });
+    };
+    const steps = [toolTurn(["read", { path: "pkg/a.ts" }]), finalTurn(), toolTurn(["read", { path: "pkg/b.ts" }])];
+    const h = await startSession(tree, [...steps, finalTurn()], {
+      extensionPaths: [EXTENSION_PATH],
+      factories: [compactor],
+    });
+    try {
+      await h.session.prompt("read a");
+      await h.session.prompt("read b");
+      assert.ok(
+        h.sessionManager.getEntries().some((entry) => entry.type === "compaction"),
+        "Pi persisted it",
+      );
+      assert.equal(countOccurrences(h.requests[2]!, "PKG-RULES"), 0, "the model lost the first delivery");
+      const results = persistedToolResults(h.sessionManager);
+      assert.match(reminderOf(results[1]!.content) ?? "", /PKG-RULES/, "sent again before the model works on");
+    } finally {
+      h.dispose();
+    }
+  }));

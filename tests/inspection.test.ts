@@ -5,11 +5,13 @@ import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { createLazyAgents } from "../index.ts";
+import type { ExtensionFactory } from "@earendil-works/pi-coding-agent";
+import { createLazyAgents, REMINDER_OPEN } from "../index.ts";
 import { COMMAND_DESCRIPTION, REPORT_USAGE } from "../config.ts";
 import {
   finalTurn,
   loadRunner,
+  persistedToolResults,
   reminderOf,
   startSession,
   toolTurn,
@@ -19,6 +21,7 @@ import {
   twoTrees,
 } from "./harness.ts";
 import { callsOutside, recordingFileSystem } from "./fs-seam.ts";
+import { noGit } from "./fuzz-lib.ts";
 
 const skill = (name: string, description: string, extra = "") =>
   `---\nname: ${name}\n${description ? `description: ${description}\n` : ""}${extra}---\nBODY\n`;
@@ -123,6 +126,19 @@ test("/lazy-agents why <path> explains one path, including one outside cwd", () 
     },
   ));
 
+test("why <path> answers for a path below a file and for a link that loops, instead of failing the report", () =>
+  withTree({ "src/AGENTS.md": "S", "src/x.ts": "x" }, async (tree) => {
+    tree.link("src/loop", "loop");
+    const h = await loadRunner(tree, { hasUI: true });
+    for (const path of ["src/x.ts/sub", "src/loop"]) {
+      h.notifications.length = 0;
+      await h.command("lazy-agents", `why ${path}`);
+      const answer = h.notifications.join("\n");
+      assert.match(answer, new RegExp(`^pi-lazy-agents: why ${path}\n`), answer);
+      assert.match(answer, /src\/AGENTS.md +pending/, answer);
+    }
+  }));
+
 test("the command offers completions for `why` and for seen paths", () =>
   withTree({ "src/AGENTS.md": "S", "src/x.ts": "x" }, async (tree) => {
     const h = await loadRunner(tree);
@@ -132,6 +148,26 @@ test("the command offers completions for `why` and for seen paths", () =>
     const paths = (await command.getArgumentCompletions!("why src/A"))!.map((item) => item.value);
     assert.deepEqual(paths, ["why src/AGENTS.md"]);
   }));
+
+test("completions never show a seen name's control or format characters raw", () => {
+  const hostile = "pkg\u202Eevil\u001b]0;x\u0007";
+  return withTree(
+    { [`${hostile}/AGENTS.md`]: "E", [`${hostile}/x.ts`]: "x", "src/AGENTS.md": "S", "src/y.ts": "y" },
+    async (tree) => {
+      const h = await loadRunner(tree);
+      await h.call("read", { path: `${hostile}/x.ts` });
+      await h.call("read", { path: "src/y.ts" });
+      const command = h.runner.getCommand("lazy-agents")!;
+      const items = (await command.getArgumentCompletions!("why ")) ?? [];
+      assert.ok(
+        items.some(({ value }) => value === "why src/AGENTS.md"),
+        "a plain name is offered",
+      );
+      for (const { value, label } of items)
+        assert.doesNotMatch(value + label, /[\p{Cc}\p{Cf}]/u, JSON.stringify(value));
+    },
+  );
+});
 
 test("after a resume, /lazy-agents lists what the model holds, and its counts agree", () =>
   withTree(
@@ -297,6 +333,32 @@ test("/lazy-agents says the extension is off only when it is", () =>
     assert.match(await report(tree, "", { settings: { lazyAgents: { enabled: false } } }), /off for this run/);
   }));
 
+test("with the extension off, /lazy-agents lists no hookify rule as active: none of them runs", () =>
+  withTree(
+    {
+      ".claude/hookify.rm.local.md":
+        "---\nname: block-rm\nenabled: true\nevent: all\npattern: rm\\s+-rf\naction: block\n---\nNo.\n",
+      "src/x.ts": "x",
+    },
+    async (tree) => {
+      for (const options of [{ flags: { "no-lazy-agents": true } }, { settings: { lazyAgents: { enabled: false } } }]) {
+        const h = await loadRunner(tree, { hasUI: true, ...options });
+        assert.equal(
+          (await h.call("bash", { command: "rm -rf nothing-here" })).blocked,
+          false,
+          "the rule does not run",
+        );
+        for (const args of ["", "why src/x.ts"]) {
+          h.notifications.length = 0;
+          await h.command("lazy-agents", args);
+          const text = h.notifications.join("\n");
+          assert.doesNotMatch(text, /block-rm[^\n]*active/, `${args}: ${JSON.stringify(options)}`);
+          if (args === "") assert.match(text, /Checks are off with the extension\./);
+        }
+      }
+    },
+  ));
+
 test("why <folder> walks down to the folder itself and shows its own scope", () =>
   withTree({ "src/AGENTS.md": "S", "src/deep/AGENTS.md": "D", "src/deep/x.ts": "x" }, async (tree) => {
     const text = await report(tree, "why src/deep");
@@ -444,5 +506,35 @@ test("the report says a linked rule folder leads outside only when it does, in a
       const report = h.notifications.at(-1) ?? "";
       assert.doesNotMatch(report, /pkg\/\.cursor\/rules {2,}a link/, `${mode}: ${report}`);
       assert.match(report, /esc\/\.cursor\/rules {2,}a link that leads outside the working directory/, mode);
+    },
+  ));
+
+test("a turn's notification names only what reached the model: not a reminder a later extension dropped", () =>
+  withTree(
+    { "pkg/AGENTS.md": "PKG-RULES", "pkg/a.ts": "a\n", "other/AGENTS.md": "OTHER-RULES", "other/b.ts": "b\n" },
+    async (tree) => {
+      // A later extension drops the reminder from results in pkg only.
+      const dropper: ExtensionFactory = (pi) => {
+        pi.on("tool_result", (event) =>
+          String((event.input as { path?: unknown }).path).startsWith("pkg/")
+            ? { content: event.content.filter((b) => b.type !== "text" || !b.text.startsWith(REMINDER_OPEN)) }
+            : undefined,
+        );
+      };
+      const notifications: string[] = [];
+      const turn = toolTurn(["read", { path: "pkg/a.ts" }], ["read", { path: "other/b.ts" }]);
+      const h = await startSession(tree, [turn, finalTurn()], {
+        factories: [createLazyAgents({ spawnGit: noGit }), dropper],
+        notifications,
+      });
+      try {
+        await h.session.prompt("read both");
+        const [pkg, other] = persistedToolResults(h.sessionManager);
+        assert.equal(reminderOf(pkg!.content), undefined, "the later extension dropped it");
+        assert.match(reminderOf(other!.content) ?? "", /OTHER-RULES/);
+        assert.deepEqual(notifications, ["pi-lazy-agents: loaded 1 file: other/AGENTS.md"]);
+      } finally {
+        h.dispose();
+      }
     },
   ));

@@ -3,8 +3,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
+import type { ExtensionFactory } from "@earendil-works/pi-coding-agent";
 import { createLazyAgents, type LazyAgents, type LedgerRecord } from "../index.ts";
 import {
+  EXTENSION_PATH,
   finalTurn,
   loadRunner,
   persistedToolResults,
@@ -63,6 +65,24 @@ test("the gate holds the first write into an undelivered scope once, then lets t
       assert.equal(readFileSync(tree.abs("pkg/b.ts"), "utf8"), "b\n");
       const file = readFileSync(h.sessionManager.getSessionFile()!, "utf8");
       assert.equal(countOccurrences(file, "PKG-RULES: use tabs"), 1, "exactly one delivery");
+    } finally {
+      h.dispose();
+    }
+  }));
+
+test("a write issued beside a command that only shows the scope's instruction file is still held back", () =>
+  withTree({ "pkg/AGENTS.md": "PKG-RULES: use tabs", "pkg/a.ts": "a\n" }, async (tree) => {
+    // The command shows pkg/AGENTS.md, but only in its own result: the model issued the write before it saw it.
+    const turn = toolTurn(["bash", { command: "cat pkg/AGENTS.md" }], ["write", { path: "pkg/b.ts", content: "b\n" }]);
+    const h = await startSession(tree, [turn, finalTurn()], {
+      settings: { lazyAgents: { gateWrites: true } },
+      tools: ["read", "bash", "edit", "write"],
+    });
+    try {
+      await h.session.prompt("show the rules and write b");
+      const [, write] = persistedToolResults(h.sessionManager);
+      assert.equal(write!.isError, true, "the write was held back");
+      assert.match(write!.content[0]!.text!, /PKG-RULES: use tabs[^]*retry the same call/);
     } finally {
       h.dispose();
     }
@@ -130,6 +150,47 @@ test("a write held back for a chain of more files than one reminder takes goes t
       false,
       "the retry goes through",
     );
+  });
+});
+
+test("a context edit of another result between the held write and its retry still lets the retry through", () => {
+  // 40 nested folders: more files than one reminder takes, so the retry's own plan still carries some.
+  const spec: Record<string, string> = { "notes.txt": "old notes\n" };
+  let dir = "";
+  for (let i = 0; i < 40; i++) {
+    dir = dir === "" ? `d${i}` : `${dir}/d${i}`;
+    spec[`${dir}/AGENTS.md`] = `RULES-OF-D${i}`;
+  }
+  return withTree(spec, async (tree) => {
+    // Another extension prunes the first result (the read of notes.txt) at the end of the held write's turn.
+    let pruned = false;
+    const pruner: ExtensionFactory = (pi) => {
+      pi.on("turn_end", (event, ctx) => {
+        if (pruned || !event.toolResults.some((result) => result.isError)) return undefined;
+        pruned = true;
+        const [read] = ctx.sessionManager
+          .getEntries()
+          .filter((e) => e.type === "message" && e.message.role === "toolResult");
+        return {
+          entries: [...event.entries, { type: "context_edit" as const, targetId: read!.id, replacement: null }],
+        };
+      });
+    };
+    const write = toolTurn(["write", { path: `${dir}/x.ts`, content: "x\n" }]);
+    const h = await startSession(tree, [toolTurn(["read", { path: "notes.txt" }]), write, write, finalTurn()], {
+      settings: { lazyAgents: { gateWrites: true } },
+      extensionPaths: [EXTENSION_PATH],
+      factories: [pruner],
+    });
+    try {
+      await h.session.prompt("read the notes, then write x");
+      assert.ok(pruned, "the other extension pruned the read");
+      const [, held, retry] = persistedToolResults(h.sessionManager);
+      assert.equal(held!.isError, true, "the first write was held back");
+      assert.equal(retry!.isError, false, "the retry went through, as the reason promised");
+    } finally {
+      h.dispose();
+    }
   });
 });
 
