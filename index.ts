@@ -3924,9 +3924,11 @@ async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnviron
   if (target === undefined) return oneLine(C.REPORT_TEXT.unusablePath(shown));
   const discovery = engine.discoveryFor(env.cwd);
   if (!discovery) return C.REPORT_NO_CWD;
-  // A path below a file, or a link that loops, is no folder: it is explained as a path, not a failure.
-  const isDirectory =
-    mayBeInside(discovery, target) && fsOr(undefined, () => discovery.fs.stat(target))?.isDirectory() === true;
+  // A path below a file, or a link that loops, is no folder: it is explained as a path, not a failure. A link is
+  // stat-checked only where it leads inside cwd.
+  const real = mayBeInside(discovery, target) ? discovery.realpathOrUndefined(target) : undefined;
+  const inside = real !== undefined && relativeInside(discovery.cwdReal, real) !== undefined;
+  const isDirectory = inside && fsOr(undefined, () => discovery.fs.stat(real))?.isDirectory() === true;
   const located = locateChain(discovery, target, isDirectory);
   if (located === undefined) return oneLine(C.REPORT_TEXT.outsideCwd(shown));
   const views = (await viewForReport(engine, discovery, [located], env))[0]!;

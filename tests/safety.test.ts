@@ -2,7 +2,7 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, realpathSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { execFileSync } from "node:child_process";
 import { createLazyAgents, resolveToolPath, decodeInstructionText, isPathInside } from "../index.ts";
@@ -306,6 +306,23 @@ for (const { name, path, inside } of ADVERSARIAL) {
       assertStayedInside(recorder, tree.cwd, [], target === undefined ? [] : [target]);
     }));
 }
+
+test("never outside cwd: /lazy-agents why on a link that leads out stats nothing there", () =>
+  withTree(files, async (tree) => {
+    outside(tree);
+    const { h, recorder } = await recordingRunner(tree);
+    for (const path of ["a/out", "a/sub-out", "a/out/x.ts"]) {
+      await h.command("lazy-agents", `why ${path}`);
+      assert.ok((h.notifications.at(-1) ?? "").includes(path), `the report answers for ${path}`);
+    }
+    // stat follows links: one on a path inside cwd by its text reads what the link leads to.
+    const real = (path: string) => (existsSync(path) ? realpathSync(path) : path);
+    const followed = recorder.calls.filter(
+      ({ method, path }) => method === "stat" && !insideOrSame(tree.cwd, real(path)),
+    );
+    assert.deepEqual(followed, [], "no stat through a link out of cwd");
+    assertStayedInside(recorder, tree.cwd);
+  }));
 
 test("never outside cwd: instruction files and skills that link out are refused without being opened", () =>
   withTree(files, async (tree) => {
