@@ -21,6 +21,7 @@ import {
   symlinkSync,
   utimesSync,
   writeFileSync,
+  type Stats as FsStats,
 } from "node:fs";
 import { execFileSync } from "node:child_process";
 import { tmpdir } from "node:os";
@@ -939,7 +940,7 @@ function appendResult(s: Session, played: Played, record: ExpectedRecord): void 
 async function playCall(s: Session, call: Call, fault?: string): Promise<string[]> {
   // A passing I/O error on a file that is there: the extension and the model both see it unknown.
   const faulty = fault === undefined ? undefined : s.tree.abs(fault);
-  if (faulty !== undefined && lstatSync(faulty, { throwIfNoEntry: false }) !== undefined) {
+  if (faulty !== undefined && entryAt(faulty) !== undefined) {
     s.fault.path = faulty;
     s.model.faulty = faulty;
     count(s.stats, "fault");
@@ -966,7 +967,18 @@ async function playCall(s: Session, call: Call, fault?: string): Promise<string[
 /** Locks a target that is a regular file (never a link, whose target may lie outside cwd). */
 function lockTarget(tree: Tree, path: unknown): (() => void) | undefined {
   const abs = resolve(tree.cwd, String(path));
-  return lstatSync(abs, { throwIfNoEntry: false })?.isFile() ? lockFile(abs) : undefined;
+  return entryAt(abs)?.isFile() ? lockFile(abs) : undefined;
+}
+
+/** The entry at a path; undefined where none can be reached: nothing there, a link loop or a file on the way. */
+function entryAt(path: string): FsStats | undefined {
+  try {
+    return lstatSync(path);
+  } catch (error) {
+    if (["ENOENT", "ENOTDIR", "ELOOP", "ENAMETOOLONG"].includes((error as NodeJS.ErrnoException).code ?? ""))
+      return undefined;
+    throw error;
+  }
 }
 
 async function playBatch(s: Session, calls: Call[]): Promise<string[]> {
