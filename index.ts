@@ -946,11 +946,14 @@ type CheckCondition = { field: string; operator: string; pattern: string; regex?
 /** A rule and the version of its file it was compiled from. */
 type Check = ReturnType<typeof hookifyRule> & { loaded: InstructionFile };
 
-/** What a call offers the rules: the event, the tool, each field's values (file_path has two), its path's chain. */
+/**
+ * What a call offers the rules: the event, the tool, each field's values (file_path has two), its path's chain. The
+ * fields are made only when a rule asks for them: a stop's transcript is the whole session's text.
+ */
 interface CheckInput {
   event: "bash" | "file" | "prompt" | "stop";
   toolName?: string;
-  fields: Record<string, string[]>;
+  fields: () => Record<string, string[]>;
   located?: Located;
 }
 
@@ -1250,13 +1253,15 @@ function toolMatches(matcher: string | undefined, toolName: string | undefined):
 function matchingChecks(state: CheckState, checks: Check[], input: CheckInput, warn: (text: string) => void): Check[] {
   const tests: RegexTest[] = [];
   const plans: Array<{ check: Check; conditions: Array<boolean | RegexTest[]> }> = [];
+  let fields: Record<string, string[]> | undefined;
   for (const check of checks) {
     if (check.invalid && !state.skipped.has(skipKeyOf(check))) skipCheck(state, check, "invalid", warn);
     if (!check.enabled || state.skipped.has(skipKeyOf(check))) continue;
     if ((check.event !== "all" && check.event !== input.event) || check.conditions.length === 0) continue;
     if (!toolMatches(check.toolMatcher, input.toolName)) continue;
     const conditions = check.conditions.map(({ field, operator, pattern, regex }) => {
-      const values = Object.hasOwn(input.fields, field) ? input.fields[field]! : [];
+      fields ??= input.fields();
+      const values = Object.hasOwn(fields, field) ? fields[field]! : [];
       if (!regex) return values.some((value) => operatorHolds(operator, pattern, value));
       const own = values.map((text) => ({ regex, text }));
       tests.push(...own);
@@ -1377,8 +1382,9 @@ function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, 
         if (located) state.located = { id: toolCallId, located, target: target!, rel };
         // hookify's `_extract_field`: a field of the tool's input itself first, then the event's mapping.
         const text = (value: unknown) => (typeof value === "string" ? value : JSON.stringify(value));
-        const own = Object.entries(input).map(([key, value]) => [key, [text(value)]]);
-        const fields = { ...checkFields(toolName, input, rel), ...Object.fromEntries(own) };
+        const own = (): Record<string, string[]> =>
+          Object.fromEntries(Object.entries(input).map(([key, value]) => [key, [text(value)]]));
+        const fields = () => ({ ...checkFields(toolName, input, rel), ...own() });
         return { event: toolName === "bash" ? "bash" : "file", toolName, fields, located };
       });
       return then(verdicts, (verdict) => {
@@ -1407,7 +1413,7 @@ function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, 
   pi.on("input", (event, ctx) =>
     safely(ctx, () => {
       state.continued = false;
-      const fields = { prompt: [event.text], user_prompt: [event.text] };
+      const fields = () => ({ prompt: [event.text], user_prompt: [event.text] });
       return then(
         verdictFor(ctx, () => ({ event: "prompt", fields })),
         (verdict) => {
@@ -1423,7 +1429,7 @@ function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, 
   pi.on("agent_before_settle", (event, ctx) =>
     safely(ctx, () => {
       if (state.continued || event.outcome !== "completed") return undefined;
-      const fields = { transcript: [transcriptOf(event.context.llmMessages)], reason: [""] };
+      const fields = () => ({ transcript: [transcriptOf(event.context.llmMessages)], reason: [""] });
       return then(
         verdictFor(ctx, () => ({ event: "stop", fields })),
         (verdict) => {
@@ -1465,7 +1471,7 @@ function checkWhy(engine: LazyAgents, env: CallEnvironment, shown: string): stri
   const checks = checksIn(discovery, state, bases).filter((c) => c.event === "file" || c.event === "all");
   if (checks.length === 0) return [C.CHECK_REPORT.whyNone];
   const { file_path } = checkFields("write", { path: shown }, touchedPath(discovery, target, env.cwd));
-  const input: CheckInput = { event: "file", toolName: "write", fields: { file_path: file_path! } };
+  const input: CheckInput = { event: "file", toolName: "write", fields: () => ({ file_path: file_path! }) };
   const lines = checks.map((check) => {
     const paths = check.conditions.filter((condition) => condition.field === "file_path");
     const pathOnly = { ...check, enabled: true, event: "file", toolMatcher: undefined, conditions: paths };
