@@ -633,15 +633,24 @@ export class LazyAgents {
   private writesOf(call: PendingCall): string[] | undefined {
     const discovery = this.discovery;
     if (call.mayLink && discovery) {
-      // Below real folders only the target itself can be a link: an lstat tells, cheaper than a realpath.
-      const plain = call.chains[0]?.stats && !fsOr(undefined, () => discovery.fs.lstat(call.target))?.isSymbolicLink();
-      const real = plain ? undefined : discovery.realpathOrUndefined(call.target);
-      // A link that leads nowhere yet may lead to a file once the write has run: it is looked at again then.
-      call.mayLink = !plain && real === undefined;
+      const real = this.realTarget(call);
+      // A link that leads nowhere yet (or nothing yet) may lead to a file once the write has run: looked at again then.
+      call.mayLink = real === undefined;
       const inside = real !== undefined && isPathInside(discovery.cwdReal, real);
       if (inside && this.options.fileNames.includes(basename(real))) call.writes = [real];
     }
     return call.writes;
+  }
+
+  /**
+   * A call's target by its real path. Below real folders spelled as on disk only the target itself can be a link:
+   * an lstat tells, cheaper than a realpath, which walks every folder again (bench: a cold read's realpath).
+   */
+  private realTarget(call: PendingCall): string | undefined {
+    const discovery = this.discovery!;
+    const plain = call.chains[0]?.stats !== undefined && discovery.folds === false;
+    const stats = plain ? fsOr(undefined, () => discovery.fs.lstat(call.target)) : undefined;
+    return stats && !stats.isSymbolicLink() ? call.target : discovery.realpathOrUndefined(call.target);
   }
 
   /**
@@ -779,7 +788,7 @@ export class LazyAgents {
     const inside = () => this.discovery !== undefined && mayBeInside(this.discovery, call.target);
     const look =
       !named && call.toolName === "read" && views.some((v) => v.imports.length > 0 || (lacks(v.file) && inside()));
-    const target = named || look ? this.discovery?.realpathOrUndefined(call.target) : undefined;
+    const target = named || look ? this.realTarget(call) : undefined;
     const files = (view: DirectoryView) => [view.file, ...view.imports.map(({ file }) => file)];
     const shows = look && views.some((view) => files(view).some((file) => file?.realPath === target));
     if (target === undefined || !(named || shows)) return {};
