@@ -3400,8 +3400,14 @@ const GIT_ENV = {
   GIT_TERMINAL_PROMPT: "0",
 };
 
+// Started in the runtime's own folder with `-C`: Windows, and a PATH with an empty or relative entry, look
+// for the program in the folder it starts in first, and a repository may hold a `git` of its own.
 const spawnGit: SpawnGit = (cwd) =>
-  spawn("git", GIT_ARGS, { cwd, env: { ...process.env, ...GIT_ENV }, stdio: ["pipe", "pipe", "pipe"] });
+  spawn("git", ["-C", cwd, ...GIT_ARGS], {
+    cwd: dirname(process.execPath),
+    env: { ...process.env, ...GIT_ENV },
+    stdio: ["pipe", "pipe", "pipe"],
+  });
 
 /** A question (cwd-relative, "" for cwd, a folder's ends in `/`) and who waits for the rule that matched. */
 type GitWaiter = { path: string; answer: (rule: string | undefined) => void };

@@ -715,6 +715,24 @@ const REPOSITORY_CASES: RepositoryCase[] = [
   },
 ];
 
+test("git runs no program of the repository's own: a git at cwd's root, where PATH's empty entry or Windows looks first", () =>
+  withTree(commandTree, async (tree) => {
+    const marker = join(tree.root, "marker");
+    indexedRepository(tree);
+    writeFileSync(tree.abs("git"), `#!/bin/sh\necho ran >> '${marker}'\nexit 1\n`, { mode: 0o755 });
+    const path = process.env.PATH;
+    process.env.PATH = `:${path}`;
+    try {
+      const h = await loadRunner(tree);
+      assert.match(reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "", /PKG-RULES/);
+      assert.equal(reminderOf((await h.call("read", { path: "generated/x.ts" })).content) ?? "", "");
+      await h.runner.emit({ type: "session_shutdown" } as never);
+    } finally {
+      process.env.PATH = path;
+    }
+    assert.equal(existsSync(marker), false, "the repository's git ran");
+  }));
+
 for (const { name, make, answers, also } of REPOSITORY_CASES) {
   test(`git runs no command the repository names: ${name}`, () =>
     withTree(commandTree, async (tree) => {
