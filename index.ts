@@ -2583,7 +2583,7 @@ class Discovery {
     if (!stats.isFile()) return { reason: stats.isDirectory() ? "skip" : "notRegular" };
     const max = this.options.maxFileBytes;
     const load = (): FileEntry => ({
-      loaded: stats.size > max ? { ok: false, reason: "tooLarge" } : readBounded(this.fs, real, max),
+      loaded: stats.size > max ? { ok: false, reason: "tooLarge" } : readBounded(this.fs, real, max, stats),
     });
     // A read that failed (EIO, EACCES, a race) may succeed next time without the file changing.
     const entry = this.files.get(real, stats, load, ({ loaded }) => loaded.ok || loaded.reason !== "unreadable");
@@ -3323,13 +3323,18 @@ class SignatureCache<T> {
   }
 }
 
-/** Reads at most `maxBytes` of a regular file, strictly decoded; the file may change between stat and read. */
-function readBounded(fs: FileSystem, realPath: string, maxBytes: number): Loaded {
+/**
+ * Reads at most `maxBytes` of a regular file, strictly decoded; the file may change between stat and read.
+ * O_NOFOLLOW guards only the last name: a folder on the way swapped for a link since `judged` was taken
+ * opens another file, which is refused as unreadable, so the next access judges the path again.
+ */
+function readBounded(fs: FileSystem, realPath: string, maxBytes: number, judged?: Signature): Loaded {
   let fd: number | undefined;
   try {
     fd = fs.open(realPath);
     const stats = fs.fstat(fd);
     if (!stats.isFile()) return { ok: false, reason: "notRegular" };
+    if (judged && (stats.ino !== judged.ino || stats.dev !== judged.dev)) return { ok: false, reason: "unreadable" };
     if (stats.size > maxBytes) return { ok: false, reason: "tooLarge" };
     // Sized by the stat, so that one read that stops short past the stat's size is the end; a file
     // that grew since fills it, and the read goes on into a buffer of the cap (bench: 2 reads → 1).

@@ -23,7 +23,7 @@ import {
   twoTrees,
 } from "./harness.ts";
 import type { JsonObject } from "@earendil-works/pi-ai";
-import { callsOutside, insideOrSame, recordingFileSystem, type Recorder } from "./fs-seam.ts";
+import { callsOutside, insideOrSame, interceptFileSystem, recordingFileSystem, type Recorder } from "./fs-seam.ts";
 import { noGit } from "./fuzz-lib.ts";
 
 const linkedTree = {
@@ -319,6 +319,28 @@ test("never outside cwd: instruction files and skills that link out are refused 
     assert.doesNotMatch(b, /OUTSIDE-SECRET/);
     assertStayedInside(recorder, tree.cwd);
     assert.equal(recorder.calls.filter((call) => call.method === "open" && call.path.includes("outside")).length, 0);
+  }));
+
+test("never outside cwd: a folder swapped for a link out between a file's stat and its open sends nothing from outside", () =>
+  withTree({ "a/AGENTS.md": "A-RULES\n", "a/b/AGENTS.md": "B-RULES\n", "a/b/x.ts": "x\n" }, async (tree) => {
+    const out = join(tree.root, "outside");
+    mkdirSync(out);
+    writeFileSync(join(out, "AGENTS.md"), "OUTSIDE-SECRET\n");
+    const target = tree.abs("a/b/AGENTS.md");
+    let armed = true;
+    const fs = interceptFileSystem((call, proceed) => {
+      if (armed && call.method === "open" && call.path === target) {
+        armed = false;
+        renameSync(tree.abs("a/b"), tree.abs("a/b-moved"));
+        symlinkSync(out, tree.abs("a/b"));
+      }
+      return proceed();
+    });
+    const h = await loadRunner(tree, { hasUI: true, factories: [createLazyAgents({ fs, spawnGit: noGit })] });
+    const reminder = reminderOf((await h.call("read", { path: "a/b/x.ts" })).content) ?? "";
+    assert.equal(armed, false, "the folder was swapped");
+    assert.match(reminder, /A-RULES/);
+    assert.doesNotMatch(reminder, /OUTSIDE-SECRET/);
   }));
 
 test("never outside cwd: a cwd reached through a symlink bounds by its real path", () =>
