@@ -522,6 +522,32 @@ both(
   },
 );
 
+// Each of these conditions takes a millisecond or two, far below the bound; together they take many times it.
+const manySlowConditions = Array.from(
+  { length: 200 },
+  () => "  - field: command\n    operator: regex_match\n    pattern: (?:.?){13}Q",
+).join("\n");
+
+both(
+  "a rule whose many patterns together outlast the bound is skipped for the session, though none does alone",
+  {
+    ".claude/hookify.slow.local.md": rule(
+      `name: slow-rule\nevent: bash\naction: block\nconditions:\n${manySlowConditions}`,
+    ),
+    ".claude/hookify.ok.local.md": rule("name: ok-rule\nevent: bash\npattern: status", "OK-BODY"),
+  },
+  async (tree) => {
+    const command = "git status --short";
+    const run = await play(tree, [toolTurn(["bash", { command }]), toolTurn(["bash", { command }]), finalTurn()]);
+    for (const result of run.results) assert.match(textOf(result.content), /\*\*\[ok-rule\]\*\*\nOK-BODY/);
+    const warnings = run.notifications.filter((n) => /slow-rule/.test(n));
+    assert.deepEqual(warnings, [
+      'pi-lazy-agents: the hookify rule "slow-rule" is skipped for this session: its pattern took too long to match.',
+    ]);
+    assert.match(await run.report(), /slow-rule +\.claude\/hookify\.slow\.local\.md +bash +block +timed out +fired 0/);
+  },
+);
+
 both(
   "a pattern that does not compile skips its rule with one warning; the other rules still apply",
   {
