@@ -2223,6 +2223,8 @@ interface ListingEntry {
   ignoreFiles: readonly string[];
   sorted?: ListingEntry["names"];
   hasSkillFile: boolean;
+  /** The ignore rules in force here, from those above and its own ignore files, while both stand. */
+  ignores?: IgnoreSet & { parts: ReadonlyArray<readonly IgnoreRule[]> };
 }
 
 /** One folder strictly below cwd on the way to a target; `scope` is cwd-relative, with forward slashes. */
@@ -2812,19 +2814,23 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
     return true;
   };
   /** Scans one folder of the tree; `prefix` is its path below the root and a `/`, as Pi matches ignore rules. */
-  const scan = (dir: string, prefix: string, depth: number, inherited: IgnoreRule[]): void => {
-    const rulesOf = (listing: ListingEntry): IgnoreRule[] => {
-      let rules = inherited;
+  const scan = (dir: string, prefix: string, depth: number, inherited: IgnoreSet): void => {
+    const rulesOf = (listing: ListingEntry): IgnoreSet => {
+      const parts = [inherited.rules];
       for (const name of listing.ignoreFiles) {
         const file = ctx.sourceFile(join(dir, name), "", "control");
         if ("reason" in file) continue;
         const entry = ctx.files.peek(file.realPath)!;
         if (entry.ignore?.prefix !== prefix) entry.ignore = { prefix, rules: ignoreRulesOf(file.text, prefix) };
-        if (entry.ignore.rules.length > 0) rules = [...rules, ...entry.ignore.rules];
+        if (entry.ignore.rules.length > 0) parts.push(entry.ignore.rules);
       }
-      return rules;
+      if (parts.length === 1) return inherited;
+      const known = listing.ignores;
+      if (known?.parts.length === parts.length && parts.every((part, i) => part === known.parts[i])) return known;
+      listing.ignores = { parts, rules: parts.flat(), decided: new Map() };
+      return listing.ignores;
     };
-    const isSkill = (rules: IgnoreRule[]) =>
+    const isSkill = (rules: IgnoreSet) =>
       !isIgnored(rules, `${prefix}${C.SKILL_FILE_NAME}`, false) && addSkill(join(dir, C.SKILL_FILE_NAME), true, prefix);
     // A folder known to hold SKILL.md stays a skill while that file exists: nothing else there matters.
     const known = ctx.listings.peek(dir);
@@ -2852,7 +2858,7 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
     // A linked `.agents` is judged where it leads; a linked `skills` below it, by the listing.
     const written = join(link.dir, home);
     const agents = entry.homes.get(home) === "link" ? ctx.sourceFolder(written, link.scope) : written;
-    if (agents !== undefined) scan(join(agents, child), "", 0, []);
+    if (agents !== undefined) scan(join(agents, child), "", 0, NO_IGNORES);
   } catch (error) {
     errorCode(error);
     // The skills found so far stand; the rest are unknown until the next access.
@@ -2920,6 +2926,11 @@ interface IgnoreRule {
   dirOnly: boolean;
 }
 
+/** Rules and what they decided, by path: a warm scan of a large tree under a long ignore file decides nothing again. */
+type IgnoreSet = { rules: readonly IgnoreRule[]; decided: Map<string, boolean> };
+
+const NO_IGNORES: IgnoreSet = { rules: [], decided: new Map() };
+
 function ignoreRulesOf(text: string, prefix: string): IgnoreRule[] {
   const rules: IgnoreRule[] = [];
   for (const line of text.split(/\r?\n/)) {
@@ -2940,9 +2951,14 @@ function ignoreRulesOf(text: string, prefix: string): IgnoreRule[] {
   return rules;
 }
 
-function isIgnored(rules: readonly IgnoreRule[], path: string, isDirectory: boolean): boolean {
-  let ignored = false;
+function isIgnored({ rules, decided }: IgnoreSet, path: string, isDirectory: boolean): boolean {
+  if (rules.length === 0) return false;
+  const key = isDirectory ? `${path}/` : path;
+  let ignored = decided.get(key);
+  if (ignored !== undefined) return ignored;
+  ignored = false;
   for (const rule of rules) if ((!rule.dirOnly || isDirectory) && rule.matches(path)) ignored = !rule.negate;
+  decided.set(key, ignored);
   return ignored;
 }
 
