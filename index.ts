@@ -2120,7 +2120,13 @@ function formatFile(entry: PlannedFile): string {
   if (shownScope !== undefined) head += ` scope="${reminderField(shownScope)}"`;
   if (record.importedBy !== undefined) head += ` imported-by="${reminderField(record.importedBy)}"`;
   if (supersedes) head += ` supersedes="${C.SUPERSEDES_MARKER}"`;
-  const text = neutralizeClosingTags((cutText ?? file.text).replace(/\n+$/, ""));
+  const shown = cutText ?? file.text;
+  const text = neutralizeClosingTags(
+    shown.slice(
+      0,
+      trailingRun(shown, (char) => char === "\n"),
+    ),
+  );
   const cut = cutText === undefined ? [] : [C.cutNotice(path)];
   const whole = [`${head}>`, text, ...cut, `</${tag}>`].join("\n");
   formatted.set(entry, { cutText, text: whole });
@@ -4047,6 +4053,16 @@ export function cutUtf8(text: string, maxBytes: number): string {
   return bytes.subarray(0, end).toString("utf8");
 }
 
+/**
+ * Where the run of characters that `inRun` takes at the end of `text` starts. Repository text is trimmed with
+ * this loop, never a RegExp like `\n+$`, which takes quadratic time on such a run that does not end the text.
+ */
+function trailingRun(text: string, inRun: (char: string) => boolean): number {
+  let start = text.length;
+  while (start > 0 && inRun(text[start - 1]!)) start--;
+  return start;
+}
+
 const FENCE = /^\s{0,3}(`{3,}|~{3,})/;
 const IMPORT_TOKEN = /(?:^|[\s([])@((?:\.{1,2}\/|[\w-])[^\s)\]`'"<>,;]*)/g;
 
@@ -4065,10 +4081,9 @@ export function importTokens(text: string): string[] {
     }
     if (fence !== undefined) continue;
     for (const match of withoutCodeSpans(line).matchAll(IMPORT_TOKEN)) {
-      // Trailing punctuation goes; a loop, as `[.:!?]+$` takes quadratic time on a token of dots.
-      let end = match[1]!.length;
-      while (end > 0 && ".:!?".includes(match[1]![end - 1]!)) end--;
-      if (end > 0) tokens.add(match[1]!.slice(0, end));
+      const token = match[1]!;
+      const end = trailingRun(token, (char) => ".:!?".includes(char));
+      if (end > 0) tokens.add(token.slice(0, end));
     }
   }
   return [...tokens];

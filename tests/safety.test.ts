@@ -393,6 +393,17 @@ test("closing tags inside instruction text do not end the block; all other text 
     },
   ));
 
+test("an instruction file of 64,000 blank lines before its last word is carried in linear time, its lines kept", () =>
+  withTree({ "pkg/AGENTS.md": `FIRST${"\n".repeat(64_000)}LAST\n\n`, "pkg/x.ts": "x" }, async (tree) => {
+    const h = await loadRunner(tree, { settings: { lazyAgents: { reminderBudgetBytes: 128 * 1024 } } });
+    const started = performance.now();
+    const reminder = reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "";
+    // A guard against a quadratic scan, not a speed goal: trimming the final newlines with `\n+$` took over 3 s
+    // (Node 24, this VM), a read about 30 ms.
+    assert.ok(performance.now() - started < 2500, `${performance.now() - started} ms`);
+    assert.ok(reminder.includes(`FIRST${"\n".repeat(64_000)}LAST\n</file>`), "the text whole, its final newlines one");
+  }));
+
 test("folder names cannot forge attributes or notice lines, in the reminder or in warnings", () =>
   withTree(
     {
