@@ -939,8 +939,14 @@ export class CheckState {
 
 /** hookify's value cleaning: whitespace, then every `"` and then every `'` at both ends; backslashes stay. */
 function hookifyValue(text: string): string {
-  const unquoted = text.trim().replace(/^"+|"+$/g, "");
-  return unquoted.replace(/^'+|'+$/g, "");
+  let value = text.trim();
+  for (const quote of ['"', "'"]) {
+    const end = trailingRun(value, (char) => char === quote);
+    let start = 0;
+    while (start < end && value[start] === quote) start++;
+    value = value.slice(start, end);
+  }
+  return value;
 }
 
 /** `key: value` pairs, split at their first colon, as hookify's list items are. */

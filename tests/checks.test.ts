@@ -548,6 +548,26 @@ both(
   },
 );
 
+// hookify strips every quote at both ends of a value; a run of them inside it is kept.
+const quoted = (i: number) => rule(`name: q${i}${'"'.repeat(60_000)}x\nevent: bash\npattern: status`, `Q${i}-BODY`);
+
+both(
+  "rule files whose values hold long runs of quotes are read in linear time, and apply",
+  {
+    ".claude/hookify.q1.local.md": quoted(1),
+    ".claude/hookify.q2.local.md": quoted(2),
+    ".claude/hookify.q3.local.md": quoted(3),
+  },
+  async (tree) => {
+    const started = performance.now();
+    const run = await play(tree, [toolTurn(["bash", { command: "git status" }]), finalTurn()]);
+    // A guard against a quadratic scan, not a speed goal: stripping the quotes with `"+$` took 1.6 s a file (Node 24,
+    // this VM), the whole session about 200 ms.
+    assert.ok(performance.now() - started < 2500, `the session took ${performance.now() - started} ms`);
+    for (const i of [1, 2, 3]) assert.match(textOf(run.results[0]!.content), new RegExp(`Q${i}-BODY`));
+  },
+);
+
 both(
   "a pattern that does not compile skips its rule with one warning; the other rules still apply",
   {
