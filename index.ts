@@ -3176,6 +3176,7 @@ function ruleFolder(ctx: Discovery, place: RulePlace, parentKind: ParentKind): R
     return { place, listings: [], rules: [], rejected: [] };
   }
   const found: Array<{ dir: string; listing: ListingEntry }> = [];
+  const seen = new Set<ListingEntry>();
   // A folder that cannot be listed now (EIO, EACCES) is unknown, not empty: the rest is read, and it again next time.
   const unreadable: string[] = [];
   const suffixes = C.RULE_FILE_SUFFIXES[place.source];
@@ -3184,8 +3185,9 @@ function ruleFolder(ctx: Discovery, place: RulePlace, parentKind: ParentKind): R
     const listed = fsOr(null, () => ctx.listedAt(written));
     if (listed === null) unreadable.push(ctx.realpathOrUndefined(written) ?? written);
     // A folder reached again through a link (a loop, a second link) is read once; its files where it was judged.
-    if (!listed || found.some((entry) => entry.listing === listed.listing)) return;
+    if (!listed || seen.has(listed.listing)) return;
     const { folder: dir, listing } = listed;
+    seen.add(listing);
     found.push({ dir, listing });
     for (const { name, kind } of depth < C.MAX_RULE_DEPTH ? sortedNames(listing) : []) {
       // A link not named as a rule file is searched as a folder, as Claude Code follows links there, once the
