@@ -1036,15 +1036,17 @@ function unicodeEscape(escape: string): string {
 
 /** A Python pattern's body as a JavaScript source, for the `u` flag or without it. */
 function pythonSource(body: string, flags: string, unicode: boolean): string {
-  // Escapes, classes and quantifiers are tokens of their own, so a `$` or `{` in them stays what it is.
-  const tokens = /\\[^]|\[(?:\\[^]|[^\\\]])*\]|\(\?P<|\(\?P=(\w+)\)|\{(?:\d+(?:,\d*)?|,\d+)\}|[$.{}\]]/gu;
+  // Escapes, classes and quantifiers are tokens of their own, so a `$` or `{` in them stays what it is. A class
+  // that never closes runs to the end, as one token that does not compile: looking for its `]` from each `[` took
+  // quadratic time.
+  const tokens = /\\[^]|\[(?:\\[^]|[^\\\]])*\]?|\(\?P<|\(\?P=(\w+)\)|\{(?:\d+(?:,\d*)?|,\d+)\}|[$.{}\]]/gu;
   return body.replace(tokens, (token, name?: string) => {
     if (name !== undefined) return `\\k<${name}>`;
     // Python's `.` stops only at a newline; JavaScript's also at `\r`, U+2028 and U+2029.
     if (token === ".") return flags.includes("s") ? token : "[^\\n]";
     // Python's `{,n}` is `{0,n}`; a brace or bracket that closes nothing is itself.
     if (token.length > 2 && token.startsWith("{")) return token.replace("{,", "{0,");
-    if (token.length === 1 && token !== "$") return unicode ? `\\${token}` : token;
+    if (token.length === 1 && token !== "$" && token !== "[") return unicode ? `\\${token}` : token;
     if (unicode && token.startsWith("["))
       return token.replace(/\\[^]/gu, (escape) => PYTHON_UNICODE_IN_CLASS[escape] ?? unicodeEscape(escape));
     // With re.M, `$` reads as JavaScript's.

@@ -270,6 +270,8 @@ interface Run {
   requests: string[];
   results: ReturnType<typeof persistedToolResults>;
   report: (args?: string) => Promise<string>;
+  /** How long the prompt took: the checks, tools and delivery, not Pi's start-up. */
+  promptMs: number;
 }
 
 /** Plays one prompt through a real session; `git` runs it under `git init`. */
@@ -281,13 +283,16 @@ async function play(
   const notifications: string[] = [];
   const h = await startSession(tree, steps, { tools: ["read", "edit", "write", "bash"], notifications, ...options });
   sessions.push(h);
+  const started = performance.now();
   await h.session.prompt(options.prompt ?? "go");
+  const promptMs = performance.now() - started;
   const report = async (args = "") => {
     const before = notifications.length;
     await h.session.prompt(args === "" ? "/lazy-agents" : `/lazy-agents ${args}`);
     return notifications.slice(before).join("\n");
   };
-  return { tree, notifications, requests: h.requests, results: persistedToolResults(h.sessionManager), report };
+  const results = persistedToolResults(h.sessionManager);
+  return { tree, notifications, requests: h.requests, results, report, promptMs };
 }
 
 /** Sessions of the running test, disposed when it ends. */
@@ -559,12 +564,27 @@ both(
     ".claude/hookify.q3.local.md": quoted(3),
   },
   async (tree) => {
-    const started = performance.now();
     const run = await play(tree, [toolTurn(["bash", { command: "git status" }]), finalTurn()]);
     // A guard against a quadratic scan, not a speed goal: stripping the quotes with `"+$` took 1.6 s a file (Node 24,
-    // this VM), the whole session about 200 ms.
-    assert.ok(performance.now() - started < 2500, `the session took ${performance.now() - started} ms`);
+    // this VM), the whole prompt about 200 ms.
+    assert.ok(run.promptMs < 2500, `the prompt took ${run.promptMs} ms`);
     for (const i of [1, 2, 3]) assert.match(textOf(run.results[0]!.content), new RegExp(`Q${i}-BODY`));
+  },
+);
+
+both(
+  "a pattern of 60,000 classes it never closes is refused in linear time; the other rules still apply",
+  {
+    ".claude/hookify.open.local.md": rule(`name: open-rule\nevent: bash\npattern: ${"[".repeat(60_000)}`),
+    ".claude/hookify.good.local.md": rule("name: good-rule\nevent: bash\npattern: status", "GOOD"),
+  },
+  async (tree) => {
+    const run = await play(tree, [toolTurn(["bash", { command: "git status" }]), finalTurn()]);
+    // A guard against a quadratic scan, not a speed goal: looking for each `[`'s closing `]` took 7 s (Node 24, this
+    // VM), the whole prompt about 200 ms.
+    assert.ok(run.promptMs < 2500, `the prompt took ${run.promptMs} ms`);
+    assert.match(textOf(run.results[0]!.content), /\*\*\[good-rule\]\*\*\nGOOD/);
+    assert.equal(run.notifications.filter((n) => /open-rule/.test(n)).length, 1, "one warning names the rule");
   },
 );
 
