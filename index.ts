@@ -4476,8 +4476,10 @@ type GlobChar = string | typeof ANY_RUN | ((char: string) => boolean);
 
 const ANY_RUN = Symbol("*");
 const ANY_DEPTH = Symbol("**");
-/** `[…]`, whose first member may be `]`, `!` or `^` after a negation (groups 1 and 2); `\x`; any character. */
-const GLOB_TOKEN = /\[(?:[!^]([^][^\]]*)|([^!^][^\]]*))\]|\\([^])|[^]/gy;
+/** `[…]`, whose first member may be `]`, `!` or `^` after a negation; `\x`; any character. */
+const GLOB_TOKEN = /\[(?:[!^](?<negated>[^][^\]]*)|(?<members>[^!^][^\]]*))\]|\\(?<escaped>[^])|[^]/gy;
+/** The same past a segment's last `]`, where a `[` closes no class. */
+const GLOB_TAIL_TOKEN = /\\(?<escaped>[^])|[^]/gy;
 
 let globSteps = 0;
 
@@ -4539,7 +4541,11 @@ function compileGlob(
 /** A segment's characters; undefined when a class holds a range out of order. */
 function segmentChars(part: string): GlobChar[] | undefined {
   const chars: GlobChar[] = [];
-  for (const [token, negatedMembers, members = negatedMembers, escaped] of part.matchAll(GLOB_TOKEN)) {
+  // Looking for a `]` from each `[` past the last one took quadratic time: that tail has no classes.
+  const closes = part.lastIndexOf("]") + 1;
+  const tokens = [...part.slice(0, closes).matchAll(GLOB_TOKEN), ...part.slice(closes).matchAll(GLOB_TAIL_TOKEN)];
+  for (const { 0: token, groups } of tokens) {
+    const { negated: negatedMembers, members = negatedMembers, escaped } = groups!;
     if (members === undefined) chars.push(token === "*" ? ANY_RUN : token === "?" ? () => true : (escaped ?? token));
     else {
       const ranges = [...members.matchAll(/([^])(?:-([^]))?/g)].map(([, low, high = low]) => [low!, high!] as const);
