@@ -3652,13 +3652,17 @@ export function optionsFromSettings(
   const options = defaultOptions();
   if (raw === undefined) return { options, warnings: [] };
   if (!isObject(raw)) return { options, warnings: [C.SETTINGS_WARNINGS.notObject(origin())] };
-  const warnings = Object.keys(raw)
-    .filter((key) => !Object.hasOwn(SETTINGS, key))
+  const unknown = Object.keys(raw).filter((key) => !Object.hasOwn(SETTINGS, key));
+  const warnings = unknown
+    .slice(0, C.MAX_UNKNOWN_KEY_WARNINGS)
     .map((key) =>
       C.SHOWN_KEY_PATTERN.test(key)
         ? C.SETTINGS_WARNINGS.unknownKey(key, origin(key), nearestSettingKey(key))
         : C.SETTINGS_WARNINGS.unnamedKey(origin(key)),
     );
+  const more = unknown.slice(C.MAX_UNKNOWN_KEY_WARNINGS).map((key) => origin(key));
+  for (const where of new Set(more))
+    warnings.push(C.SETTINGS_WARNINGS.moreKeys(more.filter((other) => other === where).length, where));
   for (const key of SETTING_KEYS) {
     if (raw[key] === undefined) continue;
     const [option, read, expected] = SETTINGS[key];
