@@ -380,6 +380,8 @@ export const SETTINGS_WARNINGS = {
   unknownKey: (key: string, where: string, suggestion: string | undefined) =>
     `pi-lazy-agents: ${SETTINGS_KEY}.${key} in ${where} is not a setting${suggestion ? ` (did you mean "${suggestion}"?)` : ""}`,
   unnamedKey: (where: string) => `pi-lazy-agents: ${SETTINGS_KEY} in ${where} has a key that is not a setting`,
+  moreKeys: (count: number, where: string) =>
+    `pi-lazy-agents: ${SETTINGS_KEY} in ${where} has ${count} more keys that are not settings`,
   badValue: (key: string, where: string, expected: string) =>
     `pi-lazy-agents: ${SETTINGS_KEY}.${key} in ${where} must be ${expected}; its default applies`,
 } as const;
@@ -393,6 +395,9 @@ export const SETTING_EXPECTED = {
   triggers: (tools: readonly string[]) => `a list of tool names from: ${tools.join(", ")}`,
   ruleSources: (sources: readonly string[]) => `a list of distinct rule sources from: ${sources.join(", ")}`,
 } as const;
+
+/** Keys that are not settings warned about one by one; a count stands for the rest, so a file cannot flood the terminal. */
+export const MAX_UNKNOWN_KEY_WARNINGS = 8;
 
 /** A key name the user typed is shown only in this shape (no control characters, bounded). */
 export const SHOWN_KEY_PATTERN = /^[A-Za-z_$][\w$.-]{0,63}$/;

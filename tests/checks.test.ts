@@ -270,6 +270,8 @@ interface Run {
   requests: string[];
   results: ReturnType<typeof persistedToolResults>;
   report: (args?: string) => Promise<string>;
+  /** How long the prompt took: the checks, tools and delivery, not Pi's start-up. */
+  promptMs: number;
 }
 
 /** Plays one prompt through a real session; `git` runs it under `git init`. */
@@ -281,13 +283,16 @@ async function play(
   const notifications: string[] = [];
   const h = await startSession(tree, steps, { tools: ["read", "edit", "write", "bash"], notifications, ...options });
   sessions.push(h);
+  const started = performance.now();
   await h.session.prompt(options.prompt ?? "go");
+  const promptMs = performance.now() - started;
   const report = async (args = "") => {
     const before = notifications.length;
     await h.session.prompt(args === "" ? "/lazy-agents" : `/lazy-agents ${args}`);
     return notifications.slice(before).join("\n");
   };
-  return { tree, notifications, requests: h.requests, results: persistedToolResults(h.sessionManager), report };
+  const results = persistedToolResults(h.sessionManager);
+  return { tree, notifications, requests: h.requests, results, report, promptMs };
 }
 
 /** Sessions of the running test, disposed when it ends. */
@@ -519,6 +524,67 @@ both(
       'pi-lazy-agents: the hookify rule "slow-rule" is skipped for this session: its pattern took too long to match.',
     ]);
     assert.match(await run.report(), /slow-rule +\.claude\/hookify\.slow\.local\.md +file +block +timed out +fired 0/);
+  },
+);
+
+// Each of these conditions takes a millisecond or two, far below the bound; together they take many times it.
+const manySlowConditions = Array.from(
+  { length: 200 },
+  () => "  - field: command\n    operator: regex_match\n    pattern: (?:.?){13}Q",
+).join("\n");
+
+both(
+  "a rule whose many patterns together outlast the bound is skipped for the session, though none does alone",
+  {
+    ".claude/hookify.slow.local.md": rule(
+      `name: slow-rule\nevent: bash\naction: block\nconditions:\n${manySlowConditions}`,
+    ),
+    ".claude/hookify.ok.local.md": rule("name: ok-rule\nevent: bash\npattern: status", "OK-BODY"),
+  },
+  async (tree) => {
+    const command = "git status --short";
+    const run = await play(tree, [toolTurn(["bash", { command }]), toolTurn(["bash", { command }]), finalTurn()]);
+    for (const result of run.results) assert.match(textOf(result.content), /\*\*\[ok-rule\]\*\*\nOK-BODY/);
+    const warnings = run.notifications.filter((n) => /slow-rule/.test(n));
+    assert.deepEqual(warnings, [
+      'pi-lazy-agents: the hookify rule "slow-rule" is skipped for this session: its pattern took too long to match.',
+    ]);
+    assert.match(await run.report(), /slow-rule +\.claude\/hookify\.slow\.local\.md +bash +block +timed out +fired 0/);
+  },
+);
+
+// hookify strips every quote at both ends of a value; a run of them inside it is kept.
+const quoted = (i: number) => rule(`name: q${i}${'"'.repeat(60_000)}x\nevent: bash\npattern: status`, `Q${i}-BODY`);
+
+both(
+  "rule files whose values hold long runs of quotes are read in linear time, and apply",
+  {
+    ".claude/hookify.q1.local.md": quoted(1),
+    ".claude/hookify.q2.local.md": quoted(2),
+    ".claude/hookify.q3.local.md": quoted(3),
+  },
+  async (tree) => {
+    const run = await play(tree, [toolTurn(["bash", { command: "git status" }]), finalTurn()]);
+    // A guard against a quadratic scan, not a speed goal: stripping the quotes with `"+$` took 1.6 s a file (Node 24,
+    // this VM), the whole prompt about 200 ms.
+    assert.ok(run.promptMs < 2500, `the prompt took ${run.promptMs} ms`);
+    for (const i of [1, 2, 3]) assert.match(textOf(run.results[0]!.content), new RegExp(`Q${i}-BODY`));
+  },
+);
+
+both(
+  "a pattern of 60,000 classes it never closes is refused in linear time; the other rules still apply",
+  {
+    ".claude/hookify.open.local.md": rule(`name: open-rule\nevent: bash\npattern: ${"[".repeat(60_000)}`),
+    ".claude/hookify.good.local.md": rule("name: good-rule\nevent: bash\npattern: status", "GOOD"),
+  },
+  async (tree) => {
+    const run = await play(tree, [toolTurn(["bash", { command: "git status" }]), finalTurn()]);
+    // A guard against a quadratic scan, not a speed goal: looking for each `[`'s closing `]` took 7 s (Node 24, this
+    // VM), the whole prompt about 200 ms.
+    assert.ok(run.promptMs < 2500, `the prompt took ${run.promptMs} ms`);
+    assert.match(textOf(run.results[0]!.content), /\*\*\[good-rule\]\*\*\nGOOD/);
+    assert.equal(run.notifications.filter((n) => /open-rule/.test(n)).length, 1, "one warning names the rule");
   },
 );
 

@@ -475,6 +475,24 @@ test(`an import two files share is withdrawn once it is deleted, though the othe
   });
 });
 
+test("an instruction file whose token runs on in 60,000 dots is read in linear time, its imports still followed", () =>
+  twoTrees(
+    {
+      "pkg/AGENTS.md": `PKG imports @docs/a.md.\nNot a path: @x${".".repeat(60_000)}y\n`,
+      "pkg/docs/a.md": "A-TEXT",
+      "pkg/x.ts": "x",
+    },
+    async (tree, mode) => {
+      const h = await loadRunner(tree, { settings: { lazyAgents: { reminderBudgetBytes: 128 * 1024 } } });
+      const started = performance.now();
+      const reminder = reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "";
+      // A guard against a quadratic scan, not a speed goal: trimming the dots with `[.:!?]+$` took over 4 s (Node 24,
+      // this VM), a read about 100 ms.
+      assert.ok(performance.now() - started < 2500, `${mode}: ${performance.now() - started} ms`);
+      assert.match(reminder, /A-TEXT/, mode);
+    },
+  ));
+
 test("import tokens: a code span closes only with a backtick run of its own length", () => {
   const table: Array<[string, string[]]> = [
     ["`` a @in/span.md ` b ``", []],

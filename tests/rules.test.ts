@@ -3,11 +3,12 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, utimesSync, writeFileSync, type Dirent } from "node:fs";
 import {
   createLazyAgents,
   globMatches,
   globWork,
+  nodeFileSystem,
   readRecord,
   readRuleMeta,
   splitGlobList,
@@ -636,6 +637,69 @@ test("a glob that makes a RegExp backtrack costs at most path length times patte
         const bound = 2 * (`src/${name}`.length + 1) * (BACKTRACKING_GLOB.length + 4);
         assert.ok(steps > 0 && steps <= bound, `${mode}: ${steps} steps for ${name.length} characters, bound ${bound}`);
       }
+    },
+  ));
+
+// Each took 4 s to compile before (Node 24, this VM): the literal tail found with `[^/*?[\]\\]*$`, and a `]` looked for
+// from each `[`; the read about 400 ms.
+const LONG_GLOBS: Array<[string, string]> = [
+  ["run 4,000 letters before a star", `${"a".repeat(4000)}*`],
+  ["hold 4,000 [ that never close", `"${"[".repeat(4000)}"`],
+];
+
+for (const [name, glob] of LONG_GLOBS)
+  test(`250 rules whose globs ${name} are compiled in linear time; the others still apply`, () => {
+    const long = Object.fromEntries(
+      Array.from({ length: 250 }, (_, i) => [`.cursor/rules/long${i}.mdc`, rule(`globs: ${glob}`, `LONG${i}`)]),
+    );
+    return twoTrees(
+      { ...long, ".claude/rules/good.md": rule('paths: "src/**"', "GOOD-RULE"), "src/b.ts": "b\n" },
+      async (tree, mode) => {
+        const h = await loadRunner(tree);
+        const started = performance.now();
+        const reminder = reminderOf((await h.call("read", { path: "src/b.ts" })).content) ?? "";
+        // A guard against a quadratic scan, not a speed goal.
+        assert.ok(performance.now() - started < 2500, `${mode}: ${performance.now() - started} ms`);
+        assert.match(reminder, /GOOD-RULE/, mode);
+        assert.doesNotMatch(reminder, /LONG\d/, mode);
+      },
+    );
+  });
+
+test("a rule folder of 40,000 subfolders costs a warm call time linear in them, and its rules still apply", () =>
+  twoTrees(
+    { ".cursor/rules/a.mdc": rule('globs: "src/**"', "A-RULE"), "src/a.ts": "a\n", "src/b.ts": "b\n" },
+    async (tree, mode) => {
+      // 200 folders of 200 empty folders below .cursor/rules, shown through the filesystem seam: made on disk, they
+      // took half a minute to make and remove.
+      mkdirSync(tree.abs("empty"));
+      const rules = tree.abs(".cursor/rules");
+      const folders = (prefix: string) =>
+        Array.from({ length: 200 }, (_, i) => ({
+          name: `${prefix}${i}`,
+          isSymbolicLink: () => false,
+          isDirectory: () => true,
+          isFile: () => false,
+        })) as unknown as Dirent[];
+      const fs = interceptFileSystem((call, proceed) => {
+        const below = call.path.startsWith(`${rules}/d`);
+        if (!below)
+          return call.method === "readdir" && call.path === rules
+            ? [...(proceed() as Dirent[]), ...folders("d")]
+            : proceed();
+        if (call.method === "readdir") return call.path.includes("/e") ? [] : folders("e");
+        return call.method === "realpath"
+          ? call.path
+          : nodeFileSystem[call.method === "stat" ? "stat" : "lstat"](tree.abs("empty"));
+      });
+      const h = await loadRunner(tree, { factories: [createLazyAgents({ fs })] });
+      assert.match(reminderOf((await h.call("read", { path: "src/a.ts" })).content) ?? "", /A-RULE/, mode);
+      const started = performance.now();
+      await h.call("read", { path: "src/b.ts" });
+      await h.call("read", { path: "src/a.ts" });
+      // A guard against a quadratic walk, not a speed goal: each folder looked for among those already walked took
+      // 3 s a call (Node 24, this VM), a set about 0.3 s.
+      assert.ok(performance.now() - started < 2500, `${mode}: ${performance.now() - started} ms`);
     },
   ));
 

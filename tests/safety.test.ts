@@ -23,7 +23,7 @@ import {
   twoTrees,
 } from "./harness.ts";
 import type { JsonObject } from "@earendil-works/pi-ai";
-import { callsOutside, insideOrSame, recordingFileSystem, type Recorder } from "./fs-seam.ts";
+import { callsOutside, insideOrSame, interceptFileSystem, recordingFileSystem, type Recorder } from "./fs-seam.ts";
 import { noGit } from "./fuzz-lib.ts";
 
 const linkedTree = {
@@ -338,6 +338,28 @@ test("never outside cwd: instruction files and skills that link out are refused 
     assert.equal(recorder.calls.filter((call) => call.method === "open" && call.path.includes("outside")).length, 0);
   }));
 
+test("never outside cwd: a folder swapped for a link out between a file's stat and its open sends nothing from outside", () =>
+  withTree({ "a/AGENTS.md": "A-RULES\n", "a/b/AGENTS.md": "B-RULES\n", "a/b/x.ts": "x\n" }, async (tree) => {
+    const out = join(tree.root, "outside");
+    mkdirSync(out);
+    writeFileSync(join(out, "AGENTS.md"), "OUTSIDE-SECRET\n");
+    const target = tree.abs("a/b/AGENTS.md");
+    let armed = true;
+    const fs = interceptFileSystem((call, proceed) => {
+      if (armed && call.method === "open" && call.path === target) {
+        armed = false;
+        renameSync(tree.abs("a/b"), tree.abs("a/b-moved"));
+        symlinkSync(out, tree.abs("a/b"));
+      }
+      return proceed();
+    });
+    const h = await loadRunner(tree, { hasUI: true, factories: [createLazyAgents({ fs, spawnGit: noGit })] });
+    const reminder = reminderOf((await h.call("read", { path: "a/b/x.ts" })).content) ?? "";
+    assert.equal(armed, false, "the folder was swapped");
+    assert.match(reminder, /A-RULES/);
+    assert.doesNotMatch(reminder, /OUTSIDE-SECRET/);
+  }));
+
 test("never outside cwd: a cwd reached through a symlink bounds by its real path", () =>
   withTree(files, async (tree) => {
     outside(tree);
@@ -387,6 +409,17 @@ test("closing tags inside instruction text do not end the block; all other text 
       assert.ok(reminder.includes("`a < b && c > d` & \"q\" 'x' </instructions>"), "other text is kept as it is");
     },
   ));
+
+test("an instruction file of 64,000 blank lines before its last word is carried in linear time, its lines kept", () =>
+  withTree({ "pkg/AGENTS.md": `FIRST${"\n".repeat(64_000)}LAST\n\n`, "pkg/x.ts": "x" }, async (tree) => {
+    const h = await loadRunner(tree, { settings: { lazyAgents: { reminderBudgetBytes: 128 * 1024 } } });
+    const started = performance.now();
+    const reminder = reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "";
+    // A guard against a quadratic scan, not a speed goal: trimming the final newlines with `\n+$` took over 3 s
+    // (Node 24, this VM), a read about 30 ms.
+    assert.ok(performance.now() - started < 2500, `${performance.now() - started} ms`);
+    assert.ok(reminder.includes(`FIRST${"\n".repeat(64_000)}LAST\n</file>`), "the text whole, its final newlines one");
+  }));
 
 test("folder names cannot forge attributes or notice lines, in the reminder or in warnings", () =>
   withTree(
@@ -739,6 +772,24 @@ const REPOSITORY_CASES: RepositoryCase[] = [
     answers: true,
   },
 ];
+
+test("git runs no program of the repository's own: a git at cwd's root, where PATH's empty entry or Windows looks first", () =>
+  withTree(commandTree, async (tree) => {
+    const marker = join(tree.root, "marker");
+    indexedRepository(tree);
+    writeFileSync(tree.abs("git"), `#!/bin/sh\necho ran >> '${marker}'\nexit 1\n`, { mode: 0o755 });
+    const path = process.env.PATH;
+    process.env.PATH = `:${path}`;
+    try {
+      const h = await loadRunner(tree);
+      assert.match(reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "", /PKG-RULES/);
+      assert.equal(reminderOf((await h.call("read", { path: "generated/x.ts" })).content) ?? "", "");
+      await h.runner.emit({ type: "session_shutdown" } as never);
+    } finally {
+      process.env.PATH = path;
+    }
+    assert.equal(existsSync(marker), false, "the repository's git ran");
+  }));
 
 for (const { name, make, answers, also } of REPOSITORY_CASES) {
   test(`git runs no command the repository names: ${name}`, () =>

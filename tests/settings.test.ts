@@ -183,6 +183,16 @@ test("settings warnings show a key name only when it is plain, and never a value
     ]);
   }));
 
+test("a settings object of thousands of keys that are not settings warns about eight, and counts the rest in one line", () =>
+  withTree(files, async (tree) => {
+    const lazyAgents = Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`k${i}`, 0]));
+    const h = await loadRunner(tree, { hasUI: true, projectSettings: { lazyAgents } });
+    assert.deepEqual(h.notifications, [
+      ...Array.from({ length: 8 }, (_, i) => `pi-lazy-agents: lazyAgents.k${i} in .pi/settings.json is not a setting`),
+      "pi-lazy-agents: lazyAgents in .pi/settings.json has 4992 more keys that are not settings",
+    ]);
+  }));
+
 test("after a reload with a broken project settings file, no warning blames the global file for the project's keys", () =>
   withTree(files, async (tree) => {
     const h = await loadRunner(tree, { hasUI: true, projectSettings: { lazyAgents: { maxFileBytes: 0 } } });

@@ -452,6 +452,32 @@ test("an ignore line that makes a RegExp backtrack costs at most path length tim
   );
 });
 
+test("an ignore file's lines decide each entry of a skills tree once: a warm call matches no glob again", () => {
+  const lines = Array.from({ length: 200 }, (_, i) => `*a*a*c*${i}b`).join("\n");
+  const notes = Object.fromEntries(
+    Array.from({ length: 50 }, (_, i) => [`pkg/.agents/skills/notes/${"a".repeat(30)}${i}b.md`, "n\n"]),
+  );
+  return twoTrees(
+    {
+      "pkg/a.ts": "a\n",
+      "pkg/.agents/skills/.gitignore": `${lines}\nhidden/\n`,
+      "pkg/.agents/skills/kept/SKILL.md": skill("kept", "Kept"),
+      "pkg/.agents/skills/hidden/SKILL.md": skill("hidden", "Hidden by the last line"),
+      ...notes,
+    },
+    async (tree, mode) => {
+      // The extension as this file imports it, so that `globWork` counts its steps.
+      const h = await loadRunner(tree, { factories: [createLazyAgents()] });
+      const reminder = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
+      assert.match(reminder, /- kept: Kept/, mode);
+      assert.doesNotMatch(reminder, /Hidden by the last line/, mode);
+      const before = globWork();
+      await h.call("read", { path: "pkg/a.ts" });
+      assert.equal(globWork() - before, 0, `${mode}: a warm call matched the ignore lines again`);
+    },
+  );
+});
+
 test("an ignore line of 60,000 spaces before one character is read in linear time, not the quadratic of a trailing-space RegExp", () =>
   twoTrees(
     {
