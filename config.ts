@@ -497,6 +497,7 @@ export const REPORT_STATES = {
 /** The fixed lines and headings of `/lazy-agents` and `/lazy-agents why`. */
 export const REPORT_TEXT = {
   off: "  off for this run (setting or --no-lazy-agents flag)",
+  gitStopped: "  git stopped answering in this session: until the next one, only the ignoreDirs names keep folders out",
   filesHeading: "Instruction files and imports",
   rulesHeading: "Rules",
   skillsHeading: "Nested skills",

@@ -3533,6 +3533,7 @@ class GitIgnoreOracle {
   /** The rule that ignores cwd itself, and so tells nothing ("" for none); undefined until git works here. */
   private cwdRule?: string;
   private buffer = "";
+  private answered = false;
   private waiters: GitWaiter[] = [];
   /** Scopes git failed on, each ending in `/`: their subtrees are not asked again. */
   private readonly failed = new Set<string>();
@@ -3596,6 +3597,7 @@ class GitIgnoreOracle {
     const whole = fields.length - 1 - ((fields.length - 1) % 4);
     this.buffer = fields.slice(whole).join("\0");
     for (let at = 0; at < whole; at += 4) {
+      this.answered = true;
       const pattern = fields[at + 2]!;
       const rule = pattern === "" || pattern.startsWith("!") ? "" : fields.slice(at, at + 3).join("\0");
       this.waiters.shift()?.answer(rule);
@@ -3614,6 +3616,11 @@ class GitIgnoreOracle {
     culprit.answer(undefined);
     if (rest.length > 0) this.start();
     for (const waiter of rest) this.send(waiter);
+  }
+
+  /** Whether git answered here and then stopped (timed out, or could not start again): worth telling. */
+  get stopped(): boolean {
+    return this.off && this.answered;
   }
 
   stop(): void {
@@ -3974,9 +3981,13 @@ function formatInspection(engine: LazyAgents, verbose = false): string {
     ...reportSection(C.REPORT_TEXT.notUsedHeading, notUsed),
   ];
   const failures = [...engine.failures].map(([label, count]) => `  ${C.FAILURE_LABELS[label]}: ${count}`);
-  const head = ["pi-lazy-agents", ...(options.enabled ? [] : [C.REPORT_TEXT.off])];
+  const head = [
+    "pi-lazy-agents",
+    ...(options.enabled ? [] : [C.REPORT_TEXT.off]),
+    ...(engine.git?.stopped ? [C.REPORT_TEXT.gitStopped] : []),
+  ];
   if (sections.length + failures.length === 0)
-    return [...(options.enabled ? [] : head), C.REPORT_NOTHING_SEEN].join("\n");
+    return [...(head.length > 1 ? head : []), C.REPORT_NOTHING_SEEN].join("\n");
   const failed = failures.length > 0 ? ["", C.REPORT_TEXT.failuresHeading, ...failures] : [];
   return [...head, ...sections, ...failed, "", C.REPORT_TEXT.deliveredCount(heldCounts(ledger))]
     .map(oneLine)

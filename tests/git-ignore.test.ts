@@ -193,6 +193,19 @@ test("when git dies after it has answered and cannot start again, the questions 
     assert.ok(Date.now() - started < 1500, `answered after ${Date.now() - started} ms, not at git's timeout`);
   }));
 
+test("/lazy-agents says when git stopped answering in the session, and says nothing of git in a folder it never worked in", () =>
+  withTree({ "a/AGENTS.md": "A-RULES", "a/x.ts": "x", "b/AGENTS.md": "B-RULES", "b/y.ts": "y" }, async (tree) => {
+    const stopped = await loadRunner(tree, { hasUI: true, factories: [createLazyAgents({ spawnGit: dyingGit() })] });
+    await stopped.call("bash", { command: "cat a/x.ts b/y.ts" });
+    await stopped.command("lazy-agents", "");
+    assert.match(stopped.notifications.at(-1) ?? "", /^ {2}git stopped answering in this session/m);
+    // The real git, in a folder that is no repository: it never answers there.
+    const never = await loadRunner(tree, { hasUI: true, factories: [createLazyAgents()] });
+    await never.call("bash", { command: "cat a/x.ts b/y.ts" });
+    await never.command("lazy-agents", "");
+    assert.doesNotMatch(never.notifications.at(-1) ?? "", /git/);
+  }));
+
 /** A seeded tree with nothing git ignores: nested files, imports one to three hops deep, folder imports, skills and rules. */
 function seededTree(seed: number): { spec: Record<string, string>; folders: string[]; next: () => number } {
   const next = rng(seed);
