@@ -3129,14 +3129,16 @@ function ruleGlob(globs: readonly string[], source: C.RuleSource): ReturnType<ty
 }
 
 /** The globs as the model is shown them, from cwd; a rule without globs covers its base. */
-function ruleScope(meta: RuleMeta, base: string): string {
-  if (meta.kind !== "glob") return base === "" ? "**" : `${base}/**`;
-  // Only `.cursor/rules` nest below cwd, and a Cursor glob without a slash matches at any depth.
+function ruleScope(meta: RuleMeta, source: C.RuleSource, base: string): string {
+  const prefix = base === "" ? "" : `${base}/`;
+  if (meta.kind !== "glob") return `${prefix}**`;
+  // One reading for all three sources, a Claude glob's: a Cursor or Copilot glob without a slash says its `**/`.
   const fromBase = (glob: string) => {
     const plain = glob.replace(/^\.?\/+/, "");
-    return !glob.startsWith("/") && !plain.includes("/") ? `${base}/**/${plain}` : `${base}/${plain}`;
+    const floating = source !== "claude" && !glob.startsWith("/") && !plain.includes("/") && !plain.startsWith("**");
+    return `${prefix}${floating ? "**/" : ""}${plain}`;
   };
-  return (base === "" ? meta.globs : meta.globs.map(fromBase)).join(", ");
+  return meta.globs.map(fromBase).join(", ");
 }
 
 interface Rule {
@@ -3319,7 +3321,7 @@ function ruleAt(ctx: Discovery, place: RulePlace, candidate: string): Rule | { r
       base,
       dir,
       meta,
-      scope: ruleScope(meta, base),
+      scope: ruleScope(meta, source, base),
       ...(meta.kind === "glob" && { glob: ruleGlob(meta.globs, source) }),
       loaded: file,
       body: { ...file, text: body, bytes: Buffer.byteLength(body) },

@@ -411,7 +411,7 @@ test("/lazy-agents lists every rule with source, kind, globs and state; why name
     assert.doesNotMatch(report, /CLAUDE-API-V1/);
     await h.command("lazy-agents", "why src/ui/button.tsx");
     const why = h.notifications.at(-1) ?? "";
-    assert.match(why, /rule \.cursor\/rules\/react\.mdc \(cursor, scope \*\.tsx\): matches/);
+    assert.match(why, /rule \.cursor\/rules\/react\.mdc \(cursor, scope \*\*\/\*\.tsx\): matches/);
     assert.match(
       why,
       /rule \.claude\/rules\/api\.md \(claude, scope src\/api\/\*\*\/\*\.ts\): does not match its globs/,
@@ -945,5 +945,26 @@ test("a deleted import of a Claude rule that stays is withdrawn; an import anoth
       const edited = reminderOf((await h.call("read", { path: "src/a.ts" })).content) ?? "";
       assert.match(edited, /API-RULE-2/, mode);
       assert.doesNotMatch(edited, /shared\.md no longer applies/, `${mode}: web.md still imports it`);
+    },
+  ));
+
+test("a rule's scope reads as its source matches it: a Cursor or Copilot glob without a slash at any depth, a Claude one at the root", () =>
+  twoTrees(
+    {
+      ".cursor/rules/tsx.mdc": rule("globs: *.tsx, ./*.css", "CURSOR-ROOT-RULE"),
+      ".github/instructions/py.instructions.md": rule("applyTo: '*.py,/setup.cfg'", "COPILOT-ROOT-RULE"),
+      ".claude/rules/md.md": rule("paths: ./*.md", "CLAUDE-ROOT-RULE"),
+      "src/ui/button.tsx": "b\n",
+      "pkg/main.py": "p\n",
+      "README.md": "r\n",
+    },
+    async (tree) => {
+      const h = await loadRunner(tree);
+      const tsx = reminderOf((await h.call("read", { path: "src/ui/button.tsx" })).content) ?? "";
+      assert.match(tsx, /<rule path="\.cursor\/rules\/tsx\.mdc" scope="\*\*\/\*\.tsx, \*\*\/\*\.css">/);
+      const py = reminderOf((await h.call("read", { path: "pkg/main.py" })).content) ?? "";
+      assert.match(py, /<rule path="\.github\/instructions\/py\.instructions\.md" scope="\*\*\/\*\.py, setup\.cfg">/);
+      const md = reminderOf((await h.call("read", { path: "README.md" })).content) ?? "";
+      assert.match(md, /<rule path="\.claude\/rules\/md\.md" scope="\*\.md">/);
     },
   ));
