@@ -3061,7 +3061,8 @@ const RULE_GLOB_KEYS: Record<C.RuleSource, string> = { claude: "paths", cursor: 
 /**
  * Kind, globs, description, name and body of a rule file's text, as its source reads them. Claude:
  * `paths:`, else always. Cursor: `alwaysApply: true`, else `globs:`, else `description:`. Copilot:
- * `applyTo:`, else a description offers it, as VS Code does. Globs are a list, or a comma list.
+ * `applyTo:`, else a description offers it, as VS Code does; manual with `excludeAgent: coding-agent`. Globs are a
+ * list, or a comma list.
  */
 export function readRuleMeta(source: C.RuleSource, text: string, fileName: string): RuleMeta & { body: string } {
   // Pi's parser; hand-written rules often hold frontmatter that is not valid YAML (`globs: *.ts`
@@ -3075,8 +3076,10 @@ export function readRuleMeta(source: C.RuleSource, text: string, fileName: strin
   const suffix = C.RULE_FILE_SUFFIXES[source].find((candidate) => fileName.endsWith(candidate)) ?? "";
   const name = (source === "copilot" && string(field.name)) || fileName.slice(0, fileName.length - suffix.length);
   const always = source === "claude" ? globs.length === 0 : source === "cursor" && field.alwaysApply === true;
+  // Copilot's `excludeAgent: coding-agent` keeps a file for code review: Pi is a coding agent.
+  const excluded = source === "copilot" && string(field.excludeAgent) === "coding-agent";
   const kind = always ? "always" : globs.length > 0 ? "glob" : description ? "described" : "manual";
-  return { kind, globs, description, name, body };
+  return { kind: excluded ? "manual" : kind, globs, description, name, body };
 }
 
 /** Plain `key: value` lines and `- item` lists, of frontmatter that Pi's parser found but could not read. */

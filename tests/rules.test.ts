@@ -968,3 +968,18 @@ test("a rule's scope reads as its source matches it: a Cursor or Copilot glob wi
       assert.match(md, /<rule path="\.claude\/rules\/md\.md" scope="\*\.md">/);
     },
   ));
+
+test("a Copilot rule that excludes the coding agent is for code review only and never sent; one that excludes code review is", () =>
+  twoTrees(
+    {
+      ".github/instructions/review.instructions.md": rule('applyTo: "**"\nexcludeAgent: "coding-agent"', "REVIEW-ONLY"),
+      ".github/instructions/code.instructions.md": rule("applyTo: '**/*.ts'\nexcludeAgent: code-review", "CODING-ONLY"),
+      "src/a.ts": "a\n",
+    },
+    async (tree) => {
+      const h = await loadRunner(tree);
+      const reminder = reminderOf((await h.call("read", { path: "src/a.ts" })).content) ?? "";
+      assert.match(reminder, /CODING-ONLY/);
+      assert.doesNotMatch(reminder, /REVIEW-ONLY/);
+    },
+  ));
