@@ -3071,7 +3071,7 @@ export function readRuleMeta(source: C.RuleSource, text: string, fileName: strin
   const field = frontmatter as Record<string, unknown>;
   const string = (value: unknown) => (typeof value === "string" ? value.trim() : "");
   const values = [field[RULE_GLOB_KEYS[source]]].flat();
-  const globs = values.flatMap((item) => (typeof item === "string" ? splitGlobList(item) : []));
+  const globs = values.flatMap((item) => (typeof item === "string" ? splitGlobList(item).map(unquoted) : []));
   const description = source === "claude" ? "" : string(field.description);
   const suffix = C.RULE_FILE_SUFFIXES[source].find((candidate) => fileName.endsWith(candidate)) ?? "";
   const name = (source === "copilot" && string(field.name)) || fileName.slice(0, fileName.length - suffix.length);
@@ -3082,20 +3082,22 @@ export function readRuleMeta(source: C.RuleSource, text: string, fileName: strin
   return { kind: excluded ? "manual" : kind, globs, description, name, body };
 }
 
+/** A value without the quotes around it; `"*.ts", "*.tsx"` is a list of two, as Cursor reads it. */
+const unquoted = (value: string) => value.trim().replace(/^(["'])((?:(?!\1)[^])*)\1$/, "$2");
+
 /** Plain `key: value` lines and `- item` lists, of frontmatter that Pi's parser found but could not read. */
 function looseFrontmatter(text: string): { frontmatter: Record<string, unknown>; body: string } {
   const end = text.indexOf("\n---", 3);
   const frontmatter: Record<string, unknown> = {};
-  const unquote = (value: string) => value.trim().replace(/^(["'])(.*)\1$/, "$2");
   let list: string[] | undefined;
   for (const line of text.slice(4, end).split("\n")) {
     const item = /^\s*-\s+(.*)$/.exec(line);
     const pair = /^([A-Za-z_][\w-]*)\s*:\s*(.*)$/.exec(line);
-    if (item && list) list.push(unquote(item[1]!));
+    if (item && list) list.push(unquoted(item[1]!));
     else if (pair) {
       const value = pair[2]!.trim();
       list = value === "" ? [] : undefined;
-      frontmatter[pair[1]!] = list ?? (value === "true" ? true : value === "false" ? false : unquote(value));
+      frontmatter[pair[1]!] = list ?? (value === "true" ? true : value === "false" ? false : unquoted(value));
     }
   }
   return { frontmatter, body: text.slice(end + 4).trim() };

@@ -983,3 +983,20 @@ test("a Copilot rule that excludes the coding agent is for code review only and 
       assert.doesNotMatch(reminder, /REVIEW-ONLY/);
     },
   ));
+
+test("a Cursor rule whose globs are a comma list of quoted globs, as many .mdc files write them, applies to each", () =>
+  twoTrees(
+    {
+      ".cursor/rules/ts.mdc": rule('description: TS\nglobs: "**/*.ts", "**/*.tsx"\nalwaysApply: false', "QUOTED-LIST"),
+      ".cursor/rules/py.mdc": rule("globs: 'src/*.py', '*.pyi'", "SINGLE-QUOTED-LIST"),
+      "src/ui/button.tsx": "b\n",
+      "src/a.py": "a\n",
+    },
+    async (tree) => {
+      const h = await loadRunner(tree);
+      const tsx = reminderOf((await h.call("read", { path: "src/ui/button.tsx" })).content) ?? "";
+      assert.match(tsx, /<rule path="\.cursor\/rules\/ts\.mdc" scope="\*\*\/\*\.ts, \*\*\/\*\.tsx">\nQUOTED-LIST/);
+      const py = reminderOf((await h.call("read", { path: "src/a.py" })).content) ?? "";
+      assert.match(py, /<rule path="\.cursor\/rules\/py\.mdc" scope="src\/\*\.py, \*\*\/\*\.pyi">\nSINGLE-QUOTED-LIST/);
+    },
+  ));
