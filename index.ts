@@ -3097,7 +3097,9 @@ function looseFrontmatter(text: string): { frontmatter: Record<string, unknown>;
     else if (pair) {
       const value = pair[2]!.trim();
       list = value === "" ? [] : undefined;
-      frontmatter[pair[1]!] = list ?? (value === "true" ? true : value === "false" ? false : unquoted(value));
+      // `[a, b]` is a list, as it is in YAML: what is left is cut at its commas like any glob list.
+      const flow = value.replace(/^\[(.*)\]$/, "$1");
+      frontmatter[pair[1]!] = list ?? (value === "true" ? true : value === "false" ? false : unquoted(flow));
     }
   }
   return { frontmatter, body: text.slice(end + 4).trim() };

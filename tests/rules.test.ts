@@ -1000,3 +1000,22 @@ test("a Cursor rule whose globs are a comma list of quoted globs, as many .mdc f
       assert.match(py, /<rule path="\.cursor\/rules\/py\.mdc" scope="src\/\*\.py, \*\*\/\*\.pyi">\nSINGLE-QUOTED-LIST/);
     },
   ));
+
+test("a Cursor rule whose globs are a bracketed list that is not valid YAML, such as [**/*.go], applies to each", () =>
+  twoTrees(
+    {
+      ".cursor/rules/go.mdc": rule("description: Go\nglobs: [**/*.go, *.{mod,sum}]", "BRACKETED-LIST"),
+      "cmd/main.go": "package main\n",
+      "go.sum": "x\n",
+    },
+    async (tree) => {
+      const h = await loadRunner(tree);
+      const go = reminderOf((await h.call("read", { path: "cmd/main.go" })).content) ?? "";
+      assert.match(
+        go,
+        /<rule path="\.cursor\/rules\/go\.mdc" scope="\*\*\/\*\.go, \*\*\/\*\.\{mod,sum\}">\nBRACKETED-LIST/,
+      );
+      const h2 = await loadRunner(tree);
+      assert.match(reminderOf((await h2.call("read", { path: "go.sum" })).content) ?? "", /BRACKETED-LIST/);
+    },
+  ));
