@@ -2206,9 +2206,9 @@ function skillLine(skill: Skill, scope: string, startup: string | undefined): st
   return `- ${reminderField(skill.name)}${shownScope}: ${reminderField(skill.description)} [${reminderField(skill.path)}]${precedence}`;
 }
 
-/** A rule's scope as the model reads it: one that covers every path is named repository-wide, not `**`. */
+/** A rule's scope as the model reads it: one that covers every path (`**`, or every file below it) is named repository-wide. */
 function shownRuleScope(scope: string): string {
-  return scope === "**" ? C.REPOSITORY_WIDE_SCOPE : scope;
+  return scope === "**" || scope === "**/*" ? C.REPOSITORY_WIDE_SCOPE : scope;
 }
 
 // =============================================================================================

@@ -1019,3 +1019,18 @@ test("a Cursor rule whose globs are a bracketed list that is not valid YAML, suc
       assert.match(reminderOf((await h2.call("read", { path: "go.sum" })).content) ?? "", /BRACKETED-LIST/);
     },
   ));
+
+test(`a rule whose glob matches every path, as Copilot's applyTo: "**/*" and "*" do, is labelled repository-wide`, () =>
+  twoTrees(
+    {
+      ".github/instructions/all.instructions.md": rule('applyTo: "**/*"', "EVERY-FILE-RULE"),
+      ".github/instructions/star.instructions.md": rule("applyTo: '*'", "STAR-RULE"),
+      "src/a.ts": "a\n",
+    },
+    async (tree) => {
+      const h = await loadRunner(tree);
+      const reminder = reminderOf((await h.call("read", { path: "src/a.ts" })).content) ?? "";
+      assert.match(reminder, /<rule path="\.github\/instructions\/all\.instructions\.md" scope="repository-wide">/);
+      assert.match(reminder, /<rule path="\.github\/instructions\/star\.instructions\.md" scope="repository-wide">/);
+    },
+  ));
