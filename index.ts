@@ -3083,7 +3083,7 @@ export function readRuleMeta(source: C.RuleSource, text: string, fileName: strin
 }
 
 /** A value without the quotes around it; `"*.ts", "*.tsx"` is a list of two, as Cursor reads it. */
-const unquoted = (value: string) => value.trim().replace(/^(["'])((?:(?!\1)[^])*)\1$/, "$2");
+const unquoted = (value: string) => value.trim().replace(/^(["'])((?:(?!\1\s*,)[^])*)\1$/, "$2");
 
 /** Plain `key: value` lines and `- item` lists, of frontmatter that Pi's parser found but could not read. */
 function looseFrontmatter(text: string): { frontmatter: Record<string, unknown>; body: string } {

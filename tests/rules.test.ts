@@ -209,6 +209,7 @@ test("each source reads its frontmatter into a kind, including frontmatter that 
     ],
     ["copilot", "---\ndescription: When you add features\n---\nBody", "described", [], "When you add features"],
     ["copilot", "Plain body", "manual", [], ""],
+    ["cursor", '---\ndescription: "Use the "v2" API"\nglobs: *.ts\n---\nBody', "glob", ["*.ts"], 'Use the "v2" API'],
   ];
   for (const [source, text, kind, globs, description] of table) {
     const meta = readRuleMeta(source, text, "rule.md");
