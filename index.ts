@@ -3142,7 +3142,7 @@ function ruleScope(meta: RuleMeta, source: C.RuleSource, base: string): string {
   // One reading for all three sources, a Claude glob's: a Cursor or Copilot glob without a slash says its `**/`.
   const fromBase = (glob: string) => {
     const plain = glob.replace(/^\.?\/+/, "");
-    const floating = source !== "claude" && !glob.startsWith("/") && !plain.includes("/") && !plain.startsWith("**");
+    const floating = source !== "claude" && !glob.startsWith("/") && !plain.includes("/") && plain !== "**";
     return `${prefix}${floating ? "**/" : ""}${plain}`;
   };
   return meta.globs.map(fromBase).join(", ");

@@ -952,7 +952,7 @@ test("a deleted import of a Claude rule that stays is withdrawn; an import anoth
 test("a rule's scope reads as its source matches it: a Cursor or Copilot glob without a slash at any depth, a Claude one at the root", () =>
   twoTrees(
     {
-      ".cursor/rules/tsx.mdc": rule("globs: *.tsx, ./*.css", "CURSOR-ROOT-RULE"),
+      ".cursor/rules/tsx.mdc": rule("globs: *.tsx, ./*.css, **.mdx", "CURSOR-ROOT-RULE"),
       ".github/instructions/py.instructions.md": rule("applyTo: '*.py,/setup.cfg'", "COPILOT-ROOT-RULE"),
       ".claude/rules/md.md": rule("paths: ./*.md", "CLAUDE-ROOT-RULE"),
       "src/ui/button.tsx": "b\n",
@@ -962,7 +962,10 @@ test("a rule's scope reads as its source matches it: a Cursor or Copilot glob wi
     async (tree) => {
       const h = await loadRunner(tree);
       const tsx = reminderOf((await h.call("read", { path: "src/ui/button.tsx" })).content) ?? "";
-      assert.match(tsx, /<rule path="\.cursor\/rules\/tsx\.mdc" scope="\*\*\/\*\.tsx, \*\*\/\*\.css">/);
+      assert.match(
+        tsx,
+        /<rule path="\.cursor\/rules\/tsx\.mdc" scope="\*\*\/\*\.tsx, \*\*\/\*\.css, \*\*\/\*\*\.mdx">/,
+      );
       const py = reminderOf((await h.call("read", { path: "pkg/main.py" })).content) ?? "";
       assert.match(py, /<rule path="\.github\/instructions\/py\.instructions\.md" scope="\*\*\/\*\.py, setup\.cfg">/);
       const md = reminderOf((await h.call("read", { path: "README.md" })).content) ?? "";
