@@ -3141,9 +3141,11 @@ function ruleScope(meta: RuleMeta, source: C.RuleSource, base: string): string {
   if (meta.kind !== "glob") return `${prefix}**`;
   // One reading for all three sources, a Claude glob's: a Cursor or Copilot glob without a slash says its `**/`.
   const fromBase = (glob: string) => {
-    const plain = glob.replace(/^\.?\/+/, "");
-    const floating = source !== "claude" && !glob.startsWith("/") && !plain.includes("/") && plain !== "**";
-    return `${prefix}${floating ? "**/" : ""}${plain}`;
+    const not = glob.startsWith("!") ? "!" : "";
+    const bare = glob.slice(not.length);
+    const plain = bare.replace(/^\.?\/+/, "");
+    const floating = source !== "claude" && !bare.startsWith("/") && !plain.includes("/") && plain !== "**";
+    return `${not}${prefix}${floating ? "**/" : ""}${plain}`;
   };
   return meta.globs.map(fromBase).join(", ");
 }

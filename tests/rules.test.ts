@@ -1038,3 +1038,26 @@ test(`a rule whose glob matches every path, as Copilot's applyTo: "**/*" and "*"
       assert.match(reminder, /<rule path="\.github\/instructions\/star\.instructions\.md" scope="repository-wide">/);
     },
   ));
+
+test("an exclusion among a rule's globs is shown as one: its ! before the scope, not inside it", () =>
+  twoTrees(
+    {
+      "pkg/.cursor/rules/ts.mdc": rule("globs: *.ts, !*.test.ts", "NESTED-EXCLUDING-RULE"),
+      ".cursor/rules/src.mdc": rule("globs: src/**, !src/gen/**, !*.d.ts", "ROOT-EXCLUDING-RULE"),
+      "pkg/a.ts": "a\n",
+      "src/b.ts": "b\n",
+    },
+    async (tree) => {
+      const h = await loadRunner(tree);
+      const nested = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
+      assert.match(
+        nested,
+        /<rule path="pkg\/\.cursor\/rules\/ts\.mdc" scope="pkg\/\*\*\/\*\.ts, !pkg\/\*\*\/\*\.test\.ts">/,
+      );
+      const root = reminderOf((await h.call("read", { path: "src/b.ts" })).content) ?? "";
+      assert.match(
+        root,
+        /<rule path="\.cursor\/rules\/src\.mdc" scope="src\/\*\*, !src\/gen\/\*\*, !\*\*\/\*\.d\.ts">/,
+      );
+    },
+  ));
