@@ -310,7 +310,7 @@ export const SKILLS_HEADER = "More skills:";
 /** The one line that names rule listings once the model holds RULE_LISTING_INTRO. */
 export const RULE_LISTING_HEADER = "More rules listed by description:";
 
-/** A rule's scope when it applies to every path (alwaysApply, `applyTo: "**"`) in cwd's rule folders. */
+/** A rule's scope when it applies to every path (alwaysApply, `applyTo: "**"` or every file below it) in cwd's rule folders. */
 export const REPOSITORY_WIDE_SCOPE = "repository-wide";
 
 /** The marker of a new version of a file the model holds, as the value of its `supersedes` attribute. */

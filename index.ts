@@ -2206,9 +2206,9 @@ function skillLine(skill: Skill, scope: string, startup: string | undefined): st
   return `- ${reminderField(skill.name)}${shownScope}: ${reminderField(skill.description)} [${reminderField(skill.path)}]${precedence}`;
 }
 
-/** A rule's scope as the model reads it: one that covers every path is named repository-wide, not `**`. */
+/** A rule's scope as the model reads it: one that covers every path (`**`, or every file below it) is named repository-wide. */
 function shownRuleScope(scope: string): string {
-  return scope === "**" ? C.REPOSITORY_WIDE_SCOPE : scope;
+  return scope === "**" || scope === "**/*" ? C.REPOSITORY_WIDE_SCOPE : scope;
 }
 
 // =============================================================================================
@@ -3061,7 +3061,8 @@ const RULE_GLOB_KEYS: Record<C.RuleSource, string> = { claude: "paths", cursor: 
 /**
  * Kind, globs, description, name and body of a rule file's text, as its source reads them. Claude:
  * `paths:`, else always. Cursor: `alwaysApply: true`, else `globs:`, else `description:`. Copilot:
- * `applyTo:`, else a description offers it, as VS Code does. Globs are a list, or a comma list.
+ * `applyTo:`, else a description offers it, as VS Code does; manual with `excludeAgent: coding-agent`. Globs are a
+ * list, or a comma list.
  */
 export function readRuleMeta(source: C.RuleSource, text: string, fileName: string): RuleMeta & { body: string } {
   // Pi's parser; hand-written rules often hold frontmatter that is not valid YAML (`globs: *.ts`
@@ -3070,29 +3071,35 @@ export function readRuleMeta(source: C.RuleSource, text: string, fileName: strin
   const field = frontmatter as Record<string, unknown>;
   const string = (value: unknown) => (typeof value === "string" ? value.trim() : "");
   const values = [field[RULE_GLOB_KEYS[source]]].flat();
-  const globs = values.flatMap((item) => (typeof item === "string" ? splitGlobList(item) : []));
+  const globs = values.flatMap((item) => (typeof item === "string" ? splitGlobList(item).map(unquoted) : []));
   const description = source === "claude" ? "" : string(field.description);
   const suffix = C.RULE_FILE_SUFFIXES[source].find((candidate) => fileName.endsWith(candidate)) ?? "";
   const name = (source === "copilot" && string(field.name)) || fileName.slice(0, fileName.length - suffix.length);
   const always = source === "claude" ? globs.length === 0 : source === "cursor" && field.alwaysApply === true;
+  // Copilot's `excludeAgent: coding-agent` keeps a file for code review: Pi is a coding agent.
+  const excluded = source === "copilot" && string(field.excludeAgent) === "coding-agent";
   const kind = always ? "always" : globs.length > 0 ? "glob" : description ? "described" : "manual";
-  return { kind, globs, description, name, body };
+  return { kind: excluded ? "manual" : kind, globs, description, name, body };
 }
+
+/** A value without the quotes around it; `"*.ts", "*.tsx"` is a list of two, as Cursor reads it. */
+const unquoted = (value: string) => value.trim().replace(/^(["'])((?:(?!\1\s*,)[^])*)\1$/, "$2");
 
 /** Plain `key: value` lines and `- item` lists, of frontmatter that Pi's parser found but could not read. */
 function looseFrontmatter(text: string): { frontmatter: Record<string, unknown>; body: string } {
   const end = text.indexOf("\n---", 3);
   const frontmatter: Record<string, unknown> = {};
-  const unquote = (value: string) => value.trim().replace(/^(["'])(.*)\1$/, "$2");
   let list: string[] | undefined;
   for (const line of text.slice(4, end).split("\n")) {
     const item = /^\s*-\s+(.*)$/.exec(line);
     const pair = /^([A-Za-z_][\w-]*)\s*:\s*(.*)$/.exec(line);
-    if (item && list) list.push(unquote(item[1]!));
+    if (item && list) list.push(unquoted(item[1]!));
     else if (pair) {
       const value = pair[2]!.trim();
       list = value === "" ? [] : undefined;
-      frontmatter[pair[1]!] = list ?? (value === "true" ? true : value === "false" ? false : unquote(value));
+      // `[a, b]` is a list, as it is in YAML: what is left is cut at its commas like any glob list.
+      const flow = value.replace(/^\[(.*)\]$/, "$1");
+      frontmatter[pair[1]!] = list ?? (value === "true" ? true : value === "false" ? false : unquoted(flow));
     }
   }
   return { frontmatter, body: text.slice(end + 4).trim() };
@@ -3129,14 +3136,18 @@ function ruleGlob(globs: readonly string[], source: C.RuleSource): ReturnType<ty
 }
 
 /** The globs as the model is shown them, from cwd; a rule without globs covers its base. */
-function ruleScope(meta: RuleMeta, base: string): string {
-  if (meta.kind !== "glob") return base === "" ? "**" : `${base}/**`;
-  // Only `.cursor/rules` nest below cwd, and a Cursor glob without a slash matches at any depth.
+function ruleScope(meta: RuleMeta, source: C.RuleSource, base: string): string {
+  const prefix = base === "" ? "" : `${base}/`;
+  if (meta.kind !== "glob") return `${prefix}**`;
+  // One reading for all three sources, a Claude glob's: a Cursor or Copilot glob without a slash says its `**/`.
   const fromBase = (glob: string) => {
-    const plain = glob.replace(/^\.?\/+/, "");
-    return !glob.startsWith("/") && !plain.includes("/") ? `${base}/**/${plain}` : `${base}/${plain}`;
+    const not = glob.startsWith("!") ? "!" : "";
+    const bare = glob.slice(not.length);
+    const plain = bare.replace(/^\.?\/+/, "");
+    const floating = source !== "claude" && !bare.startsWith("/") && !plain.includes("/") && plain !== "**";
+    return `${not}${prefix}${floating ? "**/" : ""}${plain}`;
   };
-  return (base === "" ? meta.globs : meta.globs.map(fromBase)).join(", ");
+  return meta.globs.map(fromBase).join(", ");
 }
 
 interface Rule {
@@ -3319,7 +3330,7 @@ function ruleAt(ctx: Discovery, place: RulePlace, candidate: string): Rule | { r
       base,
       dir,
       meta,
-      scope: ruleScope(meta, base),
+      scope: ruleScope(meta, source, base),
       ...(meta.kind === "glob" && { glob: ruleGlob(meta.globs, source) }),
       loaded: file,
       body: { ...file, text: body, bytes: Buffer.byteLength(body) },

@@ -290,7 +290,7 @@ test(`a reminder names the paths a command touched, says once that it is the rep
         /<rule path="\.github\/instructions\/all\.instructions\.md" scope="repository-wide">\nEVERY-PATH-RULE/,
       );
       assert.match(first!, /<rule path="pkg\/\.cursor\/rules\/local\.mdc" scope="pkg\/\*\*">\nPKG-LOCAL-RULE/);
-      assert.match(first!, /<rule path="\.cursor\/rules\/ts\.mdc" scope="\*\.ts">\nTS-RULE/);
+      assert.match(first!, /<rule path="\.cursor\/rules\/ts\.mdc" scope="\*\*\/\*\.ts">\nTS-RULE/);
       assert.doesNotMatch(first!, /scope="\*\*"/);
       assert.match(first!, /^- deploy: Ship the package \[pkg\/\.agents\/skills\/deploy\/SKILL\.md\]$/m);
       // A read names its path in its own call: the reminder opens with the bare tag, then, explained, the files' tags.

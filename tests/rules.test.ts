@@ -209,6 +209,7 @@ test("each source reads its frontmatter into a kind, including frontmatter that 
     ],
     ["copilot", "---\ndescription: When you add features\n---\nBody", "described", [], "When you add features"],
     ["copilot", "Plain body", "manual", [], ""],
+    ["cursor", '---\ndescription: "Use the "v2" API"\nglobs: *.ts\n---\nBody', "glob", ["*.ts"], 'Use the "v2" API'],
   ];
   for (const [source, text, kind, globs, description] of table) {
     const meta = readRuleMeta(source, text, "rule.md");
@@ -411,7 +412,7 @@ test("/lazy-agents lists every rule with source, kind, globs and state; why name
     assert.doesNotMatch(report, /CLAUDE-API-V1/);
     await h.command("lazy-agents", "why src/ui/button.tsx");
     const why = h.notifications.at(-1) ?? "";
-    assert.match(why, /rule \.cursor\/rules\/react\.mdc \(cursor, scope \*\.tsx\): matches/);
+    assert.match(why, /rule \.cursor\/rules\/react\.mdc \(cursor, scope \*\*\/\*\.tsx\): matches/);
     assert.match(
       why,
       /rule \.claude\/rules\/api\.md \(claude, scope src\/api\/\*\*\/\*\.ts\): does not match its globs/,
@@ -945,5 +946,118 @@ test("a deleted import of a Claude rule that stays is withdrawn; an import anoth
       const edited = reminderOf((await h.call("read", { path: "src/a.ts" })).content) ?? "";
       assert.match(edited, /API-RULE-2/, mode);
       assert.doesNotMatch(edited, /shared\.md no longer applies/, `${mode}: web.md still imports it`);
+    },
+  ));
+
+test("a rule's scope reads as its source matches it: a Cursor or Copilot glob without a slash at any depth, a Claude one at the root", () =>
+  twoTrees(
+    {
+      ".cursor/rules/tsx.mdc": rule("globs: *.tsx, ./*.css, **.mdx", "CURSOR-ROOT-RULE"),
+      ".github/instructions/py.instructions.md": rule("applyTo: '*.py,/setup.cfg'", "COPILOT-ROOT-RULE"),
+      ".claude/rules/md.md": rule("paths: ./*.md", "CLAUDE-ROOT-RULE"),
+      "src/ui/button.tsx": "b\n",
+      "pkg/main.py": "p\n",
+      "README.md": "r\n",
+    },
+    async (tree) => {
+      const h = await loadRunner(tree);
+      const tsx = reminderOf((await h.call("read", { path: "src/ui/button.tsx" })).content) ?? "";
+      assert.match(
+        tsx,
+        /<rule path="\.cursor\/rules\/tsx\.mdc" scope="\*\*\/\*\.tsx, \*\*\/\*\.css, \*\*\/\*\*\.mdx">/,
+      );
+      const py = reminderOf((await h.call("read", { path: "pkg/main.py" })).content) ?? "";
+      assert.match(py, /<rule path="\.github\/instructions\/py\.instructions\.md" scope="\*\*\/\*\.py, setup\.cfg">/);
+      const md = reminderOf((await h.call("read", { path: "README.md" })).content) ?? "";
+      assert.match(md, /<rule path="\.claude\/rules\/md\.md" scope="\*\.md">/);
+    },
+  ));
+
+test("a Copilot rule that excludes the coding agent is for code review only and never sent; one that excludes code review is", () =>
+  twoTrees(
+    {
+      ".github/instructions/review.instructions.md": rule('applyTo: "**"\nexcludeAgent: "coding-agent"', "REVIEW-ONLY"),
+      ".github/instructions/code.instructions.md": rule("applyTo: '**/*.ts'\nexcludeAgent: code-review", "CODING-ONLY"),
+      "src/a.ts": "a\n",
+    },
+    async (tree) => {
+      const h = await loadRunner(tree);
+      const reminder = reminderOf((await h.call("read", { path: "src/a.ts" })).content) ?? "";
+      assert.match(reminder, /CODING-ONLY/);
+      assert.doesNotMatch(reminder, /REVIEW-ONLY/);
+    },
+  ));
+
+test("a Cursor rule whose globs are a comma list of quoted globs, as many .mdc files write them, applies to each", () =>
+  twoTrees(
+    {
+      ".cursor/rules/ts.mdc": rule('description: TS\nglobs: "**/*.ts", "**/*.tsx"\nalwaysApply: false', "QUOTED-LIST"),
+      ".cursor/rules/py.mdc": rule("globs: 'src/*.py', '*.pyi'", "SINGLE-QUOTED-LIST"),
+      "src/ui/button.tsx": "b\n",
+      "src/a.py": "a\n",
+    },
+    async (tree) => {
+      const h = await loadRunner(tree);
+      const tsx = reminderOf((await h.call("read", { path: "src/ui/button.tsx" })).content) ?? "";
+      assert.match(tsx, /<rule path="\.cursor\/rules\/ts\.mdc" scope="\*\*\/\*\.ts, \*\*\/\*\.tsx">\nQUOTED-LIST/);
+      const py = reminderOf((await h.call("read", { path: "src/a.py" })).content) ?? "";
+      assert.match(py, /<rule path="\.cursor\/rules\/py\.mdc" scope="src\/\*\.py, \*\*\/\*\.pyi">\nSINGLE-QUOTED-LIST/);
+    },
+  ));
+
+test("a Cursor rule whose globs are a bracketed list that is not valid YAML, such as [**/*.go], applies to each", () =>
+  twoTrees(
+    {
+      ".cursor/rules/go.mdc": rule("description: Go\nglobs: [**/*.go, *.{mod,sum}]", "BRACKETED-LIST"),
+      "cmd/main.go": "package main\n",
+      "go.sum": "x\n",
+    },
+    async (tree) => {
+      const h = await loadRunner(tree);
+      const go = reminderOf((await h.call("read", { path: "cmd/main.go" })).content) ?? "";
+      assert.match(
+        go,
+        /<rule path="\.cursor\/rules\/go\.mdc" scope="\*\*\/\*\.go, \*\*\/\*\.\{mod,sum\}">\nBRACKETED-LIST/,
+      );
+      const h2 = await loadRunner(tree);
+      assert.match(reminderOf((await h2.call("read", { path: "go.sum" })).content) ?? "", /BRACKETED-LIST/);
+    },
+  ));
+
+test(`a rule whose glob matches every path, as Copilot's applyTo: "**/*" and "*" do, is labelled repository-wide`, () =>
+  twoTrees(
+    {
+      ".github/instructions/all.instructions.md": rule('applyTo: "**/*"', "EVERY-FILE-RULE"),
+      ".github/instructions/star.instructions.md": rule("applyTo: '*'", "STAR-RULE"),
+      "src/a.ts": "a\n",
+    },
+    async (tree) => {
+      const h = await loadRunner(tree);
+      const reminder = reminderOf((await h.call("read", { path: "src/a.ts" })).content) ?? "";
+      assert.match(reminder, /<rule path="\.github\/instructions\/all\.instructions\.md" scope="repository-wide">/);
+      assert.match(reminder, /<rule path="\.github\/instructions\/star\.instructions\.md" scope="repository-wide">/);
+    },
+  ));
+
+test("an exclusion among a rule's globs is shown as one: its ! before the scope, not inside it", () =>
+  twoTrees(
+    {
+      "pkg/.cursor/rules/ts.mdc": rule("globs: *.ts, !*.test.ts", "NESTED-EXCLUDING-RULE"),
+      ".cursor/rules/src.mdc": rule("globs: src/**, !src/gen/**, !*.d.ts", "ROOT-EXCLUDING-RULE"),
+      "pkg/a.ts": "a\n",
+      "src/b.ts": "b\n",
+    },
+    async (tree) => {
+      const h = await loadRunner(tree);
+      const nested = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
+      assert.match(
+        nested,
+        /<rule path="pkg\/\.cursor\/rules\/ts\.mdc" scope="pkg\/\*\*\/\*\.ts, !pkg\/\*\*\/\*\.test\.ts">/,
+      );
+      const root = reminderOf((await h.call("read", { path: "src/b.ts" })).content) ?? "";
+      assert.match(
+        root,
+        /<rule path="\.cursor\/rules\/src\.mdc" scope="src\/\*\*, !src\/gen\/\*\*, !\*\*\/\*\.d\.ts">/,
+      );
     },
   ));
