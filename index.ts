@@ -1086,9 +1086,11 @@ function pythonSource(body: string, flags: string, unicode: boolean): string {
   // Escapes, classes and quantifiers are tokens of their own, so a `$` or `{` in them stays what it is. A class
   // that never closes runs to the end, as one token that does not compile: looking for its `]` from each `[` took
   // quadratic time.
-  const tokens = /\\[^]|\[(?:\\[^]|[^\\\]])*\]?|\(\?P<|\(\?P=(\w+)\)|\{(?:\d+(?:,\d*)?|,\d+)\}|[$.{}\]]/gu;
-  return body.replace(tokens, (token, name?: string) => {
+  const tokens = /\\[^]|\[\^?\]?(?:\\[^]|[^\\\]])*\]?|\(\?P<|\(\?P=(\w+)\)|\{(?:\d+(?:,\d*)?|,\d+)\}|[$.{}\]]/gu;
+  return body.replace(tokens, (found, name?: string) => {
     if (name !== undefined) return `\\k<${name}>`;
+    // Python reads a `]` that opens a class as a member; JavaScript as the end of an empty class.
+    const token = found.replace(/^\[(\^?)\]/, "[$1\\]");
     // Python's `.` stops only at a newline; JavaScript's also at `\r`, U+2028 and U+2029.
     if (token === ".") return flags.includes("s") ? token : "[^\\n]";
     // Python's `{,n}` is `{0,n}`; a brace or bracket that closes nothing is itself.

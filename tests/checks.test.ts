@@ -856,3 +856,29 @@ test("a linked .claude's rule files are read where the link was judged to lead, 
       assert.deepEqual(opened, [tree.abs("shared/claude/hookify.r.local.md")], mode);
     },
   ));
+
+// Python reads a `]` right after a class's `[` or `[^` as a member; JavaScript reads `[]` as an empty class and `[^]`
+// as any character.
+both(
+  "a class that opens with ] holds it, as in Python: a block rule on \\[[^]]+\\]\\(http: stops a write of such a link",
+  {
+    ".claude/hookify.http.local.md": rule(
+      "name: no-http-link\nevent: file\npattern: \\[[^]]+\\]\\(http:\naction: block",
+    ),
+  },
+  async (tree) => {
+    const run = await play(tree, [toolTurn(["write", { path: "a.md", content: "[docs](http://x)\n" }]), finalTurn()]);
+    assert.deepEqual([run.results[0]!.isError, existsSync(tree.abs("a.md"))], [true, false], "held before it ran");
+    // Each pattern, the text it is searched in, and whether Python's re.search finds it ("-" for an error).
+    const cases = ["[]a] ] 1", "[^]]+ abc 1", "[^]]+ ] 0", "[]\\w]+é ]é 1", "[] x -", "[^] x -"].map((line) =>
+      line.split(" "),
+    );
+    assert.deepEqual(
+      cases.map(([pattern, text]) => {
+        const regex = hookifyRegex(pattern!);
+        return `${pattern} ${regex ? (regex.test(text!) ? 1 : 0) : "-"}`;
+      }),
+      cases.map(([pattern, , found]) => `${pattern} ${found}`),
+    );
+  },
+);
