@@ -1442,7 +1442,9 @@ function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, 
         (verdict) => {
           if (!verdict) return undefined;
           if (verdict.action === "block") return { action: "handled" as const };
-          return { action: "transform" as const, text: `${event.text}\n\n${verdict.text}`, images: event.images };
+          // Pi reads a `/skill:` command's name up to the first space: the message follows one, as the skill's arguments.
+          const gap = event.text.startsWith("/skill:") && !event.text.includes(" ") ? " \n\n" : "\n\n";
+          return { action: "transform" as const, text: `${event.text}${gap}${verdict.text}`, images: event.images };
         },
       );
     }),

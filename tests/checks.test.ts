@@ -882,3 +882,22 @@ both(
     );
   },
 );
+
+// Pi expands `/skill:name args` after the input hooks, taking the name up to the first space.
+both(
+  "a warned /skill: prompt still loads its skill, with the rule's message after it",
+  {
+    ".agents/skills/deploy/SKILL.md": "---\nname: deploy\ndescription: Deploy the app.\n---\nSKILL-TEXT\n",
+    ".claude/hookify.p.local.md": rule("name: mind-deploy\nevent: prompt\npattern: deploy", "MIND-DEPLOY"),
+  },
+  async (tree) => {
+    for (const prompt of ["/skill:deploy", "/skill:deploy now"]) {
+      const run = await play(tree, [finalTurn()], { prompt });
+      assert.match(
+        run.requests[0]!,
+        /<skill name=\\"deploy\\"[^]*SKILL-TEXT\\n<\/skill>\\n\\n[^"]*<nested-checks[^]*MIND-DEPLOY/,
+        prompt,
+      );
+    }
+  },
+);
