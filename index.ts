@@ -1278,7 +1278,8 @@ function matchingChecks(state: CheckState, checks: Check[], input: CheckInput, w
   const plans: Array<{ check: Check; conditions: Array<boolean | RegexTest[]> }> = [];
   let fields: Record<string, string[]> | undefined;
   for (const check of checks) {
-    if (check.invalid && !state.skipped.has(skipKeyOf(check))) skipCheck(state, check, "invalid", warn);
+    if (check.enabled && check.invalid && !state.skipped.has(skipKeyOf(check)))
+      skipCheck(state, check, "invalid", warn);
     if (!check.enabled || state.skipped.has(skipKeyOf(check))) continue;
     if ((check.event !== "all" && check.event !== input.event) || check.conditions.length === 0) continue;
     if (!toolMatches(check.toolMatcher, input.toolName)) continue;

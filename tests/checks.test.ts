@@ -901,3 +901,17 @@ both(
     }
   },
 );
+
+// hookify compiles a pattern only when its rule runs: a disabled rule's pattern never is.
+both(
+  "a disabled rule whose pattern does not compile stays silent",
+  { ".claude/hookify.bad.local.md": rule("name: parked-rule\nenabled: false\nevent: bash\npattern: (unclosed") },
+  async (tree) => {
+    const run = await play(tree, [toolTurn(["bash", { command: "echo unclosed" }]), finalTurn()]);
+    assert.equal(run.results[0]!.isError, false);
+    assert.deepEqual(
+      run.notifications.filter((n) => /parked-rule/.test(n)),
+      [],
+    );
+  },
+);
