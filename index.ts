@@ -1286,7 +1286,9 @@ function matchingChecks(state: CheckState, checks: Check[], input: CheckInput, w
     const conditions = check.conditions.map(({ field, operator, pattern, regex }) => {
       fields ??= input.fields();
       const values = Object.hasOwn(fields, field) ? fields[field]! : [];
-      if (!regex) return values.some((value) => operatorHolds(operator, pattern, value));
+      // A path has two values (as given, from cwd): not_contains holds when neither has the pattern.
+      const holds = (value: string) => operatorHolds(operator, pattern, value);
+      if (!regex) return operator === "not_contains" ? values.length > 0 && values.every(holds) : values.some(holds);
       const own = values.map((text) => ({ regex, text, of: check }));
       tests.push(...own);
       return own;

@@ -915,3 +915,23 @@ both(
     );
   },
 );
+
+// hookify sees the path as given; the path from cwd is offered beside it, so not_contains holds only when neither has it.
+both(
+  "a not_contains rule on file_path holds only when neither the path as given nor from cwd has it",
+  {},
+  async (tree) => {
+    const outside =
+      "name: outside-only\nevent: file\naction: block\nconditions:\n  - field: file_path\n    operator: not_contains";
+    tree.write(".claude/hookify.outside.local.md", rule(`${outside}\n    pattern: ${tree.cwd}/`, "OUTSIDE"));
+    const run = await play(tree, [
+      toolTurn(["write", { path: tree.abs("src/a.ts"), content: "a" }]),
+      toolTurn(["write", { path: join(tree.root, "elsewhere.txt"), content: "c" }]),
+      finalTurn(),
+    ]);
+    assert.deepEqual(
+      run.results.map((r) => r.isError),
+      [false, true],
+    );
+  },
+);
