@@ -975,6 +975,8 @@ export class CheckState {
   readonly compiled = new WeakMap<InstructionFile, Check>();
   /** Rule versions skipped for the session, by path and version. */
   readonly skipped = new Map<string, C.CheckSkip>();
+  /** Rule files refused (a link out of cwd, too large), by path: each reason is told once. */
+  readonly refused = new Map<string, C.Reason>();
   readonly fired = new Map<string, number>();
   /** Warnings waiting for their call's result. */
   readonly pending = new Map<string, string>();
@@ -1172,7 +1174,7 @@ function checkBases(discovery: Discovery, located: Located | undefined): CheckBa
 }
 
 /** The rule files of these folders, compiled once per version: a folder's listing, then a stat per file. */
-function checksIn(discovery: Discovery, state: CheckState, bases: CheckBase[]): Check[] {
+function checksIn(discovery: Discovery, state: CheckState, bases: CheckBase[], warn = (_: string) => {}): Check[] {
   const checks: Check[] = [];
   for (const { dir, scope, stats } of bases) {
     // Most folders hold no `.claude`: the folder's entry, kept while its signature stands, says so for no call.
@@ -1183,7 +1185,16 @@ function checksIn(discovery: Discovery, state: CheckState, bases: CheckBase[]): 
     for (const { name, kind } of listing ? sortedNames(listing) : []) {
       if ((kind !== "file" && kind !== "link") || !C.CHECK_FILE_NAME.test(name)) continue;
       const file = discovery.sourceFileOrUnknown(join(folder!, name), scope);
-      if ("reason" in file) continue;
+      if ("reason" in file) {
+        // Told once per reason, as a refused instruction file is.
+        const path = toDisplayPath(discovery.cwdReal, join(dir, C.CHECK_DIR_NAME, name));
+        const { reason } = file;
+        if (reason !== "skip" && reason !== "held" && state.refused.get(path) !== reason) {
+          state.refused.set(path, reason);
+          warn(`${C.USER_PREFIX}${skipText({ path, reason }, oneLine)}`);
+        }
+        continue;
+      }
       let check = state.compiled.get(file);
       if (!check) state.compiled.set(file, (check = { ...hookifyRule(file.text), loaded: file }));
       checks.push(check);
@@ -1388,10 +1399,10 @@ function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, 
       return verdict;
     };
     discovery.gitAnswers.wanted.clear();
-    const checks = checksIn(discovery, state, bases);
+    const checks = checksIn(discovery, state, bases, warn);
     // A linked `.claude` is read once git has said whether it ignores where the link leads.
     const answers = askGit(discovery, engine.git, [...discovery.gitAnswers.wanted]);
-    return answers ? answers.then(() => judge(checksIn(discovery, state, bases))) : judge(checks);
+    return answers ? answers.then(() => judge(checksIn(discovery, state, bases, warn))) : judge(checks);
   };
 
   pi.on("tool_call", (event, ctx) =>

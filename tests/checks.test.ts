@@ -935,3 +935,25 @@ both(
     );
   },
 );
+
+// A rule file is refused as an instruction file is (a link out of cwd, too large): the user is told, as for those.
+both(
+  "a rule file linked from outside cwd is refused with one warning naming it, as a refused instruction file is",
+  {},
+  async (tree) => {
+    writeFileSync(join(tree.root, "shared.md"), rule("name: shared-rule\nevent: bash\npattern: echo\naction: block"));
+    tree.link(".claude/hookify.shared.local.md", join(tree.root, "shared.md"));
+    const steps = [toolTurn(["bash", { command: "echo a" }]), toolTurn(["bash", { command: "echo b" }]), finalTurn()];
+    const run = await play(tree, steps);
+    assert.deepEqual(
+      run.results.map((r) => r.isError),
+      [false, false],
+    );
+    assert.deepEqual(
+      run.notifications.filter((n) => /hookify\.shared/.test(n)),
+      [
+        "pi-lazy-agents: .claude/hookify.shared.local.md was not loaded: a link that leads outside the working directory",
+      ],
+    );
+  },
+);
