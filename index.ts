@@ -975,6 +975,8 @@ export class CheckState {
   readonly compiled = new WeakMap<InstructionFile, Check>();
   /** Rule versions skipped for the session, by path and version. */
   readonly skipped = new Map<string, C.CheckSkip>();
+  /** Rule files refused (a link out of cwd, too large), by path: each reason is told once. */
+  readonly refused = new Map<string, C.Reason>();
   readonly fired = new Map<string, number>();
   /** Warnings waiting for their call's result. */
   readonly pending = new Map<string, string>();
@@ -1086,9 +1088,11 @@ function pythonSource(body: string, flags: string, unicode: boolean): string {
   // Escapes, classes and quantifiers are tokens of their own, so a `$` or `{` in them stays what it is. A class
   // that never closes runs to the end, as one token that does not compile: looking for its `]` from each `[` took
   // quadratic time.
-  const tokens = /\\[^]|\[(?:\\[^]|[^\\\]])*\]?|\(\?P<|\(\?P=(\w+)\)|\{(?:\d+(?:,\d*)?|,\d+)\}|[$.{}\]]/gu;
-  return body.replace(tokens, (token, name?: string) => {
+  const tokens = /\\[^]|\[\^?\]?(?:\\[^]|[^\\\]])*\]?|\(\?P<|\(\?P=(\w+)\)|\{(?:\d+(?:,\d*)?|,\d+)\}|[$.{}\]]/gu;
+  return body.replace(tokens, (found, name?: string) => {
     if (name !== undefined) return `\\k<${name}>`;
+    // Python reads a `]` that opens a class as a member; JavaScript as the end of an empty class.
+    const token = found.replace(/^\[(\^?)\]/, "[$1\\]");
     // Python's `.` stops only at a newline; JavaScript's also at `\r`, U+2028 and U+2029.
     if (token === ".") return flags.includes("s") ? token : "[^\\n]";
     // Python's `{,n}` is `{0,n}`; a brace or bracket that closes nothing is itself.
@@ -1170,7 +1174,7 @@ function checkBases(discovery: Discovery, located: Located | undefined): CheckBa
 }
 
 /** The rule files of these folders, compiled once per version: a folder's listing, then a stat per file. */
-function checksIn(discovery: Discovery, state: CheckState, bases: CheckBase[]): Check[] {
+function checksIn(discovery: Discovery, state: CheckState, bases: CheckBase[], warn = (_: string) => {}): Check[] {
   const checks: Check[] = [];
   for (const { dir, scope, stats } of bases) {
     // Most folders hold no `.claude`: the folder's entry, kept while its signature stands, says so for no call.
@@ -1181,7 +1185,16 @@ function checksIn(discovery: Discovery, state: CheckState, bases: CheckBase[]): 
     for (const { name, kind } of listing ? sortedNames(listing) : []) {
       if ((kind !== "file" && kind !== "link") || !C.CHECK_FILE_NAME.test(name)) continue;
       const file = discovery.sourceFileOrUnknown(join(folder!, name), scope);
-      if ("reason" in file) continue;
+      if ("reason" in file) {
+        // Told once per reason, as a refused instruction file is.
+        const path = toDisplayPath(discovery.cwdReal, join(dir, C.CHECK_DIR_NAME, name));
+        const { reason } = file;
+        if (reason !== "skip" && reason !== "held" && state.refused.get(path) !== reason) {
+          state.refused.set(path, reason);
+          warn(`${C.USER_PREFIX}${skipText({ path, reason }, oneLine)}`);
+        }
+        continue;
+      }
       let check = state.compiled.get(file);
       if (!check) state.compiled.set(file, (check = { ...hookifyRule(file.text), loaded: file }));
       checks.push(check);
@@ -1276,14 +1289,17 @@ function matchingChecks(state: CheckState, checks: Check[], input: CheckInput, w
   const plans: Array<{ check: Check; conditions: Array<boolean | RegexTest[]> }> = [];
   let fields: Record<string, string[]> | undefined;
   for (const check of checks) {
-    if (check.invalid && !state.skipped.has(skipKeyOf(check))) skipCheck(state, check, "invalid", warn);
+    if (check.enabled && check.invalid && !state.skipped.has(skipKeyOf(check)))
+      skipCheck(state, check, "invalid", warn);
     if (!check.enabled || state.skipped.has(skipKeyOf(check))) continue;
     if ((check.event !== "all" && check.event !== input.event) || check.conditions.length === 0) continue;
     if (!toolMatches(check.toolMatcher, input.toolName)) continue;
     const conditions = check.conditions.map(({ field, operator, pattern, regex }) => {
       fields ??= input.fields();
       const values = Object.hasOwn(fields, field) ? fields[field]! : [];
-      if (!regex) return values.some((value) => operatorHolds(operator, pattern, value));
+      // A path has two values (as given, from cwd): not_contains holds when neither has the pattern.
+      const holds = (value: string) => operatorHolds(operator, pattern, value);
+      if (!regex) return operator === "not_contains" ? values.length > 0 && values.every(holds) : values.some(holds);
       const own = values.map((text) => ({ regex, text, of: check }));
       tests.push(...own);
       return own;
@@ -1383,10 +1399,10 @@ function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, 
       return verdict;
     };
     discovery.gitAnswers.wanted.clear();
-    const checks = checksIn(discovery, state, bases);
+    const checks = checksIn(discovery, state, bases, warn);
     // A linked `.claude` is read once git has said whether it ignores where the link leads.
     const answers = askGit(discovery, engine.git, [...discovery.gitAnswers.wanted]);
-    return answers ? answers.then(() => judge(checksIn(discovery, state, bases))) : judge(checks);
+    return answers ? answers.then(() => judge(checksIn(discovery, state, bases, warn))) : judge(checks);
   };
 
   pi.on("tool_call", (event, ctx) =>
@@ -1440,7 +1456,9 @@ function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, 
         (verdict) => {
           if (!verdict) return undefined;
           if (verdict.action === "block") return { action: "handled" as const };
-          return { action: "transform" as const, text: `${event.text}\n\n${verdict.text}`, images: event.images };
+          // Pi reads a `/skill:` command's name up to the first space: the message follows one, as the skill's arguments.
+          const gap = event.text.startsWith("/skill:") && !event.text.includes(" ") ? " \n\n" : "\n\n";
+          return { action: "transform" as const, text: `${event.text}${gap}${verdict.text}`, images: event.images };
         },
       );
     }),

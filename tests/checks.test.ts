@@ -856,3 +856,104 @@ test("a linked .claude's rule files are read where the link was judged to lead, 
       assert.deepEqual(opened, [tree.abs("shared/claude/hookify.r.local.md")], mode);
     },
   ));
+
+// Python reads a `]` right after a class's `[` or `[^` as a member; JavaScript reads `[]` as an empty class and `[^]`
+// as any character.
+both(
+  "a class that opens with ] holds it, as in Python: a block rule on \\[[^]]+\\]\\(http: stops a write of such a link",
+  {
+    ".claude/hookify.http.local.md": rule(
+      "name: no-http-link\nevent: file\npattern: \\[[^]]+\\]\\(http:\naction: block",
+    ),
+  },
+  async (tree) => {
+    const run = await play(tree, [toolTurn(["write", { path: "a.md", content: "[docs](http://x)\n" }]), finalTurn()]);
+    assert.deepEqual([run.results[0]!.isError, existsSync(tree.abs("a.md"))], [true, false], "held before it ran");
+    // Each pattern, the text it is searched in, and whether Python's re.search finds it ("-" for an error).
+    const cases = ["[]a] ] 1", "[^]]+ abc 1", "[^]]+ ] 0", "[]\\w]+é ]é 1", "[] x -", "[^] x -"].map((line) =>
+      line.split(" "),
+    );
+    assert.deepEqual(
+      cases.map(([pattern, text]) => {
+        const regex = hookifyRegex(pattern!);
+        return `${pattern} ${regex ? (regex.test(text!) ? 1 : 0) : "-"}`;
+      }),
+      cases.map(([pattern, , found]) => `${pattern} ${found}`),
+    );
+  },
+);
+
+// Pi expands `/skill:name args` after the input hooks, taking the name up to the first space.
+both(
+  "a warned /skill: prompt still loads its skill, with the rule's message after it",
+  {
+    ".agents/skills/deploy/SKILL.md": "---\nname: deploy\ndescription: Deploy the app.\n---\nSKILL-TEXT\n",
+    ".claude/hookify.p.local.md": rule("name: mind-deploy\nevent: prompt\npattern: deploy", "MIND-DEPLOY"),
+  },
+  async (tree) => {
+    for (const prompt of ["/skill:deploy", "/skill:deploy now"]) {
+      const run = await play(tree, [finalTurn()], { prompt });
+      assert.match(
+        run.requests[0]!,
+        /<skill name=\\"deploy\\"[^]*SKILL-TEXT\\n<\/skill>\\n\\n[^"]*<nested-checks[^]*MIND-DEPLOY/,
+        prompt,
+      );
+    }
+  },
+);
+
+// hookify compiles a pattern only when its rule runs: a disabled rule's pattern never is.
+both(
+  "a disabled rule whose pattern does not compile stays silent",
+  { ".claude/hookify.bad.local.md": rule("name: parked-rule\nenabled: false\nevent: bash\npattern: (unclosed") },
+  async (tree) => {
+    const run = await play(tree, [toolTurn(["bash", { command: "echo unclosed" }]), finalTurn()]);
+    assert.equal(run.results[0]!.isError, false);
+    assert.deepEqual(
+      run.notifications.filter((n) => /parked-rule/.test(n)),
+      [],
+    );
+  },
+);
+
+// hookify sees the path as given; the path from cwd is offered beside it, so not_contains holds only when neither has it.
+both(
+  "a not_contains rule on file_path holds only when neither the path as given nor from cwd has it",
+  {},
+  async (tree) => {
+    const outside =
+      "name: outside-only\nevent: file\naction: block\nconditions:\n  - field: file_path\n    operator: not_contains";
+    tree.write(".claude/hookify.outside.local.md", rule(`${outside}\n    pattern: ${tree.cwd}/`, "OUTSIDE"));
+    const run = await play(tree, [
+      toolTurn(["write", { path: tree.abs("src/a.ts"), content: "a" }]),
+      toolTurn(["write", { path: join(tree.root, "elsewhere.txt"), content: "c" }]),
+      finalTurn(),
+    ]);
+    assert.deepEqual(
+      run.results.map((r) => r.isError),
+      [false, true],
+    );
+  },
+);
+
+// A rule file is refused as an instruction file is (a link out of cwd, too large): the user is told, as for those.
+both(
+  "a rule file linked from outside cwd is refused with one warning naming it, as a refused instruction file is",
+  {},
+  async (tree) => {
+    writeFileSync(join(tree.root, "shared.md"), rule("name: shared-rule\nevent: bash\npattern: echo\naction: block"));
+    tree.link(".claude/hookify.shared.local.md", join(tree.root, "shared.md"));
+    const steps = [toolTurn(["bash", { command: "echo a" }]), toolTurn(["bash", { command: "echo b" }]), finalTurn()];
+    const run = await play(tree, steps);
+    assert.deepEqual(
+      run.results.map((r) => r.isError),
+      [false, false],
+    );
+    assert.deepEqual(
+      run.notifications.filter((n) => /hookify\.shared/.test(n)),
+      [
+        "pi-lazy-agents: .claude/hookify.shared.local.md was not loaded: a link that leads outside the working directory",
+      ],
+    );
+  },
+);
