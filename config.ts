@@ -582,6 +582,7 @@ export const CHECK_STATES = {
   invalid: "invalid",
   timedOut: "timed out",
   untrusted: "untrusted",
+  cwdOnly: "not run here: bash, prompt and stop rules run from cwd's .claude",
 } as const;
 
 export const CHECK_REPORT = {

@@ -1490,12 +1490,16 @@ function checkReport(engine: LazyAgents, env: CallEnvironment): string[] {
   const discovery = engine.discoveryFor(env.cwd);
   if (!discovery) return [];
   const state = engine.checks;
-  const bases = [...new Set(["", ...state.scopes])].map((scope) => ({ scope, dir: join(discovery.cwdReal, scope) }));
-  const checks = checksIn(discovery, state, bases);
-  const rows = checks.map((check) =>
-    [check.name, check.loaded.path, check.event, check.action, checkStateOf(state, check, env.trusted)]
-      .map(oneLine)
-      .concat(`fired ${state.fired.get(check.loaded.path) ?? 0}`),
+  const scopes = [...new Set(["", ...state.scopes])];
+  // A nested `.claude` governs the paths inside it: a command, a prompt or a stop has none, so its rules there never run.
+  const rows = scopes.flatMap((scope) =>
+    checksIn(discovery, state, [{ scope, dir: join(discovery.cwdReal, scope) }]).map((check) => {
+      const pathless = scope !== "" && ["bash", "prompt", "stop"].includes(check.event);
+      const shown = pathless ? C.CHECK_STATES.cwdOnly : checkStateOf(state, check, env.trusted);
+      return [check.name, check.loaded.path, check.event, check.action, shown]
+        .map(oneLine)
+        .concat(`fired ${state.fired.get(check.loaded.path) ?? 0}`);
+    }),
   );
   return reportSection(C.CHECK_REPORT.heading, rows);
 }

@@ -465,6 +465,31 @@ both(
   },
 );
 
+both(
+  "a nested .claude's bash rule, which never runs, is not listed as active: the report says those run from cwd's",
+  {
+    "pkg/.claude/hookify.pkg-bash.local.md": rule(
+      "name: pkg-bash\nevent: bash\npattern: rm\naction: block",
+      "PKG-BASH",
+    ),
+    "pkg/.claude/hookify.pkg-file.local.md": rule("name: pkg-file\nevent: file\npattern: X\naction: warn", "PKG-FILE"),
+    ".claude/hookify.root-bash.local.md": rule("name: root-bash\nevent: bash\npattern: nope\naction: warn", "ROOT"),
+    "pkg/keep.txt": "x",
+  },
+  async (tree) => {
+    const run = await play(tree, [
+      toolTurn(["read", { path: "pkg/keep.txt" }]),
+      toolTurn(["bash", { command: "rm pkg/keep.txt" }]),
+      finalTurn(),
+    ]);
+    assert.equal(run.results[1]!.isError, false, "the nested bash rule does not block");
+    const report = await run.report();
+    assert.match(report, /pkg-bash +pkg\/\.claude\/hookify\.pkg-bash\.local\.md +bash +block +not run here/);
+    assert.match(report, /pkg-file +pkg\/\.claude\/hookify\.pkg-file\.local\.md +file +warn +active/);
+    assert.match(report, /root-bash +\.claude\/hookify\.root-bash\.local\.md +bash +warn +active/);
+  },
+);
+
 both("rules apply live: created, edited, disabled and deleted between two calls", {}, async (tree) => {
   const path = ".claude/hookify.live.local.md";
   const write = (n: number) => toolTurn(["write", { path: `f${n}.txt`, content: "LIVE" }]);
