@@ -568,8 +568,11 @@ export class LazyAgents {
       const sibling = !carries() && (gatedScope || (gate.rules.size > 0 && ruled()));
       if (!carries() && !sibling) return undefined;
       this.pending.delete(event.toolCallId);
-      if (sibling)
-        return { answer: { block: true, reason: C.GATE_SIBLING_TEXT }, plan: { ...plan, record: emptyRecord() } };
+      // A held call has no result: a warning the checks gave it comes with the reason, not after the retry.
+      const warning = this.checks.pending.get(event.toolCallId);
+      this.checks.pending.delete(event.toolCallId);
+      const held = (reason: string) => ({ block: true as const, reason: warning ? `${reason}\n\n${warning}` : reason });
+      if (sibling) return { answer: held(C.GATE_SIBLING_TEXT), plan: { ...plan, record: emptyRecord() } };
       const text = formatReminder(plan);
       plan.record.reminder = versionOf(text);
       this.ledger.apply(plan.record);
@@ -578,7 +581,7 @@ export class LazyAgents {
       gate.retries.set(call.target, plan.record.reminder);
       for (const entry of plan.files) gate.scopes.add(entry.scope);
       for (const entry of plan.rules ?? []) gate.rules.add(entry.record.path);
-      return { answer: { block: true, reason: `${text}\n${C.GATE_RETRY_TEXT}` }, plan };
+      return { answer: held(`${text}\n${C.GATE_RETRY_TEXT}`), plan };
     });
   }
 

@@ -285,3 +285,22 @@ test("after /tree leaves the held write's branch, the next write there is held a
       await h.dispose();
     }
   }));
+
+test("a write the gate holds carries the hookify warning it met in its reason: the model hears it before the retry", () =>
+  twoTrees(
+    {
+      "pkg/AGENTS.md": "PKG-RULES",
+      ".claude/hookify.todo.local.md":
+        "---\nname: no-todo\nevent: file\npattern: TODO\naction: warn\n---\nTODO-WARNING\n",
+    },
+    async (tree, mode) => {
+      const h = await loadRunner(tree, { settings: { lazyAgents: { gateWrites: true } } });
+      const held = await h.call("write", { path: "pkg/b.ts", content: "// TODO" });
+      assert.equal(held.blocked, true, mode);
+      assert.match(held.reason ?? "", /PKG-RULES[^]*TODO-WARNING/, mode);
+      await h.endTurn();
+      const retry = await h.call("write", { path: "pkg/b.ts", content: "// TODO" });
+      assert.equal(retry.blocked, false, mode);
+      assert.match(JSON.stringify(retry.content), /TODO-WARNING/, `${mode}: the retry meets the rule again`);
+    },
+  ));
