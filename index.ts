@@ -650,7 +650,9 @@ export class LazyAgents {
    * an lstat tells, cheaper than a realpath, which walks every folder again (bench: a cold read's realpath).
    */
   private realTarget(call: PendingCall): string | undefined {
-    const discovery = this.discovery!;
+    // Settings that change how folders are read drop the discovery, even while a call runs.
+    const discovery = this.discovery;
+    if (!discovery) return undefined;
     const plain = call.chains[0]?.stats !== undefined && discovery.folds === false;
     const stats = plain ? fsOr(undefined, () => discovery.fs.lstat(call.target)) : undefined;
     return stats && !stats.isSymbolicLink() ? call.target : discovery.realpathOrUndefined(call.target);

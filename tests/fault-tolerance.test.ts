@@ -575,3 +575,27 @@ test("a rule file an I/O error makes unreadable is unknown, not gone: a held rul
       assert.doesNotMatch(after, /HELD-RULE|no longer applies/, `${mode}: the held rule is not sent again`);
     },
   ));
+
+test("a settings change that drops the folder caches between a read's call and its result fails nothing", () =>
+  withTree({ "pkg/AGENTS.md": "PKG-RULES", "pkg/x.ts": "x" }, async (tree) => {
+    let engine: import("../index.ts").LazyAgents | undefined;
+    const h = await loadRunner(tree, {
+      factories: [createLazyAgents({ spawnGit: noGit, onEngine: (e) => (engine = e) })],
+    });
+    const input = { path: "pkg/AGENTS.md" };
+    const content = [{ type: "text" as const, text: "PKG-RULES" }];
+    await h.runner.emitToolCall({ type: "tool_call", toolName: "read", toolCallId: "r1", input } as never);
+    // A /reload that changes how folders are read: the discovery starts over while the read runs.
+    engine!.configure({ ...engine!.options, maxFileBytes: engine!.options.maxFileBytes - 1 });
+    const event = {
+      type: "tool_result",
+      toolName: "read",
+      toolCallId: "r1",
+      input,
+      content,
+      details: {},
+      isError: false,
+    };
+    await h.runner.emitToolResult(event as never);
+    assert.deepEqual([...engine!.failures], []);
+  }));
