@@ -386,15 +386,50 @@ export const SETTINGS_WARNINGS = {
     `pi-lazy-agents: ${SETTINGS_KEY}.${key} in ${where} must be ${expected}; its default applies`,
 } as const;
 
+/**
+ * A key of `lazyAgents`: the option it sets (the key's own name unless given) and the values it takes. `bytes`: a
+ * whole number from `min` to MAX_SETTING_BYTES; `names`: at least `min` distinct file or folder names; `choices`:
+ * names from `from`, distinct unless `repeats`. `expected` says what a list must be in its warning.
+ */
+export interface Setting {
+  type: "boolean" | "bytes" | "names" | "choices";
+  option?: string;
+  min?: number;
+  from?: readonly string[];
+  repeats?: boolean;
+  expected?: string;
+}
+
+const ALL_TRIGGER_TOOLS = [...TRIGGER_TOOLS, ...OPTIONAL_TRIGGER_TOOLS];
+const listFrom = (what: string, names: readonly string[]) => `a list of ${what} from: ${names.join(", ")}`;
+
+/** The settings, as schema.json lists them. */
+export const SETTINGS = {
+  enabled: { type: "boolean" },
+  fileNames: { type: "names", min: 1, expected: "a non-empty list of distinct file names" },
+  ignoreDirs: { type: "names", option: "ignoredDirs", min: 0, expected: "a list of distinct folder names" },
+  maxFileBytes: { type: "bytes", min: 1 },
+  reminderBudgetBytes: { type: "bytes", option: "budgetBytes", min: MIN_SETTING_BUDGET_BYTES },
+  triggers: {
+    type: "choices",
+    from: ALL_TRIGGER_TOOLS,
+    repeats: true,
+    expected: listFrom("tool names", ALL_TRIGGER_TOOLS),
+  },
+  skills: { type: "boolean" },
+  imports: { type: "boolean" },
+  gateWrites: { type: "boolean" },
+  rules: { type: "boolean" },
+  ruleSources: { type: "choices", from: RULE_SOURCES, expected: listFrom("distinct rule sources", RULE_SOURCES) },
+  checks: { type: "boolean" },
+} satisfies Record<string, Setting>;
+
 /** What a setting's value must be, as its warning says it. */
-export const SETTING_EXPECTED = {
-  boolean: "true or false",
-  fileNames: "a non-empty list of distinct file names",
-  ignoreDirs: "a list of distinct folder names",
-  bytes: (min: number, max: number) => `a whole number of bytes from ${min} to ${max}`,
-  triggers: (tools: readonly string[]) => `a list of tool names from: ${tools.join(", ")}`,
-  ruleSources: (sources: readonly string[]) => `a list of distinct rule sources from: ${sources.join(", ")}`,
-} as const;
+export function settingExpected(setting: Setting): string {
+  if (setting.type === "boolean") return "true or false";
+  if (setting.type === "bytes") return `a whole number of bytes from ${setting.min} to ${MAX_SETTING_BYTES}`;
+  return setting.expected!;
+}
 
 /** Keys that are not settings warned about one by one; a count stands for the rest, so a file cannot flood the terminal. */
 export const MAX_UNKNOWN_KEY_WARNINGS = 8;

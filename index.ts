@@ -3696,63 +3696,30 @@ export function defaultOptions() {
   };
 }
 
-/** A setting: the option it sets, its value read from a good setting (undefined for a bad one), the values allowed. */
-type Setting = {
-  [K in keyof Options]: [option: K, read: (value: unknown) => Options[K] | undefined, expected: string];
-}[keyof Options];
-
-const flag = (value: unknown) => (typeof value === "boolean" ? value : undefined);
-
-const byteCount = (min: number) => (value: unknown) =>
-  typeof value === "number" && Number.isInteger(value) && value >= min && value <= C.MAX_SETTING_BYTES
-    ? value
-    : undefined;
-
-/** Up to 64 distinct names of at most 255 characters, none `.`, `..` or holding `/`, `\` or NUL; `as` shapes them. */
-const nameList =
-  <T>(allowEmpty: boolean, as: (names: string[]) => T) =>
-  (value: unknown): T | undefined =>
+/**
+ * A setting's value, shaped as its option's default (a list or a set); undefined for a value it does not take.
+ * A name is at most 255 characters, not `.` or `..`, without `/`, `\` or NUL; a list holds at most 64.
+ */
+function settingValue(setting: C.Setting, value: unknown, shape: unknown): unknown {
+  const { type, min = 0, from } = setting;
+  if (type === "boolean") return typeof value === "boolean" ? value : undefined;
+  if (type === "bytes") {
+    const good = typeof value === "number" && Number.isInteger(value) && value >= min && value <= C.MAX_SETTING_BYTES;
+    return good ? value : undefined;
+  }
+  const allowed = (name: unknown) =>
+    from ? from.includes(name as string) : typeof name === "string" && /^(?!\.\.?$)[^/\\\0]{1,255}$/.test(name);
+  const good =
     Array.isArray(value) &&
-    (allowEmpty || value.length > 0) &&
-    value.length <= 64 &&
-    value.every((name) => typeof name === "string" && /^(?!\.\.?$)[^/\\\0]{1,255}$/.test(name)) &&
-    new Set(value).size === value.length
-      ? as(value)
-      : undefined;
-
-/** Names from `allowed`, as a set; `unique` refuses a name given twice. */
-const namesFrom =
-  <T>(allowed: readonly T[], unique: boolean) =>
-  (value: unknown): Set<T> | undefined =>
-    Array.isArray(value) &&
-    value.every((name) => allowed.includes(name)) &&
-    (!unique || new Set(value).size === value.length)
-      ? new Set(value)
-      : undefined;
-
-const ALL_TRIGGERS: readonly string[] = [...C.TRIGGER_TOOLS, ...C.OPTIONAL_TRIGGER_TOOLS];
-
-const SETTINGS = {
-  enabled: ["enabled", flag, C.SETTING_EXPECTED.boolean],
-  fileNames: ["fileNames", nameList(false, (names) => names), C.SETTING_EXPECTED.fileNames],
-  ignoreDirs: ["ignoredDirs", nameList(true, (names) => new Set(names)), C.SETTING_EXPECTED.ignoreDirs],
-  maxFileBytes: ["maxFileBytes", byteCount(1), C.SETTING_EXPECTED.bytes(1, C.MAX_SETTING_BYTES)],
-  reminderBudgetBytes: [
-    "budgetBytes",
-    byteCount(C.MIN_SETTING_BUDGET_BYTES),
-    C.SETTING_EXPECTED.bytes(C.MIN_SETTING_BUDGET_BYTES, C.MAX_SETTING_BYTES),
-  ],
-  triggers: ["triggers", namesFrom(ALL_TRIGGERS, false), C.SETTING_EXPECTED.triggers(ALL_TRIGGERS)],
-  skills: ["skills", flag, C.SETTING_EXPECTED.boolean],
-  imports: ["imports", flag, C.SETTING_EXPECTED.boolean],
-  gateWrites: ["gateWrites", flag, C.SETTING_EXPECTED.boolean],
-  rules: ["rules", flag, C.SETTING_EXPECTED.boolean],
-  ruleSources: ["ruleSources", namesFrom(C.RULE_SOURCES, true), C.SETTING_EXPECTED.ruleSources(C.RULE_SOURCES)],
-  checks: ["checks", flag, C.SETTING_EXPECTED.boolean],
-} satisfies Record<string, Setting>;
+    value.length >= min &&
+    (from !== undefined || value.length <= 64) &&
+    value.every(allowed) &&
+    (setting.repeats || new Set(value).size === value.length);
+  return !good ? undefined : shape instanceof Set ? new Set(value) : value;
+}
 
 /** Exported for the test that holds schema.json to the same keys. */
-export const SETTING_KEYS = Object.keys(SETTINGS) as Array<keyof typeof SETTINGS>;
+export const SETTING_KEYS = Object.keys(C.SETTINGS) as Array<keyof typeof C.SETTINGS>;
 
 /** Names the settings file a `lazyAgents` key came from (the whole object when `key` is undefined). */
 type SettingsOrigin = (key?: string) => string;
@@ -3768,7 +3735,7 @@ export function optionsFromSettings(
   const options = defaultOptions();
   if (raw === undefined) return { options, warnings: [] };
   if (!isObject(raw)) return { options, warnings: [C.SETTINGS_WARNINGS.notObject(origin())] };
-  const unknown = Object.keys(raw).filter((key) => !Object.hasOwn(SETTINGS, key));
+  const unknown = Object.keys(raw).filter((key) => !Object.hasOwn(C.SETTINGS, key));
   const warnings = unknown
     .slice(0, C.MAX_UNKNOWN_KEY_WARNINGS)
     .map((key) =>
@@ -3781,9 +3748,10 @@ export function optionsFromSettings(
     warnings.push(C.SETTINGS_WARNINGS.moreKeys(more.filter((other) => other === where).length, where));
   for (const key of SETTING_KEYS) {
     if (raw[key] === undefined) continue;
-    const [option, read, expected] = SETTINGS[key];
-    const value = read(raw[key]);
-    if (value === undefined) warnings.push(C.SETTINGS_WARNINGS.badValue(key, origin(key), expected));
+    const setting: C.Setting = C.SETTINGS[key];
+    const option = (setting.option ?? key) as keyof Options;
+    const value = settingValue(setting, raw[key], options[option]);
+    if (value === undefined) warnings.push(C.SETTINGS_WARNINGS.badValue(key, origin(key), C.settingExpected(setting)));
     else (options as Record<string, unknown>)[option] = value;
   }
   return { options, warnings };
