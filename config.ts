@@ -191,6 +191,37 @@ export const RULE_FILE_SUFFIXES: Record<RuleSource, readonly string[]> = {
   copilot: [".instructions.md"],
 };
 
+/**
+ * Git runs no program a repository names (docs/safety.md). An empty `core.fsmonitor` on the command
+ * line outranks every config file and is off in every git version ("false" is a hook path before
+ * 2.36); no lazy fetch and an empty GIT_ALLOW_PROTOCOL keep a partial clone from reaching any remote
+ * (`ext::`, `core.sshCommand`); no optional locks. The user's global and system config stay, for
+ * `core.excludesFile`.
+ */
+export const GIT_ARGS = ["-c", "core.fsmonitor=", "check-ignore", "--stdin", "-z", "--verbose", "--non-matching"];
+export const GIT_ENV = {
+  GIT_FLUSH: "1",
+  GIT_OPTIONAL_LOCKS: "0",
+  GIT_NO_LAZY_FETCH: "1",
+  GIT_ALLOW_PROTOCOL: "",
+  GIT_TERMINAL_PROMPT: "0",
+};
+
+/** Words of a bash command line: shell keywords, wrappers that run the tool after them, shells that take a script. */
+export const SHELL_KEYWORDS = new Set("if then elif else fi do done while until ! { } time esac coproc".split(" "));
+export const SHELL_WRAPPERS = new Set(
+  "env command builtin exec nohup time sudo nice ionice timeout xargs stdbuf".split(" "),
+);
+/** Tools that move the directory of the commands after them in the same shell. */
+export const SHELL_DIRECTORY_TOOLS: ReadonlySet<string> = new Set(["cd", "pushd", "popd"]);
+export const SHELLS_WITH_SCRIPT = new Set(["bash", "sh", "zsh"]);
+/** Options of common tools that name the folder they work in; groups 1 and 2, a value joined to the option. */
+export const TOOL_DIRECTORY_OPTION = new RegExp(
+  "^(?:(?:git|make|pnpm|env) -C|make --directory|npm --prefix|pnpm --dir|yarn --cwd|cargo --manifest-path" +
+    "|env --chdir)" +
+    "(?:$|(?<=C)(.+)|=(.+))",
+);
+
 /** The argument of `/lazy-agents` that adds each file's version to the report. */
 export const VERBOSE_ARGUMENT = "--verbose";
 

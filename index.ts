@@ -3534,28 +3534,12 @@ const withoutSlash = (path: string) => (path.endsWith("/") ? path.slice(0, -1) :
 // Exported for tests: they hand the engine a git that is slow, absent or dying.
 export type SpawnGit = (cwd: string) => ChildProcessWithoutNullStreams;
 
-/**
- * Git runs no program a repository names (docs/safety.md). An empty `core.fsmonitor` on the command
- * line outranks every config file and is off in every git version ("false" is a hook path before
- * 2.36); no lazy fetch and an empty GIT_ALLOW_PROTOCOL keep a partial clone from reaching any remote
- * (`ext::`, `core.sshCommand`); no optional locks. The user's global and system config stay, for
- * `core.excludesFile`.
- */
-const GIT_ARGS = ["-c", "core.fsmonitor=", "check-ignore", "--stdin", "-z", "--verbose", "--non-matching"];
-const GIT_ENV = {
-  GIT_FLUSH: "1",
-  GIT_OPTIONAL_LOCKS: "0",
-  GIT_NO_LAZY_FETCH: "1",
-  GIT_ALLOW_PROTOCOL: "",
-  GIT_TERMINAL_PROMPT: "0",
-};
-
 // Started in the runtime's own folder with `-C`: Windows, and a PATH with an empty or relative entry, look
 // for the program in the folder it starts in first, and a repository may hold a `git` of its own.
 const spawnGit: SpawnGit = (cwd) =>
-  spawn("git", ["-C", cwd, ...GIT_ARGS], {
+  spawn("git", ["-C", cwd, ...C.GIT_ARGS], {
     cwd: dirname(process.execPath),
-    env: { ...process.env, ...GIT_ENV },
+    env: { ...process.env, ...C.GIT_ENV },
     stdio: ["pipe", "pipe", "pipe"],
   });
 
@@ -4303,15 +4287,6 @@ interface ShellFrame {
   level: number;
 }
 
-const SHELL_KEYWORDS = new Set("if then elif else fi do done while until ! { } time esac coproc".split(" "));
-const SHELL_WRAPPERS = new Set("env command builtin exec nohup time sudo nice ionice timeout xargs stdbuf".split(" "));
-const SHELLS_WITH_SCRIPT = new Set(["bash", "sh", "zsh"]);
-/** Options of common tools that name the folder they work in; groups 1 and 2, a value joined to the option. */
-const TOOL_DIRECTORY_OPTION = new RegExp(
-  "^(?:(?:git|make|pnpm|env) -C|make --directory|npm --prefix|pnpm --dir|yarn --cwd|cargo --manifest-path" +
-    "|env --chdir)" +
-    "(?:$|(?<=C)(.+)|=(.+))",
-);
 /** A redirect (its operator in group 1, after an optional descriptor) or a control operator; `<(` is a word. */
 const SHELL_OPERATOR = /(?![<>]\()(?:(?:\d+|&)?(<<<|<<-|<<|<&|<>|>>|>\||>&|<|>)|&&|\|\||;;|\|&|[;&|()])/y;
 /** Blanks, escaped newlines and comments between words. */
@@ -4500,10 +4475,10 @@ export function readShellCommand(
         skip(word, "option");
         afterDashes = word.text === "--";
         // A tool's option that names the folder it works in: alone (the next word) or joined (`-Cdir`, `--dir=x`).
-        const option = TOOL_DIRECTORY_OPTION.exec(`${index > toolAt ? tool : owner} ${word.text}`);
+        const option = C.TOOL_DIRECTORY_OPTION.exec(`${index > toolAt ? tool : owner} ${word.text}`);
         const joined = option?.[1] ?? option?.[2];
         const directory = joined ? { ...word, text: joined, glob: -1, tilde: false } : option && words[index + 1];
-        const script = index > toolAt && SHELLS_WITH_SCRIPT.has(tool) && /^-[a-zA-Z]*c[a-zA-Z]*$/.test(word.text);
+        const script = index > toolAt && C.SHELLS_WITH_SCRIPT.has(tool) && /^-[a-zA-Z]*c[a-zA-Z]*$/.test(word.text);
         if (directory) {
           if (directory === words[index + 1]) index++;
           use(directory, "read");
@@ -4517,7 +4492,7 @@ export function readShellCommand(
     }
     uses.push(...redirects);
     // `cd`, `pushd` and `popd` move the directory of the commands that follow in the same shell.
-    if (inPipeline || !["cd", "pushd", "popd"].includes(tool)) return;
+    if (inPipeline || !C.SHELL_DIRECTORY_TOOLS.has(tool)) return;
     const target = words.slice(toolAt + 1).find((word) => !word.text.startsWith("-") || word.text === "-");
     if (tool === "pushd") frame.dirs.push(frame.cwd);
     if (tool === "popd") frame.cwd = frame.dirs.pop();
@@ -4535,15 +4510,15 @@ function commandParts(words: ShellWord[]): { words: ShellWord[]; toolAt: number 
     const plain = !word.dynamic && (word.glob === -1 || word.text === "{");
     if (plain && (word.text === "for" || word.text === "select"))
       return { words: words.slice(start + (words[start + 2]?.text === "in" ? 3 : 2)), toolAt: -1 };
-    if (!word.assignment && !(plain && SHELL_KEYWORDS.has(word.text))) break;
+    if (!word.assignment && !(plain && C.SHELL_KEYWORDS.has(word.text))) break;
   }
   const rest = words.slice(start);
   let toolAt = 0;
   const wrapper = ({ text, assignment }: ShellWord) =>
-    SHELL_WRAPPERS.has(text) || text.startsWith("-") || assignment || /^\d+[smhd]?$/.test(text);
+    C.SHELL_WRAPPERS.has(text) || text.startsWith("-") || assignment || /^\d+[smhd]?$/.test(text);
   for (let owner = ""; toolAt < rest.length && wrapper(rest[toolAt]!); toolAt++) {
     const { text } = rest[toolAt]!;
-    const option = TOOL_DIRECTORY_OPTION.exec(`${owner} ${text}`);
+    const option = C.TOOL_DIRECTORY_OPTION.exec(`${owner} ${text}`);
     // A wrapper's directory option alone (`env -C dir`) takes the next word: the folder, not the tool.
     if (option && option[1] === undefined && option[2] === undefined) toolAt++;
     else if (!text.startsWith("-")) owner = posix.basename(text);
