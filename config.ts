@@ -43,6 +43,24 @@ export const RULE_SOURCES = ["claude", "cursor", "copilot"] as const;
 
 export type RuleSource = (typeof RULE_SOURCES)[number];
 
+/** The options while no setting is set: the defaults above, shaped as the code reads them. */
+export function defaultOptions() {
+  return {
+    enabled: true,
+    fileNames: INSTRUCTION_FILE_NAMES,
+    triggers: new Set(TRIGGER_TOOLS) as ReadonlySet<string>,
+    ignoredDirs: new Set(IGNORED_DIR_NAMES) as ReadonlySet<string>,
+    maxFileBytes: MAX_FILE_BYTES,
+    budgetBytes: REMINDER_BUDGET_BYTES,
+    skills: true,
+    imports: true,
+    gateWrites: false,
+    rules: true,
+    ruleSources: new Set(RULE_SOURCES) as ReadonlySet<RuleSource>,
+    checks: true,
+  };
+}
+
 // ---------------------------------------------------------------------------------------------
 // Limits: the bounds that keep every read, scan, parse, match and reminder small, fixed by design (the
 // settings themselves are bounded by MAX_SETTING_BYTES and MIN_SETTING_BUDGET_BYTES).
@@ -509,9 +527,10 @@ export function loadedNotice(counts: Counts, paths: readonly string[]): string {
   return `${USER_PREFIX}loaded ${countsText(counts)}: ${shown}${more}`;
 }
 
-/** The status line while the model holds anything: `lazy-agents: 3 files · 1 rule · 1 skill`. */
-export function statusText(counts: Counts): string {
-  return `${STATUS_KEY}: ${countsText(counts)}`;
+/** The status line while the model holds anything (`lazy-agents: 3 files · 1 rule · 1 skill`); none for nothing. */
+export function statusText(counts: Counts): string | undefined {
+  const text = countsText(counts);
+  return text === "" ? undefined : `${STATUS_KEY}: ${text}`;
 }
 
 export type CheckSkip = "invalid" | "timedOut";

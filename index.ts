@@ -3661,24 +3661,8 @@ class GitIgnoreOracle {
 // warning that names only our own key.
 
 // Exported for tests: they compare settings with the defaults, and build settings from them.
-export type Options = ReturnType<typeof defaultOptions>;
-
-export function defaultOptions() {
-  return {
-    enabled: true,
-    fileNames: C.INSTRUCTION_FILE_NAMES,
-    triggers: new Set(C.TRIGGER_TOOLS) as ReadonlySet<string>,
-    ignoredDirs: new Set(C.IGNORED_DIR_NAMES) as ReadonlySet<string>,
-    maxFileBytes: C.MAX_FILE_BYTES,
-    budgetBytes: C.REMINDER_BUDGET_BYTES,
-    skills: true,
-    imports: true,
-    gateWrites: false,
-    rules: true,
-    ruleSources: new Set(C.RULE_SOURCES) as ReadonlySet<C.RuleSource>,
-    checks: true,
-  };
-}
+export type Options = ReturnType<typeof C.defaultOptions>;
+export const defaultOptions = C.defaultOptions;
 
 /**
  * A setting's value, shaped as its option's default (a list or a set); undefined for a value it does not take.
@@ -4064,10 +4048,7 @@ function heldCounts(ledger: Ledger): C.Counts {
   return { files: ledger.all("file").length, rules, skills: ledger.all("skill").length };
 }
 
-function statusText(ledger: Ledger): string | undefined {
-  const counts = heldCounts(ledger);
-  return counts.files + counts.rules + counts.skills === 0 ? undefined : C.statusText(counts);
-}
+const statusText = (ledger: Ledger) => C.statusText(heldCounts(ledger));
 
 /** The notification of what one turn's reminders loaded, counted by kind as the status line counts; none for nothing. */
 function turnNotice(records: LedgerRecord[]): string | undefined {
