@@ -43,6 +43,24 @@ export const RULE_SOURCES = ["claude", "cursor", "copilot"] as const;
 
 export type RuleSource = (typeof RULE_SOURCES)[number];
 
+/** The options while no setting is set: the defaults above, shaped as the code reads them. */
+export function defaultOptions() {
+  return {
+    enabled: true,
+    fileNames: INSTRUCTION_FILE_NAMES,
+    triggers: new Set(TRIGGER_TOOLS) as ReadonlySet<string>,
+    ignoredDirs: new Set(IGNORED_DIR_NAMES) as ReadonlySet<string>,
+    maxFileBytes: MAX_FILE_BYTES,
+    budgetBytes: REMINDER_BUDGET_BYTES,
+    skills: true,
+    imports: true,
+    gateWrites: false,
+    rules: true,
+    ruleSources: new Set(RULE_SOURCES) as ReadonlySet<RuleSource>,
+    checks: true,
+  };
+}
+
 // ---------------------------------------------------------------------------------------------
 // Limits: the bounds that keep every read, scan, parse, match and reminder small, fixed by design (the
 // settings themselves are bounded by MAX_SETTING_BYTES and MIN_SETTING_BUDGET_BYTES).
@@ -190,6 +208,37 @@ export const RULE_FILE_SUFFIXES: Record<RuleSource, readonly string[]> = {
   cursor: [".mdc", ".md"],
   copilot: [".instructions.md"],
 };
+
+/**
+ * Git runs no program a repository names (docs/safety.md). An empty `core.fsmonitor` on the command
+ * line outranks every config file and is off in every git version ("false" is a hook path before
+ * 2.36); no lazy fetch and an empty GIT_ALLOW_PROTOCOL keep a partial clone from reaching any remote
+ * (`ext::`, `core.sshCommand`); no optional locks. The user's global and system config stay, for
+ * `core.excludesFile`.
+ */
+export const GIT_ARGS = ["-c", "core.fsmonitor=", "check-ignore", "--stdin", "-z", "--verbose", "--non-matching"];
+export const GIT_ENV = {
+  GIT_FLUSH: "1",
+  GIT_OPTIONAL_LOCKS: "0",
+  GIT_NO_LAZY_FETCH: "1",
+  GIT_ALLOW_PROTOCOL: "",
+  GIT_TERMINAL_PROMPT: "0",
+};
+
+/** Words of a bash command line: shell keywords, wrappers that run the tool after them, shells that take a script. */
+export const SHELL_KEYWORDS = new Set("if then elif else fi do done while until ! { } time esac coproc".split(" "));
+export const SHELL_WRAPPERS = new Set(
+  "env command builtin exec nohup time sudo nice ionice timeout xargs stdbuf".split(" "),
+);
+/** Tools that move the directory of the commands after them in the same shell. */
+export const SHELL_DIRECTORY_TOOLS: ReadonlySet<string> = new Set(["cd", "pushd", "popd"]);
+export const SHELLS_WITH_SCRIPT = new Set(["bash", "sh", "zsh"]);
+/** Options of common tools that name the folder they work in; groups 1 and 2, a value joined to the option. */
+export const TOOL_DIRECTORY_OPTION = new RegExp(
+  "^(?:(?:git|make|pnpm|env) -C|make --directory|npm --prefix|pnpm --dir|yarn --cwd|cargo --manifest-path" +
+    "|env --chdir)" +
+    "(?:$|(?<=C)(.+)|=(.+))",
+);
 
 /** The argument of `/lazy-agents` that adds each file's version to the report. */
 export const VERBOSE_ARGUMENT = "--verbose";
@@ -386,15 +435,50 @@ export const SETTINGS_WARNINGS = {
     `pi-lazy-agents: ${SETTINGS_KEY}.${key} in ${where} must be ${expected}; its default applies`,
 } as const;
 
+/**
+ * A key of `lazyAgents`: the option it sets (the key's own name unless given) and the values it takes. `bytes`: a
+ * whole number from `min` to MAX_SETTING_BYTES; `names`: at least `min` distinct file or folder names; `choices`:
+ * names from `from`, distinct unless `repeats`. `expected` says what a list must be in its warning.
+ */
+export interface Setting {
+  type: "boolean" | "bytes" | "names" | "choices";
+  option?: string;
+  min?: number;
+  from?: readonly string[];
+  repeats?: boolean;
+  expected?: string;
+}
+
+const ALL_TRIGGER_TOOLS = [...TRIGGER_TOOLS, ...OPTIONAL_TRIGGER_TOOLS];
+const listFrom = (what: string, names: readonly string[]) => `a list of ${what} from: ${names.join(", ")}`;
+
+/** The settings, as schema.json lists them. */
+export const SETTINGS = {
+  enabled: { type: "boolean" },
+  fileNames: { type: "names", min: 1, expected: "a non-empty list of distinct file names" },
+  ignoreDirs: { type: "names", option: "ignoredDirs", min: 0, expected: "a list of distinct folder names" },
+  maxFileBytes: { type: "bytes", min: 1 },
+  reminderBudgetBytes: { type: "bytes", option: "budgetBytes", min: MIN_SETTING_BUDGET_BYTES },
+  triggers: {
+    type: "choices",
+    from: ALL_TRIGGER_TOOLS,
+    repeats: true,
+    expected: listFrom("tool names", ALL_TRIGGER_TOOLS),
+  },
+  skills: { type: "boolean" },
+  imports: { type: "boolean" },
+  gateWrites: { type: "boolean" },
+  rules: { type: "boolean" },
+  ruleSources: { type: "choices", from: RULE_SOURCES, expected: listFrom("distinct rule sources", RULE_SOURCES) },
+  checks: { type: "boolean" },
+} satisfies Record<string, Setting>;
+
 /** What a setting's value must be, as its warning says it. */
-export const SETTING_EXPECTED = {
-  boolean: "true or false",
-  fileNames: "a non-empty list of distinct file names",
-  ignoreDirs: "a list of distinct folder names",
-  bytes: (min: number, max: number) => `a whole number of bytes from ${min} to ${max}`,
-  triggers: (tools: readonly string[]) => `a list of tool names from: ${tools.join(", ")}`,
-  ruleSources: (sources: readonly string[]) => `a list of distinct rule sources from: ${sources.join(", ")}`,
-} as const;
+export function settingExpected(setting: Setting): string {
+  if (setting.type === "boolean") return "true or false";
+  if (setting.type === "bytes") return `a whole number of bytes from ${setting.min} to ${MAX_SETTING_BYTES}`;
+  return setting.expected!;
+}
 
 /** Keys that are not settings warned about one by one; a count stands for the rest, so a file cannot flood the terminal. */
 export const MAX_UNKNOWN_KEY_WARNINGS = 8;
@@ -443,9 +527,10 @@ export function loadedNotice(counts: Counts, paths: readonly string[]): string {
   return `${USER_PREFIX}loaded ${countsText(counts)}: ${shown}${more}`;
 }
 
-/** The status line while the model holds anything: `lazy-agents: 3 files · 1 rule · 1 skill`. */
-export function statusText(counts: Counts): string {
-  return `${STATUS_KEY}: ${countsText(counts)}`;
+/** The status line while the model holds anything (`lazy-agents: 3 files · 1 rule · 1 skill`); none for nothing. */
+export function statusText(counts: Counts): string | undefined {
+  const text = countsText(counts);
+  return text === "" ? undefined : `${STATUS_KEY}: ${text}`;
 }
 
 export type CheckSkip = "invalid" | "timedOut";

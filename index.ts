@@ -3534,28 +3534,12 @@ const withoutSlash = (path: string) => (path.endsWith("/") ? path.slice(0, -1) :
 // Exported for tests: they hand the engine a git that is slow, absent or dying.
 export type SpawnGit = (cwd: string) => ChildProcessWithoutNullStreams;
 
-/**
- * Git runs no program a repository names (docs/safety.md). An empty `core.fsmonitor` on the command
- * line outranks every config file and is off in every git version ("false" is a hook path before
- * 2.36); no lazy fetch and an empty GIT_ALLOW_PROTOCOL keep a partial clone from reaching any remote
- * (`ext::`, `core.sshCommand`); no optional locks. The user's global and system config stay, for
- * `core.excludesFile`.
- */
-const GIT_ARGS = ["-c", "core.fsmonitor=", "check-ignore", "--stdin", "-z", "--verbose", "--non-matching"];
-const GIT_ENV = {
-  GIT_FLUSH: "1",
-  GIT_OPTIONAL_LOCKS: "0",
-  GIT_NO_LAZY_FETCH: "1",
-  GIT_ALLOW_PROTOCOL: "",
-  GIT_TERMINAL_PROMPT: "0",
-};
-
 // Started in the runtime's own folder with `-C`: Windows, and a PATH with an empty or relative entry, look
 // for the program in the folder it starts in first, and a repository may hold a `git` of its own.
 const spawnGit: SpawnGit = (cwd) =>
-  spawn("git", ["-C", cwd, ...GIT_ARGS], {
+  spawn("git", ["-C", cwd, ...C.GIT_ARGS], {
     cwd: dirname(process.execPath),
-    env: { ...process.env, ...GIT_ENV },
+    env: { ...process.env, ...C.GIT_ENV },
     stdio: ["pipe", "pipe", "pipe"],
   });
 
@@ -3677,82 +3661,33 @@ class GitIgnoreOracle {
 // warning that names only our own key.
 
 // Exported for tests: they compare settings with the defaults, and build settings from them.
-export type Options = ReturnType<typeof defaultOptions>;
+export type Options = ReturnType<typeof C.defaultOptions>;
+export const defaultOptions = C.defaultOptions;
 
-export function defaultOptions() {
-  return {
-    enabled: true,
-    fileNames: C.INSTRUCTION_FILE_NAMES,
-    triggers: new Set(C.TRIGGER_TOOLS) as ReadonlySet<string>,
-    ignoredDirs: new Set(C.IGNORED_DIR_NAMES) as ReadonlySet<string>,
-    maxFileBytes: C.MAX_FILE_BYTES,
-    budgetBytes: C.REMINDER_BUDGET_BYTES,
-    skills: true,
-    imports: true,
-    gateWrites: false,
-    rules: true,
-    ruleSources: new Set(C.RULE_SOURCES) as ReadonlySet<C.RuleSource>,
-    checks: true,
-  };
+/**
+ * A setting's value, shaped as its option's default (a list or a set); undefined for a value it does not take.
+ * A name is at most 255 characters, not `.` or `..`, without `/`, `\` or NUL; a list holds at most 64.
+ */
+function settingValue(setting: C.Setting, value: unknown, shape: unknown): unknown {
+  const { type, min = 0, from } = setting;
+  if (type === "boolean") return typeof value === "boolean" ? value : undefined;
+  if (type === "bytes") {
+    const good = typeof value === "number" && Number.isInteger(value) && value >= min && value <= C.MAX_SETTING_BYTES;
+    return good ? value : undefined;
+  }
+  const allowed = (name: unknown) =>
+    from ? from.includes(name as string) : typeof name === "string" && /^(?!\.\.?$)[^/\\\0]{1,255}$/.test(name);
+  const good =
+    Array.isArray(value) &&
+    value.length >= min &&
+    (from !== undefined || value.length <= 64) &&
+    value.every(allowed) &&
+    (setting.repeats || new Set(value).size === value.length);
+  return !good ? undefined : shape instanceof Set ? new Set(value) : value;
 }
 
-/** A setting: the option it sets, its value read from a good setting (undefined for a bad one), the values allowed. */
-type Setting = {
-  [K in keyof Options]: [option: K, read: (value: unknown) => Options[K] | undefined, expected: string];
-}[keyof Options];
-
-const flag = (value: unknown) => (typeof value === "boolean" ? value : undefined);
-
-const byteCount = (min: number) => (value: unknown) =>
-  typeof value === "number" && Number.isInteger(value) && value >= min && value <= C.MAX_SETTING_BYTES
-    ? value
-    : undefined;
-
-/** Up to 64 distinct names of at most 255 characters, none `.`, `..` or holding `/`, `\` or NUL; `as` shapes them. */
-const nameList =
-  <T>(allowEmpty: boolean, as: (names: string[]) => T) =>
-  (value: unknown): T | undefined =>
-    Array.isArray(value) &&
-    (allowEmpty || value.length > 0) &&
-    value.length <= 64 &&
-    value.every((name) => typeof name === "string" && /^(?!\.\.?$)[^/\\\0]{1,255}$/.test(name)) &&
-    new Set(value).size === value.length
-      ? as(value)
-      : undefined;
-
-/** Names from `allowed`, as a set; `unique` refuses a name given twice. */
-const namesFrom =
-  <T>(allowed: readonly T[], unique: boolean) =>
-  (value: unknown): Set<T> | undefined =>
-    Array.isArray(value) &&
-    value.every((name) => allowed.includes(name)) &&
-    (!unique || new Set(value).size === value.length)
-      ? new Set(value)
-      : undefined;
-
-const ALL_TRIGGERS: readonly string[] = [...C.TRIGGER_TOOLS, ...C.OPTIONAL_TRIGGER_TOOLS];
-
-const SETTINGS = {
-  enabled: ["enabled", flag, C.SETTING_EXPECTED.boolean],
-  fileNames: ["fileNames", nameList(false, (names) => names), C.SETTING_EXPECTED.fileNames],
-  ignoreDirs: ["ignoredDirs", nameList(true, (names) => new Set(names)), C.SETTING_EXPECTED.ignoreDirs],
-  maxFileBytes: ["maxFileBytes", byteCount(1), C.SETTING_EXPECTED.bytes(1, C.MAX_SETTING_BYTES)],
-  reminderBudgetBytes: [
-    "budgetBytes",
-    byteCount(C.MIN_SETTING_BUDGET_BYTES),
-    C.SETTING_EXPECTED.bytes(C.MIN_SETTING_BUDGET_BYTES, C.MAX_SETTING_BYTES),
-  ],
-  triggers: ["triggers", namesFrom(ALL_TRIGGERS, false), C.SETTING_EXPECTED.triggers(ALL_TRIGGERS)],
-  skills: ["skills", flag, C.SETTING_EXPECTED.boolean],
-  imports: ["imports", flag, C.SETTING_EXPECTED.boolean],
-  gateWrites: ["gateWrites", flag, C.SETTING_EXPECTED.boolean],
-  rules: ["rules", flag, C.SETTING_EXPECTED.boolean],
-  ruleSources: ["ruleSources", namesFrom(C.RULE_SOURCES, true), C.SETTING_EXPECTED.ruleSources(C.RULE_SOURCES)],
-  checks: ["checks", flag, C.SETTING_EXPECTED.boolean],
-} satisfies Record<string, Setting>;
-
 /** Exported for the test that holds schema.json to the same keys. */
-export const SETTING_KEYS = Object.keys(SETTINGS) as Array<keyof typeof SETTINGS>;
+export const SETTING_KEYS = Object.keys(C.SETTINGS) as Array<keyof typeof C.SETTINGS>;
 
 /** Names the settings file a `lazyAgents` key came from (the whole object when `key` is undefined). */
 type SettingsOrigin = (key?: string) => string;
@@ -3768,7 +3703,7 @@ export function optionsFromSettings(
   const options = defaultOptions();
   if (raw === undefined) return { options, warnings: [] };
   if (!isObject(raw)) return { options, warnings: [C.SETTINGS_WARNINGS.notObject(origin())] };
-  const unknown = Object.keys(raw).filter((key) => !Object.hasOwn(SETTINGS, key));
+  const unknown = Object.keys(raw).filter((key) => !Object.hasOwn(C.SETTINGS, key));
   const warnings = unknown
     .slice(0, C.MAX_UNKNOWN_KEY_WARNINGS)
     .map((key) =>
@@ -3781,9 +3716,10 @@ export function optionsFromSettings(
     warnings.push(C.SETTINGS_WARNINGS.moreKeys(more.filter((other) => other === where).length, where));
   for (const key of SETTING_KEYS) {
     if (raw[key] === undefined) continue;
-    const [option, read, expected] = SETTINGS[key];
-    const value = read(raw[key]);
-    if (value === undefined) warnings.push(C.SETTINGS_WARNINGS.badValue(key, origin(key), expected));
+    const setting: C.Setting = C.SETTINGS[key];
+    const option = (setting.option ?? key) as keyof Options;
+    const value = settingValue(setting, raw[key], options[option]);
+    if (value === undefined) warnings.push(C.SETTINGS_WARNINGS.badValue(key, origin(key), C.settingExpected(setting)));
     else (options as Record<string, unknown>)[option] = value;
   }
   return { options, warnings };
@@ -4112,10 +4048,7 @@ function heldCounts(ledger: Ledger): C.Counts {
   return { files: ledger.all("file").length, rules, skills: ledger.all("skill").length };
 }
 
-function statusText(ledger: Ledger): string | undefined {
-  const counts = heldCounts(ledger);
-  return counts.files + counts.rules + counts.skills === 0 ? undefined : C.statusText(counts);
-}
+const statusText = (ledger: Ledger) => C.statusText(heldCounts(ledger));
 
 /** The notification of what one turn's reminders loaded, counted by kind as the status line counts; none for nothing. */
 function turnNotice(records: LedgerRecord[]): string | undefined {
@@ -4335,15 +4268,6 @@ interface ShellFrame {
   level: number;
 }
 
-const SHELL_KEYWORDS = new Set("if then elif else fi do done while until ! { } time esac coproc".split(" "));
-const SHELL_WRAPPERS = new Set("env command builtin exec nohup time sudo nice ionice timeout xargs stdbuf".split(" "));
-const SHELLS_WITH_SCRIPT = new Set(["bash", "sh", "zsh"]);
-/** Options of common tools that name the folder they work in; groups 1 and 2, a value joined to the option. */
-const TOOL_DIRECTORY_OPTION = new RegExp(
-  "^(?:(?:git|make|pnpm|env) -C|make --directory|npm --prefix|pnpm --dir|yarn --cwd|cargo --manifest-path" +
-    "|env --chdir)" +
-    "(?:$|(?<=C)(.+)|=(.+))",
-);
 /** A redirect (its operator in group 1, after an optional descriptor) or a control operator; `<(` is a word. */
 const SHELL_OPERATOR = /(?![<>]\()(?:(?:\d+|&)?(<<<|<<-|<<|<&|<>|>>|>\||>&|<|>)|&&|\|\||;;|\|&|[;&|()])/y;
 /** Blanks, escaped newlines and comments between words. */
@@ -4532,10 +4456,10 @@ export function readShellCommand(
         skip(word, "option");
         afterDashes = word.text === "--";
         // A tool's option that names the folder it works in: alone (the next word) or joined (`-Cdir`, `--dir=x`).
-        const option = TOOL_DIRECTORY_OPTION.exec(`${index > toolAt ? tool : owner} ${word.text}`);
+        const option = C.TOOL_DIRECTORY_OPTION.exec(`${index > toolAt ? tool : owner} ${word.text}`);
         const joined = option?.[1] ?? option?.[2];
         const directory = joined ? { ...word, text: joined, glob: -1, tilde: false } : option && words[index + 1];
-        const script = index > toolAt && SHELLS_WITH_SCRIPT.has(tool) && /^-[a-zA-Z]*c[a-zA-Z]*$/.test(word.text);
+        const script = index > toolAt && C.SHELLS_WITH_SCRIPT.has(tool) && /^-[a-zA-Z]*c[a-zA-Z]*$/.test(word.text);
         if (directory) {
           if (directory === words[index + 1]) index++;
           use(directory, "read");
@@ -4549,7 +4473,7 @@ export function readShellCommand(
     }
     uses.push(...redirects);
     // `cd`, `pushd` and `popd` move the directory of the commands that follow in the same shell.
-    if (inPipeline || !["cd", "pushd", "popd"].includes(tool)) return;
+    if (inPipeline || !C.SHELL_DIRECTORY_TOOLS.has(tool)) return;
     const target = words.slice(toolAt + 1).find((word) => !word.text.startsWith("-") || word.text === "-");
     if (tool === "pushd") frame.dirs.push(frame.cwd);
     if (tool === "popd") frame.cwd = frame.dirs.pop();
@@ -4567,15 +4491,15 @@ function commandParts(words: ShellWord[]): { words: ShellWord[]; toolAt: number 
     const plain = !word.dynamic && (word.glob === -1 || word.text === "{");
     if (plain && (word.text === "for" || word.text === "select"))
       return { words: words.slice(start + (words[start + 2]?.text === "in" ? 3 : 2)), toolAt: -1 };
-    if (!word.assignment && !(plain && SHELL_KEYWORDS.has(word.text))) break;
+    if (!word.assignment && !(plain && C.SHELL_KEYWORDS.has(word.text))) break;
   }
   const rest = words.slice(start);
   let toolAt = 0;
   const wrapper = ({ text, assignment }: ShellWord) =>
-    SHELL_WRAPPERS.has(text) || text.startsWith("-") || assignment || /^\d+[smhd]?$/.test(text);
+    C.SHELL_WRAPPERS.has(text) || text.startsWith("-") || assignment || /^\d+[smhd]?$/.test(text);
   for (let owner = ""; toolAt < rest.length && wrapper(rest[toolAt]!); toolAt++) {
     const { text } = rest[toolAt]!;
-    const option = TOOL_DIRECTORY_OPTION.exec(`${owner} ${text}`);
+    const option = C.TOOL_DIRECTORY_OPTION.exec(`${owner} ${text}`);
     // A wrapper's directory option alone (`env -C dir`) takes the next word: the folder, not the tool.
     if (option && option[1] === undefined && option[2] === undefined) toolAt++;
     else if (!text.startsWith("-")) owner = posix.basename(text);
