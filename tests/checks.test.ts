@@ -7,18 +7,20 @@ import { join } from "node:path";
 import { checkFields, createLazyAgents, hookifyFrontmatter, hookifyRegex, hookifyRule } from "../index.ts";
 import { interceptFileSystem } from "./fs-seam.ts";
 import {
+  costRatio,
   countOccurrences,
   EXTENSION_PATH,
   finalTurn,
   loadRunner,
   persistedToolResults,
+  type SessionOptions,
   startSession,
   textOf,
   toolTurn,
-  type SessionOptions,
   type Tree,
   type TreeSpec,
   twoTrees,
+  withCwdAt,
 } from "./harness.ts";
 import type { FauxResponseStep } from "@earendil-works/pi-ai";
 import type { ExtensionFactory } from "@earendil-works/pi-coding-agent";
@@ -579,35 +581,56 @@ both(
 );
 
 // hookify strips every quote at both ends of a value; a run of them inside it is kept.
-const quoted = (i: number) => rule(`name: q${i}${'"'.repeat(60_000)}x\nevent: bash\npattern: status`, `Q${i}-BODY`);
+const quoted = (i: number, run: string) =>
+  rule(`name: q${i}${run.repeat(60_000)}x\nevent: bash\npattern: status`, `Q${i}-BODY`);
+
+/** The same rule files in `hostile/` and, as harmless text of the same size, in `benign/`: each its own cwd. */
+const sideBySide = (files: (harmless: boolean) => TreeSpec): TreeSpec =>
+  Object.fromEntries(
+    [false, true].flatMap((harmless) =>
+      Object.entries(files(harmless)).map(([path, text]) => [`${harmless ? "benign" : "hostile"}/${path}`, text]),
+    ),
+  );
+
+/** The prompt's cost in `hostile/` over its cost in `benign/`, and the last hostile run. */
+async function hostileRatio(tree: Tree): Promise<{ ratio: number; run: Run }> {
+  let run: Run | undefined;
+  const prompt = (folder: string) => async () => {
+    const played = await play(withCwdAt(tree, folder), [toolTurn(["bash", { command: "git status" }]), finalTurn()]);
+    if (folder === "hostile") run = played;
+    return played.promptMs;
+  };
+  const ratio = await costRatio(prompt("hostile"), prompt("benign"));
+  return { ratio, run: run! };
+}
 
 both(
   "rule files whose values hold long runs of quotes are read in linear time, and apply",
-  {
-    ".claude/hookify.q1.local.md": quoted(1),
-    ".claude/hookify.q2.local.md": quoted(2),
-    ".claude/hookify.q3.local.md": quoted(3),
-  },
+  sideBySide((harmless) =>
+    Object.fromEntries([1, 2, 3].map((i) => [`.claude/hookify.q${i}.local.md`, quoted(i, harmless ? "y" : '"')])),
+  ),
   async (tree) => {
-    const run = await play(tree, [toolTurn(["bash", { command: "git status" }]), finalTurn()]);
-    // A guard against a quadratic scan, not a speed goal: stripping the quotes with `"+$` took 1.6 s a file (Node 24,
-    // this VM), the whole prompt about 200 ms.
-    assert.ok(run.promptMs < 2500, `the prompt took ${run.promptMs} ms`);
+    const { ratio, run } = await hostileRatio(tree);
+    // A guard against a quadratic scan: stripping the quotes with `"+$` took 1.6 s a file (Node 24, this VM), the
+    // whole prompt with names of as many letters about 200 ms.
+    assert.ok(ratio < 4, `${ratio.toFixed(1)} times the prompt with names of letters`);
     for (const i of [1, 2, 3]) assert.match(textOf(run.results[0]!.content), new RegExp(`Q${i}-BODY`));
   },
 );
 
 both(
   "a pattern of 60,000 classes it never closes is refused in linear time; the other rules still apply",
-  {
-    ".claude/hookify.open.local.md": rule(`name: open-rule\nevent: bash\npattern: ${"[".repeat(60_000)}`),
+  sideBySide((harmless) => ({
+    ".claude/hookify.open.local.md": rule(
+      `name: open-rule\nevent: bash\npattern: ${(harmless ? "a" : "[").repeat(60_000)}`,
+    ),
     ".claude/hookify.good.local.md": rule("name: good-rule\nevent: bash\npattern: status", "GOOD"),
-  },
+  })),
   async (tree) => {
-    const run = await play(tree, [toolTurn(["bash", { command: "git status" }]), finalTurn()]);
-    // A guard against a quadratic scan, not a speed goal: looking for each `[`'s closing `]` took 7 s (Node 24, this
-    // VM), the whole prompt about 200 ms.
-    assert.ok(run.promptMs < 2500, `the prompt took ${run.promptMs} ms`);
+    const { ratio, run } = await hostileRatio(tree);
+    // A guard against a quadratic scan: looking for each `[`'s closing `]` took 7 s (Node 24, this VM), the whole
+    // prompt with a pattern of as many letters about 200 ms.
+    assert.ok(ratio < 4, `${ratio.toFixed(1)} times the prompt with a pattern of letters`);
     assert.match(textOf(run.results[0]!.content), /\*\*\[good-rule\]\*\*\nGOOD/);
     assert.equal(run.notifications.filter((n) => /open-rule/.test(n)).length, 1, "one warning names the rule");
   },

@@ -615,6 +615,49 @@ export function reminderOf(content: Array<{ type: string; text?: string }>): str
   return last?.type === "text" && last.text?.startsWith(REMINDER_OPEN) ? last.text : undefined;
 }
 
+/**
+ * How many times `hostile` costs what `benign` does: each run `rounds` times, interleaved, and their medians
+ * compared. A guard against a super-linear scan is this ratio against the same work on harmless input of the same
+ * size, measured in the same run, never a time: a loaded machine slows both sides alike. Each run times what it
+ * returns (ms), so that setting up a fresh runner stays out of the measure.
+ */
+export async function costRatio(
+  hostile: () => Promise<number>,
+  benign: () => Promise<number>,
+  rounds = 3,
+): Promise<number> {
+  const [bad, good]: [number[], number[]] = [[], []];
+  for (let round = 0; round < rounds; round++) {
+    bad.push(await hostile());
+    good.push(await benign());
+  }
+  const median = (xs: number[]) => xs.toSorted((a, b) => a - b)[xs.length >> 1]!;
+  // Below 50 ms a call is quick whatever its input: noise must not read as a scan.
+  return median(bad) / Math.max(median(good), 50);
+}
+
+/**
+ * For `costRatio`: each run a fresh runner's first read of `path` (in `at`, the tree by default), timed; the
+ * reminder each path got is kept in `reminders`.
+ */
+export function firstReads(tree: Tree, options: RunnerOptions = {}) {
+  const reminders: Record<string, string> = {};
+  const read =
+    (path: string, at: Tree = tree, key = path) =>
+    async () => {
+      const h = await loadRunner(at, options);
+      return timed(async () => (reminders[key] = reminderOf((await h.call("read", { path })).content) ?? ""));
+    };
+  return { reminders, read };
+}
+
+/** The time `run` takes, in ms. */
+export async function timed(run: () => Promise<unknown>): Promise<number> {
+  const started = performance.now();
+  await run();
+  return performance.now() - started;
+}
+
 export function countOccurrences(haystack: string, needle: string): number {
   let count = 0;
   for (let index = haystack.indexOf(needle); index !== -1; index = haystack.indexOf(needle, index + needle.length))

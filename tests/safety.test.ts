@@ -8,19 +8,21 @@ import { execFileSync } from "node:child_process";
 import { createLazyAgents, resolveToolPath, decodeInstructionText, isPathInside } from "../index.ts";
 import { makeLibrary } from "./fixtures.ts";
 import {
+  firstReads,
+  costRatio,
+  finalTurn,
   git,
   loadRunner,
-  reminderOf,
-  withCwdAt,
-  textOf,
-  withTree,
-  finalTurn,
   persistedToolResults,
-  startSession,
-  toolTurn,
+  reminderOf,
   type RunnerHarness,
+  startSession,
+  textOf,
+  toolTurn,
   type Tree,
   twoTrees,
+  withCwdAt,
+  withTree,
 } from "./harness.ts";
 import type { JsonObject } from "@earendil-works/pi-ai";
 import { callsOutside, insideOrSame, interceptFileSystem, recordingFileSystem, type Recorder } from "./fs-seam.ts";
@@ -411,15 +413,26 @@ test("closing tags inside instruction text do not end the block; all other text 
   ));
 
 test("an instruction file of 64,000 blank lines before its last word is carried in linear time, its lines kept", () =>
-  withTree({ "pkg/AGENTS.md": `FIRST${"\n".repeat(64_000)}LAST\n\n`, "pkg/x.ts": "x" }, async (tree) => {
-    const h = await loadRunner(tree, { settings: { lazyAgents: { reminderBudgetBytes: 128 * 1024 } } });
-    const started = performance.now();
-    const reminder = reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "";
-    // A guard against a quadratic scan, not a speed goal: trimming the final newlines with `\n+$` took over 3 s
-    // (Node 24, this VM), a read about 30 ms.
-    assert.ok(performance.now() - started < 2500, `${performance.now() - started} ms`);
-    assert.ok(reminder.includes(`FIRST${"\n".repeat(64_000)}LAST\n</file>`), "the text whole, its final newlines one");
-  }));
+  withTree(
+    {
+      "pkg/AGENTS.md": `FIRST${"\n".repeat(64_000)}LAST\n\n`,
+      "pkg/x.ts": "x",
+      "other/AGENTS.md": `FIRST${"y".repeat(64_000)}LAST\n\n`,
+      "other/x.ts": "x",
+    },
+    async (tree) => {
+      const { reminders, read } = firstReads(tree, { settings: { lazyAgents: { reminderBudgetBytes: 128 * 1024 } } });
+      // A guard against a quadratic scan: trimming the final newlines with `\n+$` took over 3 s (Node 24, this VM),
+      // against about 30 ms for a file of as many letters.
+      const ratio = await costRatio(read("pkg/x.ts"), read("other/x.ts"));
+      assert.ok(ratio < 4, `${ratio.toFixed(1)} times the same read of a file of letters`);
+      const reminder = reminders["pkg/x.ts"]!;
+      assert.ok(
+        reminder.includes(`FIRST${"\n".repeat(64_000)}LAST\n</file>`),
+        "the text whole, its final newlines one",
+      );
+    },
+  ));
 
 test("folder names cannot forge attributes or notice lines, in the reminder or in warnings", () =>
   withTree(
