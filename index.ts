@@ -266,7 +266,9 @@ export default createLazyAgents();
 /**
  * A tool's `path` argument resolved as Pi's built-in tools do (unicode spaces, a leading `@`, `~`, `file://`), or
  * undefined for input no tool could open. With `exists`, a path that is not there falls back as Pi's read tool
- * does, to the first of its other spellings that exists. Exported for tests.
+ * (`resolveReadPath`) does, to the first of its other spellings that is: a macOS screenshot name (narrow no-break
+ * space before AM/PM), the NFD form, curly apostrophes, then NFD with curly apostrophes. A path with no other
+ * spelling costs no filesystem call. Exported for tests.
  */
 export function resolveToolPath(raw: unknown, cwd: string, exists?: (path: string) => boolean): string | undefined {
   if (typeof raw !== "string" || raw.trim() === "" || raw.includes("\0")) return undefined;
@@ -284,17 +286,8 @@ export function resolveToolPath(raw: unknown, cwd: string, exists?: (path: strin
     }
   }
   const resolved = resolve(cwd, path);
-  return exists === undefined ? resolved : readPathFallback(resolved, exists);
-}
-
-/**
- * Pi's read tool (`resolveReadPath`) opens, when a path is not there, the first of these that is:
- * a macOS screenshot name (narrow no-break space before AM/PM), the NFD form, curly apostrophes,
- * then NFD with curly apostrophes. A path with no other spelling costs no filesystem call.
- */
-function readPathFallback(resolved: string, exists: (path: string) => boolean): string {
   // ASCII with no apostrophe and no AM/PM has no other spelling (profile: building them was 6% of a warm read).
-  if (!/[^\x00-\x7F]|'| (?:AM|PM)\./i.test(resolved)) return resolved;
+  if (exists === undefined || !/[^\x00-\x7F]|'| (?:AM|PM)\./i.test(resolved)) return resolved;
   const nfd = resolved.normalize("NFD");
   const variants = [
     resolved.replace(/ (AM|PM)\./gi, "\u202F$1."),
@@ -349,16 +342,8 @@ function locateShellPath(
 ): Located | C.ShellWordReason {
   if (path.includes("\0") || Buffer.byteLength(path) > C.MAX_PATH_BYTES) return "missing";
   if (!mayBeInside(discovery, path)) return "outside";
-  const located = role === "write" ? locateChain(discovery, path, false) : locateExisting(discovery, path, folders);
-  if (typeof located === "string") return located;
-  return located === undefined ? "outside" : located.links.length === 0 ? "cwdItself" : located;
-}
-
-function locateExisting(
-  discovery: Discovery,
-  path: string,
-  folders: Map<string, FolderWalk>,
-): Located | C.ShellWordReason | undefined {
+  const below = (located?: Located) => (!located ? "outside" : located.links.length === 0 ? "cwdItself" : located);
+  if (role === "write") return below(locateChain(discovery, path, false));
   const folder = dirname(path);
   // Only cwd itself has its folder outside: nothing above it is ever looked at.
   if (folder === path || !mayBeInside(discovery, folder)) return "cwdItself";
@@ -370,14 +355,14 @@ function locateExisting(
     const kind = wordKind(discovery, path, parent.stats!.at(-1));
     if (kind === "missing") return "missing";
     if (typeof kind === "object")
-      return { links: chainFor(discovery, relative(discovery.cwdReal, path)), stats: [...parent.stats!, kind] };
-    if (kind === "file") return parent;
+      return below({ links: chainFor(discovery, relative(discovery.cwdReal, path)), stats: [...parent.stats!, kind] });
+    if (kind === "file") return below(parent);
   }
   const target = discovery.realpathOrUndefined(path);
   if (target === undefined) return "missing";
   if (relativeInside(discovery.cwdReal, target) === undefined) return "outside";
   const stats = fsOr("missing" as const, () => discovery.fs.stat(target));
-  return stats === "missing" ? stats : locateChain(discovery, target, stats?.isDirectory() === true);
+  return stats === "missing" ? stats : below(locateChain(discovery, target, stats?.isDirectory() === true));
 }
 
 /**
@@ -561,10 +546,8 @@ export class LazyAgents {
       if (!gatedScope && gate.retries.delete(call.target)) return undefined;
       const carries = () => plan.files.length > 0 || (plan.rules?.length ?? 0) > 0;
       if (carries()) fitPlanToBudget(plan, this.options.budgetBytes);
-      const ruled = () =>
-        applyingRules(discovery, ruleFoldersFor(discovery, views, this.options.ruleSources), call.touched).some(
-          (rule) => gate.rules.has(rule.path),
-        );
+      const folders = () => ruleFoldersFor(discovery, views, this.options.ruleSources);
+      const ruled = () => applyingRules(discovery, folders(), call.touched).some((rule) => gate.rules.has(rule.path));
       const sibling = !carries() && (gatedScope || (gate.rules.size > 0 && ruled()));
       if (!carries() && !sibling) return undefined;
       this.pending.delete(event.toolCallId);
@@ -805,10 +788,11 @@ export class LazyAgents {
   }
 
   private deliver(event: ToolResultEvent, plan: DeliveryPlan): ResultOutcome | undefined {
-    if (isRecordEmpty(plan.record)) return undefined;
+    const empty = () => plan.record.files.length === 0 && !recordShowsText(plan.record);
+    if (empty()) return undefined;
     fitPlanToBudget(plan, this.options.budgetBytes);
     // A budget that leaves out everything still names what it left out, so the model can read it.
-    if (isRecordEmpty(plan.record) && !plan.leftOut) return undefined;
+    if (empty() && !plan.leftOut) return undefined;
     // Planned and applied with no await in between: a sibling's result plans against this delivery.
     const text = recordShowsText(plan.record) || plan.leftOut ? formatReminder(plan) : undefined;
     const patch: ToolResultEventResult = { details: withRecord(event.details, plan.record) };
@@ -866,10 +850,9 @@ export class LazyAgents {
 
   /** Forgets what calls that never reached their result left behind; all calls of the turn are done. */
   endTurn(): void {
-    for (const map of [this.pending, this.nested, this.rootOf, this.unconfirmed, this.checks.pending]) map.clear();
-    this.gate?.records.clear();
-    this.gate?.scopes.clear();
-    this.gate?.rules.clear();
+    const gate = this.gate ? [this.gate.records, this.gate.scopes, this.gate.rules] : [];
+    for (const map of [this.pending, this.nested, this.rootOf, this.unconfirmed, this.checks.pending, ...gate])
+      map.clear();
   }
 
   /** For tests and the soak run. */
@@ -1663,10 +1646,6 @@ function emptyRecord(): LedgerRecord {
   return { v: C.LEDGER_VERSION, files: [], skills: [], retracted: [], retractedSkills: [], skipped: [] };
 }
 
-function isRecordEmpty(record: LedgerRecord): boolean {
-  return record.files.length === 0 && !recordShowsText(record);
-}
-
 /** Whether a delivery puts text in front of the model (a read of the file itself puts none). */
 function recordShowsText(r: LedgerRecord): boolean {
   const notices = NOTICE_KINDS.some((kind) => (r[kind]?.length ?? 0) > 0);
@@ -2130,12 +2109,8 @@ function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
       entry.cutText = cutUtf8(entry.file.text, room);
       entry.record.truncated = true;
       // Escaping can lengthen a cut text: it is cut again by what escaping added, until the entry fits.
-      for (
-        let over = lineBytes(formatFile(entry)) - remaining;
-        over > 0;
-        over = lineBytes(formatFile(entry)) - remaining
-      )
-        entry.cutText = cutUtf8(entry.cutText, Buffer.byteLength(entry.cutText) - over);
+      const over = () => lineBytes(formatFile(entry)) - remaining;
+      while (over() > 0) entry.cutText = cutUtf8(entry.cutText, Buffer.byteLength(entry.cutText) - over());
       remaining -= lineBytes(formatFile(entry));
       kept++;
     } else leave(entry.record, "files");
@@ -2147,7 +2122,7 @@ function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
   const records = record as unknown as Record<string, object[] | undefined>;
   for (const list of ["files", "skills", "rules", ...NOTICE_KINDS])
     records[list] = records[list]?.filter((r) => !gone.has(r));
-  if (leftOut.files + leftOut.skills + leftOut.notices > 0) plan.leftOut = leftOut;
+  if (gone.size > 0) plan.leftOut = leftOut;
   const explained = explainedIn(plan);
   if (explained.length > 0) record.explained = explained;
 }
@@ -2212,12 +2187,8 @@ function formatFile(entry: PlannedFile): string {
   if (record.importedBy !== undefined) head += ` imported-by="${reminderField(record.importedBy)}"`;
   if (supersedes) head += ` supersedes="${C.SUPERSEDES_MARKER}"`;
   const shown = cutText ?? file.text;
-  const text = neutralizeClosingTags(
-    shown.slice(
-      0,
-      trailingRun(shown, (char) => char === "\n"),
-    ),
-  );
+  const end = trailingRun(shown, (char) => char === "\n");
+  const text = neutralizeClosingTags(shown.slice(0, end));
   const cut = cutText === undefined ? [] : [C.cutNotice(path)];
   const whole = [`${head}>`, text, ...cut, `</${tag}>`].join("\n");
   formatted.set(entry, { cutText, text: whole });
