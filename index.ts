@@ -1524,9 +1524,10 @@ function checkWhy(engine: LazyAgents, env: CallEnvironment, shown: string): stri
 //   not in the model's context any more  -> send at the next access
 
 /**
- * The stored record, read field by field: session files outlive versions of this extension, so an entry that
- * does not fit its kind's fields is dropped alone. A field is a typeof name, one of a set of values, or a list.
- * A name ending in `?` is optional, kept only when stored (a flag: when true), so older records read back as written.
+ * The stored record, read field by field (config.ts lists each kind's): session files outlive versions of this
+ * extension, so an entry that does not fit its kind's fields is dropped alone. A field is a typeof name, one of a
+ * set of values, or a list. A name ending in `?` is optional, kept only when stored (a flag: when true), so older
+ * records read back as written.
  */
 type Field = "string" | "number" | "boolean" | ReadonlySet<unknown> | { list: Field | Spec };
 
@@ -1546,75 +1547,21 @@ type Entry<S> = { -readonly [K in keyof S as K extends `${string}?` ? never : K]
   -readonly [K in keyof S as K extends `${infer N}?` ? N : never]?: Value<S[K]>;
 };
 
-/** The parts of a reminder that each open with an explanation, in the order the reminder shows them. */
-const SECTIONS = ["files", "rules", "ruleListings", "skills"] as const;
+type Section = (typeof C.REMINDER_SECTIONS)[number];
 
-type Section = (typeof SECTIONS)[number];
+type FileRecord = Entry<typeof C.FILE_FIELDS>;
 
-const SCOPED_FIELDS = { path: "string", scope: "string" } as const;
+type SkillRecord = Entry<typeof C.SKILL_FIELDS>;
 
-/** `importedBy`: the file (or Claude rule) whose `@path` token brought this one in. */
-const IMPORT_FIELDS = { version: "string", "importedBy?": "string", "truncated?": "boolean" } as const;
+type RuleRecord = Entry<typeof C.RULE_FIELDS>;
 
-const FILE_FIELDS = {
-  ...SCOPED_FIELDS,
-  ...IMPORT_FIELDS,
-  bytes: "number",
-  /** How the model got it: appended by us, or through its own read of the file. */
-  via: new Set(["reminder", "read"] as const),
-  /** For an instruction file that imports: the paths it imports, directly or through others. */
-  "imports?": { list: "string" },
-} as const;
-
-const SKILL_FIELDS = { ...SCOPED_FIELDS, name: "string", version: "string" } as const;
-
-/** `dir`: the cwd-relative rule folder; `as`: its body was appended, or only its name and description listed. */
-const RULE_FIELDS = {
-  path: "string",
-  dir: "string",
-  ...IMPORT_FIELDS,
-  as: new Set(["text", "listing"] as const),
-  "bytes?": "number",
-} as const;
-
-/** `inImport` marks a refused import of `path`. */
-const SKIP_FIELDS = {
-  path: "string",
-  reason: new Set(Object.keys(C.REASONS) as C.Reason[]),
-  "inImport?": "boolean",
-} as const;
-
-const RECORD_FIELDS = {
-  v: new Set([C.LEDGER_VERSION] as const),
-  files: { list: FILE_FIELDS },
-  skills: { list: SKILL_FIELDS },
-  retracted: { list: SCOPED_FIELDS },
-  retractedSkills: { list: SCOPED_FIELDS },
-  skipped: { list: SKIP_FIELDS },
-  /** Files the model holds that also govern another scope (one file linked into several folders). */
-  "alsoGoverns?": { list: SCOPED_FIELDS },
-  /** Rules delivered or listed (absent in records without rules, so older records read the same). */
-  "rules?": { list: RULE_FIELDS },
-  "retractedRules?": { list: { path: "string", dir: "string" } },
-  /** Sections this reminder explained in full (absent when it explained none, as in older records). */
-  "explained?": { list: new Set(SECTIONS) },
-  /** Digest of the reminder text it was delivered with (of a read's own text, for the model's read of the file). */
-  "reminder?": "string",
-} as const satisfies Spec;
-
-type FileRecord = Entry<typeof FILE_FIELDS>;
-
-type SkillRecord = Entry<typeof SKILL_FIELDS>;
-
-type RuleRecord = Entry<typeof RULE_FIELDS>;
-
-type Skip = Entry<typeof SKIP_FIELDS> & { counts?: { taken: number; total: number } };
+type Skip = Entry<typeof C.SKIP_FIELDS> & { counts?: { taken: number; total: number } };
 
 // Exported for tests, as is readRecord: they read the records stored in details.
-export type LedgerRecord = Omit<Entry<typeof RECORD_FIELDS>, "skipped"> & { skipped: Skip[] };
+export type LedgerRecord = Omit<Entry<typeof C.RECORD_FIELDS>, "skipped"> & { skipped: Skip[] };
 
 export function readRecord(details: unknown): LedgerRecord | undefined {
-  return readField(isObject(details) ? details[C.DETAILS_KEY] : undefined, RECORD_FIELDS) as LedgerRecord | undefined;
+  return readField(isObject(details) ? details[C.DETAILS_KEY] : undefined, C.RECORD_FIELDS) as LedgerRecord | undefined;
 }
 
 /** A stored value as its field reads it, or undefined when it does not fit. */
@@ -2022,11 +1969,9 @@ function skipText(skip: Skip, field: (text: string) => string = reminderField): 
   return (skip.inImport ? C.importNotLoadedNotice : C.notLoadedNotice)(field(skip.path), C.REASONS[skip.reason]);
 }
 
-const XML_ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&apos;" };
-
 /** A one-line field or attribute value inside the reminder, escaped as Pi escapes its own skill listing. */
 function reminderField(text: string): string {
-  return oneLine(text).replace(/[&<>"']/g, (char) => XML_ESCAPES[char]!);
+  return oneLine(text).replace(/[&<>"']/g, (char) => C.XML_ESCAPES[char]!);
 }
 
 const WRAPPER_CLOSING_TAG = /<(?=\s*\/\s*(?:file|rule|nested-instructions|nested-checks)\b)/gi;
@@ -2040,14 +1985,6 @@ function neutralizeClosingTags(text: string): string {
 export const REMINDER_OPEN = "<nested-instructions";
 
 const REMINDER_CLOSE = "</nested-instructions>";
-
-/** A section's full explanation, and its one-line header once the model holds that; tags name files and rules. */
-const INTROS: Record<Section, readonly [string, string?]> = {
-  files: [C.INSTRUCTIONS_INTRO],
-  skills: [C.SKILLS_INTRO, C.SKILLS_HEADER],
-  rules: [C.RULES_INTRO],
-  ruleListings: [C.RULE_LISTING_INTRO, C.RULE_LISTING_HEADER],
-};
 
 const NOTICE_LINES = {
   retracted: (notice: { path: string }) => `- ${C.withdrawnNotice(reminderField(notice.path))}`,
@@ -2118,7 +2055,8 @@ function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
   for (const listing of plan.ruleListings ?? []) if (!fits(listing.line)) leave(listing.record, "files");
   for (const skill of plan.skills) if (!fits(skill.line)) leave(skill.record, "skills");
   const lists = plan as unknown as Record<Section, Array<{ record: object }> | undefined>;
-  for (const section of SECTIONS) lists[section] = lists[section]?.filter((entry) => !gone.has(entry.record));
+  for (const section of C.REMINDER_SECTIONS)
+    lists[section] = lists[section]?.filter((entry) => !gone.has(entry.record));
   const records = record as unknown as Record<string, object[] | undefined>;
   for (const list of ["files", "skills", "rules", ...NOTICE_KINDS])
     records[list] = records[list]?.filter((r) => !gone.has(r));
@@ -2139,7 +2077,7 @@ function budgetOrder(plan: DeliveryPlan): PlannedFile[] {
 
 /** The sections a plan opens with their full explanation. */
 function explainedIn(plan: DeliveryPlan): Section[] {
-  return SECTIONS.filter((section) => (plan[section]?.length ?? 0) > 0 && explains(plan, section));
+  return C.REMINDER_SECTIONS.filter((section) => (plan[section]?.length ?? 0) > 0 && explains(plan, section));
 }
 
 function explains(plan: DeliveryPlan, section: Section): boolean {
@@ -2149,13 +2087,13 @@ function explains(plan: DeliveryPlan, section: Section): boolean {
 /** Each section's items as the reminder shows them. */
 function sectionItems(plan: DeliveryPlan): Array<[Section, string[]]> {
   const line = (entry: PlannedFile | PlannedLine) => ("line" in entry ? entry.line : formatFile(entry));
-  return SECTIONS.map((section) => [section, (plan[section] ?? []).map(line)]);
+  return C.REMINDER_SECTIONS.map((section) => [section, (plan[section] ?? []).map(line)]);
 }
 
 function formatReminder(plan: DeliveryPlan): string {
   const blocks: string[] = [];
   for (const [section, items] of sectionItems(plan)) {
-    const intro = INTROS[section][explains(plan, section) ? 0 : 1];
+    const intro = C.SECTION_INTROS[section][explains(plan, section) ? 0 : 1];
     if (items.length > 0) blocks.push([...(intro === undefined ? [] : [intro]), ...items].join("\n"));
   }
   const notices = noticeLines(plan.record);
