@@ -390,13 +390,6 @@ type ShellWordKind = "missing" | "file" | "link";
 
 const shellWordKinds = new WeakMap<Discovery, Map<string, { folder: Signature; kind: ShellWordKind }>>();
 
-/** Words named like instruction files: the command may create or change one (`>`, `tee`, `sed -i`). */
-function shellNamesInstruction(commands: ShellCommand[], fileNames: readonly string[]): boolean {
-  return commands.some(({ uses }) =>
-    uses.some((use) => use.role !== "skip" && fileNames.includes(posix.basename(use.path))),
-  );
-}
-
 interface CallEnvironment {
   cwd: string;
   trusted: boolean;
@@ -687,23 +680,20 @@ export class LazyAgents {
 
   /** A call's views, its chains located again when the tool may have made their folders or instruction files. */
   private viewsOf(discovery: Discovery, call: PendingCall): DirectoryView[] {
-    if (call.commands && shellNamesInstruction(call.commands, this.options.fileNames)) {
+    // A command may create or change a word named like an instruction file (`>`, `tee`, `sed -i`).
+    const names = (use: ShellWordUse) =>
+      use.role !== "skip" && this.options.fileNames.includes(posix.basename(use.path));
+    // A write named otherwise into a folder that holds a link may have made an instruction file there through it
+    // (`NOTES.md -> AGENTS.md`): looked at only where the folder's listing holds a link, so a plain write costs nothing.
+    const folder = call.chains[0]?.links.at(-1)?.dir ?? discovery.cwdReal;
+    const throughLink = () => discovery.directories.peek(folder)?.links !== false && this.writesOf(call) !== undefined;
+    if (call.commands?.some(({ uses }) => uses.some(names))) {
       call.chains = shellChains(locateShellWords(discovery, call.commands, this.boundCwd ?? discovery.cwdReal));
-    } else if (call.relocate || this.wroteThroughLink(discovery, call)) {
+    } else if (call.relocate || (call.toolName === "write" && call.mayLink && throughLink())) {
       const located = locateChain(discovery, call.target, false);
       call.chains = located ? [located] : [];
     }
     return mergeViews(call.chains.flatMap((located) => viewChain(discovery, located, call.withSkills)));
-  }
-
-  /**
-   * A write named otherwise into a folder that holds a link may have made an instruction file there through it
-   * (`NOTES.md -> AGENTS.md`): looked at only where the folder's listing holds a link, so a plain write costs nothing.
-   */
-  private wroteThroughLink(discovery: Discovery, call: PendingCall): boolean {
-    const folder = call.chains[0]?.links.at(-1)?.dir ?? discovery.cwdReal;
-    const links = call.toolName === "write" && call.mayLink && discovery.directories.peek(folder)?.links !== false;
-    return links === true && this.writesOf(call) !== undefined;
   }
 
   /**
@@ -741,8 +731,7 @@ export class LazyAgents {
   onToolResult(event: ToolResultEvent): ResultOutcome | undefined | Promise<ResultOutcome | undefined> {
     const call = this.pending.get(event.toolCallId);
     const rootId = this.rootOf.get(event.toolCallId);
-    this.pending.delete(event.toolCallId);
-    this.rootOf.delete(event.toolCallId);
+    this.endCall(event.toolCallId);
     const own = call !== undefined && activates(call.toolName, event.isError) ? call : undefined;
     if (own && rootId !== undefined) {
       this.nested.set(rootId, [...(this.nested.get(rootId) ?? []), own]);
@@ -923,11 +912,8 @@ function withRecord(details: unknown, record: LedgerRecord): Record<string, unkn
 
 /** cwd-relative path of a tool's target with forward slashes, for rule globs; undefined outside cwd. */
 function touchedPath(discovery: Discovery, target: string, cwd: string): string | undefined {
-  const inside = (root: string) => {
-    const rel = relativeInside(root, target);
-    return rel === undefined || sep === "/" ? rel : rel.split(sep).join("/");
-  };
-  return inside(discovery.cwdReal) ?? inside(resolve(cwd));
+  const rel = relativeInside(discovery.cwdReal, target) ?? relativeInside(resolve(cwd), target);
+  return rel === undefined || sep === "/" ? rel : rel.split(sep).join("/");
 }
 
 // =============================================================================================
