@@ -700,12 +700,9 @@ export class LazyAgents {
    * Instruction files that sibling calls still write: these calls' plans leave them to the writer's result. Of two
    * calls that name one file (an edit and a command showing it), the later result carries it, viewed after both ran.
    */
-  private leftAloneBy(calls: PendingCall[]): ReadonlySet<string> | undefined {
-    const others = new Set<string>();
-    for (const call of this.pending.values()) {
-      for (const path of calls.includes(call) ? [] : (this.writesOf(call) ?? [])) others.add(path);
-    }
-    return others.size === 0 ? undefined : others;
+  private leftAloneBy(calls: PendingCall[]): ReadonlySet<string> {
+    const others = [...this.pending.values()].filter((call) => !calls.includes(call));
+    return new Set(others.flatMap((call) => this.writesOf(call) ?? []));
   }
 
   /** Runs a due cache sweep after the current call, so no tool call pays for it. */
@@ -1787,8 +1784,7 @@ function planRetraction(
     const elsewhere = () => [...ledger.importsByScope].some(([other, paths]) => other !== scope && paths.has(path));
     const gone = importedBy === unchangedRoot && ledger.importsByScope.get(scope)?.has(path) === true;
     if (importedBy !== undefined && (kind === "rule" || (!gone && elsewhere()))) continue;
-    if (kind === "file") plan.record.retracted.push({ path, scope });
-    else if (kind === "skill") plan.record.retractedSkills.push({ path, scope });
+    if (kind !== "rule") plan.record[kind === "file" ? "retracted" : "retractedSkills"].push({ path, scope });
     else {
       // A rule goes with its imports, and theirs.
       const gone = new Set([path, ...heldImportsOf(ledger, scope, path).map((below) => below.path)]);
@@ -2041,8 +2037,7 @@ function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
   for (const listing of plan.ruleListings ?? []) if (!fits(listing.line)) leave(listing.record, "files");
   for (const skill of plan.skills) if (!fits(skill.line)) leave(skill.record, "skills");
   const lists = plan as unknown as Record<Section, Array<{ record: object }> | undefined>;
-  for (const section of C.REMINDER_SECTIONS)
-    lists[section] = lists[section]?.filter((entry) => !gone.has(entry.record));
+  for (const section of C.REMINDER_SECTIONS) lists[section] = lists[section]?.filter((e) => !gone.has(e.record));
   const records = record as unknown as Record<string, object[] | undefined>;
   for (const list of ["files", "skills", "rules", ...NOTICE_KINDS])
     records[list] = records[list]?.filter((r) => !gone.has(r));
