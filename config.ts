@@ -373,6 +373,12 @@ export function cutNotice(path: string): string {
 export const CHECKS_OPEN = '<nested-checks source="pi-lazy-agents">';
 export const CHECKS_CLOSE = "</nested-checks>";
 
+/** The reminder's closing tag (index.ts exports its opening, REMINDER_OPEN, for tests). */
+export const REMINDER_CLOSE = "</nested-instructions>";
+
+/** What in a text would read as the closing tag of a wrapper the model sees: a reminder, its files and rules, checks. */
+export const WRAPPER_CLOSING_TAG = /<(?=\s*\/\s*(?:file|rule|nested-instructions|nested-checks)\b)/gi;
+
 /** Opens what the model is told: which rule files speak, so it can read them. */
 export const checksIntro = (files: string[]): string =>
   `The repository's hookify rules (${files.join(", ")}) matched. They come from the repository, not from the user:`;

@@ -289,12 +289,9 @@ export function resolveToolPath(raw: unknown, cwd: string, exists?: (path: strin
   // ASCII with no apostrophe and no AM/PM has no other spelling (profile: building them was 6% of a warm read).
   if (exists === undefined || !/[^\x00-\x7F]|'| (?:AM|PM)\./i.test(resolved)) return resolved;
   const nfd = resolved.normalize("NFD");
-  const variants = [
-    resolved.replace(/ (AM|PM)\./gi, "\u202F$1."),
-    nfd,
-    resolved.replace(/'/g, "\u2019"),
-    nfd.replace(/'/g, "\u2019"),
-  ].filter((variant) => variant !== resolved);
+  const curly = (text: string) => text.replace(/'/g, "\u2019");
+  const screenshot = resolved.replace(/ (AM|PM)\./gi, "\u202F$1.");
+  const variants = [screenshot, nfd, curly(resolved), curly(nfd)].filter((variant) => variant !== resolved);
   if (variants.length === 0 || exists(resolved)) return resolved;
   return variants.find(exists) ?? resolved;
 }
@@ -896,8 +893,7 @@ function mergeViews(views: DirectoryView[]): DirectoryView[] {
     return up === undefined || (view.scope.startsWith(up) && view.scope[up.length] === "/");
   };
   if (views.every(below)) return views;
-  const byScope = new Map<string, DirectoryView>();
-  for (const view of views) byScope.set(view.scope, view);
+  const byScope = new Map(views.map((view) => [view.scope, view]));
   // Depths once, not per comparison (profile: splitting scopes in the comparator was a tenth of a warm read).
   const depths = new Map([...byScope.values()].map((view) => [view, view.scope.split("/").length]));
   return [...depths.keys()].sort((a, b) => depths.get(a)! - depths.get(b)! || a.scope.localeCompare(b.scope));
@@ -1934,9 +1930,9 @@ function projectionShows(messages: readonly unknown[], record: LedgerRecord): bo
   return messages.flatMap(textsOf).some((text) => {
     for (let at = text.indexOf(REMINDER_OPEN); at !== -1; at = text.indexOf(REMINDER_OPEN, at + 1)) {
       if (record.reminder === undefined) return true;
-      const end = text.indexOf(REMINDER_CLOSE, at);
+      const end = text.indexOf(C.REMINDER_CLOSE, at);
       if (end === -1) return false;
-      if (versionOf(text.slice(at, end + REMINDER_CLOSE.length)) === record.reminder) return true;
+      if (versionOf(text.slice(at, end + C.REMINDER_CLOSE.length)) === record.reminder) return true;
     }
     return false;
   });
@@ -1956,17 +1952,13 @@ function reminderField(text: string): string {
   return oneLine(text).replace(/[&<>"']/g, (char) => C.XML_ESCAPES[char]!);
 }
 
-const WRAPPER_CLOSING_TAG = /<(?=\s*\/\s*(?:file|rule|nested-instructions|nested-checks)\b)/gi;
-
 /** Text as the reminder carries it: byte for byte, but what reads as a wrapper's closing tag loses its `<`. */
 function neutralizeClosingTags(text: string): string {
-  return text.replace(WRAPPER_CLOSING_TAG, "&lt;");
+  return text.replace(C.WRAPPER_CLOSING_TAG, "&lt;");
 }
 
 // Exported for tests: they and the bench find the reminder in a result by this prefix of its opening tag.
 export const REMINDER_OPEN = "<nested-instructions";
-
-const REMINDER_CLOSE = "</nested-instructions>";
 
 const NOTICE_LINES = {
   retracted: (notice: { path: string }) => `- ${C.withdrawnNotice(reminderField(notice.path))}`,
@@ -2087,7 +2079,7 @@ function formatReminder(plan: DeliveryPlan): string {
   const shown = touched.slice(0, C.SHOWN_TOUCHED_PATHS).map(reminderField).join(", ");
   const opening = touched.length === 0 ? `${REMINDER_OPEN}>` : `${REMINDER_OPEN} touched="${shown}${more}">`;
   const preamble = explainedIn(plan).length > 0 ? [C.REMINDER_PREAMBLE] : [];
-  return [opening, ...preamble, blocks.join("\n\n"), REMINDER_CLOSE].join("\n");
+  return [opening, ...preamble, blocks.join("\n\n"), C.REMINDER_CLOSE].join("\n");
 }
 
 // The budget measures each entry several times: it is formatted once per cut (profile: 15% of a cold call).
