@@ -671,8 +671,7 @@ export class LazyAgents {
 
   /** Resolves once git has answered all that views of these chains ask (`/lazy-agents why` waits so too). */
   async settled(chains: Located[], withSkills: boolean): Promise<void> {
-    const look = { toolName: "ls", target: "", chains, withSkills, touched: [] };
-    await this.settle([look], undefined, () => undefined);
+    await this.settle([{ toolName: "ls", target: "", chains, withSkills, touched: [] }], undefined, () => undefined);
   }
 
   /** A call's views, its chains located again when the tool may have made their folders or instruction files. */
@@ -1924,9 +1923,8 @@ function shownDigest(message: unknown): string {
  * record with no reminder text (the model's own read of the file) needs its result's text as the tool left it.
  */
 function projectionShows(messages: readonly unknown[], record: LedgerRecord): boolean {
-  if (messages.length === 0) return false;
   const shown = (message: unknown) => shownDigest(message) === record.reminder;
-  if (!recordShowsText(record)) return record.reminder === undefined || messages.some(shown);
+  if (!recordShowsText(record)) return messages.length > 0 && (record.reminder === undefined || messages.some(shown));
   return messages.flatMap(textsOf).some((text) => {
     for (let at = text.indexOf(REMINDER_OPEN); at !== -1; at = text.indexOf(REMINDER_OPEN, at + 1)) {
       if (record.reminder === undefined) return true;
