@@ -570,8 +570,7 @@ export class LazyAgents {
       const rels = this.options.rules ? outcomes.map(({ path }) => path && touchedPath(discovery, path, env.cwd)) : [];
       const touched = [...new Set(rels.filter((rel): rel is string => !!rel))];
       if (chains.length === 0 && touched.length === 0) return undefined;
-      // The instruction files it writes (`>`, `tee`): the batch's other results leave them. One it only names, as
-      // `cat` does, is no write: a sibling still carries it (a write the gate holds, the reason).
+      // A file it only names (`cat`) is no write: a sibling still carries it (a write the gate holds, the reason).
       const named = outcomes.flatMap(({ use, path }) =>
         use.role === "write" && path && this.options.fileNames.includes(basename(path)) ? [path] : [],
       );
@@ -680,7 +679,7 @@ export class LazyAgents {
     const names = (use: ShellWordUse) =>
       use.role !== "skip" && this.options.fileNames.includes(posix.basename(use.path));
     // A write named otherwise into a folder that holds a link may have made an instruction file there through it
-    // (`NOTES.md -> AGENTS.md`): looked at only where the folder's listing holds a link, so a plain write costs nothing.
+    // (`NOTES.md -> AGENTS.md`): looked at only where the folder's listing holds a link; a plain write costs nothing.
     const folder = call.chains[0]?.links.at(-1)?.dir ?? discovery.cwdReal;
     const throughLink = () => discovery.directories.peek(folder)?.links !== false && this.writesOf(call) !== undefined;
     if (call.commands?.some(({ uses }) => uses.some(names))) {
