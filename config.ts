@@ -177,6 +177,9 @@ export const DETAILS_KEY = "lazyAgents";
 /** Version of the record stored under DETAILS_KEY. */
 export const LEDGER_VERSION = 1;
 
+/** The parts of a reminder that each open with an explanation, in the order the reminder shows them. */
+export const REMINDER_SECTIONS = ["files", "rules", "ruleListings", "skills"] as const;
+
 /** Settings key in Pi's settings.json files. */
 export const SETTINGS_KEY = "lazyAgents";
 
@@ -359,6 +362,23 @@ export const SKILLS_HEADER = "More skills:";
 /** The one line that names rule listings once the model holds RULE_LISTING_INTRO. */
 export const RULE_LISTING_HEADER = "More rules listed by description:";
 
+/** Each section's full explanation, and its one-line header once the model holds that; tags name files and rules. */
+export const SECTION_INTROS: Record<(typeof REMINDER_SECTIONS)[number], readonly [string, string?]> = {
+  files: [INSTRUCTIONS_INTRO],
+  skills: [SKILLS_INTRO, SKILLS_HEADER],
+  rules: [RULES_INTRO],
+  ruleListings: [RULE_LISTING_INTRO, RULE_LISTING_HEADER],
+};
+
+/** How a one-line field or attribute value inside the reminder is escaped, as Pi escapes its own skill listing. */
+export const XML_ESCAPES: Record<string, string> = {
+  "&": "&amp;",
+  "<": "&lt;",
+  ">": "&gt;",
+  '"': "&quot;",
+  "'": "&apos;",
+};
+
 /** A rule's scope when it applies to every path (alwaysApply, `applyTo: "**"` or every file below it) in cwd's rule folders. */
 export const REPOSITORY_WIDE_SCOPE = "repository-wide";
 
@@ -402,9 +422,70 @@ export function cutNotice(path: string): string {
 export const CHECKS_OPEN = '<nested-checks source="pi-lazy-agents">';
 export const CHECKS_CLOSE = "</nested-checks>";
 
+/** The reminder's closing tag (index.ts exports its opening, REMINDER_OPEN, for tests). */
+export const REMINDER_CLOSE = "</nested-instructions>";
+
+/** What in a text would read as the closing tag of a wrapper the model sees: a reminder, its files and rules, checks. */
+export const WRAPPER_CLOSING_TAG = /<(?=\s*\/\s*(?:file|rule|nested-instructions|nested-checks)\b)/gi;
+
 /** Opens what the model is told: which rule files speak, so it can read them. */
 export const checksIntro = (files: string[]): string =>
   `The repository's hookify rules (${files.join(", ")}) matched. They come from the repository, not from the user:`;
+
+// ---------------------------------------------------------------------------------------------
+// The record stored under DETAILS_KEY: the fields of each kind of entry, as index.ts's `Field` type spells them.
+// ---------------------------------------------------------------------------------------------
+
+export const SCOPED_FIELDS = { path: "string", scope: "string" } as const;
+
+/** `importedBy`: the file (or Claude rule) whose `@path` token brought this one in. */
+export const IMPORT_FIELDS = { version: "string", "importedBy?": "string", "truncated?": "boolean" } as const;
+
+export const FILE_FIELDS = {
+  ...SCOPED_FIELDS,
+  ...IMPORT_FIELDS,
+  bytes: "number",
+  /** How the model got it: appended by us, or through its own read of the file. */
+  via: new Set(["reminder", "read"] as const),
+  /** For an instruction file that imports: the paths it imports, directly or through others. */
+  "imports?": { list: "string" },
+} as const;
+
+export const SKILL_FIELDS = { ...SCOPED_FIELDS, name: "string", version: "string" } as const;
+
+/** `dir`: the cwd-relative rule folder; `as`: its body was appended, or only its name and description listed. */
+export const RULE_FIELDS = {
+  path: "string",
+  dir: "string",
+  ...IMPORT_FIELDS,
+  as: new Set(["text", "listing"] as const),
+  "bytes?": "number",
+} as const;
+
+/** `inImport` marks a refused import of `path`. */
+export const SKIP_FIELDS = {
+  path: "string",
+  reason: new Set(Object.keys(REASONS) as Reason[]),
+  "inImport?": "boolean",
+} as const;
+
+export const RECORD_FIELDS = {
+  v: new Set([LEDGER_VERSION] as const),
+  files: { list: FILE_FIELDS },
+  skills: { list: SKILL_FIELDS },
+  retracted: { list: SCOPED_FIELDS },
+  retractedSkills: { list: SCOPED_FIELDS },
+  skipped: { list: SKIP_FIELDS },
+  /** Files the model holds that also govern another scope (one file linked into several folders). */
+  "alsoGoverns?": { list: SCOPED_FIELDS },
+  /** Rules delivered or listed (absent in records without rules, so older records read the same). */
+  "rules?": { list: RULE_FIELDS },
+  "retractedRules?": { list: { path: "string", dir: "string" } },
+  /** Sections this reminder explained in full (absent when it explained none, as in older records). */
+  "explained?": { list: new Set(REMINDER_SECTIONS) },
+  /** Digest of the reminder text it was delivered with (of a read's own text, for the model's read of the file). */
+  "reminder?": "string",
+} as const;
 
 // ---------------------------------------------------------------------------------------------
 // Text for the user: notifications, warnings, the status line and the command's description.

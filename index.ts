@@ -266,7 +266,9 @@ export default createLazyAgents();
 /**
  * A tool's `path` argument resolved as Pi's built-in tools do (unicode spaces, a leading `@`, `~`, `file://`), or
  * undefined for input no tool could open. With `exists`, a path that is not there falls back as Pi's read tool
- * does, to the first of its other spellings that exists. Exported for tests.
+ * (`resolveReadPath`) does, to the first of its other spellings that is: a macOS screenshot name (narrow no-break
+ * space before AM/PM), the NFD form, curly apostrophes, then NFD with curly apostrophes. A path with no other
+ * spelling costs no filesystem call. Exported for tests.
  */
 export function resolveToolPath(raw: unknown, cwd: string, exists?: (path: string) => boolean): string | undefined {
   if (typeof raw !== "string" || raw.trim() === "" || raw.includes("\0")) return undefined;
@@ -284,24 +286,12 @@ export function resolveToolPath(raw: unknown, cwd: string, exists?: (path: strin
     }
   }
   const resolved = resolve(cwd, path);
-  return exists === undefined ? resolved : readPathFallback(resolved, exists);
-}
-
-/**
- * Pi's read tool (`resolveReadPath`) opens, when a path is not there, the first of these that is:
- * a macOS screenshot name (narrow no-break space before AM/PM), the NFD form, curly apostrophes,
- * then NFD with curly apostrophes. A path with no other spelling costs no filesystem call.
- */
-function readPathFallback(resolved: string, exists: (path: string) => boolean): string {
   // ASCII with no apostrophe and no AM/PM has no other spelling (profile: building them was 6% of a warm read).
-  if (!/[^\x00-\x7F]|'| (?:AM|PM)\./i.test(resolved)) return resolved;
+  if (exists === undefined || !/[^\x00-\x7F]|'| (?:AM|PM)\./i.test(resolved)) return resolved;
   const nfd = resolved.normalize("NFD");
-  const variants = [
-    resolved.replace(/ (AM|PM)\./gi, "\u202F$1."),
-    nfd,
-    resolved.replace(/'/g, "\u2019"),
-    nfd.replace(/'/g, "\u2019"),
-  ].filter((variant) => variant !== resolved);
+  const curly = (text: string) => text.replace(/'/g, "\u2019");
+  const screenshot = resolved.replace(/ (AM|PM)\./gi, "\u202F$1.");
+  const variants = [screenshot, nfd, curly(resolved), curly(nfd)].filter((variant) => variant !== resolved);
   if (variants.length === 0 || exists(resolved)) return resolved;
   return variants.find(exists) ?? resolved;
 }
@@ -349,16 +339,8 @@ function locateShellPath(
 ): Located | C.ShellWordReason {
   if (path.includes("\0") || Buffer.byteLength(path) > C.MAX_PATH_BYTES) return "missing";
   if (!mayBeInside(discovery, path)) return "outside";
-  const located = role === "write" ? locateChain(discovery, path, false) : locateExisting(discovery, path, folders);
-  if (typeof located === "string") return located;
-  return located === undefined ? "outside" : located.links.length === 0 ? "cwdItself" : located;
-}
-
-function locateExisting(
-  discovery: Discovery,
-  path: string,
-  folders: Map<string, FolderWalk>,
-): Located | C.ShellWordReason | undefined {
+  const below = (located?: Located) => (!located ? "outside" : located.links.length === 0 ? "cwdItself" : located);
+  if (role === "write") return below(locateChain(discovery, path, false));
   const folder = dirname(path);
   // Only cwd itself has its folder outside: nothing above it is ever looked at.
   if (folder === path || !mayBeInside(discovery, folder)) return "cwdItself";
@@ -370,14 +352,14 @@ function locateExisting(
     const kind = wordKind(discovery, path, parent.stats!.at(-1));
     if (kind === "missing") return "missing";
     if (typeof kind === "object")
-      return { links: chainFor(discovery, relative(discovery.cwdReal, path)), stats: [...parent.stats!, kind] };
-    if (kind === "file") return parent;
+      return below({ links: chainFor(discovery, relative(discovery.cwdReal, path)), stats: [...parent.stats!, kind] });
+    if (kind === "file") return below(parent);
   }
   const target = discovery.realpathOrUndefined(path);
   if (target === undefined) return "missing";
   if (relativeInside(discovery.cwdReal, target) === undefined) return "outside";
   const stats = fsOr("missing" as const, () => discovery.fs.stat(target));
-  return stats === "missing" ? stats : locateChain(discovery, target, stats?.isDirectory() === true);
+  return stats === "missing" ? stats : below(locateChain(discovery, target, stats?.isDirectory() === true));
 }
 
 /**
@@ -404,13 +386,6 @@ function wordKind(discovery: Discovery, path: string, folder: nodeFs.Stats | und
 type ShellWordKind = "missing" | "file" | "link";
 
 const shellWordKinds = new WeakMap<Discovery, Map<string, { folder: Signature; kind: ShellWordKind }>>();
-
-/** Words named like instruction files: the command may create or change one (`>`, `tee`, `sed -i`). */
-function shellNamesInstruction(commands: ShellCommand[], fileNames: readonly string[]): boolean {
-  return commands.some(({ uses }) =>
-    uses.some((use) => use.role !== "skip" && fileNames.includes(posix.basename(use.path))),
-  );
-}
 
 interface CallEnvironment {
   cwd: string;
@@ -561,10 +536,8 @@ export class LazyAgents {
       if (!gatedScope && gate.retries.delete(call.target)) return undefined;
       const carries = () => plan.files.length > 0 || (plan.rules?.length ?? 0) > 0;
       if (carries()) fitPlanToBudget(plan, this.options.budgetBytes);
-      const ruled = () =>
-        applyingRules(discovery, ruleFoldersFor(discovery, views, this.options.ruleSources), call.touched).some(
-          (rule) => gate.rules.has(rule.path),
-        );
+      const folders = () => ruleFoldersFor(discovery, views, this.options.ruleSources);
+      const ruled = () => applyingRules(discovery, folders(), call.touched).some((rule) => gate.rules.has(rule.path));
       const sibling = !carries() && (gatedScope || (gate.rules.size > 0 && ruled()));
       if (!carries() && !sibling) return undefined;
       this.pending.delete(event.toolCallId);
@@ -597,8 +570,7 @@ export class LazyAgents {
       const rels = this.options.rules ? outcomes.map(({ path }) => path && touchedPath(discovery, path, env.cwd)) : [];
       const touched = [...new Set(rels.filter((rel): rel is string => !!rel))];
       if (chains.length === 0 && touched.length === 0) return undefined;
-      // The instruction files it writes (`>`, `tee`): the batch's other results leave them. One it only names, as
-      // `cat` does, is no write: a sibling still carries it (a write the gate holds, the reason).
+      // A file it only names (`cat`) is no write: a sibling still carries it (a write the gate holds, the reason).
       const named = outcomes.flatMap(({ use, path }) =>
         use.role === "write" && path && this.options.fileNames.includes(basename(path)) ? [path] : [],
       );
@@ -698,15 +670,21 @@ export class LazyAgents {
 
   /** Resolves once git has answered all that views of these chains ask (`/lazy-agents why` waits so too). */
   async settled(chains: Located[], withSkills: boolean): Promise<void> {
-    const look = { toolName: "ls", target: "", chains, withSkills, touched: [] };
-    await this.settle([look], undefined, () => undefined);
+    await this.settle([{ toolName: "ls", target: "", chains, withSkills, touched: [] }], undefined, () => undefined);
   }
 
   /** A call's views, its chains located again when the tool may have made their folders or instruction files. */
   private viewsOf(discovery: Discovery, call: PendingCall): DirectoryView[] {
-    if (call.commands && shellNamesInstruction(call.commands, this.options.fileNames)) {
+    // A command may create or change a word named like an instruction file (`>`, `tee`, `sed -i`).
+    const names = (use: ShellWordUse) =>
+      use.role !== "skip" && this.options.fileNames.includes(posix.basename(use.path));
+    // A write named otherwise into a folder that holds a link may have made an instruction file there through it
+    // (`NOTES.md -> AGENTS.md`): looked at only where the folder's listing holds a link; a plain write costs nothing.
+    const folder = call.chains[0]?.links.at(-1)?.dir ?? discovery.cwdReal;
+    const throughLink = () => discovery.directories.peek(folder)?.links !== false && this.writesOf(call) !== undefined;
+    if (call.commands?.some(({ uses }) => uses.some(names))) {
       call.chains = shellChains(locateShellWords(discovery, call.commands, this.boundCwd ?? discovery.cwdReal));
-    } else if (call.relocate || this.wroteThroughLink(discovery, call)) {
+    } else if (call.relocate || (call.toolName === "write" && call.mayLink && throughLink())) {
       const located = locateChain(discovery, call.target, false);
       call.chains = located ? [located] : [];
     }
@@ -714,25 +692,12 @@ export class LazyAgents {
   }
 
   /**
-   * A write named otherwise into a folder that holds a link may have made an instruction file there through it
-   * (`NOTES.md -> AGENTS.md`): looked at only where the folder's listing holds a link, so a plain write costs nothing.
-   */
-  private wroteThroughLink(discovery: Discovery, call: PendingCall): boolean {
-    const folder = call.chains[0]?.links.at(-1)?.dir ?? discovery.cwdReal;
-    const links = call.toolName === "write" && call.mayLink && discovery.directories.peek(folder)?.links !== false;
-    return links === true && this.writesOf(call) !== undefined;
-  }
-
-  /**
    * Instruction files that sibling calls still write: these calls' plans leave them to the writer's result. Of two
    * calls that name one file (an edit and a command showing it), the later result carries it, viewed after both ran.
    */
-  private leftAloneBy(calls: PendingCall[]): ReadonlySet<string> | undefined {
-    const others = new Set<string>();
-    for (const call of this.pending.values()) {
-      for (const path of calls.includes(call) ? [] : (this.writesOf(call) ?? [])) others.add(path);
-    }
-    return others.size === 0 ? undefined : others;
+  private leftAloneBy(calls: PendingCall[]): ReadonlySet<string> {
+    const others = [...this.pending.values()].filter((call) => !calls.includes(call));
+    return new Set(others.flatMap((call) => this.writesOf(call) ?? []));
   }
 
   /** Runs a due cache sweep after the current call, so no tool call pays for it. */
@@ -758,8 +723,7 @@ export class LazyAgents {
   onToolResult(event: ToolResultEvent): ResultOutcome | undefined | Promise<ResultOutcome | undefined> {
     const call = this.pending.get(event.toolCallId);
     const rootId = this.rootOf.get(event.toolCallId);
-    this.pending.delete(event.toolCallId);
-    this.rootOf.delete(event.toolCallId);
+    this.endCall(event.toolCallId);
     const own = call !== undefined && activates(call.toolName, event.isError) ? call : undefined;
     if (own && rootId !== undefined) {
       this.nested.set(rootId, [...(this.nested.get(rootId) ?? []), own]);
@@ -805,10 +769,11 @@ export class LazyAgents {
   }
 
   private deliver(event: ToolResultEvent, plan: DeliveryPlan): ResultOutcome | undefined {
-    if (isRecordEmpty(plan.record)) return undefined;
+    const empty = () => plan.record.files.length === 0 && !recordShowsText(plan.record);
+    if (empty()) return undefined;
     fitPlanToBudget(plan, this.options.budgetBytes);
     // A budget that leaves out everything still names what it left out, so the model can read it.
-    if (isRecordEmpty(plan.record) && !plan.leftOut) return undefined;
+    if (empty() && !plan.leftOut) return undefined;
     // Planned and applied with no await in between: a sibling's result plans against this delivery.
     const text = recordShowsText(plan.record) || plan.leftOut ? formatReminder(plan) : undefined;
     const patch: ToolResultEventResult = { details: withRecord(event.details, plan.record) };
@@ -866,10 +831,9 @@ export class LazyAgents {
 
   /** Forgets what calls that never reached their result left behind; all calls of the turn are done. */
   endTurn(): void {
-    for (const map of [this.pending, this.nested, this.rootOf, this.unconfirmed, this.checks.pending]) map.clear();
-    this.gate?.records.clear();
-    this.gate?.scopes.clear();
-    this.gate?.rules.clear();
+    const gate = this.gate ? [this.gate.records, this.gate.scopes, this.gate.rules] : [];
+    for (const map of [this.pending, this.nested, this.rootOf, this.unconfirmed, this.checks.pending, ...gate])
+      map.clear();
   }
 
   /** For tests and the soak run. */
@@ -927,8 +891,7 @@ function mergeViews(views: DirectoryView[]): DirectoryView[] {
     return up === undefined || (view.scope.startsWith(up) && view.scope[up.length] === "/");
   };
   if (views.every(below)) return views;
-  const byScope = new Map<string, DirectoryView>();
-  for (const view of views) byScope.set(view.scope, view);
+  const byScope = new Map(views.map((view) => [view.scope, view]));
   // Depths once, not per comparison (profile: splitting scopes in the comparator was a tenth of a warm read).
   const depths = new Map([...byScope.values()].map((view) => [view, view.scope.split("/").length]));
   return [...depths.keys()].sort((a, b) => depths.get(a)! - depths.get(b)! || a.scope.localeCompare(b.scope));
@@ -940,11 +903,8 @@ function withRecord(details: unknown, record: LedgerRecord): Record<string, unkn
 
 /** cwd-relative path of a tool's target with forward slashes, for rule globs; undefined outside cwd. */
 function touchedPath(discovery: Discovery, target: string, cwd: string): string | undefined {
-  const inside = (root: string) => {
-    const rel = relativeInside(root, target);
-    return rel === undefined || sep === "/" ? rel : rel.split(sep).join("/");
-  };
-  return inside(discovery.cwdReal) ?? inside(resolve(cwd));
+  const rel = relativeInside(discovery.cwdReal, target) ?? relativeInside(resolve(cwd), target);
+  return rel === undefined || sep === "/" ? rel : rel.split(sep).join("/");
 }
 
 // =============================================================================================
@@ -1541,9 +1501,10 @@ function checkWhy(engine: LazyAgents, env: CallEnvironment, shown: string): stri
 //   not in the model's context any more  -> send at the next access
 
 /**
- * The stored record, read field by field: session files outlive versions of this extension, so an entry that
- * does not fit its kind's fields is dropped alone. A field is a typeof name, one of a set of values, or a list.
- * A name ending in `?` is optional, kept only when stored (a flag: when true), so older records read back as written.
+ * The stored record, read field by field (config.ts lists each kind's): session files outlive versions of this
+ * extension, so an entry that does not fit its kind's fields is dropped alone. A field is a typeof name, one of a
+ * set of values, or a list. A name ending in `?` is optional, kept only when stored (a flag: when true), so older
+ * records read back as written.
  */
 type Field = "string" | "number" | "boolean" | ReadonlySet<unknown> | { list: Field | Spec };
 
@@ -1563,75 +1524,21 @@ type Entry<S> = { -readonly [K in keyof S as K extends `${string}?` ? never : K]
   -readonly [K in keyof S as K extends `${infer N}?` ? N : never]?: Value<S[K]>;
 };
 
-/** The parts of a reminder that each open with an explanation, in the order the reminder shows them. */
-const SECTIONS = ["files", "rules", "ruleListings", "skills"] as const;
+type Section = (typeof C.REMINDER_SECTIONS)[number];
 
-type Section = (typeof SECTIONS)[number];
+type FileRecord = Entry<typeof C.FILE_FIELDS>;
 
-const SCOPED_FIELDS = { path: "string", scope: "string" } as const;
+type SkillRecord = Entry<typeof C.SKILL_FIELDS>;
 
-/** `importedBy`: the file (or Claude rule) whose `@path` token brought this one in. */
-const IMPORT_FIELDS = { version: "string", "importedBy?": "string", "truncated?": "boolean" } as const;
+type RuleRecord = Entry<typeof C.RULE_FIELDS>;
 
-const FILE_FIELDS = {
-  ...SCOPED_FIELDS,
-  ...IMPORT_FIELDS,
-  bytes: "number",
-  /** How the model got it: appended by us, or through its own read of the file. */
-  via: new Set(["reminder", "read"] as const),
-  /** For an instruction file that imports: the paths it imports, directly or through others. */
-  "imports?": { list: "string" },
-} as const;
-
-const SKILL_FIELDS = { ...SCOPED_FIELDS, name: "string", version: "string" } as const;
-
-/** `dir`: the cwd-relative rule folder; `as`: its body was appended, or only its name and description listed. */
-const RULE_FIELDS = {
-  path: "string",
-  dir: "string",
-  ...IMPORT_FIELDS,
-  as: new Set(["text", "listing"] as const),
-  "bytes?": "number",
-} as const;
-
-/** `inImport` marks a refused import of `path`. */
-const SKIP_FIELDS = {
-  path: "string",
-  reason: new Set(Object.keys(C.REASONS) as C.Reason[]),
-  "inImport?": "boolean",
-} as const;
-
-const RECORD_FIELDS = {
-  v: new Set([C.LEDGER_VERSION] as const),
-  files: { list: FILE_FIELDS },
-  skills: { list: SKILL_FIELDS },
-  retracted: { list: SCOPED_FIELDS },
-  retractedSkills: { list: SCOPED_FIELDS },
-  skipped: { list: SKIP_FIELDS },
-  /** Files the model holds that also govern another scope (one file linked into several folders). */
-  "alsoGoverns?": { list: SCOPED_FIELDS },
-  /** Rules delivered or listed (absent in records without rules, so older records read the same). */
-  "rules?": { list: RULE_FIELDS },
-  "retractedRules?": { list: { path: "string", dir: "string" } },
-  /** Sections this reminder explained in full (absent when it explained none, as in older records). */
-  "explained?": { list: new Set(SECTIONS) },
-  /** Digest of the reminder text it was delivered with (of a read's own text, for the model's read of the file). */
-  "reminder?": "string",
-} as const satisfies Spec;
-
-type FileRecord = Entry<typeof FILE_FIELDS>;
-
-type SkillRecord = Entry<typeof SKILL_FIELDS>;
-
-type RuleRecord = Entry<typeof RULE_FIELDS>;
-
-type Skip = Entry<typeof SKIP_FIELDS> & { counts?: { taken: number; total: number } };
+type Skip = Entry<typeof C.SKIP_FIELDS> & { counts?: { taken: number; total: number } };
 
 // Exported for tests, as is readRecord: they read the records stored in details.
-export type LedgerRecord = Omit<Entry<typeof RECORD_FIELDS>, "skipped"> & { skipped: Skip[] };
+export type LedgerRecord = Omit<Entry<typeof C.RECORD_FIELDS>, "skipped"> & { skipped: Skip[] };
 
 export function readRecord(details: unknown): LedgerRecord | undefined {
-  return readField(isObject(details) ? details[C.DETAILS_KEY] : undefined, RECORD_FIELDS) as LedgerRecord | undefined;
+  return readField(isObject(details) ? details[C.DETAILS_KEY] : undefined, C.RECORD_FIELDS) as LedgerRecord | undefined;
 }
 
 /** A stored value as its field reads it, or undefined when it does not fit. */
@@ -1661,10 +1568,6 @@ function skipKey(skip: Skip): string {
 
 function emptyRecord(): LedgerRecord {
   return { v: C.LEDGER_VERSION, files: [], skills: [], retracted: [], retractedSkills: [], skipped: [] };
-}
-
-function isRecordEmpty(record: LedgerRecord): boolean {
-  return record.files.length === 0 && !recordShowsText(record);
 }
 
 /** Whether a delivery puts text in front of the model (a read of the file itself puts none). */
@@ -1875,8 +1778,7 @@ function planRetraction(
     const elsewhere = () => [...ledger.importsByScope].some(([other, paths]) => other !== scope && paths.has(path));
     const gone = importedBy === unchangedRoot && ledger.importsByScope.get(scope)?.has(path) === true;
     if (importedBy !== undefined && (kind === "rule" || (!gone && elsewhere()))) continue;
-    if (kind === "file") plan.record.retracted.push({ path, scope });
-    else if (kind === "skill") plan.record.retractedSkills.push({ path, scope });
+    if (kind !== "rule") plan.record[kind === "file" ? "retracted" : "retractedSkills"].push({ path, scope });
     else {
       // A rule goes with its imports, and theirs.
       const gone = new Set([path, ...heldImportsOf(ledger, scope, path).map((below) => below.path)]);
@@ -2020,15 +1922,14 @@ function shownDigest(message: unknown): string {
  * record with no reminder text (the model's own read of the file) needs its result's text as the tool left it.
  */
 function projectionShows(messages: readonly unknown[], record: LedgerRecord): boolean {
-  if (messages.length === 0) return false;
   const shown = (message: unknown) => shownDigest(message) === record.reminder;
-  if (!recordShowsText(record)) return record.reminder === undefined || messages.some(shown);
+  if (!recordShowsText(record)) return messages.length > 0 && (record.reminder === undefined || messages.some(shown));
   return messages.flatMap(textsOf).some((text) => {
     for (let at = text.indexOf(REMINDER_OPEN); at !== -1; at = text.indexOf(REMINDER_OPEN, at + 1)) {
       if (record.reminder === undefined) return true;
-      const end = text.indexOf(REMINDER_CLOSE, at);
+      const end = text.indexOf(C.REMINDER_CLOSE, at);
       if (end === -1) return false;
-      if (versionOf(text.slice(at, end + REMINDER_CLOSE.length)) === record.reminder) return true;
+      if (versionOf(text.slice(at, end + C.REMINDER_CLOSE.length)) === record.reminder) return true;
     }
     return false;
   });
@@ -2043,32 +1944,18 @@ function skipText(skip: Skip, field: (text: string) => string = reminderField): 
   return (skip.inImport ? C.importNotLoadedNotice : C.notLoadedNotice)(field(skip.path), C.REASONS[skip.reason]);
 }
 
-const XML_ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&apos;" };
-
 /** A one-line field or attribute value inside the reminder, escaped as Pi escapes its own skill listing. */
 function reminderField(text: string): string {
-  return oneLine(text).replace(/[&<>"']/g, (char) => XML_ESCAPES[char]!);
+  return oneLine(text).replace(/[&<>"']/g, (char) => C.XML_ESCAPES[char]!);
 }
-
-const WRAPPER_CLOSING_TAG = /<(?=\s*\/\s*(?:file|rule|nested-instructions|nested-checks)\b)/gi;
 
 /** Text as the reminder carries it: byte for byte, but what reads as a wrapper's closing tag loses its `<`. */
 function neutralizeClosingTags(text: string): string {
-  return text.replace(WRAPPER_CLOSING_TAG, "&lt;");
+  return text.replace(C.WRAPPER_CLOSING_TAG, "&lt;");
 }
 
 // Exported for tests: they and the bench find the reminder in a result by this prefix of its opening tag.
 export const REMINDER_OPEN = "<nested-instructions";
-
-const REMINDER_CLOSE = "</nested-instructions>";
-
-/** A section's full explanation, and its one-line header once the model holds that; tags name files and rules. */
-const INTROS: Record<Section, readonly [string, string?]> = {
-  files: [C.INSTRUCTIONS_INTRO],
-  skills: [C.SKILLS_INTRO, C.SKILLS_HEADER],
-  rules: [C.RULES_INTRO],
-  ruleListings: [C.RULE_LISTING_INTRO, C.RULE_LISTING_HEADER],
-};
 
 const NOTICE_LINES = {
   retracted: (notice: { path: string }) => `- ${C.withdrawnNotice(reminderField(notice.path))}`,
@@ -2130,12 +2017,8 @@ function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
       entry.cutText = cutUtf8(entry.file.text, room);
       entry.record.truncated = true;
       // Escaping can lengthen a cut text: it is cut again by what escaping added, until the entry fits.
-      for (
-        let over = lineBytes(formatFile(entry)) - remaining;
-        over > 0;
-        over = lineBytes(formatFile(entry)) - remaining
-      )
-        entry.cutText = cutUtf8(entry.cutText, Buffer.byteLength(entry.cutText) - over);
+      const over = () => lineBytes(formatFile(entry)) - remaining;
+      while (over() > 0) entry.cutText = cutUtf8(entry.cutText, Buffer.byteLength(entry.cutText) - over());
       remaining -= lineBytes(formatFile(entry));
       kept++;
     } else leave(entry.record, "files");
@@ -2143,11 +2026,11 @@ function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
   for (const listing of plan.ruleListings ?? []) if (!fits(listing.line)) leave(listing.record, "files");
   for (const skill of plan.skills) if (!fits(skill.line)) leave(skill.record, "skills");
   const lists = plan as unknown as Record<Section, Array<{ record: object }> | undefined>;
-  for (const section of SECTIONS) lists[section] = lists[section]?.filter((entry) => !gone.has(entry.record));
+  for (const section of C.REMINDER_SECTIONS) lists[section] = lists[section]?.filter((e) => !gone.has(e.record));
   const records = record as unknown as Record<string, object[] | undefined>;
   for (const list of ["files", "skills", "rules", ...NOTICE_KINDS])
     records[list] = records[list]?.filter((r) => !gone.has(r));
-  if (leftOut.files + leftOut.skills + leftOut.notices > 0) plan.leftOut = leftOut;
+  if (gone.size > 0) plan.leftOut = leftOut;
   const explained = explainedIn(plan);
   if (explained.length > 0) record.explained = explained;
 }
@@ -2164,7 +2047,7 @@ function budgetOrder(plan: DeliveryPlan): PlannedFile[] {
 
 /** The sections a plan opens with their full explanation. */
 function explainedIn(plan: DeliveryPlan): Section[] {
-  return SECTIONS.filter((section) => (plan[section]?.length ?? 0) > 0 && explains(plan, section));
+  return C.REMINDER_SECTIONS.filter((section) => (plan[section]?.length ?? 0) > 0 && explains(plan, section));
 }
 
 function explains(plan: DeliveryPlan, section: Section): boolean {
@@ -2174,13 +2057,13 @@ function explains(plan: DeliveryPlan, section: Section): boolean {
 /** Each section's items as the reminder shows them. */
 function sectionItems(plan: DeliveryPlan): Array<[Section, string[]]> {
   const line = (entry: PlannedFile | PlannedLine) => ("line" in entry ? entry.line : formatFile(entry));
-  return SECTIONS.map((section) => [section, (plan[section] ?? []).map(line)]);
+  return C.REMINDER_SECTIONS.map((section) => [section, (plan[section] ?? []).map(line)]);
 }
 
 function formatReminder(plan: DeliveryPlan): string {
   const blocks: string[] = [];
   for (const [section, items] of sectionItems(plan)) {
-    const intro = INTROS[section][explains(plan, section) ? 0 : 1];
+    const intro = C.SECTION_INTROS[section][explains(plan, section) ? 0 : 1];
     if (items.length > 0) blocks.push([...(intro === undefined ? [] : [intro]), ...items].join("\n"));
   }
   const notices = noticeLines(plan.record);
@@ -2193,7 +2076,7 @@ function formatReminder(plan: DeliveryPlan): string {
   const shown = touched.slice(0, C.SHOWN_TOUCHED_PATHS).map(reminderField).join(", ");
   const opening = touched.length === 0 ? `${REMINDER_OPEN}>` : `${REMINDER_OPEN} touched="${shown}${more}">`;
   const preamble = explainedIn(plan).length > 0 ? [C.REMINDER_PREAMBLE] : [];
-  return [opening, ...preamble, blocks.join("\n\n"), REMINDER_CLOSE].join("\n");
+  return [opening, ...preamble, blocks.join("\n\n"), C.REMINDER_CLOSE].join("\n");
 }
 
 // The budget measures each entry several times: it is formatted once per cut (profile: 15% of a cold call).
@@ -2212,12 +2095,8 @@ function formatFile(entry: PlannedFile): string {
   if (record.importedBy !== undefined) head += ` imported-by="${reminderField(record.importedBy)}"`;
   if (supersedes) head += ` supersedes="${C.SUPERSEDES_MARKER}"`;
   const shown = cutText ?? file.text;
-  const text = neutralizeClosingTags(
-    shown.slice(
-      0,
-      trailingRun(shown, (char) => char === "\n"),
-    ),
-  );
+  const end = trailingRun(shown, (char) => char === "\n");
+  const text = neutralizeClosingTags(shown.slice(0, end));
   const cut = cutText === undefined ? [] : [C.cutNotice(path)];
   const whole = [`${head}>`, text, ...cut, `</${tag}>`].join("\n");
   formatted.set(entry, { cutText, text: whole });
