@@ -201,6 +201,35 @@ export const CHECK_DIR_NAME = ".claude";
 /** The custom message type of a stop that a check sent back. */
 export const CHECK_MESSAGE_TYPE = "pi-lazy-agents-check";
 
+/** The field a rule's bare `pattern` tests, by its event, as hookify's `Rule.from_dict` maps it; other events test content. */
+export const CHECK_PATTERN_FIELDS: ReadonlyMap<string, string> = new Map([
+  ["bash", "command"],
+  ["file", "new_text"],
+  ["prompt", "prompt"],
+]);
+
+// Python's `$` (without re.M) also matches before a newline that ends the text.
+export const PYTHON_REGEX_TOKENS: Record<string, string> = {
+  "\\A": "(?<![\\s\\S])",
+  "\\Z": "(?![\\s\\S])",
+  "(?P<": "(?<",
+  $: "(?=\\n?(?![\\s\\S]))",
+};
+
+// Python's \w, \d and \b are Unicode (a str pattern), JavaScript's ASCII: read under the `u` flag, outside a class
+// and in one.
+const WORD = "\\p{L}\\p{N}_";
+const [IS_WORD, NOT_WORD] = [`(?<=[${WORD}])`, `(?<![${WORD}])`];
+export const PYTHON_UNICODE_TOKENS: Record<string, string> = {
+  "\\w": `[${WORD}]`,
+  "\\W": `[^${WORD}]`,
+  "\\d": "[\\p{Nd}]",
+  "\\D": "[^\\p{Nd}]",
+  "\\b": `(?:${IS_WORD}(?![${WORD}])|${NOT_WORD}(?=[${WORD}]))`,
+  "\\B": `(?:${IS_WORD}(?=[${WORD}])|${NOT_WORD}(?![${WORD}]))`,
+};
+export const PYTHON_UNICODE_IN_CLASS: Record<string, string> = { "\\w": WORD, "\\d": "\\p{Nd}", "\\D": "\\P{Nd}" };
+
 // ---------------------------------------------------------------------------------------------
 // Text for the model: the reminder's fixed sentences, notices and reasons. Paths and scopes come in
 // already made safe for one line. Each section of a reminder is explained in full once while the model can

@@ -1059,28 +1059,6 @@ function pythonText(value: unknown, fallback: string): string {
   return value === true ? "True" : value === false ? "False" : typeof value === "string" ? value : fallback;
 }
 
-// Python's `$` (without re.M) also matches before a newline that ends the text.
-const PYTHON_REGEX_TOKENS: Record<string, string> = {
-  "\\A": "(?<![\\s\\S])",
-  "\\Z": "(?![\\s\\S])",
-  "(?P<": "(?<",
-  $: "(?=\\n?(?![\\s\\S]))",
-};
-
-// Python's \w, \d and \b are Unicode (a str pattern), JavaScript's ASCII: read under the `u` flag, outside a class
-// and in one.
-const WORD = "\\p{L}\\p{N}_";
-const [IS_WORD, NOT_WORD] = [`(?<=[${WORD}])`, `(?<![${WORD}])`];
-const PYTHON_UNICODE_TOKENS: Record<string, string> = {
-  "\\w": `[${WORD}]`,
-  "\\W": `[^${WORD}]`,
-  "\\d": "[\\p{Nd}]",
-  "\\D": "[^\\p{Nd}]",
-  "\\b": `(?:${IS_WORD}(?![${WORD}])|${NOT_WORD}(?=[${WORD}]))`,
-  "\\B": `(?:${IS_WORD}(?=[${WORD}])|${NOT_WORD}(?![${WORD}]))`,
-};
-const PYTHON_UNICODE_IN_CLASS: Record<string, string> = { "\\w": WORD, "\\d": "\\p{Nd}", "\\D": "\\P{Nd}" };
-
 /** Under `u`, an escaped character Python takes as itself (`\-`, `\:`) is written by its code. */
 function unicodeEscape(escape: string): string {
   if (/^\\[\p{L}\p{N}^$\\.*+?()[\]{}|/]$/u.test(escape)) return escape;
@@ -1104,10 +1082,10 @@ function pythonSource(body: string, flags: string, unicode: boolean): string {
     if (token.length > 2 && token.startsWith("{")) return token.replace("{,", "{0,");
     if (token.length === 1 && token !== "$" && token !== "[") return unicode ? `\\${token}` : token;
     if (unicode && token.startsWith("["))
-      return token.replace(/\\[^]/gu, (escape) => PYTHON_UNICODE_IN_CLASS[escape] ?? unicodeEscape(escape));
+      return token.replace(/\\[^]/gu, (escape) => C.PYTHON_UNICODE_IN_CLASS[escape] ?? unicodeEscape(escape));
     // With re.M, `$` reads as JavaScript's.
     if (token === "$" && flags.includes("m")) return token;
-    return PYTHON_REGEX_TOKENS[token] ?? (unicode ? (PYTHON_UNICODE_TOKENS[token] ?? unicodeEscape(token)) : token);
+    return C.PYTHON_REGEX_TOKENS[token] ?? (unicode ? (C.PYTHON_UNICODE_TOKENS[token] ?? unicodeEscape(token)) : token);
   });
 }
 
@@ -1147,8 +1125,7 @@ export function hookifyRule(text: string) {
   const simple = frontmatter.pattern;
   if (pythonTruth(simple) && conditions.length === 0) {
     if (typeof simple !== "string") invalid = true;
-    const field =
-      event === "bash" ? "command" : event === "file" ? "new_text" : event === "prompt" ? "prompt" : "content";
+    const field = C.CHECK_PATTERN_FIELDS.get(event) ?? "content";
     conditions.push({ field, operator: "regex_match", pattern: String(simple) });
   }
   for (const condition of conditions.filter(({ operator }) => operator === "regex_match"))
