@@ -97,7 +97,7 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
     const guarded: Guarded = (ctx, label, run, fallback) => {
       const failed = () => {
         if (engine.noteFailure(label)) tell(ctx, C.FAILURE_WARNING, "warning");
-        return fallback();
+        return fallback?.();
       };
       try {
         const result = run();
@@ -106,7 +106,6 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
         return failed();
       }
     };
-    const nothing = () => undefined;
     registerChecks(pi, engine, guarded, tell);
 
     // A held-back call has no tool_result: its delivery is recorded on the error result Pi persists.
@@ -175,11 +174,11 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
     };
 
     pi.on("session_start", (_event, ctx) => {
-      guarded(ctx, "settings", () => loadSettings(ctx), nothing);
+      guarded(ctx, "settings", () => loadSettings(ctx));
       rebuild(ctx);
     });
     pi.on("before_agent_start", (event, ctx) => {
-      guarded(ctx, "startup", () => engine.learnStartup(ctx.cwd, event.systemPromptOptions), nothing);
+      guarded(ctx, "startup", () => engine.learnStartup(ctx.cwd, event.systemPromptOptions));
     });
     pi.on("session_tree", (_event, ctx) => rebuild(ctx));
     pi.on("session_compact", (_event, ctx) => rebuild(ctx));
@@ -197,17 +196,15 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
     // call that entered new folders or imports waits, for git; the plan-and-apply never follows an await.
     const env = (ctx: ExtensionContext): CallEnvironment => ({ cwd: ctx.cwd, trusted: ctx.isProjectTrusted() });
     pi.on("tool_call", (event, ctx) =>
-      guarded(ctx, "toolCall", () => then(engine.onToolCall(event, env(ctx)), (held) => answer(ctx, held)), nothing),
+      guarded(ctx, "toolCall", () => then(engine.onToolCall(event, env(ctx)), (held) => answer(ctx, held))),
     );
     pi.on("tool_result", (event, ctx) =>
-      guarded(ctx, "toolResult", () => then(engine.onToolResult(event), (done) => answer(ctx, done)), nothing),
+      guarded(ctx, "toolResult", () => then(engine.onToolResult(event), (done) => answer(ctx, done))),
     );
 
     // A call that a later extension blocked, or that was aborted, has no result: it writes nothing for its
     // siblings to leave alone. Pi ends every call so, right after its result, and a blocked one before any tool runs.
-    pi.on("tool_execution_end", (event, ctx) =>
-      guarded(ctx, "toolResult", () => engine.endCall(event.toolCallId), nothing),
-    );
+    pi.on("tool_execution_end", (event, ctx) => guarded(ctx, "toolResult", () => engine.endCall(event.toolCallId)));
 
     // Per-call state ends with each result; what a call's end did not clear ends with its turn.
     pi.on("turn_end", (event, ctx) => {
@@ -1355,72 +1352,73 @@ type Guarded = <T>(
   ctx: ExtensionContext,
   label: C.FailureLabel,
   run: () => T | Promise<T>,
-  fallback: () => T,
-) => T | Promise<T>;
+  fallback?: () => T,
+) => T | undefined | Promise<T | undefined>;
 type Tell = (ctx: ExtensionContext, message: string, level: "info" | "warning") => void;
 
 /** The checks' hooks. Registered before delivery's, so a warning sits right after the tool's own text. */
 function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, tell: Tell): void {
   const state = engine.checks;
-  const safely = <T>(ctx: ExtensionContext, run: () => T | Promise<T>) =>
-    guarded<T | undefined>(ctx, "checks", run, () => undefined);
-  /** The rules' verdict on what a call offers; the user hears which rules spoke, unless they are asked. */
-  const verdictFor = (ctx: ExtensionContext, offered: (discovery: Discovery) => CheckInput) => {
-    if (!engine.options.enabled || !engine.options.checks || !ctx.isProjectTrusted()) return undefined;
-    const discovery = engine.discoveryFor(ctx.cwd);
-    if (!discovery) return undefined;
-    const input = offered(discovery);
-    const warn = (text: string) => tell(ctx, text, "warning");
-    const bases = checkBases(discovery, input.located);
-    const judge = (checks: Check[]) => {
-      const verdict = checkVerdict(state, matchingChecks(state, checks, input, warn), input.toolName !== undefined);
-      if (verdict && (verdict.action !== "ask" || !ctx.hasUI)) {
-        const warned = verdict.action === "warn";
-        tell(ctx, C.checkNotice(warned ? "warned" : "blocked", verdict.names), warned ? "info" : "warning");
-      }
-      return verdict;
-    };
-    discovery.gitAnswers.wanted.clear();
-    const checks = checksIn(discovery, state, bases, warn);
-    // A linked `.claude` is read once git has said whether it ignores where the link leads.
-    const answers = askGit(discovery, engine.git, [...discovery.gitAnswers.wanted]);
-    return answers ? answers.then(() => judge(checksIn(discovery, state, bases, warn))) : judge(checks);
-  };
+  /** Answers with the rules' verdict on what a call offers, if any; the user hears which rules spoke, unless asked. */
+  const withVerdict = <R>(
+    ctx: ExtensionContext,
+    offered: (discovery: Discovery) => CheckInput,
+    answer: (verdict: NonNullable<ReturnType<typeof checkVerdict>>) => R | Promise<R>,
+  ) =>
+    guarded(ctx, "checks", () => {
+      if (!engine.options.enabled || !engine.options.checks || !ctx.isProjectTrusted()) return undefined;
+      const discovery = engine.discoveryFor(ctx.cwd);
+      if (!discovery) return undefined;
+      const input = offered(discovery);
+      const warn = (text: string) => tell(ctx, text, "warning");
+      const bases = checkBases(discovery, input.located);
+      const judge = (checks: Check[]) => {
+        const verdict = checkVerdict(state, matchingChecks(state, checks, input, warn), input.toolName !== undefined);
+        if (!verdict) return undefined;
+        if (verdict.action !== "ask" || !ctx.hasUI) {
+          const warned = verdict.action === "warn";
+          tell(ctx, C.checkNotice(warned ? "warned" : "blocked", verdict.names), warned ? "info" : "warning");
+        }
+        return answer(verdict);
+      };
+      discovery.gitAnswers.wanted.clear();
+      const checks = checksIn(discovery, state, bases, warn);
+      // A linked `.claude` is read once git has said whether it ignores where the link leads.
+      const answers = askGit(discovery, engine.git, [...discovery.gitAnswers.wanted]);
+      return answers ? answers.then(() => judge(checksIn(discovery, state, bases, warn))) : judge(checks);
+    });
 
-  pi.on("tool_call", (event, ctx) =>
-    safely(ctx, () => {
-      const { toolName, toolCallId } = event;
-      if (!["bash", "edit", "write", "read"].includes(toolName)) return undefined;
-      const verdicts = verdictFor(ctx, (discovery) => {
-        const input = event.input as Record<string, unknown>;
-        // A read's path as delivery resolves it, so that delivery can take the chain located here.
-        const fallback = toolName === "read" ? discovery.readFallback : undefined;
-        const target = toolName === "bash" ? undefined : resolveToolPath(input.path, ctx.cwd, fallback);
-        const located = target === undefined ? undefined : locateChain(discovery, target, false);
-        const rel = target === undefined ? undefined : touchedPath(discovery, target, ctx.cwd);
-        if (located) state.located = { id: toolCallId, located, target: target!, rel };
-        // hookify's `_extract_field`: a field of the tool's input itself first, then the event's mapping.
-        const text = (value: unknown) => (typeof value === "string" ? value : JSON.stringify(value));
-        const own = (): Record<string, string[]> =>
-          Object.fromEntries(Object.entries(input).map(([key, value]) => [key, [text(value)]]));
-        const fields = () => ({ ...checkFields(toolName, input, rel), ...own() });
-        return { event: toolName === "bash" ? "bash" : "file", toolName, fields, located };
-      });
-      return then(verdicts, (verdict) => {
-        if (verdict?.action === "warn") state.pending.set(toolCallId, verdict.text);
-        if (!verdict || verdict.action === "warn") return undefined;
-        const blocked = { block: true as const, reason: verdict.text };
-        if (verdict.action === "block" || !ctx.hasUI) return blocked;
-        // The user may take a while: delivery locates the call again once they answer.
-        state.located = undefined;
-        const question = C.checkNotice("asked", verdict.names);
-        return ctx.ui.confirm(C.CHECK_CONFIRM_TITLE, question).then((allowed) => (allowed ? undefined : blocked));
-      });
-    }),
-  );
+  pi.on("tool_call", (event, ctx) => {
+    const { toolName, toolCallId } = event;
+    if (!["bash", "edit", "write", "read"].includes(toolName)) return undefined;
+    const offered = (discovery: Discovery): CheckInput => {
+      const input = event.input as Record<string, unknown>;
+      // A read's path as delivery resolves it, so that delivery can take the chain located here.
+      const fallback = toolName === "read" ? discovery.readFallback : undefined;
+      const target = toolName === "bash" ? undefined : resolveToolPath(input.path, ctx.cwd, fallback);
+      const located = target === undefined ? undefined : locateChain(discovery, target, false);
+      const rel = target === undefined ? undefined : touchedPath(discovery, target, ctx.cwd);
+      if (located) state.located = { id: toolCallId, located, target: target!, rel };
+      // hookify's `_extract_field`: a field of the tool's input itself first, then the event's mapping.
+      const text = (value: unknown) => (typeof value === "string" ? value : JSON.stringify(value));
+      const own = (): Record<string, string[]> =>
+        Object.fromEntries(Object.entries(input).map(([key, value]) => [key, [text(value)]]));
+      const fields = () => ({ ...checkFields(toolName, input, rel), ...own() });
+      return { event: toolName === "bash" ? "bash" : "file", toolName, fields, located };
+    };
+    return withVerdict(ctx, offered, (verdict) => {
+      if (verdict.action === "warn") return void state.pending.set(toolCallId, verdict.text);
+      const blocked = { block: true as const, reason: verdict.text };
+      if (verdict.action === "block" || !ctx.hasUI) return blocked;
+      // The user may take a while: delivery locates the call again once they answer.
+      state.located = undefined;
+      const question = C.checkNotice("asked", verdict.names);
+      return ctx.ui.confirm(C.CHECK_CONFIRM_TITLE, question).then((allowed) => (allowed ? undefined : blocked));
+    });
+  });
 
   pi.on("tool_result", (event, ctx) =>
-    safely(ctx, () => {
+    guarded(ctx, "checks", () => {
       const text = state.pending.get(event.toolCallId);
       if (text === undefined) return undefined;
       state.pending.delete(event.toolCallId);
@@ -1429,39 +1427,30 @@ function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, 
     }),
   );
 
-  pi.on("input", (event, ctx) =>
-    safely(ctx, () => {
-      state.continued = false;
-      const fields = () => ({ prompt: [event.text], user_prompt: [event.text] });
-      return then(
-        verdictFor(ctx, () => ({ event: "prompt", fields })),
-        (verdict) => {
-          if (!verdict) return undefined;
-          if (verdict.action === "block") return { action: "handled" as const };
-          // Pi reads a `/skill:` command's name up to the first space: the message follows one, as the skill's arguments.
-          const gap = event.text.startsWith("/skill:") && !event.text.includes(" ") ? " \n\n" : "\n\n";
-          return { action: "transform" as const, text: `${event.text}${gap}${verdict.text}`, images: event.images };
-        },
-      );
-    }),
-  );
+  pi.on("input", (event, ctx) => {
+    state.continued = false;
+    const fields = () => ({ prompt: [event.text], user_prompt: [event.text] });
+    const offered = (): CheckInput => ({ event: "prompt", fields });
+    return withVerdict(ctx, offered, (verdict) => {
+      if (verdict.action === "block") return { action: "handled" as const };
+      // Pi reads a `/skill:` command's name up to the first space: the message follows one, as the skill's arguments.
+      const gap = event.text.startsWith("/skill:") && !event.text.includes(" ") ? " \n\n" : "\n\n";
+      return { action: "transform" as const, text: `${event.text}${gap}${verdict.text}`, images: event.images };
+    });
+  });
 
   // A blocked stop sends the model back once per prompt, never in a loop.
-  pi.on("agent_before_settle", (event, ctx) =>
-    safely(ctx, () => {
-      if (state.continued || event.outcome !== "completed") return undefined;
-      const fields = () => ({ transcript: [transcriptOf(event.context.llmMessages)], reason: [""] });
-      return then(
-        verdictFor(ctx, () => ({ event: "stop", fields })),
-        (verdict) => {
-          if (verdict?.action !== "block" || state.continued) return undefined;
-          state.continued = true;
-          const message = { type: "custom_message" as const, customType: C.CHECK_MESSAGE_TYPE, display: true };
-          return { entries: [...event.entries, { ...message, content: verdict.text }], continue: true };
-        },
-      );
-    }),
-  );
+  pi.on("agent_before_settle", (event, ctx) => {
+    if (state.continued || event.outcome !== "completed") return undefined;
+    const fields = () => ({ transcript: [transcriptOf(event.context.llmMessages)], reason: [""] });
+    const offered = (): CheckInput => ({ event: "stop", fields });
+    return withVerdict(ctx, offered, (verdict) => {
+      if (verdict.action !== "block" || state.continued) return undefined;
+      state.continued = true;
+      const message = { type: "custom_message" as const, customType: C.CHECK_MESSAGE_TYPE, display: true };
+      return { entries: [...event.entries, { ...message, content: verdict.text }], continue: true };
+    });
+  });
 }
 
 /** The checks part of `/lazy-agents`: every rule of cwd's and the seen folders' `.claude`, with state and count. */
