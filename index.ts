@@ -73,19 +73,20 @@ interface CreateOptions {
   onEngine?: (engine: LazyAgents) => void;
 }
 
+// The UI is decoration: one that fails must not cost the model anything.
+function tell(ctx: ExtensionContext, message: string, level: "info" | "warning"): void {
+  try {
+    if (ctx.hasUI) ctx.ui.notify(message, level);
+    else if (level === "warning") process.stderr.write(`${message}\n`);
+  } catch {}
+}
+
 export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI) => void {
   return (pi: ExtensionAPI) => {
     const engine = new LazyAgents(create.fs, create.spawnGit);
     create.onEngine?.(engine);
     pi.registerFlag(C.DISABLE_FLAG, { description: C.DISABLE_FLAG_DESCRIPTION, type: "boolean", default: false });
 
-    // The UI is decoration: one that fails must not cost the model anything.
-    const tell: Tell = (ctx, message, level) => {
-      try {
-        if (ctx.hasUI) ctx.ui.notify(message, level);
-        else if (level === "warning") process.stderr.write(`${message}\n`);
-      } catch {}
-    };
     const showStatus = (ctx: ExtensionContext): void => {
       try {
         if (ctx.hasUI) ctx.ui.setStatus(C.STATUS_KEY, engine.options.enabled ? statusText(engine.ledger) : undefined);
@@ -106,7 +107,7 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
         return failed();
       }
     };
-    registerChecks(pi, engine, guarded, tell);
+    registerChecks(pi, engine, guarded);
 
     // A held-back call has no tool_result: its delivery is recorded on the error result Pi persists.
     // The hook runs for every message, so it is registered only while the gate is on.
@@ -134,23 +135,19 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
     };
 
     const rebuild = (ctx: ExtensionContext): void => {
-      guarded(
-        ctx,
-        "rebuild",
-        () => {
-          engine.discoveryFor(ctx.cwd);
-          if (engine.options.enabled) engine.git?.start();
-          const records = recordsInContext(ctx.sessionManager);
-          engine.ledger.rebuild(records);
-          // A reason still in context left its instructions in the ledger; one gone must hold the next write again.
-          const shown = new Set(records.map((record) => record.reminder));
-          for (const [target, reason] of engine.gate?.retries ?? [])
-            if (!shown.has(reason)) engine.gate!.retries.delete(target);
-          engine.contextMark = ctx.sessionManager.getLeafId();
-        },
-        // A session we cannot read leaves the ledger empty: at worst a file is sent again.
-        () => engine.ledger.rebuild([]),
-      );
+      const fromSession = () => {
+        engine.discoveryFor(ctx.cwd);
+        if (engine.options.enabled) engine.git?.start();
+        const records = recordsInContext(ctx.sessionManager);
+        engine.ledger.rebuild(records);
+        // A reason still in context left its instructions in the ledger; one gone must hold the next write again.
+        const shown = new Set(records.map((record) => record.reminder));
+        for (const [target, reason] of engine.gate?.retries ?? [])
+          if (!shown.has(reason)) engine.gate!.retries.delete(target);
+        engine.contextMark = ctx.sessionManager.getLeafId();
+      };
+      // A session we cannot read leaves the ledger empty: at worst a file is sent again.
+      guarded(ctx, "rebuild", fromSession, () => engine.ledger.rebuild([]));
       showStatus(ctx);
     };
 
@@ -955,7 +952,7 @@ function touchedPath(discovery: Discovery, target: string, cwd: string): string 
 type CheckCondition = { field: string; operator: string; pattern: string; regex?: RegExp };
 
 /** A rule and the version of its file it was compiled from. */
-type Check = ReturnType<typeof hookifyRule> & { loaded: InstructionFile };
+type Check = ReturnType<typeof hookifyRule> & { loaded: InstructionFile; skipKey: string };
 
 /**
  * What a call offers the rules: the event, the tool, each field's values (file_path has two), its path's chain. The
@@ -1175,24 +1172,21 @@ function checksIn(discovery: Discovery, state: CheckState, bases: CheckBase[], w
         continue;
       }
       let check = state.compiled.get(file);
-      if (!check) state.compiled.set(file, (check = { ...hookifyRule(file.text), loaded: file }));
+      const skipKey = `${file.path}\0${file.version}`;
+      if (!check) state.compiled.set(file, (check = { ...hookifyRule(file.text), loaded: file, skipKey }));
       checks.push(check);
     }
   }
   return checks;
 }
 
-function skipKeyOf(check: Check): string {
-  return `${check.loaded.path}\0${check.loaded.version}`;
-}
-
 function skipCheck(state: CheckState, check: Check, why: C.CheckSkip, warn: (text: string) => void): void {
-  state.skipped.set(skipKeyOf(check), why);
+  state.skipped.set(check.skipKey, why);
   warn(C.checkSkippedWarning(oneLine(check.name), why));
 }
 
 function checkStateOf(state: CheckState, check: Check, trusted: boolean): string {
-  const skipped = check.invalid ? "invalid" : state.skipped.get(skipKeyOf(check));
+  const skipped = check.invalid ? "invalid" : state.skipped.get(check.skipKey);
   return C.CHECK_STATES[!trusted ? "untrusted" : (skipped ?? (check.enabled ? "active" : "disabled"))];
 }
 
@@ -1268,9 +1262,8 @@ function matchingChecks(state: CheckState, checks: Check[], input: CheckInput, w
   const plans: Array<{ check: Check; conditions: Array<boolean | RegexTest[]> }> = [];
   let fields: Record<string, string[]> | undefined;
   for (const check of checks) {
-    if (check.enabled && check.invalid && !state.skipped.has(skipKeyOf(check)))
-      skipCheck(state, check, "invalid", warn);
-    if (!check.enabled || state.skipped.has(skipKeyOf(check))) continue;
+    if (check.enabled && check.invalid && !state.skipped.has(check.skipKey)) skipCheck(state, check, "invalid", warn);
+    if (!check.enabled || state.skipped.has(check.skipKey)) continue;
     if ((check.event !== "all" && check.event !== input.event) || check.conditions.length === 0) continue;
     if (!toolMatches(check.toolMatcher, input.toolName)) continue;
     const conditions = check.conditions.map(({ field, operator, pattern, regex }) => {
@@ -1288,8 +1281,8 @@ function matchingChecks(state: CheckState, checks: Check[], input: CheckInput, w
   boundedMatches(tests);
   const matched: Check[] = [];
   for (const { check, conditions } of plans) {
-    const ran = conditions.flatMap((c) => (Array.isArray(c) ? c : []));
-    if (ran.some((test) => test.timedOut)) skipCheck(state, check, "timedOut", warn);
+    if (conditions.some((c) => Array.isArray(c) && c.some((test) => test.timedOut)))
+      skipCheck(state, check, "timedOut", warn);
     else if (conditions.every((c) => (Array.isArray(c) ? c.some((test) => test.matched) : c))) matched.push(check);
   }
   return matched;
@@ -1354,10 +1347,9 @@ type Guarded = <T>(
   run: () => T | Promise<T>,
   fallback?: () => T,
 ) => T | undefined | Promise<T | undefined>;
-type Tell = (ctx: ExtensionContext, message: string, level: "info" | "warning") => void;
 
 /** The checks' hooks. Registered before delivery's, so a warning sits right after the tool's own text. */
-function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded, tell: Tell): void {
+function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded): void {
   const state = engine.checks;
   /** Answers with the rules' verdict on what a call offers, if any; the user hears which rules spoke, unless asked. */
   const withVerdict = <R>(
@@ -1467,9 +1459,8 @@ function checkReport(engine: LazyAgents, env: CallEnvironment): string[] {
     checksIn(discovery, state, [{ scope, dir: join(discovery.cwdReal, scope) }]).map((check) => {
       const pathless = scope !== "" && ["bash", "prompt", "stop"].includes(check.event);
       const shown = pathless ? C.CHECK_STATES.cwdOnly : checkStateOf(state, check, env.trusted);
-      return [check.name, check.loaded.path, check.event, check.action, shown]
-        .map(oneLine)
-        .concat(`fired ${state.fired.get(check.loaded.path) ?? 0}`);
+      const fired = `fired ${state.fired.get(check.loaded.path) ?? 0}`;
+      return [check.name, check.loaded.path, check.event, check.action, shown, fired].map(oneLine);
     }),
   );
   return reportSection(C.CHECK_REPORT.heading, rows);
