@@ -45,6 +45,7 @@ import { fileURLToPath } from "node:url";
 import { createContext, Script, type Context } from "node:vm";
 import {
   CONFIG_DIR_NAME,
+  type AgentBeforeSettleEvent,
   type BuildSystemPromptOptions,
   getAgentDir,
   isReadToolResult,
@@ -1164,10 +1165,9 @@ function checksIn(discovery: Discovery, state: CheckState, bases: CheckBase[], w
       if ("reason" in file) {
         // Told once per reason, as a refused instruction file is.
         const path = toDisplayPath(discovery.cwdReal, join(dir, C.CHECK_DIR_NAME, name));
-        const { reason } = file;
-        if (reason !== "skip" && reason !== "held" && state.refused.get(path) !== reason) {
-          state.refused.set(path, reason);
-          warn(`${C.USER_PREFIX}${skipText({ path, reason }, oneLine)}`);
+        if (file.reason !== "skip" && file.reason !== "held" && state.refused.get(path) !== file.reason) {
+          state.refused.set(path, file.reason);
+          warn(`${C.USER_PREFIX}${skipText({ path, reason: file.reason }, oneLine)}`);
         }
         continue;
       }
@@ -1327,15 +1327,12 @@ export function checkFields(toolName: string, input: Record<string, unknown>, re
 }
 
 /** The session's text so far, as a stop check reads it: messages, tool calls and their results. */
-function transcriptOf(messages: readonly unknown[]): string {
+function transcriptOf(messages: AgentBeforeSettleEvent["context"]["llmMessages"]): string {
   const parts: string[] = [];
-  for (const message of messages) {
-    const content = (message as { content?: unknown }).content;
-    if (typeof content === "string") parts.push(content);
-    if (!Array.isArray(content)) continue;
-    for (const block of content as Array<{ type?: string; text?: unknown; name?: unknown; arguments?: unknown }>) {
-      if (block?.type === "text" && typeof block.text === "string") parts.push(block.text);
-      else if (block?.type === "toolCall") parts.push(`${String(block.name)} ${JSON.stringify(block.arguments)}`);
+  for (const { content } of messages) {
+    for (const block of typeof content === "string" ? [{ type: "text" as const, text: content }] : content) {
+      if (block.type === "text") parts.push(block.text);
+      else if (block.type === "toolCall") parts.push(`${block.name} ${JSON.stringify(block.arguments)}`);
     }
   }
   return parts.join("\n");
