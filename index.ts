@@ -1197,11 +1197,6 @@ type RegexTest = { regex: RegExp; text: string; of: Check; matched?: boolean; ti
 // interrupt names the runaway regex.
 let checkSandbox: { context: Context; script: Script } | undefined;
 
-// Plain atoms, classes, Python's `$` and a top-level `|`, with no quantifier, group or backreference, cannot
-// backtrack: a test costs at most text × pattern steps, so a small one needs no watchdog (bench:
-// checks_write_added_us 1196 → 306).
-const BACKTRACK_FREE = /^(?:\(\?=\\n\?\(\?!\[\\s\\S\]\)\)|[^\\()[\]{}*+?]|\\[^1-9k]|\[(?:[^\\\]]|\\.)*\])*$/;
-
 /**
  * Runs each rule's tests, under C.CHECK_MATCH_TIMEOUT_MS together unless they cannot run away: a rule
  * of many patterns, each quick, must not cost a call more. The rule whose test times out runs once more
@@ -1210,7 +1205,7 @@ const BACKTRACK_FREE = /^(?:\(\?=\\n\?\(\?!\[\\s\\S\]\)\)|[^\\()[\]{}*+?]|\\[^1-
 function boundedMatches(tests: RegexTest[]): void {
   const slow = tests.filter((test) => {
     const small = test.text.length * test.regex.source.length <= C.CHECK_UNBOUNDED_MATCH_STEPS;
-    if (small && BACKTRACK_FREE.test(test.regex.source)) test.matched = test.regex.test(test.text);
+    if (small && C.BACKTRACK_FREE.test(test.regex.source)) test.matched = test.regex.test(test.text);
     return test.matched === undefined;
   });
   if (slow.length === 0) return;
@@ -1316,14 +1311,8 @@ export function checkFields(toolName: string, input: Record<string, unknown>, re
   const joined = (key: string) => edits.map((edit) => text((edit as Record<string, unknown> | null)?.[key])).join(" ");
   const content = toolName === "write" ? text(input.content) : joined("newText");
   const oldText = toolName === "write" ? "" : joined("oldText");
-  return {
-    file_path,
-    new_text: [content],
-    new_string: [content],
-    content: [content],
-    old_text: [oldText],
-    old_string: [oldText],
-  };
+  const [added, removed] = [[content], [oldText]];
+  return { file_path, new_text: added, new_string: added, content: added, old_text: removed, old_string: removed };
 }
 
 /** The session's text so far, as a stop check reads it: messages, tool calls and their results. */
