@@ -182,12 +182,9 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
     pi.on("session_compact", (_event, ctx) => rebuild(ctx));
     // Context edits come between turns: the ledger follows before the turn's first call.
     pi.on("turn_start", (_event, ctx) => {
-      const check = () => {
-        if (contextEditedSince(ctx.sessionManager, engine.contextMark)) return true;
-        engine.contextMark = ctx.sessionManager.getLeafId();
-        return false;
-      };
-      if (guarded(ctx, "rebuild", check, () => true)) rebuild(ctx);
+      const edited = () => contextEditedSince(ctx.sessionManager, engine.contextMark);
+      if (guarded(ctx, "rebuild", edited, () => true)) rebuild(ctx);
+      else engine.contextMark = ctx.sessionManager.getLeafId();
     });
 
     // Never block a tool by accident: a failed discovery only means nothing is appended. Only a
