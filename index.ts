@@ -1250,7 +1250,6 @@ function toolMatches(matcher: string | undefined, toolName: string | undefined):
 
 /** The checks that match this input; an invalid or timed-out rule is skipped for the session, warned once. */
 function matchingChecks(state: CheckState, checks: Check[], input: CheckInput, warn: (text: string) => void): Check[] {
-  const tests: RegexTest[] = [];
   const plans: Array<{ check: Check; conditions: Array<boolean | RegexTest[]> }> = [];
   let fields: Record<string, string[]> | undefined;
   for (const check of checks) {
@@ -1264,13 +1263,11 @@ function matchingChecks(state: CheckState, checks: Check[], input: CheckInput, w
       // A path has two values (as given, from cwd): not_contains holds when neither has the pattern.
       const holds = (value: string) => operatorHolds(operator, pattern, value);
       if (!regex) return operator === "not_contains" ? values.length > 0 && values.every(holds) : values.some(holds);
-      const own = values.map((text) => ({ regex, text, of: check }));
-      tests.push(...own);
-      return own;
+      return values.map((text) => ({ regex, text, of: check }));
     });
     plans.push({ check, conditions });
   }
-  boundedMatches(tests);
+  boundedMatches(plans.flatMap(({ conditions }) => conditions.flatMap((c) => (Array.isArray(c) ? c : []))));
   const matched: Check[] = [];
   for (const { check, conditions } of plans) {
     if (conditions.some((c) => Array.isArray(c) && c.some((test) => test.timedOut)))
