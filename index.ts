@@ -82,6 +82,23 @@ function tell(ctx: ExtensionContext, message: string, level: "info" | "warning")
   } catch {}
 }
 
+// Every hook runs fail-open: a failure costs only what the extension would have added. It is
+// counted under a fixed label for `/lazy-agents`, and the user is warned once per session.
+function guardFor(engine: LazyAgents) {
+  return <T>(ctx: ExtensionContext, label: C.FailureLabel, run: () => T | Promise<T>, fallback?: () => T) => {
+    const failed = () => {
+      if (engine.noteFailure(label)) tell(ctx, C.FAILURE_WARNING, "warning");
+      return fallback?.();
+    };
+    try {
+      const result = run();
+      return result instanceof Promise ? result.catch(failed) : result;
+    } catch {
+      return failed();
+    }
+  };
+}
+
 export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI) => void {
   return (pi: ExtensionAPI) => {
     const engine = new LazyAgents(create.fs, create.spawnGit);
@@ -94,21 +111,8 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
       } catch {}
     };
 
-    // Every hook runs fail-open: a failure costs only what the extension would have added. It is
-    // counted under a fixed label for `/lazy-agents`, and the user is warned once per session.
-    const guarded: Guarded = (ctx, label, run, fallback) => {
-      const failed = () => {
-        if (engine.noteFailure(label)) tell(ctx, C.FAILURE_WARNING, "warning");
-        return fallback?.();
-      };
-      try {
-        const result = run();
-        return result instanceof Promise ? result.catch(failed) : result;
-      } catch {
-        return failed();
-      }
-    };
-    registerChecks(pi, engine, guarded);
+    const guarded = guardFor(engine);
+    registerChecks(pi, engine);
 
     // A held-back call has no tool_result: its delivery is recorded on the error result Pi persists.
     // The hook runs for every message, so it is registered only while the gate is on.
@@ -1321,16 +1325,10 @@ function transcriptOf(messages: AgentBeforeSettleEvent["context"]["llmMessages"]
   return parts.join("\n");
 }
 
-type Guarded = <T>(
-  ctx: ExtensionContext,
-  label: C.FailureLabel,
-  run: () => T | Promise<T>,
-  fallback?: () => T,
-) => T | undefined | Promise<T | undefined>;
-
 /** The checks' hooks. Registered before delivery's, so a warning sits right after the tool's own text. */
-function registerChecks(pi: ExtensionAPI, engine: LazyAgents, guarded: Guarded): void {
+function registerChecks(pi: ExtensionAPI, engine: LazyAgents): void {
   const state = engine.checks;
+  const guarded = guardFor(engine);
   /** Answers with the rules' verdict on what a call offers, if any; the user hears which rules spoke, unless asked. */
   const withVerdict = <R>(
     ctx: ExtensionContext,
