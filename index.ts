@@ -992,9 +992,7 @@ function hookifyValue(text: string): string {
   let value = text.trim();
   for (const quote of ['"', "'"]) {
     const end = trailingRun(value, (char) => char === quote);
-    let start = 0;
-    while (start < end && value[start] === quote) start++;
-    value = value.slice(start, end);
+    value = value.slice(0, end).replace(new RegExp(`^${quote}+`), "");
   }
   return value;
 }
