@@ -1297,9 +1297,8 @@ export function checkFields(toolName: string, input: Record<string, unknown>, re
   if (toolName === "read") return { file_path };
   const edits = Array.isArray(input.edits) ? (input.edits as unknown[]) : [input];
   const joined = (key: string) => edits.map((edit) => text((edit as Record<string, unknown> | null)?.[key])).join(" ");
-  const content = toolName === "write" ? text(input.content) : joined("newText");
-  const oldText = toolName === "write" ? "" : joined("oldText");
-  const [added, removed] = [[content], [oldText]];
+  const added = [toolName === "write" ? text(input.content) : joined("newText")];
+  const removed = [toolName === "write" ? "" : joined("oldText")];
   return { file_path, new_text: added, new_string: added, content: added, old_text: removed, old_string: removed };
 }
 
