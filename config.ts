@@ -253,6 +253,49 @@ export const CHECK_DIR_NAME = ".claude";
 /** The custom message type of a stop that a check sent back. */
 export const CHECK_MESSAGE_TYPE = "pi-lazy-agents-check";
 
+/** The field a rule's bare `pattern` tests, by its event, as hookify's `Rule.from_dict` maps it; other events test content. */
+export const CHECK_PATTERN_FIELDS: ReadonlyMap<string, string> = new Map([
+  ["bash", "command"],
+  ["file", "new_text"],
+  ["prompt", "prompt"],
+]);
+
+/** hookify's operators other than regex_match, by name; an unknown one holds for no value. */
+export const CHECK_OPERATORS: ReadonlyMap<string, (value: string, pattern: string) => boolean> = new Map([
+  ["contains", (value: string, pattern: string) => value.includes(pattern)],
+  ["equals", (value: string, pattern: string) => value === pattern],
+  ["not_contains", (value: string, pattern: string) => !value.includes(pattern)],
+  ["starts_with", (value: string, pattern: string) => value.startsWith(pattern)],
+  ["ends_with", (value: string, pattern: string) => value.endsWith(pattern)],
+]);
+
+// Python's `$` (without re.M) also matches before a newline that ends the text.
+export const PYTHON_REGEX_TOKENS: Record<string, string> = {
+  "\\A": "(?<![\\s\\S])",
+  "\\Z": "(?![\\s\\S])",
+  "(?P<": "(?<",
+  $: "(?=\\n?(?![\\s\\S]))",
+};
+
+// Python's \w, \d and \b are Unicode (a str pattern), JavaScript's ASCII: read under the `u` flag, outside a class
+// and in one.
+const WORD = "\\p{L}\\p{N}_";
+const [IS_WORD, NOT_WORD] = [`(?<=[${WORD}])`, `(?<![${WORD}])`];
+export const PYTHON_UNICODE_TOKENS: Record<string, string> = {
+  "\\w": `[${WORD}]`,
+  "\\W": `[^${WORD}]`,
+  "\\d": "[\\p{Nd}]",
+  "\\D": "[^\\p{Nd}]",
+  "\\b": `(?:${IS_WORD}(?![${WORD}])|${NOT_WORD}(?=[${WORD}]))`,
+  "\\B": `(?:${IS_WORD}(?=[${WORD}])|${NOT_WORD}(?![${WORD}]))`,
+};
+export const PYTHON_UNICODE_IN_CLASS: Record<string, string> = { "\\w": WORD, "\\d": "\\p{Nd}", "\\D": "\\P{Nd}" };
+
+// What the translation of a pattern that cannot backtrack looks like: plain atoms, classes, Python's `$` and a
+// top-level `|`, with no quantifier, group or backreference. A test then costs at most text × pattern steps, so a
+// small one needs no watchdog (bench: checks_write_added_us 1196 → 306).
+export const BACKTRACK_FREE = /^(?:\(\?=\\n\?\(\?!\[\\s\\S\]\)\)|[^\\()[\]{}*+?]|\\[^1-9k]|\[(?:[^\\\]]|\\.)*\])*$/;
+
 // ---------------------------------------------------------------------------------------------
 // Text for the model: the reminder's fixed sentences, notices and reasons. Paths and scopes come in
 // already made safe for one line. Each section of a reminder is explained in full once while the model can
