@@ -260,15 +260,6 @@ export const CHECK_PATTERN_FIELDS: ReadonlyMap<string, string> = new Map([
   ["prompt", "prompt"],
 ]);
 
-/** hookify's operators other than regex_match, by name; an unknown one holds for no value. */
-export const CHECK_OPERATORS: ReadonlyMap<string, (value: string, pattern: string) => boolean> = new Map([
-  ["contains", (value: string, pattern: string) => value.includes(pattern)],
-  ["equals", (value: string, pattern: string) => value === pattern],
-  ["not_contains", (value: string, pattern: string) => !value.includes(pattern)],
-  ["starts_with", (value: string, pattern: string) => value.startsWith(pattern)],
-  ["ends_with", (value: string, pattern: string) => value.endsWith(pattern)],
-]);
-
 // Python's `$` (without re.M) also matches before a newline that ends the text.
 export const PYTHON_REGEX_TOKENS: Record<string, string> = {
   "\\A": "(?<![\\s\\S])",

@@ -1196,6 +1196,14 @@ function boundedMatches(tests: RegexTest[]): void {
   }
 }
 
+function operatorHolds(operator: string, pattern: string, value: string): boolean {
+  if (operator === "contains") return value.includes(pattern);
+  if (operator === "equals") return value === pattern;
+  if (operator === "not_contains") return !value.includes(pattern);
+  if (operator === "starts_with") return value.startsWith(pattern);
+  return operator === "ends_with" && value.endsWith(pattern);
+}
+
 function toolMatches(matcher: string | undefined, toolName: string | undefined): boolean {
   if (matcher === undefined || matcher === "" || matcher === "*") return true;
   const name = toolName === "edit" ? ["edit", "multiedit"] : [toolName ?? ""];
@@ -1215,7 +1223,7 @@ function matchingChecks(state: CheckState, checks: Check[], input: CheckInput, w
       fields ??= input.fields();
       const values = Object.hasOwn(fields, field) ? fields[field]! : [];
       // A path has two values (as given, from cwd): not_contains holds when neither has the pattern.
-      const holds = (value: string) => C.CHECK_OPERATORS.get(operator)?.(value, pattern) === true;
+      const holds = (value: string) => operatorHolds(operator, pattern, value);
       if (!regex) return operator === "not_contains" ? values.length > 0 && values.every(holds) : values.some(holds);
       return values.map((text) => ({ regex, text, of: check }));
     });
