@@ -191,6 +191,9 @@ export const RULE_FILE_SUFFIXES: Record<RuleSource, readonly string[]> = {
   copilot: [".instructions.md"],
 };
 
+/** The frontmatter key that holds a rule's globs, in each source. */
+export const RULE_GLOB_KEYS: Record<RuleSource, string> = { claude: "paths", cursor: "globs", copilot: "applyTo" };
+
 /** The argument of `/lazy-agents` that adds each file's version to the report. */
 export const VERBOSE_ARGUMENT = "--verbose";
 

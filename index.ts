@@ -2380,11 +2380,16 @@ function walkFolder(discovery: Discovery, folder: string): FolderWalk {
   if (rel === undefined) return "resolve";
   const fresh = !discovery.chains.has(rel);
   const links = chainFor(discovery, rel);
-  const { stats, stop } = lstatChain(discovery.fs, links);
-  if (stop === "missing" || (typeof stop === "object" && !stop.isSymbolicLink())) return "missing";
-  if (stop === undefined && (!fresh || spelledAsOnDisk(discovery, links, stats))) return { links, stats };
+  const stats: nodeFs.Stats[] = [];
+  for (const link of links) {
+    const stat = fsOr("error" as const, () => discovery.fs.lstat(link.dir));
+    if (stat === "error" || stat?.isSymbolicLink()) return "resolve";
+    if (!stat?.isDirectory()) return "missing";
+    stats.push(stat);
+  }
+  if (!fresh || spelledAsOnDisk(discovery, links, stats)) return { links, stats };
   // One folder, one identity: another spelling is looked at through its real path, every time.
-  if (stop === undefined) discovery.chains.delete(rel);
+  discovery.chains.delete(rel);
   return "resolve";
 }
 
@@ -2412,19 +2417,6 @@ function locateChain(ctx: Discovery, target: string, targetIsDirectory: boolean)
     return { links: chainFor(ctx, relative(ctx.cwdReal, folder)) };
   }
   return undefined;
-}
-
-function lstatChain(
-  fs: FileSystem,
-  links: ChainLink[],
-): { stats: nodeFs.Stats[]; stop?: nodeFs.Stats | "missing" | "error" } {
-  const stats: nodeFs.Stats[] = [];
-  for (const link of links) {
-    const stat = fsOr("error" as const, () => fs.lstat(link.dir)) ?? "missing";
-    if (typeof stat === "string" || !stat.isDirectory()) return { stats, stop: stat };
-    stats.push(stat);
-  }
-  return { stats };
 }
 
 /** Whether a new chain is spelled as on disk: only a filesystem that folds names finds `PKG` for `pkg`. */
@@ -2590,9 +2582,7 @@ class Discovery {
 
   // Asked at every call: a sum over the caches, no object built (profile: building the sizes was 2.6% of a warm call).
   private cachedEntries(): number {
-    let sum = 0;
-    for (const cache of Object.values(this.caches)) sum += cache.size;
-    return sum;
+    return Object.values(this.caches).reduce((sum, cache) => sum + cache.size, 0);
   }
 
   exists(path: string): boolean {
@@ -2607,42 +2597,39 @@ class Discovery {
     return fsOr(undefined, () => this.fs.realpath(path));
   }
 
+  /**
+   * A folder's instruction files and the sources' homes, from its listing, or by one lstat each without one (too
+   * large, unreadable) or when it holds a name that matches one only in case: on a case-insensitive filesystem the
+   * probes find such a file, so they answer for that folder.
+   */
   directoryEntry(dir: string, known?: nodeFs.Stats): DirectoryEntry | undefined {
     return this.directories.folder(dir, known ?? this.fs.lstat(dir), (stats) => {
       const previous = this.directories.peek(dir);
       // One listing costs less than seven name probes in a small folder; a large one keeps the probes,
       // whose cost does not grow with the folder (bench: cold every-folder chain, 7 probes → 1 call per folder).
       const listable = stats.size <= C.LISTED_DIR_MAX_BYTES && (previous?.listed ?? 0) <= C.LISTED_DIR_MAX_ENTRIES;
-      return this.folderNames(dir, listable ? fsOr(undefined, () => this.fs.readdir(dir)) : undefined);
+      const listed = listable ? fsOr(undefined, () => this.fs.readdir(dir)) : undefined;
+      const wanted = this.options.fileNames;
+      const own = [...wanted, ...SOURCE_HOMES.keys()];
+      const folded = new Set(own.map((name) => name.toLowerCase()));
+      const usable = listed && !listed.some(({ name }) => !own.includes(name) && folded.has(name.toLowerCase()));
+      const named = usable ? new Map(listed.map((dirent) => [dirent.name, dirent])) : undefined;
+      // Probed where names fold, two spellings find one file (CLAUDE.md, CLAUDE.MD): it is one candidate.
+      const probed = new Set<string>();
+      const has = (name: string) => {
+        if (named) return named.has(name);
+        const stats = fsOr(null, () => this.fs.lstat(join(dir, name)));
+        const id = stats ? `${stats.dev}:${stats.ino}` : undefined;
+        return stats === null || (id !== undefined && !probed.has(id) && !!probed.add(id));
+      };
+      const entryOf = (name: string) => (named ? named.get(name) : this.fs.lstat(join(dir, name)));
+      return {
+        candidates: wanted.filter(has).map((name) => join(dir, name)),
+        homes: new Map([...SOURCE_HOMES.keys()].map((name) => [name, kindOfEntry(entryOf(name))])),
+        listed: named && listed!.length,
+        links: named && listed!.some((dirent) => dirent.isSymbolicLink()),
+      };
     });
-  }
-
-  /**
-   * Instruction files and the sources' homes from the folder's listing, or by one lstat each
-   * without one (too large, unreadable) or when it holds a name that matches one only in case: on a
-   * case-insensitive filesystem the probes find such a file, so they answer for that folder.
-   */
-  private folderNames(dir: string, listed: nodeFs.Dirent[] | undefined): DirectoryEntry {
-    const wanted = this.options.fileNames;
-    const own = [...wanted, ...SOURCE_HOMES.keys()];
-    const folded = new Set(own.map((name) => name.toLowerCase()));
-    const usable = listed && !listed.some(({ name }) => !own.includes(name) && folded.has(name.toLowerCase()));
-    const named = usable ? new Map(listed.map((dirent) => [dirent.name, dirent])) : undefined;
-    // Probed where names fold, two spellings find one file (CLAUDE.md, CLAUDE.MD): it is one candidate.
-    const probed = new Set<string>();
-    const has = (name: string) => {
-      if (named) return named.has(name);
-      const stats = fsOr(null, () => this.fs.lstat(join(dir, name)));
-      const id = stats ? `${stats.dev}:${stats.ino}` : undefined;
-      return stats === null || (id !== undefined && !probed.has(id) && !!probed.add(id));
-    };
-    const entryOf = (name: string) => (named ? named.get(name) : this.fs.lstat(join(dir, name)));
-    return {
-      candidates: wanted.filter(has).map((name) => join(dir, name)),
-      homes: new Map([...SOURCE_HOMES.keys()].map((name) => [name, kindOfEntry(entryOf(name))])),
-      listed: named && listed!.length,
-      links: named && listed!.some((dirent) => dirent.isSymbolicLink()),
-    };
   }
 
   learnStartupFiles(paths: readonly string[]): void {
@@ -2707,14 +2694,10 @@ class Discovery {
     return "reason" in resolved || !resolved.stats.isDirectory() ? undefined : resolved.real;
   }
 
-  /** The entries of a real folder in directory order (as Pi walks skills), re-read when its signature changes. */
-  listing(dir: string): ListingEntry | undefined {
-    return this.listedAt(dir)?.listing;
-  }
-
   /**
-   * A folder's listing and the folder it was listed in: for a link, its target as the source policy judged it,
-   * where the files listed are then read, so that a link moved meanwhile leads no read outside cwd.
+   * A folder's entries in directory order (as Pi walks skills), re-read when its signature changes, and the folder it
+   * was listed in: for a link, its target as the source policy judged it, where the files listed are then read, so
+   * that a link moved meanwhile leads no read outside cwd.
    */
   listedAt(dir: string): { folder: string; listing: ListingEntry } | undefined {
     const stats = this.fs.lstat(dir);
@@ -2754,12 +2737,11 @@ function importsOf(ctx: Discovery, root: InstructionFile, scope: string, rejecte
   const imports: DirectoryView["imports"] = [];
   const listed = new Set([root.realPath]);
   const visit = (file: InstructionFile): void => {
-    for (const imported of found.get(file.realPath) ?? []) {
-      if (listed.has(imported.realPath)) continue;
-      listed.add(imported.realPath);
-      imports.push({ file: imported, importedBy: file.path });
-      visit(imported);
-    }
+    for (const imported of found.get(file.realPath) ?? [])
+      if (!listed.has(imported.realPath) && listed.add(imported.realPath)) {
+        imports.push({ file: imported, importedBy: file.path });
+        visit(imported);
+      }
   };
   visit(root);
   return imports;
@@ -2790,7 +2772,7 @@ function importedFiles(ctx: Discovery, from: InstructionFile, target: string, sc
     add(ctx.fileOf(resolved));
     return files;
   }
-  const listing = ctx.listing(resolved.real);
+  const listing = ctx.listedAt(resolved.real)?.listing;
   if (!listing) return files;
   for (const entry of sortedNames(listing)) {
     if (entry.name.startsWith(".") || (entry.kind !== "file" && entry.kind !== "link")) continue;
@@ -2939,7 +2921,7 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
     // A folder known to hold SKILL.md stays a skill while that file exists: nothing else there matters.
     const known = ctx.listings.peek(dir);
     if (known?.hasSkillFile && isSkill(rulesOf(known))) return;
-    const listing = ctx.listing(dir);
+    const listing = ctx.listedAt(dir)?.listing;
     if (!listing) return;
     const rules = rulesOf(listing);
     // A skill's folder is read no further, so its entries past the cap are no loss.
@@ -3082,8 +3064,6 @@ interface RuleMeta {
   name: string;
 }
 
-const RULE_GLOB_KEYS: Record<C.RuleSource, string> = { claude: "paths", cursor: "globs", copilot: "applyTo" };
-
 // Exported for tests: a table test of rule frontmatter.
 /**
  * Kind, globs, description, name and body of a rule file's text, as its source reads them. Claude:
@@ -3097,7 +3077,7 @@ export function readRuleMeta(source: C.RuleSource, text: string, fileName: strin
   const { frontmatter, body } = yamlFrontmatter(text) ?? looseFrontmatter(text);
   const field = frontmatter as Record<string, unknown>;
   const string = (value: unknown) => (typeof value === "string" ? value.trim() : "");
-  const values = [field[RULE_GLOB_KEYS[source]]].flat();
+  const values = [field[C.RULE_GLOB_KEYS[source]]].flat();
   const globs = values.flatMap((item) => (typeof item === "string" ? splitGlobList(item).map(unquoted) : []));
   const description = source === "claude" ? "" : string(field.description);
   const suffix = C.RULE_FILE_SUFFIXES[source].find((candidate) => fileName.endsWith(candidate)) ?? "";
