@@ -2568,8 +2568,8 @@ class Discovery {
       if (there === undefined) seen.set(path, (there = this.exists(path)));
       return there;
     };
-    for (const cache of [this.directories, this.files, this.listings]) cache.sweep(exists);
-    for (const path of this.compiledRules.keys()) if (!exists(path)) this.compiledRules.delete(path);
+    for (const cache of [this.directories, this.files, this.listings, this.compiledRules])
+      for (const path of cache.keys()) if (!exists(path)) cache.delete(path);
     for (const map of Object.values(this.scoped))
       for (const scope of map.keys()) if (!exists(join(this.cwdReal, scope))) map.delete(scope);
     this.sweepAt = Math.max(256, 2 * this.cachedEntries());
@@ -2683,7 +2683,7 @@ class Discovery {
       loaded: stats.size > max ? { ok: false, reason: "tooLarge" } : readBounded(this.fs, real, max, stats),
     });
     // A read that failed (EIO, EACCES, a race) may succeed next time without the file changing.
-    const entry = this.files.get(real, stats, load, ({ loaded }) => loaded.ok || loaded.reason !== "unreadable");
+    const entry = this.files.current(real, stats, load, ({ loaded }) => loaded.ok || loaded.reason !== "unreadable");
     if (!entry.loaded.ok) return { reason: entry.loaded.reason, real };
     const { text, version, bytes } = entry.loaded;
     return (entry.file ??= { path: toDisplayPath(this.cwdReal, real), realPath: real, text, version, bytes });
@@ -3211,10 +3211,7 @@ function ruleApplies(rule: Rule, touched: readonly string[]): boolean {
 }
 
 // Made once: cwd's rule places are the same at every call.
-const CWD_RULE_PLACES = Object.fromEntries(C.RULE_SOURCES.map((source) => [source, rulePlace(source, "")])) as Record<
-  C.RuleSource,
-  RulePlace
->;
+const CWD_RULE_PLACES = new Map(C.RULE_SOURCES.map((source) => [source, rulePlace(source, "")]));
 
 function rulePlace(source: C.RuleSource, base: string): RulePlace {
   const [parent, child] = C.RULE_DIRS[source];
@@ -3231,7 +3228,7 @@ function ruleFoldersFor(ctx: Discovery, views: DirectoryView[], sources: Readonl
   // cwd's entry, as a folder view's: one lstat of cwd while it stands.
   const homes = ctx.directoryEntry(ctx.cwdReal)?.homes;
   const places = C.RULE_SOURCES.filter((source) => sources.has(source)).map((source) => ({
-    place: CWD_RULE_PLACES[source],
+    place: CWD_RULE_PLACES.get(source)!,
     kind: homes?.get(C.RULE_DIRS[source][0]) ?? "none",
   }));
   for (const view of sources.has("cursor") ? views : []) {
@@ -3414,37 +3411,27 @@ function sameSignature(a: Signature, b: Signature): boolean {
 }
 
 /** What was built from a path, kept while its stat signature stands: a warm look costs only the caller's stat. */
-class SignatureCache<T> {
-  private readonly entries = new Map<string, { signature: Signature; value: T }>();
-
-  get size(): number {
-    return this.entries.size;
-  }
-
+class SignatureCache<T> extends Map<string, { signature: Signature; value: T }> {
   /** The value for `path` as `stats` shows it; `keep` false leaves a build out (a failure that may pass). */
-  get(path: string, stats: nodeFs.Stats, build: () => T, keep: (value: T) => boolean = () => true): T {
-    const cached = this.entries.get(path);
+  current(path: string, stats: nodeFs.Stats, build: () => T, keep: (value: T) => boolean = () => true): T {
+    const cached = this.get(path);
     if (cached && sameSignature(cached.signature, stats)) return cached.value;
     const value = build();
-    if (keep(value)) this.entries.set(path, { signature: signatureOf(stats), value });
-    else this.entries.delete(path);
+    if (keep(value)) this.set(path, { signature: signatureOf(stats), value });
+    else this.delete(path);
     return value;
   }
 
-  /** As `get`, for a folder: nothing, and nothing kept, when `stats` shows none there. */
+  /** As `current`, for a folder: nothing, and nothing kept, when `stats` shows none there. */
   folder(path: string, stats: nodeFs.Stats | undefined, build: (stats: nodeFs.Stats) => T): T | undefined {
-    if (stats?.isDirectory()) return this.get(path, stats, () => build(stats));
-    this.entries.delete(path);
+    if (stats?.isDirectory()) return this.current(path, stats, () => build(stats));
+    this.delete(path);
     return undefined;
   }
 
   /** The value last built for `path`, without a stat: for hints only. */
   peek(path: string): T | undefined {
-    return this.entries.get(path)?.value;
-  }
-
-  sweep(exists: (path: string) => boolean): void {
-    for (const path of this.entries.keys()) if (!exists(path)) this.entries.delete(path);
+    return this.get(path)?.value;
   }
 }
 
