@@ -2302,12 +2302,10 @@ type SourceFile = InstructionFile | { reason: C.Reason | "skip" | "held"; real?:
 interface FileEntry {
   loaded: Loaded;
   // Each built from the text once per content: the file as views show it, the absolute targets of its
-  // `@path` tokens, the skill it defines (named, as Pi names it, by the folder it is listed in), and its
-  // rules as a skills tree's ignore file, for its folder.
+  // `@path` tokens, and the skill it defines (named, as Pi names it, by the folder it is listed in).
   file?: InstructionFile;
   importTargets?: string[];
   skill?: ParsedSkill & { folder: string };
-  ignore?: { prefix: string; rules: IgnoreRule[] };
 }
 
 type ParsedSkill = { ok: true; skill: Skill; hidden: boolean } | { ok: false; reason: C.Reason };
@@ -2322,8 +2320,8 @@ interface ListingEntry {
   /** Its folders and links, sorted: what a rule folder's walk may go into (profile: 3% of a warm call). */
   folders?: ListingEntry["names"];
   hasSkillFile: boolean;
-  /** The ignore rules in force here, from those above and its own ignore files, while both stand. */
-  ignores?: IgnoreSet & { parts: ReadonlyArray<readonly IgnoreRule[]> };
+  /** The ignore rules in force here, from those above and its own ignore files read below `prefix`, while all stand. */
+  ignores?: IgnoreSet & { inherited: IgnoreSet; prefix: string; files: InstructionFile[] };
 }
 
 /** One folder strictly below cwd on the way to a target; `scope` is cwd-relative, with forward slashes. */
@@ -2899,18 +2897,16 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
   /** Scans one folder of the tree; `prefix` is its path below the root and a `/`, as Pi matches ignore rules. */
   const scan = (dir: string, prefix: string, depth: number, inherited: IgnoreSet): void => {
     const rulesOf = (listing: ListingEntry): IgnoreSet => {
-      const parts = [inherited.rules];
-      for (const name of listing.ignoreFiles) {
+      const files = listing.ignoreFiles.flatMap((name) => {
         const file = ctx.sourceFile(join(dir, name), "", "control");
-        if ("reason" in file) continue;
-        const entry = ctx.files.peek(file.realPath)!;
-        if (entry.ignore?.prefix !== prefix) entry.ignore = { prefix, rules: ignoreRulesOf(file.text, prefix) };
-        if (entry.ignore.rules.length > 0) parts.push(entry.ignore.rules);
-      }
-      if (parts.length === 1) return inherited;
+        return "reason" in file ? [] : [file];
+      });
+      if (files.length === 0) return inherited;
       const known = listing.ignores;
-      if (known?.parts.length === parts.length && parts.every((part, i) => part === known.parts[i])) return known;
-      listing.ignores = { parts, rules: parts.flat(), decided: new Map() };
+      const same = known?.inherited === inherited && known.prefix === prefix && known.files.length === files.length;
+      if (same && files.every((file, i) => file === known.files[i])) return known;
+      const rules = [...inherited.rules, ...files.flatMap((file) => ignoreRulesOf(file.text, prefix))];
+      listing.ignores = { inherited, prefix, files, rules, decided: new Map() };
       return listing.ignores;
     };
     const isSkill = (rules: IgnoreSet) =>
