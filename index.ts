@@ -2860,7 +2860,6 @@ function gitRefusal(ctx: Discovery, segments: string[], isDirectory: boolean): C
 
 function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, rejected: Rejection[]): Skill[] {
   const [home, child] = C.SKILLS_DIR_SEGMENTS as [string, string];
-  const root = join(link.dir, home, child);
   const skills: Skill[] = [];
   // The names and files of every skill found so far in this tree, listed or hidden.
   const names = new Set<string>();
@@ -2941,7 +2940,7 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
   } catch (error) {
     errorCode(error);
     // The skills found so far stand; the rest are unknown until the next access.
-    reject(toDisplayPath(ctx.cwdReal, root), "unreadable");
+    reject(toDisplayPath(ctx.cwdReal, join(link.dir, home, child)), "unreadable");
   }
   return skills;
 }
@@ -3251,8 +3250,7 @@ function ruleFolder(ctx: Discovery, place: RulePlace, parentKind: ParentKind): R
     ctx.ruleFolders.delete(place.display);
     return { place, listings: [], rules: [], rejected: [] };
   }
-  const found: Array<{ dir: string; listing: ListingEntry }> = [];
-  const seen = new Set<ListingEntry>();
+  const found = new Map<ListingEntry, string>();
   // A folder that cannot be listed now (EIO, EACCES) is unknown, not empty: the rest is read, and it again next time.
   const unreadable: string[] = [];
   const suffixes = C.RULE_FILE_SUFFIXES[place.source];
@@ -3261,10 +3259,9 @@ function ruleFolder(ctx: Discovery, place: RulePlace, parentKind: ParentKind): R
     const listed = fsOr(null, () => ctx.listedAt(written));
     if (listed === null) unreadable.push(ctx.realpathOrUndefined(written) ?? written);
     // A folder reached again through a link (a loop, a second link) is read once; its files where it was judged.
-    if (!listed || seen.has(listed.listing)) return;
+    if (!listed || found.has(listed.listing)) return;
     const { folder: dir, listing } = listed;
-    seen.add(listing);
-    found.push({ dir, listing });
+    found.set(listing, dir);
     listing.folders ??= sortedNames(listing).filter(({ kind }) => kind === "dir" || kind === "link");
     for (const { name, kind } of depth < C.MAX_RULE_DEPTH ? listing.folders : []) {
       // A link not named as a rule file is searched as a folder, as Claude Code follows links there, once the
@@ -3275,21 +3272,20 @@ function ruleFolder(ctx: Discovery, place: RulePlace, parentKind: ParentKind): R
   };
   walk(join(parentDir, C.RULE_DIRS[place.source][1]), 0);
   const known = ctx.ruleFolders.get(place.display);
-  const same =
-    known?.listings?.length === found.length && found.every((entry, i) => entry.listing === known.listings![i]);
+  const read = [...found.keys()];
+  const same = known?.listings?.length === read.length && read.every((listing, i) => listing === known.listings![i]);
   if (same && unreadable.length === 0) return known!;
-  const listings = unreadable.length === 0 ? found.map((entry) => entry.listing) : undefined;
+  const listings = unreadable.length === 0 ? read : undefined;
   const folder: RuleFolder = { place, listings, rules: [], rejected: [] };
   for (const dir of unreadable) {
     // The rules the model may hold from it stay offered, so that none is withdrawn.
     folder.rules.push(...(known?.rules ?? []).filter((rule) => isPathInside(dir, rule.candidate)));
     folder.rejected.push({ path: toDisplayPath(ctx.cwdReal, dir), reason: "unreadable", kind: "instruction" });
   }
-  for (const { dir, listing } of found) {
+  for (const [listing, dir] of found) {
     noteScanCap(ctx, dir, listing, folder.rejected);
     for (const { name, kind } of sortedNames(listing)) {
-      if (kind === "dir" || kind === "other" || name.startsWith(".")) continue;
-      if (!isRuleName(name)) continue;
+      if (kind === "dir" || kind === "other" || name.startsWith(".") || !isRuleName(name)) continue;
       const candidate = join(dir, name);
       const rule = ruleAt(ctx, place, candidate);
       if (!("reason" in rule)) {
@@ -3354,12 +3350,11 @@ function applyingRules(ctx: Discovery, folders: RuleFolder[], touched: readonly 
         folder.listings = undefined;
         continue;
       }
-      if (fresh === rule) rules.push(rule);
-      else {
+      if (fresh !== rule) {
         folder.rules[folder.rules.indexOf(rule)] = fresh;
         folder.offered = folder.applying = undefined;
-        if (ruleApplies(fresh, touched)) rules.push(fresh);
       }
+      if (fresh === rule || ruleApplies(fresh, touched)) rules.push(fresh);
     }
   }
   return rules;
