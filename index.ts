@@ -2605,7 +2605,7 @@ class Discovery {
       const listable = stats.size <= C.LISTED_DIR_MAX_BYTES && (previous?.listed ?? 0) <= C.LISTED_DIR_MAX_ENTRIES;
       const listed = listable ? fsOr(undefined, () => this.fs.readdir(dir)) : undefined;
       const wanted = this.options.fileNames;
-      const own = [...wanted, ...SOURCE_HOMES.keys()];
+      const own = [...wanted, ...C.SOURCE_HOMES.keys()];
       const folded = new Set(own.map((name) => name.toLowerCase()));
       const usable = listed && !listed.some(({ name }) => !own.includes(name) && folded.has(name.toLowerCase()));
       const named = usable ? new Map(listed.map((dirent) => [dirent.name, dirent])) : undefined;
@@ -2620,7 +2620,7 @@ class Discovery {
       const entryOf = (name: string) => (named ? named.get(name) : this.fs.lstat(join(dir, name)));
       return {
         candidates: wanted.filter(has).map((name) => join(dir, name)),
-        homes: new Map([...SOURCE_HOMES.keys()].map((name) => [name, kindOfEntry(entryOf(name))])),
+        homes: new Map([...C.SOURCE_HOMES.keys()].map((name) => [name, kindOfEntry(entryOf(name))])),
         listed: named && listed!.length,
         links: named && listed!.some((dirent) => dirent.isSymbolicLink()),
       };
@@ -2793,11 +2793,6 @@ function importedFiles(ctx: Discovery, from: InstructionFile, target: string, sc
  */
 type SourceNaming = "layout" | "named" | "control";
 
-/** The dot folders sources live in, each with the one child that is the source (`.claude/rules` …). */
-const SOURCE_HOMES: ReadonlyMap<string, string> = new Map(
-  [...Object.values(C.RULE_DIRS), C.SKILLS_DIR_SEGMENTS].map(([home, child]) => [home!, child!]),
-);
-
 /**
  * The source policy. What the repository chooses, where a link leads and what an import names,
  * must lie inside cwd, not be a context file Pi put in its system prompt at start-up, hold no dot
@@ -2827,7 +2822,7 @@ function sourceRefusal(
     for (const [index, name] of segments.entries()) {
       if (ctx.options.ignoredDirs.has(name) || C.NEVER_IMPORTED_DIR_NAMES.includes(name)) return "ignoredDir";
       if (!name.startsWith(".")) continue;
-      const child = SOURCE_HOMES.get(name);
+      const child = C.SOURCE_HOMES.get(name);
       const home = child !== undefined && (segments[index + 1] ?? (isDirectory() ? child : "")) === child;
       if (!home) return "dotfile";
     }
