@@ -2291,6 +2291,8 @@ interface DirectoryEntry {
   listed?: number;
   /** Whether its listing held a link; undefined when it was probed name by name. */
   links?: boolean;
+  /** Its view while it offers nothing: no instruction file, no skills. */
+  empty?: DirectoryView;
 }
 
 /** A source resolved and let through by the source policy, or why not ("skip": nothing is there). */
@@ -2481,8 +2483,9 @@ function viewDirectory(ctx: Discovery, link: ChainLink, withSkills: boolean, sta
   const cursor = entry?.homes.get(C.RULE_DIRS.cursor[0]) ?? "none";
   const empty = (): DirectoryView => ({ scope: link.scope, imports: [], rejected: [], skills: [], cursor });
   if (!entry) return empty();
+  // Most folders offer nothing call after call: their view is made once per version of the folder.
   const skills = withSkills && entry.homes.get(C.SKILLS_DIR_SEGMENTS[0]!) !== "none";
-  if (entry.candidates.length === 0 && !skills) return empty();
+  if (entry.candidates.length === 0 && !skills) return (entry.empty ??= empty());
   const view = empty();
   const held = ctx.held;
   for (const [index, candidate] of entry.candidates.entries()) {
@@ -3197,6 +3200,9 @@ function ruleApplies(rule: Rule, touched: readonly string[]): boolean {
   return kind !== "manual" && (kind !== "glob" || touched.some((path) => ruleMatches(rule, path)));
 }
 
+// Made once: cwd's rule places are the same at every call.
+const CWD_RULE_PLACES = new Map(C.RULE_SOURCES.map((source) => [source, rulePlace(source, "")]));
+
 function rulePlace(source: C.RuleSource, base: string): RulePlace {
   const [parent, child] = C.RULE_DIRS[source];
   const parentScope = base === "" ? parent : `${base}/${parent}`;
@@ -3212,7 +3218,7 @@ function ruleFoldersFor(ctx: Discovery, views: DirectoryView[], sources: Readonl
   // cwd's entry, as a folder view's: one lstat of cwd while it stands.
   const homes = ctx.directoryEntry(ctx.cwdReal)?.homes;
   const places = C.RULE_SOURCES.filter((source) => sources.has(source)).map((source) => ({
-    place: rulePlace(source, ""),
+    place: CWD_RULE_PLACES.get(source)!,
     kind: homes?.get(C.RULE_DIRS[source][0]) ?? "none",
   }));
   for (const view of sources.has("cursor") ? views : []) {
