@@ -205,6 +205,14 @@ export const RULE_DIRS: Record<RuleSource, readonly [string, string]> = {
   copilot: [".github", "instructions"],
 };
 
+/** The dot folders sources live in, each with the one child that is the source (`.claude/rules` …). */
+export const SOURCE_HOMES: ReadonlyMap<string, string> = new Map(
+  [...Object.values(RULE_DIRS), SKILLS_DIR_SEGMENTS].map(([home, child]) => [home!, child!]),
+);
+
+/** The frontmatter key that holds a rule's globs, in each source. */
+export const RULE_GLOB_KEYS: Record<RuleSource, string> = { claude: "paths", cursor: "globs", copilot: "applyTo" };
+
 /** File names each source reads as rules. */
 export const RULE_FILE_SUFFIXES: Record<RuleSource, readonly string[]> = {
   claude: [".md"],

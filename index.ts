@@ -2117,12 +2117,10 @@ type SourceFile = InstructionFile | { reason: C.Reason | "skip" | "held"; real?:
 interface FileEntry {
   loaded: Loaded;
   // Each built from the text once per content: the file as views show it, the absolute targets of its
-  // `@path` tokens, the skill it defines (named, as Pi names it, by the folder it is listed in), and its
-  // rules as a skills tree's ignore file, for its folder.
+  // `@path` tokens, and the skill it defines (named, as Pi names it, by the folder it is listed in).
   file?: InstructionFile;
   importTargets?: string[];
   skill?: ParsedSkill & { folder: string };
-  ignore?: { prefix: string; rules: IgnoreRule[] };
 }
 
 type ParsedSkill = { ok: true; skill: Skill; hidden: boolean } | { ok: false; reason: C.Reason };
@@ -2137,8 +2135,8 @@ interface ListingEntry {
   /** Its folders and links, sorted: what a rule folder's walk may go into (profile: 3% of a warm call). */
   folders?: ListingEntry["names"];
   hasSkillFile: boolean;
-  /** The ignore rules in force here, from those above and its own ignore files, while both stand. */
-  ignores?: IgnoreSet & { parts: ReadonlyArray<readonly IgnoreRule[]> };
+  /** The ignore rules in force here, from those above and its own ignore files read below `prefix`, while all stand. */
+  ignores?: IgnoreSet & { inherited: IgnoreSet; prefix: string; files: InstructionFile[] };
 }
 
 /** One folder strictly below cwd on the way to a target; `scope` is cwd-relative, with forward slashes. */
@@ -2193,11 +2191,16 @@ function walkFolder(discovery: Discovery, folder: string): FolderWalk {
   if (rel === undefined) return "resolve";
   const fresh = !discovery.chains.has(rel);
   const links = chainFor(discovery, rel);
-  const { stats, stop } = lstatChain(discovery.fs, links);
-  if (stop === "missing" || (typeof stop === "object" && !stop.isSymbolicLink())) return "missing";
-  if (stop === undefined && (!fresh || spelledAsOnDisk(discovery, links, stats))) return { links, stats };
+  const stats: nodeFs.Stats[] = [];
+  for (const link of links) {
+    const stat = fsOr("error" as const, () => discovery.fs.lstat(link.dir));
+    if (stat === "error" || stat?.isSymbolicLink()) return "resolve";
+    if (!stat?.isDirectory()) return "missing";
+    stats.push(stat);
+  }
+  if (!fresh || spelledAsOnDisk(discovery, links, stats)) return { links, stats };
   // One folder, one identity: another spelling is looked at through its real path, every time.
-  if (stop === undefined) discovery.chains.delete(rel);
+  discovery.chains.delete(rel);
   return "resolve";
 }
 
@@ -2225,19 +2228,6 @@ function locateChain(ctx: Discovery, target: string, targetIsDirectory: boolean)
     return { links: chainFor(ctx, relative(ctx.cwdReal, folder)) };
   }
   return undefined;
-}
-
-function lstatChain(
-  fs: FileSystem,
-  links: ChainLink[],
-): { stats: nodeFs.Stats[]; stop?: nodeFs.Stats | "missing" | "error" } {
-  const stats: nodeFs.Stats[] = [];
-  for (const link of links) {
-    const stat = fsOr("error" as const, () => fs.lstat(link.dir)) ?? "missing";
-    if (typeof stat === "string" || !stat.isDirectory()) return { stats, stop: stat };
-    stats.push(stat);
-  }
-  return { stats };
 }
 
 /** Whether a new chain is spelled as on disk: only a filesystem that folds names finds `PKG` for `pkg`. */
@@ -2389,8 +2379,8 @@ class Discovery {
       if (there === undefined) seen.set(path, (there = this.exists(path)));
       return there;
     };
-    for (const cache of [this.directories, this.files, this.listings]) cache.sweep(exists);
-    for (const path of this.compiledRules.keys()) if (!exists(path)) this.compiledRules.delete(path);
+    for (const cache of [this.directories, this.files, this.listings, this.compiledRules])
+      for (const path of cache.keys()) if (!exists(path)) cache.delete(path);
     for (const map of Object.values(this.scoped))
       for (const scope of map.keys()) if (!exists(join(this.cwdReal, scope))) map.delete(scope);
     this.sweepAt = Math.max(256, 2 * this.cachedEntries());
@@ -2403,9 +2393,7 @@ class Discovery {
 
   // Asked at every call: a sum over the caches, no object built (profile: building the sizes was 2.6% of a warm call).
   private cachedEntries(): number {
-    let sum = 0;
-    for (const cache of Object.values(this.caches)) sum += cache.size;
-    return sum;
+    return Object.values(this.caches).reduce((sum, cache) => sum + cache.size, 0);
   }
 
   exists(path: string): boolean {
@@ -2420,42 +2408,39 @@ class Discovery {
     return fsOr(undefined, () => this.fs.realpath(path));
   }
 
+  /**
+   * A folder's instruction files and the sources' homes, from its listing, or by one lstat each without one (too
+   * large, unreadable) or when it holds a name that matches one only in case: on a case-insensitive filesystem the
+   * probes find such a file, so they answer for that folder.
+   */
   directoryEntry(dir: string, known?: nodeFs.Stats): DirectoryEntry | undefined {
     return this.directories.folder(dir, known ?? this.fs.lstat(dir), (stats) => {
       const previous = this.directories.peek(dir);
       // One listing costs less than seven name probes in a small folder; a large one keeps the probes,
       // whose cost does not grow with the folder (bench: cold every-folder chain, 7 probes → 1 call per folder).
       const listable = stats.size <= C.LISTED_DIR_MAX_BYTES && (previous?.listed ?? 0) <= C.LISTED_DIR_MAX_ENTRIES;
-      return this.folderNames(dir, listable ? fsOr(undefined, () => this.fs.readdir(dir)) : undefined);
+      const listed = listable ? fsOr(undefined, () => this.fs.readdir(dir)) : undefined;
+      const wanted = this.options.fileNames;
+      const own = [...wanted, ...C.SOURCE_HOMES.keys()];
+      const folded = new Set(own.map((name) => name.toLowerCase()));
+      const usable = listed && !listed.some(({ name }) => !own.includes(name) && folded.has(name.toLowerCase()));
+      const named = usable ? new Map(listed.map((dirent) => [dirent.name, dirent])) : undefined;
+      // Probed where names fold, two spellings find one file (CLAUDE.md, CLAUDE.MD): it is one candidate.
+      const probed = new Set<string>();
+      const has = (name: string) => {
+        if (named) return named.has(name);
+        const stats = fsOr(null, () => this.fs.lstat(join(dir, name)));
+        const id = stats ? `${stats.dev}:${stats.ino}` : undefined;
+        return stats === null || (id !== undefined && !probed.has(id) && !!probed.add(id));
+      };
+      const entryOf = (name: string) => (named ? named.get(name) : this.fs.lstat(join(dir, name)));
+      return {
+        candidates: wanted.filter(has).map((name) => join(dir, name)),
+        homes: new Map([...C.SOURCE_HOMES.keys()].map((name) => [name, kindOfEntry(entryOf(name))])),
+        listed: named && listed!.length,
+        links: named && listed!.some((dirent) => dirent.isSymbolicLink()),
+      };
     });
-  }
-
-  /**
-   * Instruction files and the sources' homes from the folder's listing, or by one lstat each
-   * without one (too large, unreadable) or when it holds a name that matches one only in case: on a
-   * case-insensitive filesystem the probes find such a file, so they answer for that folder.
-   */
-  private folderNames(dir: string, listed: nodeFs.Dirent[] | undefined): DirectoryEntry {
-    const wanted = this.options.fileNames;
-    const own = [...wanted, ...SOURCE_HOMES.keys()];
-    const folded = new Set(own.map((name) => name.toLowerCase()));
-    const usable = listed && !listed.some(({ name }) => !own.includes(name) && folded.has(name.toLowerCase()));
-    const named = usable ? new Map(listed.map((dirent) => [dirent.name, dirent])) : undefined;
-    // Probed where names fold, two spellings find one file (CLAUDE.md, CLAUDE.MD): it is one candidate.
-    const probed = new Set<string>();
-    const has = (name: string) => {
-      if (named) return named.has(name);
-      const stats = fsOr(null, () => this.fs.lstat(join(dir, name)));
-      const id = stats ? `${stats.dev}:${stats.ino}` : undefined;
-      return stats === null || (id !== undefined && !probed.has(id) && !!probed.add(id));
-    };
-    const entryOf = (name: string) => (named ? named.get(name) : this.fs.lstat(join(dir, name)));
-    return {
-      candidates: wanted.filter(has).map((name) => join(dir, name)),
-      homes: new Map([...SOURCE_HOMES.keys()].map((name) => [name, kindOfEntry(entryOf(name))])),
-      listed: named && listed!.length,
-      links: named && listed!.some((dirent) => dirent.isSymbolicLink()),
-    };
   }
 
   learnStartupFiles(paths: readonly string[]): void {
@@ -2509,7 +2494,7 @@ class Discovery {
       loaded: stats.size > max ? { ok: false, reason: "tooLarge" } : readBounded(this.fs, real, max, stats),
     });
     // A read that failed (EIO, EACCES, a race) may succeed next time without the file changing.
-    const entry = this.files.get(real, stats, load, ({ loaded }) => loaded.ok || loaded.reason !== "unreadable");
+    const entry = this.files.current(real, stats, load, ({ loaded }) => loaded.ok || loaded.reason !== "unreadable");
     if (!entry.loaded.ok) return { reason: entry.loaded.reason, real };
     const { text, version, bytes } = entry.loaded;
     return (entry.file ??= { path: toDisplayPath(this.cwdReal, real), realPath: real, text, version, bytes });
@@ -2520,14 +2505,10 @@ class Discovery {
     return "reason" in resolved || !resolved.stats.isDirectory() ? undefined : resolved.real;
   }
 
-  /** The entries of a real folder in directory order (as Pi walks skills), re-read when its signature changes. */
-  listing(dir: string): ListingEntry | undefined {
-    return this.listedAt(dir)?.listing;
-  }
-
   /**
-   * A folder's listing and the folder it was listed in: for a link, its target as the source policy judged it,
-   * where the files listed are then read, so that a link moved meanwhile leads no read outside cwd.
+   * A folder's entries in directory order (as Pi walks skills), re-read when its signature changes, and the folder it
+   * was listed in: for a link, its target as the source policy judged it, where the files listed are then read, so
+   * that a link moved meanwhile leads no read outside cwd.
    */
   listedAt(dir: string): { folder: string; listing: ListingEntry } | undefined {
     const stats = this.fs.lstat(dir);
@@ -2567,12 +2548,11 @@ function importsOf(ctx: Discovery, root: InstructionFile, scope: string, rejecte
   const imports: DirectoryView["imports"] = [];
   const listed = new Set([root.realPath]);
   const visit = (file: InstructionFile): void => {
-    for (const imported of found.get(file.realPath) ?? []) {
-      if (listed.has(imported.realPath)) continue;
-      listed.add(imported.realPath);
-      imports.push({ file: imported, importedBy: file.path });
-      visit(imported);
-    }
+    for (const imported of found.get(file.realPath) ?? [])
+      if (!listed.has(imported.realPath) && listed.add(imported.realPath)) {
+        imports.push({ file: imported, importedBy: file.path });
+        visit(imported);
+      }
   };
   visit(root);
   return imports;
@@ -2603,7 +2583,7 @@ function importedFiles(ctx: Discovery, from: InstructionFile, target: string, sc
     add(ctx.fileOf(resolved));
     return files;
   }
-  const listing = ctx.listing(resolved.real);
+  const listing = ctx.listedAt(resolved.real)?.listing;
   if (!listing) return files;
   for (const entry of sortedNames(listing)) {
     if (entry.name.startsWith(".") || (entry.kind !== "file" && entry.kind !== "link")) continue;
@@ -2628,11 +2608,6 @@ function importedFiles(ctx: Discovery, from: InstructionFile, target: string, sc
  * tree's ignore file: containment alone).
  */
 type SourceNaming = "layout" | "named" | "control";
-
-/** The dot folders sources live in, each with the one child that is the source (`.claude/rules` …). */
-const SOURCE_HOMES: ReadonlyMap<string, string> = new Map(
-  [...Object.values(C.RULE_DIRS), C.SKILLS_DIR_SEGMENTS].map(([home, child]) => [home!, child!]),
-);
 
 /**
  * The source policy. What the repository chooses, where a link leads and what an import names,
@@ -2663,7 +2638,7 @@ function sourceRefusal(
     for (const [index, name] of segments.entries()) {
       if (ctx.options.ignoredDirs.has(name) || C.NEVER_IMPORTED_DIR_NAMES.includes(name)) return "ignoredDir";
       if (!name.startsWith(".")) continue;
-      const child = SOURCE_HOMES.get(name);
+      const child = C.SOURCE_HOMES.get(name);
       const home = child !== undefined && (segments[index + 1] ?? (isDirectory() ? child : "")) === child;
       if (!home) return "dotfile";
     }
@@ -2696,7 +2671,6 @@ function gitRefusal(ctx: Discovery, segments: string[], isDirectory: boolean): C
 
 function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, rejected: Rejection[]): Skill[] {
   const [home, child] = C.SKILLS_DIR_SEGMENTS as [string, string];
-  const root = join(link.dir, home, child);
   const skills: Skill[] = [];
   // The names and files of every skill found so far in this tree, listed or hidden.
   const names = new Set<string>();
@@ -2733,18 +2707,16 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
   /** Scans one folder of the tree; `prefix` is its path below the root and a `/`, as Pi matches ignore rules. */
   const scan = (dir: string, prefix: string, depth: number, inherited: IgnoreSet): void => {
     const rulesOf = (listing: ListingEntry): IgnoreSet => {
-      const parts = [inherited.rules];
-      for (const name of listing.ignoreFiles) {
+      const files = listing.ignoreFiles.flatMap((name) => {
         const file = ctx.sourceFile(join(dir, name), "", "control");
-        if ("reason" in file) continue;
-        const entry = ctx.files.peek(file.realPath)!;
-        if (entry.ignore?.prefix !== prefix) entry.ignore = { prefix, rules: ignoreRulesOf(file.text, prefix) };
-        if (entry.ignore.rules.length > 0) parts.push(entry.ignore.rules);
-      }
-      if (parts.length === 1) return inherited;
+        return "reason" in file ? [] : [file];
+      });
+      if (files.length === 0) return inherited;
       const known = listing.ignores;
-      if (known?.parts.length === parts.length && parts.every((part, i) => part === known.parts[i])) return known;
-      listing.ignores = { parts, rules: parts.flat(), decided: new Map() };
+      const same = known?.inherited === inherited && known.prefix === prefix && known.files.length === files.length;
+      if (same && files.every((file, i) => file === known.files[i])) return known;
+      const rules = [...inherited.rules, ...files.flatMap((file) => ignoreRulesOf(file.text, prefix))];
+      listing.ignores = { inherited, prefix, files, rules, decided: new Map() };
       return listing.ignores;
     };
     const isSkill = (rules: IgnoreSet) =>
@@ -2752,7 +2724,7 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
     // A folder known to hold SKILL.md stays a skill while that file exists: nothing else there matters.
     const known = ctx.listings.peek(dir);
     if (known?.hasSkillFile && isSkill(rulesOf(known))) return;
-    const listing = ctx.listing(dir);
+    const listing = ctx.listedAt(dir)?.listing;
     if (!listing) return;
     const rules = rulesOf(listing);
     // A skill's folder is read no further, so its entries past the cap are no loss.
@@ -2779,7 +2751,7 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
   } catch (error) {
     errorCode(error);
     // The skills found so far stand; the rest are unknown until the next access.
-    reject(toDisplayPath(ctx.cwdReal, root), "unreadable");
+    reject(toDisplayPath(ctx.cwdReal, join(link.dir, home, child)), "unreadable");
   }
   return skills;
 }
@@ -2895,8 +2867,6 @@ interface RuleMeta {
   name: string;
 }
 
-const RULE_GLOB_KEYS: Record<C.RuleSource, string> = { claude: "paths", cursor: "globs", copilot: "applyTo" };
-
 // Exported for tests: a table test of rule frontmatter.
 /**
  * Kind, globs, description, name and body of a rule file's text, as its source reads them. Claude:
@@ -2910,7 +2880,7 @@ export function readRuleMeta(source: C.RuleSource, text: string, fileName: strin
   const { frontmatter, body } = yamlFrontmatter(text) ?? looseFrontmatter(text);
   const field = frontmatter as Record<string, unknown>;
   const string = (value: unknown) => (typeof value === "string" ? value.trim() : "");
-  const values = [field[RULE_GLOB_KEYS[source]]].flat();
+  const values = [field[C.RULE_GLOB_KEYS[source]]].flat();
   const globs = values.flatMap((item) => (typeof item === "string" ? splitGlobList(item).map(unquoted) : []));
   const description = source === "claude" ? "" : string(field.description);
   const suffix = C.RULE_FILE_SUFFIXES[source].find((candidate) => fileName.endsWith(candidate)) ?? "";
@@ -3044,10 +3014,7 @@ function ruleApplies(rule: Rule, touched: readonly string[]): boolean {
 }
 
 // Made once: cwd's rule places are the same at every call.
-const CWD_RULE_PLACES = Object.fromEntries(C.RULE_SOURCES.map((source) => [source, rulePlace(source, "")])) as Record<
-  C.RuleSource,
-  RulePlace
->;
+const CWD_RULE_PLACES = new Map(C.RULE_SOURCES.map((source) => [source, rulePlace(source, "")]));
 
 function rulePlace(source: C.RuleSource, base: string): RulePlace {
   const [parent, child] = C.RULE_DIRS[source];
@@ -3064,7 +3031,7 @@ function ruleFoldersFor(ctx: Discovery, views: DirectoryView[], sources: Readonl
   // cwd's entry, as a folder view's: one lstat of cwd while it stands.
   const homes = ctx.directoryEntry(ctx.cwdReal)?.homes;
   const places = C.RULE_SOURCES.filter((source) => sources.has(source)).map((source) => ({
-    place: CWD_RULE_PLACES[source],
+    place: CWD_RULE_PLACES.get(source)!,
     kind: homes?.get(C.RULE_DIRS[source][0]) ?? "none",
   }));
   for (const view of sources.has("cursor") ? views : []) {
@@ -3097,8 +3064,7 @@ function ruleFolder(ctx: Discovery, place: RulePlace, parentKind: ParentKind): R
     ctx.ruleFolders.delete(place.display);
     return { place, listings: [], rules: [], rejected: [] };
   }
-  const found: Array<{ dir: string; listing: ListingEntry }> = [];
-  const seen = new Set<ListingEntry>();
+  const found = new Map<ListingEntry, string>();
   // A folder that cannot be listed now (EIO, EACCES) is unknown, not empty: the rest is read, and it again next time.
   const unreadable: string[] = [];
   const suffixes = C.RULE_FILE_SUFFIXES[place.source];
@@ -3107,10 +3073,9 @@ function ruleFolder(ctx: Discovery, place: RulePlace, parentKind: ParentKind): R
     const listed = fsOr(null, () => ctx.listedAt(written));
     if (listed === null) unreadable.push(ctx.realpathOrUndefined(written) ?? written);
     // A folder reached again through a link (a loop, a second link) is read once; its files where it was judged.
-    if (!listed || seen.has(listed.listing)) return;
+    if (!listed || found.has(listed.listing)) return;
     const { folder: dir, listing } = listed;
-    seen.add(listing);
-    found.push({ dir, listing });
+    found.set(listing, dir);
     listing.folders ??= sortedNames(listing).filter(({ kind }) => kind === "dir" || kind === "link");
     for (const { name, kind } of depth < C.MAX_RULE_DEPTH ? listing.folders : []) {
       // A link not named as a rule file is searched as a folder, as Claude Code follows links there, once the
@@ -3121,21 +3086,20 @@ function ruleFolder(ctx: Discovery, place: RulePlace, parentKind: ParentKind): R
   };
   walk(join(parentDir, C.RULE_DIRS[place.source][1]), 0);
   const known = ctx.ruleFolders.get(place.display);
-  const same =
-    known?.listings?.length === found.length && found.every((entry, i) => entry.listing === known.listings![i]);
+  const read = [...found.keys()];
+  const same = known?.listings?.length === read.length && read.every((listing, i) => listing === known.listings![i]);
   if (same && unreadable.length === 0) return known!;
-  const listings = unreadable.length === 0 ? found.map((entry) => entry.listing) : undefined;
+  const listings = unreadable.length === 0 ? read : undefined;
   const folder: RuleFolder = { place, listings, rules: [], rejected: [] };
   for (const dir of unreadable) {
     // The rules the model may hold from it stay offered, so that none is withdrawn.
     folder.rules.push(...(known?.rules ?? []).filter((rule) => isPathInside(dir, rule.candidate)));
     folder.rejected.push({ path: toDisplayPath(ctx.cwdReal, dir), reason: "unreadable", kind: "instruction" });
   }
-  for (const { dir, listing } of found) {
+  for (const [listing, dir] of found) {
     noteScanCap(ctx, dir, listing, folder.rejected);
     for (const { name, kind } of sortedNames(listing)) {
-      if (kind === "dir" || kind === "other" || name.startsWith(".")) continue;
-      if (!isRuleName(name)) continue;
+      if (kind === "dir" || kind === "other" || name.startsWith(".") || !isRuleName(name)) continue;
       const candidate = join(dir, name);
       const rule = ruleAt(ctx, place, candidate);
       if (!("reason" in rule)) {
@@ -3200,12 +3164,11 @@ function applyingRules(ctx: Discovery, folders: RuleFolder[], touched: readonly 
         folder.listings = undefined;
         continue;
       }
-      if (fresh === rule) rules.push(rule);
-      else {
+      if (fresh !== rule) {
         folder.rules[folder.rules.indexOf(rule)] = fresh;
         folder.offered = folder.applying = undefined;
-        if (ruleApplies(fresh, touched)) rules.push(fresh);
       }
+      if (fresh === rule || ruleApplies(fresh, touched)) rules.push(fresh);
     }
   }
   return rules;
@@ -3247,37 +3210,27 @@ function sameSignature(a: Signature, b: Signature): boolean {
 }
 
 /** What was built from a path, kept while its stat signature stands: a warm look costs only the caller's stat. */
-class SignatureCache<T> {
-  private readonly entries = new Map<string, { signature: Signature; value: T }>();
-
-  get size(): number {
-    return this.entries.size;
-  }
-
+class SignatureCache<T> extends Map<string, { signature: Signature; value: T }> {
   /** The value for `path` as `stats` shows it; `keep` false leaves a build out (a failure that may pass). */
-  get(path: string, stats: nodeFs.Stats, build: () => T, keep: (value: T) => boolean = () => true): T {
-    const cached = this.entries.get(path);
+  current(path: string, stats: nodeFs.Stats, build: () => T, keep: (value: T) => boolean = () => true): T {
+    const cached = this.get(path);
     if (cached && sameSignature(cached.signature, stats)) return cached.value;
     const value = build();
-    if (keep(value)) this.entries.set(path, { signature: signatureOf(stats), value });
-    else this.entries.delete(path);
+    if (keep(value)) this.set(path, { signature: signatureOf(stats), value });
+    else this.delete(path);
     return value;
   }
 
-  /** As `get`, for a folder: nothing, and nothing kept, when `stats` shows none there. */
+  /** As `current`, for a folder: nothing, and nothing kept, when `stats` shows none there. */
   folder(path: string, stats: nodeFs.Stats | undefined, build: (stats: nodeFs.Stats) => T): T | undefined {
-    if (stats?.isDirectory()) return this.get(path, stats, () => build(stats));
-    this.entries.delete(path);
+    if (stats?.isDirectory()) return this.current(path, stats, () => build(stats));
+    this.delete(path);
     return undefined;
   }
 
   /** The value last built for `path`, without a stat: for hints only. */
   peek(path: string): T | undefined {
-    return this.entries.get(path)?.value;
-  }
-
-  sweep(exists: (path: string) => boolean): void {
-    for (const path of this.entries.keys()) if (!exists(path)) this.entries.delete(path);
+    return this.get(path)?.value;
   }
 }
 
