@@ -422,8 +422,6 @@ interface PendingCall {
   relocate?: boolean;
   /** Git's answers for the chains' new folders, asked at tool_call, awaited at the result. */
   gitAnswer?: Promise<void>;
-  /** The chains git had answered for in full at tool_call: not asked about again at the result. */
-  answered?: Located[];
 }
 
 type Shown = Pick<PlanInput, "shownWhole" | "shownInPart">;
@@ -519,9 +517,7 @@ export class LazyAgents {
     this.sweepSoon(discovery);
     const call = this.locate(discovery, event, env);
     if (!call) return undefined;
-    const questions = chainQuestionsOf(discovery, [call]);
-    if (questions.length === 0) call.answered = call.chains;
-    call.gitAnswer = askGit(discovery, this.git, questions);
+    call.gitAnswer = askGit(discovery, this.git, chainQuestionsOf(discovery, [call]));
     this.pending.set(event.toolCallId, call);
     const gate = this.gate;
     if (!gate || parent !== undefined || (event.toolName !== "write" && event.toolName !== "edit")) return undefined;
@@ -662,8 +658,7 @@ export class LazyAgents {
       planRules(this.ledger, plan, { discovery, views, touched, options: this.options });
     if (!discovery || round > C.MAX_IMPORT_DEPTH) return finish(views, plan);
     // What the views and plan just built left open (imports, rule folders).
-    const asked = calls.filter((call) => call.chains !== call.answered);
-    const open = [...discovery.gitAnswers.wanted, ...chainQuestionsOf(discovery, asked)];
+    const open = [...discovery.gitAnswers.wanted, ...chainQuestionsOf(discovery, calls)];
     const answers = askGit(discovery, this.git, open);
     return answers ? this.settle(calls, answers, finish, shown, round) : finish(views, plan);
   }
