@@ -1669,8 +1669,8 @@ interface DeliveryPlan {
   skills: PlannedLine[];
   /** What the budget left out of this reminder, announced in one line. */
   leftOut?: { files: number; skills: number; notices: number; names: string[] };
-  /** Sections whose explanation the model can still see (a copy: the gate applies its record before it formats). */
-  explainedEarlier?: ReadonlySet<Section>;
+  /** Sections whose explanation the model can still see: the ledger's own, as a plan is formatted before applied. */
+  explainedEarlier: ReadonlySet<Section>;
   /** cwd-relative paths the call touched, which the reminder names. */
   touched?: readonly string[];
 }
@@ -1690,8 +1690,7 @@ interface PlanInput {
 }
 
 function planDelivery(ledger: Ledger, input: PlanInput): DeliveryPlan {
-  const explainedEarlier = new Set(ledger.explained);
-  const plan: DeliveryPlan = { record: emptyRecord(), files: [], skills: [], explainedEarlier };
+  const plan: DeliveryPlan = { record: emptyRecord(), files: [], skills: [], explainedEarlier: ledger.explained };
   const offered = new Set(input.views.flatMap((view) => [view.file?.path, ...view.imports.map((i) => i.file.path)]));
   const planFile = (file: InstructionFile, scope: string, importedBy?: string): void => {
     if (file.realPath === input.shownInPart || input.leaveAlone?.has(file.realPath)) return;
@@ -2046,7 +2045,7 @@ function explainedIn(plan: DeliveryPlan): Section[] {
 }
 
 function explains(plan: DeliveryPlan, section: Section): boolean {
-  return !plan.explainedEarlier?.has(section);
+  return !plan.explainedEarlier.has(section);
 }
 
 /** Each section's items as the reminder shows them. */
