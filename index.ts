@@ -418,8 +418,6 @@ interface PendingCall {
   relocate?: boolean;
   /** Git's answers for the chains' new folders, asked at tool_call, awaited at the result. */
   gitAnswer?: Promise<void>;
-  /** The chains git had answered for in full at tool_call: not asked about again at the result. */
-  answered?: Located[];
 }
 
 type Shown = Pick<PlanInput, "shownWhole" | "shownInPart">;
@@ -515,9 +513,7 @@ export class LazyAgents {
     this.sweepSoon(discovery);
     const call = this.locate(discovery, event, env);
     if (!call) return undefined;
-    const questions = chainQuestionsOf(discovery, [call]);
-    if (questions.length === 0) call.answered = call.chains;
-    call.gitAnswer = askGit(discovery, this.git, questions);
+    call.gitAnswer = askGit(discovery, this.git, chainQuestionsOf(discovery, [call]));
     this.pending.set(event.toolCallId, call);
     const gate = this.gate;
     if (!gate || parent !== undefined || (event.toolName !== "write" && event.toolName !== "edit")) return undefined;
@@ -658,8 +654,7 @@ export class LazyAgents {
       planRules(this.ledger, plan, { discovery, views, touched, options: this.options });
     if (!discovery || round > C.MAX_IMPORT_DEPTH) return finish(views, plan);
     // What the views and plan just built left open (imports, rule folders).
-    const asked = calls.filter((call) => call.chains !== call.answered);
-    const open = [...discovery.gitAnswers.wanted, ...chainQuestionsOf(discovery, asked)];
+    const open = [...discovery.gitAnswers.wanted, ...chainQuestionsOf(discovery, calls)];
     const answers = askGit(discovery, this.git, open);
     return answers ? this.settle(calls, answers, finish, shown, round) : finish(views, plan);
   }
@@ -1608,8 +1603,8 @@ interface DeliveryPlan {
   skills: PlannedLine[];
   /** What the budget left out of this reminder, announced in one line. */
   leftOut?: { files: number; skills: number; notices: number; names: string[] };
-  /** Sections whose explanation the model can still see (a copy: the gate applies its record before it formats). */
-  explainedEarlier?: ReadonlySet<Section>;
+  /** Sections whose explanation the model can still see: the ledger's own, as a plan is formatted before applied. */
+  explainedEarlier: ReadonlySet<Section>;
   /** cwd-relative paths the call touched, which the reminder names. */
   touched?: readonly string[];
 }
@@ -1629,8 +1624,7 @@ interface PlanInput {
 }
 
 function planDelivery(ledger: Ledger, input: PlanInput): DeliveryPlan {
-  const explainedEarlier = new Set(ledger.explained);
-  const plan: DeliveryPlan = { record: emptyRecord(), files: [], skills: [], explainedEarlier };
+  const plan: DeliveryPlan = { record: emptyRecord(), files: [], skills: [], explainedEarlier: ledger.explained };
   const offered = new Set(input.views.flatMap((view) => [view.file?.path, ...view.imports.map((i) => i.file.path)]));
   const planFile = (file: InstructionFile, scope: string, importedBy?: string): void => {
     if (file.realPath === input.shownInPart || input.leaveAlone?.has(file.realPath)) return;
@@ -1985,7 +1979,7 @@ function explainedIn(plan: DeliveryPlan): Section[] {
 }
 
 function explains(plan: DeliveryPlan, section: Section): boolean {
-  return !plan.explainedEarlier?.has(section);
+  return !plan.explainedEarlier.has(section);
 }
 
 /** Each section's items as the reminder shows them. */

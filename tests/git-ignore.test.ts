@@ -3,6 +3,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { createLazyAgents, type SpawnGit } from "../index.ts";
 import { loadRunner, reminderOf, withTree, twoTrees } from "./harness.ts";
 import { rng } from "./rng.ts";
@@ -169,6 +171,24 @@ test("the first call into a new folder waits for git's answer before its result 
     const ignored = await h.call("read", { path: "generated/out.ts" });
     assert.deepEqual(ignored.content, ignored.original);
     assert.match(reminderOf((await h.call("read", { path: "src/a.ts" })).content) ?? "", /SRC-RULES/);
+  }));
+
+test("a reload that changes how folders are read, between a call and its result, keeps a git-ignored folder ignored", () =>
+  withTree({ ...ignoredTree, "generated/more.ts": "m" }, async (tree) => {
+    gitInit(tree.cwd);
+    const h = await loadRunner(tree);
+    const first = await h.call("read", { path: "generated/out.ts" });
+    assert.deepEqual(first.content, first.original);
+    // Git has answered for generated/ already: the second read asks it nothing at its call.
+    const input = { path: "generated/more.ts" };
+    await h.runner.emitToolCall({ type: "tool_call", toolName: "read", toolCallId: "r2", input } as never);
+    writeFileSync(join(tree.agentDir, "settings.json"), JSON.stringify({ lazyAgents: { maxFileBytes: 4096 } }));
+    await h.settingsManager.reload();
+    await h.emitSessionStart("reload");
+    const content = [{ type: "text", text: "m" }];
+    const event = { type: "tool_result", toolName: "read", toolCallId: "r2", input, content, isError: false };
+    const patched = await h.runner.emitToolResult({ ...event, details: {} } as never);
+    assert.doesNotMatch(reminderOf(patched?.content ?? content) ?? "", /GENERATED-RULES/);
   }));
 
 /** A helper that answers cwd, then dies on the next question; starting it again throws at once. */
