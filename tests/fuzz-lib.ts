@@ -1137,12 +1137,21 @@ export async function runCase(c: Case, options: RunOptions = {}): Promise<Failur
       ...(options.git ? {} : { spawnGit: noGit }),
       onEngine: (e) => {
         engine = e;
+        // The order the results were planned in: one that waits for git is planned when its answer comes. Its
+        // promise may resolve after a sibling planned later (a second round of questions adds ticks), so the order
+        // is taken where the plan is applied, and at the result for a call that plans nothing.
+        const internals = e as unknown as { deliver(event: { toolCallId: string }, plan: unknown): unknown };
+        const deliver = internals.deliver.bind(e);
+        internals.deliver = (event, plan) => {
+          order.push(event.toolCallId);
+          return deliver(event, plan);
+        };
         const original = e.onToolResult.bind(e);
-        // The order the results were planned in: one that waits for git is planned when its answer comes.
+        const planned = (id: string) => void (order.includes(id) || order.push(id));
         e.onToolResult = (event) => {
           const result = original(event);
-          if (!(result instanceof Promise)) order.push(event.toolCallId);
-          return result instanceof Promise ? result.finally(() => order.push(event.toolCallId)) : result;
+          if (!(result instanceof Promise)) planned(event.toolCallId);
+          return result instanceof Promise ? result.finally(() => planned(event.toolCallId)) : result;
         };
       },
     });

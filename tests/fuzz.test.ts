@@ -43,6 +43,10 @@ const GIT_CASES = 40;
 test(`differential fuzz in a git repository: ${GIT_CASES} seeded cases agree with the reference model`, async () => {
   const report = await fuzz(SEED, GIT_CASES, { git: true });
   assert.equal(report, undefined, report);
+  // A batch whose first result waits a second round for git, while a sibling plans at once: the model must replay
+  // them in the order they were planned, not the order their promises resolved.
+  const planned = await fuzz(4865, 1, { git: true });
+  assert.equal(planned, undefined, planned);
 });
 
 test("a failing case is reported with its seed, a minimal reproduction and the replay command", async () => {
