@@ -763,7 +763,6 @@ export const SHELL_WORD_REASONS = {
   missing: "names nothing that exists",
   outside: "outside the working directory",
   cwdItself: "the working directory itself, whose AGENTS.md Pi loads",
-  ignored: "inside an ignored directory",
 } as const;
 
 export type ShellWordReason = keyof typeof SHELL_WORD_REASONS;

@@ -3592,6 +3592,16 @@ async function viewForReport(engine: LazyAgents, discovery: Discovery, chains: L
   return views;
 }
 
+/** Both `why` answers walk a chain so: no view and no reason is a folder not read (a skills tree, an I/O error). */
+function* chainFolders(discovery: Discovery, located: Located, views: DirectoryView[]) {
+  for (const { scope } of located.links) {
+    const view = views.find((candidate) => candidate.scope === scope);
+    const why = view ? undefined : discovery.ignoredSeen.get(scope);
+    yield { scope, view, why };
+    if (why) return;
+  }
+}
+
 /** `/lazy-agents why "<command>"`: which words activated which scopes, and why the others did not. */
 async function explainCommand(engine: LazyAgents, command: string, env: CallEnvironment): Promise<string> {
   const discovery = engine.discoveryFor(env.cwd);
@@ -3609,16 +3619,12 @@ async function explainCommand(engine: LazyAgents, command: string, env: CallEnvi
       ignored.push(`${use.word} (${C.SHELL_WORD_REASONS[reason ?? "missing"]})`);
       continue;
     }
-    const views = viewed.get(located.links.at(-1)!.scope)!;
-    // The folder the view stopped at, with its own reason (ignored by name or by git), as `why <path>` says it.
-    const stop = located.links[views.length]?.scope;
-    const why = stop === undefined ? undefined : discovery.ignoredSeen.get(stop);
-    if (stop !== undefined)
-      ignored.push(`${use.word} (${stop}/: ${why ? C.REASONS[why] : C.SHELL_WORD_REASONS.ignored})`);
     const role = use.role === "write" ? C.REPORT_TEXT.writtenActivates : C.REPORT_TEXT.activates;
-    for (const { scope } of located.links.slice(0, views.length)) {
-      const file = views.find((view) => view.scope === scope)?.file;
+    for (const { scope, view, why } of chainFolders(discovery, located, viewed.get(located.links.at(-1)!.scope)!)) {
+      if (why) ignored.push(`${use.word} (${scope}/: ${C.REASONS[why]})`);
+      const file = view?.file;
       const held = file ? `${file.path}, ${fileState(engine.ledger, file)}` : C.REPORT_TEXT.noInstructionFile;
+      if (!view) continue;
       if (!activated.has(scope)) activated.set(scope, { label: `${scopeGlob(scope)} (${held})`, words: new Set() });
       activated.get(scope)!.words.add(`${use.word} ${role}`);
     }
@@ -3772,15 +3778,9 @@ async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnviron
   lines.push(governing.length > 0 ? C.REPORT_TEXT.governedBy : C.REPORT_TEXT.governedByNothing);
   lines.push(...aligned(governing).map((line) => `  ${line}`));
   const folderLines: string[] = [];
-  for (const { scope } of located.links) {
-    const view = views.find((candidate) => candidate.scope === scope);
-    if (!view) {
-      const reason = discovery.ignoredSeen.get(scope);
-      folderLines.push(`    ${scope}/  ${C.REPORT_TEXT.unusedFolder(reason && C.REASONS[reason])}`);
-      if (reason) break;
-      continue;
-    }
-    if (!view.file && view.imports.length + view.skills.length + view.rejected.length === 0) continue;
+  for (const { scope, view, why } of chainFolders(discovery, located, views)) {
+    if (!view) folderLines.push(`    ${scope}/  ${C.REPORT_TEXT.unusedFolder(why && C.REASONS[why])}`);
+    if (!view || (!view.file && view.imports.length + view.skills.length + view.rejected.length === 0)) continue;
     const file = view.file ? `${view.file.path} (${fileState(ledger, view.file)})` : C.REPORT_TEXT.noInstructionFile;
     folderLines.push(
       `    ${scope}/  scope ${scopeGlob(scope)}: ${file}`,
