@@ -721,7 +721,10 @@ export const REPORT_TEXT = {
   governedByNothing: "  Governed by: nothing below cwd.",
   foldersHeading: "  Folders that add something:",
   ruleState: "rule,",
-  unusedFolder: (why = "not reached") => `${why}: nothing below it is used`,
+  unusedFolder: (why?: Reason) =>
+    why === "unreadable"
+      ? "could not be read now: the folders below it still count"
+      : `${why ? REASONS[why] : "not reached"}: nothing below it is used`,
   noInstructionFile: "no instruction file",
   skillsUntrusted: "  Skills are not listed: the project is not trusted.",
   noCommandWords: "  No command words were found.",

@@ -2268,7 +2268,7 @@ function joinAnswers(...answers: Array<Promise<void> | undefined>): Promise<void
   return pending.length <= 1 ? pending[0] : Promise.all(pending).then(() => undefined);
 }
 
-function viewChain(ctx: Discovery, located: Located, withSkills: boolean): DirectoryView[] {
+function viewChain(ctx: Discovery, located: Located, withSkills: boolean, unread?: Set<string>): DirectoryView[] {
   const views: DirectoryView[] = [];
   for (let index = 0; index < located.links.length; index++) {
     const link = located.links[index]!;
@@ -2282,6 +2282,7 @@ function viewChain(ctx: Discovery, located: Located, withSkills: boolean): Direc
     // A folder that cannot be examined now (EIO, EACCES) is left out; the others still count.
     const view = fsOr(undefined, () => viewDirectory(ctx, link, withSkills, located.stats?.[index]));
     if (view) views.push(view);
+    else unread?.add(link.scope);
   }
   return views;
 }
@@ -3583,13 +3584,14 @@ function viewedFiles(views: Iterable<DirectoryView>): Array<InstructionFile & { 
   });
 }
 
-/** Views the chains as a call would, once git has answered, and records them for the report. */
+/** Views the chains as a call would, once git has answered, and records them for the report; `unread`: I/O errors. */
 async function viewForReport(engine: LazyAgents, discovery: Discovery, chains: Located[], env: CallEnvironment) {
   const withSkills = env.trusted && engine.options.skills;
   await engine.settled(chains, withSkills);
-  const views = chains.map((located) => viewChain(discovery, located, withSkills));
+  const unread = new Set<string>();
+  const views = chains.map((located) => viewChain(discovery, located, withSkills, unread));
   engine.inspection.record(views.flat());
-  return views;
+  return { views, unread };
 }
 
 /** Both `why` answers walk a chain so: no view and no reason is a folder not read (a skills tree, an I/O error). */
@@ -3609,7 +3611,7 @@ async function explainCommand(engine: LazyAgents, command: string, env: CallEnvi
   const commands = readShellCommand(command);
   const outcomes = locateShellWords(discovery, commands, env.cwd);
   const chains = shellChains(outcomes);
-  const chainViews = await viewForReport(engine, discovery, chains, env);
+  const { views: chainViews } = await viewForReport(engine, discovery, chains, env);
   const viewed = new Map(chains.map((located, index) => [located.links.at(-1)!.scope, chainViews[index]!]));
   // One line per activated scope, naming the words that activate it; one line for every word ignored.
   const activated = new Map<string, { label: string; words: Set<string> }>();
@@ -3754,7 +3756,8 @@ async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnviron
   const isDirectory = inside && fsOr(undefined, () => discovery.fs.stat(real))?.isDirectory() === true;
   const located = locateChain(discovery, target, isDirectory);
   if (located === undefined) return oneLine(C.REPORT_TEXT.outsideCwd(shown));
-  const views = (await viewForReport(engine, discovery, [located], env))[0]!;
+  const viewed = await viewForReport(engine, discovery, [located], env);
+  const views = viewed.views[0]!;
   const { ledger, options } = engine;
   // The answer first: what governs the path; then only the folders that add something, and why.
   const governing = viewedFiles(views).map((file) => [file.path, fileState(ledger, file)]);
@@ -3779,7 +3782,8 @@ async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnviron
   lines.push(...aligned(governing).map((line) => `  ${line}`));
   const folderLines: string[] = [];
   for (const { scope, view, why } of chainFolders(discovery, located, views)) {
-    if (!view) folderLines.push(`    ${scope}/  ${C.REPORT_TEXT.unusedFolder(why && C.REASONS[why])}`);
+    if (!view)
+      folderLines.push(`    ${scope}/  ${C.REPORT_TEXT.unusedFolder(viewed.unread.has(scope) ? "unreadable" : why)}`);
     if (!view || (!view.file && view.imports.length + view.skills.length + view.rejected.length === 0)) continue;
     const file = view.file ? `${view.file.path} (${fileState(ledger, view.file)})` : C.REPORT_TEXT.noInstructionFile;
     folderLines.push(
