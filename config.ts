@@ -310,6 +310,7 @@ export const REASONS = {
   tooLarge: "larger than the size limit",
   notUtf8: "not valid UTF-8",
   unreadable: "could not be read",
+  skillsTree: "a skills tree, whose folders are skill content, not scopes",
   ignoredDir: "inside an ignored directory",
   dotfile: "a dotfile, which may hold credentials",
   gitIgnored: "ignored by git",
@@ -721,10 +722,10 @@ export const REPORT_TEXT = {
   governedByNothing: "  Governed by: nothing below cwd.",
   foldersHeading: "  Folders that add something:",
   ruleState: "rule,",
-  unusedFolder: (why?: Reason) =>
+  unusedFolder: (why: Reason) =>
     why === "unreadable"
       ? "could not be read now: the folders below it still count"
-      : `${why ? REASONS[why] : "not reached"}: nothing below it is used`,
+      : `${REASONS[why]}${why === "skillsTree" ? "" : ": nothing below it is used"}`,
   noInstructionFile: "no instruction file",
   skillsUntrusted: "  Skills are not listed: the project is not trusted.",
   noCommandWords: "  No command words were found.",

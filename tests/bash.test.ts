@@ -450,7 +450,7 @@ test('/lazy-agents why "<command>" names why a folder stopped a word: ignored by
     else assert.match(report, /gen\/\*\* \(gen\/AGENTS\.md, pending\): gen\/z\.ts activates/);
   }));
 
-test('/lazy-agents why "<command>" passes over a folder it cannot read and names the folders read below it', () =>
+test('/lazy-agents why "<command>" names a folder it cannot read and a skills tree where they stop a word, and the folders read below', () =>
   twoTrees(
     {
       "a/AGENTS.md": "A-RULES",
@@ -470,7 +470,7 @@ test('/lazy-agents why "<command>" passes over a folder it cannot read and names
         "  a/** (a/AGENTS.md, pending): a/b/c/x.ts activates, a/.agents/skills/sk/SKILL.md activates",
         "  a/b/c/** (a/b/c/AGENTS.md, pending): a/b/c/x.ts activates",
         "  a/.agents/** (no instruction file): a/.agents/skills/sk/SKILL.md activates",
-        "  ignored: cat (a command name)",
+        "  ignored: cat (a command name), a/b/c/x.ts (a/b/: could not be read), a/.agents/skills/sk/SKILL.md (a/.agents/skills/: a skills tree, whose folders are skill content, not scopes)",
       ]);
     },
   ));

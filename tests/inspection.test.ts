@@ -377,6 +377,17 @@ test("why <path> says a folder it cannot read could not be read, and goes on to 
     assert.match(text, /^ {4}a\/b\/c\/ {2}scope a\/b\/c\/\*\*: a\/b\/c\/AGENTS.md \(pending\)$/m);
   }));
 
+test("why <path> inside a skills tree says, once, that its folders are skill content, not scopes", () =>
+  twoTrees(
+    { "pkg/.agents/skills/deploy/SKILL.md": skill("deploy", "Deploy it"), "pkg/.agents/skills/deploy/ref/a.md": "a" },
+    async (tree) => {
+      const text = await report(tree, "why pkg/.agents/skills/deploy/ref/a.md");
+      assert.match(text, /skill deploy at pkg\/.agents\/skills\/deploy\/SKILL.md/);
+      const lines = text.split("\n").filter((line) => line.startsWith("    pkg/.agents/skills/"));
+      assert.deepEqual(lines, ["    pkg/.agents/skills/  a skills tree, whose folders are skill content, not scopes"]);
+    },
+  ));
+
 test("why lists a folder's skills only in a trusted project with skills on", () =>
   withTree({ "pkg/x.ts": "x", "pkg/.agents/skills/deploy/SKILL.md": skill("deploy", "Deploy it") }, async (tree) => {
     const listed = /skill deploy at pkg\/.agents\/skills\/deploy\/SKILL.md/;
