@@ -766,7 +766,7 @@ export const SHELL_WORD_REASONS = {
   script: "a script, read as commands of its own",
   missing: "names nothing that exists",
   outside: "outside the working directory",
-  cwdItself: "the working directory itself, whose AGENTS.md Pi loads",
+  cwdItself: "the working directory or directly in it, whose AGENTS.md Pi loads",
 } as const;
 
 export type ShellWordReason = keyof typeof SHELL_WORD_REASONS;

@@ -474,3 +474,12 @@ test('/lazy-agents why "<command>" names a folder it cannot read and a skills tr
       ]);
     },
   ));
+
+test('/lazy-agents why "<command>" does not call a file directly in cwd the working directory itself', () =>
+  withTree({ ...tree, "README.md": "readme\n" }, async (t) => {
+    const h = await loadRunner(t, { hasUI: true });
+    await h.command("lazy-agents", 'why "cat README.md ."');
+    assert.deepEqual(h.notifications.at(-1)!.split("\n").slice(1), [
+      "  ignored: cat (a command name), README.md (the working directory or directly in it, whose AGENTS.md Pi loads), . (the working directory or directly in it, whose AGENTS.md Pi loads)",
+    ]);
+  }));
