@@ -310,6 +310,7 @@ export const REASONS = {
   tooLarge: "larger than the size limit",
   notUtf8: "not valid UTF-8",
   unreadable: "could not be read",
+  skillsTree: "a skills tree, whose folders are skill content, not scopes",
   ignoredDir: "inside an ignored directory",
   dotfile: "a dotfile, which may hold credentials",
   gitIgnored: "ignored by git",
@@ -721,7 +722,10 @@ export const REPORT_TEXT = {
   governedByNothing: "  Governed by: nothing below cwd.",
   foldersHeading: "  Folders that add something:",
   ruleState: "rule,",
-  unusedFolder: (why = "not reached") => `${why}: nothing below it is used`,
+  unusedFolder: (why: Reason) =>
+    why === "unreadable"
+      ? "could not be read now: the folders below it still count"
+      : `${REASONS[why]}${why === "skillsTree" ? "" : ": nothing below it is used"}`,
   noInstructionFile: "no instruction file",
   skillsUntrusted: "  Skills are not listed: the project is not trusted.",
   noCommandWords: "  No command words were found.",
@@ -762,8 +766,7 @@ export const SHELL_WORD_REASONS = {
   script: "a script, read as commands of its own",
   missing: "names nothing that exists",
   outside: "outside the working directory",
-  cwdItself: "the working directory itself, whose AGENTS.md Pi loads",
-  ignored: "inside an ignored directory",
+  cwdItself: "the working directory or directly in it, whose AGENTS.md Pi loads",
 } as const;
 
 export type ShellWordReason = keyof typeof SHELL_WORD_REASONS;

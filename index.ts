@@ -2262,20 +2262,23 @@ function joinAnswers(...answers: Array<Promise<void> | undefined>): Promise<void
   return pending.length <= 1 ? pending[0] : Promise.all(pending).then(() => undefined);
 }
 
-function viewChain(ctx: Discovery, located: Located, withSkills: boolean): DirectoryView[] {
+function viewChain(ctx: Discovery, located: Located, withSkills: boolean, unviewed?: Unviewed): DirectoryView[] {
   const views: DirectoryView[] = [];
   for (let index = 0; index < located.links.length; index++) {
     const link = located.links[index]!;
     // A skills tree holds skill content, read when a skill applies: its folders are not scopes.
-    if (link.name === C.SKILLS_DIR_SEGMENTS[1] && located.links[index - 1]?.name === C.SKILLS_DIR_SEGMENTS[0]) break;
-    const ignored = ignoredReasonOf(ctx, link);
-    if (ignored) {
-      ctx.ignoredSeen.set(link.scope, ignored);
+    const skillsTree =
+      link.name === C.SKILLS_DIR_SEGMENTS[1] && located.links[index - 1]?.name === C.SKILLS_DIR_SEGMENTS[0];
+    const ignored = skillsTree ? undefined : ignoredReasonOf(ctx, link);
+    if (ignored) ctx.ignoredSeen.set(link.scope, ignored);
+    if (skillsTree || ignored) {
+      unviewed?.set(link.scope, ignored ?? "skillsTree");
       break;
     }
     // A folder that cannot be examined now (EIO, EACCES) is left out; the others still count.
     const view = fsOr(undefined, () => viewDirectory(ctx, link, withSkills, located.stats?.[index]));
     if (view) views.push(view);
+    else unviewed?.set(link.scope, "unreadable");
   }
   return views;
 }
@@ -3577,13 +3580,27 @@ function viewedFiles(views: Iterable<DirectoryView>): Array<InstructionFile & { 
   });
 }
 
-/** Views the chains as a call would, once git has answered, and records them for the report. */
+/** Why a folder of a chain has no view: where the chain stopped (ignored, a skills tree), or it could not be read. */
+type Unviewed = Map<string, C.Reason>;
+
+/** Views the chains as a call would, once git has answered, and records them; a folder looks alike on every chain. */
 async function viewForReport(engine: LazyAgents, discovery: Discovery, chains: Located[], env: CallEnvironment) {
   const withSkills = env.trusted && engine.options.skills;
   await engine.settled(chains, withSkills);
-  const views = chains.map((located) => viewChain(discovery, located, withSkills));
-  engine.inspection.record(views.flat());
-  return views;
+  const unviewed: Unviewed = new Map();
+  const views = chains.flatMap((located) => viewChain(discovery, located, withSkills, unviewed));
+  engine.inspection.record(views);
+  return { views, unviewed };
+}
+
+/** Both `why` answers walk a chain so: each folder with its view or why it has none, down to where the view stopped. */
+function* chainFolders(located: Located, views: DirectoryView[], unviewed: Unviewed) {
+  for (const { scope } of located.links) {
+    const view = views.find((candidate) => candidate.scope === scope);
+    const why = view ? undefined : unviewed.get(scope);
+    if (!view && !why) return;
+    yield { scope, view, why };
+  }
 }
 
 /** `/lazy-agents why "<command>"`: which words activated which scopes, and why the others did not. */
@@ -3593,8 +3610,7 @@ async function explainCommand(engine: LazyAgents, command: string, env: CallEnvi
   const commands = readShellCommand(command);
   const outcomes = locateShellWords(discovery, commands, env.cwd);
   const chains = shellChains(outcomes);
-  const chainViews = await viewForReport(engine, discovery, chains, env);
-  const viewed = new Map(chains.map((located, index) => [located.links.at(-1)!.scope, chainViews[index]!]));
+  const { views, unviewed } = await viewForReport(engine, discovery, chains, env);
   // One line per activated scope, naming the words that activate it; one line for every word ignored.
   const activated = new Map<string, { label: string; words: Set<string> }>();
   const ignored: string[] = [];
@@ -3603,16 +3619,12 @@ async function explainCommand(engine: LazyAgents, command: string, env: CallEnvi
       ignored.push(`${use.word} (${C.SHELL_WORD_REASONS[reason ?? "missing"]})`);
       continue;
     }
-    const views = viewed.get(located.links.at(-1)!.scope)!;
-    // The folder the view stopped at, with its own reason (ignored by name or by git), as `why <path>` says it.
-    const stop = located.links[views.length]?.scope;
-    const why = stop === undefined ? undefined : discovery.ignoredSeen.get(stop);
-    if (stop !== undefined)
-      ignored.push(`${use.word} (${stop}/: ${why ? C.REASONS[why] : C.SHELL_WORD_REASONS.ignored})`);
     const role = use.role === "write" ? C.REPORT_TEXT.writtenActivates : C.REPORT_TEXT.activates;
-    for (const { scope } of located.links.slice(0, views.length)) {
-      const file = views.find((view) => view.scope === scope)?.file;
+    for (const { scope, view, why } of chainFolders(located, views, unviewed)) {
+      if (why) ignored.push(`${use.word} (${scope}/: ${C.REASONS[why]})`);
+      const file = view?.file;
       const held = file ? `${file.path}, ${fileState(engine.ledger, file)}` : C.REPORT_TEXT.noInstructionFile;
+      if (!view) continue;
       if (!activated.has(scope)) activated.set(scope, { label: `${scopeGlob(scope)} (${held})`, words: new Set() });
       activated.get(scope)!.words.add(`${use.word} ${role}`);
     }
@@ -3742,7 +3754,7 @@ async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnviron
   const isDirectory = inside && fsOr(undefined, () => discovery.fs.stat(real))?.isDirectory() === true;
   const located = locateChain(discovery, target, isDirectory);
   if (located === undefined) return oneLine(C.REPORT_TEXT.outsideCwd(shown));
-  const views = (await viewForReport(engine, discovery, [located], env))[0]!;
+  const { views, unviewed } = await viewForReport(engine, discovery, [located], env);
   const { ledger, options } = engine;
   // The answer first: what governs the path; then only the folders that add something, and why.
   const governing = viewedFiles(views).map((file) => [file.path, fileState(ledger, file)]);
@@ -3766,15 +3778,9 @@ async function explainPath(engine: LazyAgents, rawPath: string, env: CallEnviron
   lines.push(governing.length > 0 ? C.REPORT_TEXT.governedBy : C.REPORT_TEXT.governedByNothing);
   lines.push(...aligned(governing).map((line) => `  ${line}`));
   const folderLines: string[] = [];
-  for (const { scope } of located.links) {
-    const view = views.find((candidate) => candidate.scope === scope);
-    if (!view) {
-      const reason = discovery.ignoredSeen.get(scope);
-      folderLines.push(`    ${scope}/  ${C.REPORT_TEXT.unusedFolder(reason && C.REASONS[reason])}`);
-      if (reason) break;
-      continue;
-    }
-    if (!view.file && view.imports.length + view.skills.length + view.rejected.length === 0) continue;
+  for (const { scope, view, why } of chainFolders(located, views, unviewed)) {
+    if (!view) folderLines.push(`    ${scope}/  ${C.REPORT_TEXT.unusedFolder(why!)}`);
+    if (!view || (!view.file && view.imports.length + view.skills.length + view.rejected.length === 0)) continue;
     const file = view.file ? `${view.file.path} (${fileState(ledger, view.file)})` : C.REPORT_TEXT.noInstructionFile;
     folderLines.push(
       `    ${scope}/  scope ${scopeGlob(scope)}: ${file}`,

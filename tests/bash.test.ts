@@ -6,7 +6,7 @@ import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createLazyAgents, readShellCommand } from "../index.ts";
 import { MAX_SHELL_COMMAND_CHARS, MAX_SHELL_WORDS } from "../config.ts";
-import { callsOutside, recordingFileSystem } from "./fs-seam.ts";
+import { callsOutside, fsError, interceptFileSystem, recordingFileSystem } from "./fs-seam.ts";
 import { noGit } from "./fuzz-lib.ts";
 import {
   countOccurrences,
@@ -448,4 +448,38 @@ test('/lazy-agents why "<command>" names why a folder stopped a word: ignored by
     assert.match(report, /node_modules\/dep\/index\.js \(node_modules\/: inside an ignored directory\)/);
     if (kind === "git repository") assert.match(report, /gen\/z\.ts \(gen\/: ignored by git\)/);
     else assert.match(report, /gen\/\*\* \(gen\/AGENTS\.md, pending\): gen\/z\.ts activates/);
+  }));
+
+test('/lazy-agents why "<command>" names a folder it cannot read and a skills tree where they stop a word, and the folders read below', () =>
+  twoTrees(
+    {
+      "a/AGENTS.md": "A-RULES",
+      "a/b/AGENTS.md": "B-RULES",
+      "a/b/c/AGENTS.md": "C-RULES",
+      "a/b/c/x.ts": "x\n",
+      "a/.agents/skills/sk/SKILL.md": "---\nname: sk\ndescription: SK\n---\nbody\n",
+    },
+    async (t) => {
+      const fs = interceptFileSystem((call, proceed) => {
+        if (call.method === "lstat" && call.path === t.abs("a/b")) throw fsError("EIO", call.method, call.path);
+        return proceed();
+      });
+      const h = await loadRunner(t, { hasUI: true, factories: [createLazyAgents({ fs })] });
+      await h.command("lazy-agents", 'why "cat a/b/c/x.ts a/.agents/skills/sk/SKILL.md"');
+      assert.deepEqual(h.notifications.at(-1)!.split("\n").slice(1), [
+        "  a/** (a/AGENTS.md, pending): a/b/c/x.ts activates, a/.agents/skills/sk/SKILL.md activates",
+        "  a/b/c/** (a/b/c/AGENTS.md, pending): a/b/c/x.ts activates",
+        "  a/.agents/** (no instruction file): a/.agents/skills/sk/SKILL.md activates",
+        "  ignored: cat (a command name), a/b/c/x.ts (a/b/: could not be read), a/.agents/skills/sk/SKILL.md (a/.agents/skills/: a skills tree, whose folders are skill content, not scopes)",
+      ]);
+    },
+  ));
+
+test('/lazy-agents why "<command>" does not call a file directly in cwd the working directory itself', () =>
+  withTree({ ...tree, "README.md": "readme\n" }, async (t) => {
+    const h = await loadRunner(t, { hasUI: true });
+    await h.command("lazy-agents", 'why "cat README.md ."');
+    assert.deepEqual(h.notifications.at(-1)!.split("\n").slice(1), [
+      "  ignored: cat (a command name), README.md (the working directory or directly in it, whose AGENTS.md Pi loads), . (the working directory or directly in it, whose AGENTS.md Pi loads)",
+    ]);
   }));

@@ -20,7 +20,7 @@ import {
   type Tree,
   twoTrees,
 } from "./harness.ts";
-import { callsOutside, recordingFileSystem } from "./fs-seam.ts";
+import { callsOutside, fsError, interceptFileSystem, recordingFileSystem } from "./fs-seam.ts";
 import { noGit } from "./fuzz-lib.ts";
 
 const skill = (name: string, description: string, extra = "") =>
@@ -365,6 +365,28 @@ test("why <folder> walks down to the folder itself and shows its own scope", () 
     assert.match(text, /src\/ {2,}scope src\/\*\*: src\/AGENTS.md \(pending\)/);
     assert.match(text, /src\/deep\/ {2,}scope src\/deep\/\*\*: src\/deep\/AGENTS.md \(pending\)/);
   }));
+
+test("why <path> says a folder it cannot read could not be read, and goes on to the folders below it", () =>
+  withTree({ "a/AGENTS.md": "A", "a/b/AGENTS.md": "B", "a/b/c/AGENTS.md": "C", "a/b/c/x.ts": "x" }, async (tree) => {
+    const fs = interceptFileSystem((call, proceed) => {
+      if (call.method === "lstat" && call.path === tree.abs("a/b")) throw fsError("EIO", call.method, call.path);
+      return proceed();
+    });
+    const text = await report(tree, "why a/b/c/x.ts", { factories: [createLazyAgents({ fs, spawnGit: noGit })] });
+    assert.match(text, /^ {4}a\/b\/ {2}could not be read now: the folders below it still count$/m);
+    assert.match(text, /^ {4}a\/b\/c\/ {2}scope a\/b\/c\/\*\*: a\/b\/c\/AGENTS.md \(pending\)$/m);
+  }));
+
+test("why <path> inside a skills tree says, once, that its folders are skill content, not scopes", () =>
+  twoTrees(
+    { "pkg/.agents/skills/deploy/SKILL.md": skill("deploy", "Deploy it"), "pkg/.agents/skills/deploy/ref/a.md": "a" },
+    async (tree) => {
+      const text = await report(tree, "why pkg/.agents/skills/deploy/ref/a.md");
+      assert.match(text, /skill deploy at pkg\/.agents\/skills\/deploy\/SKILL.md/);
+      const lines = text.split("\n").filter((line) => line.startsWith("    pkg/.agents/skills/"));
+      assert.deepEqual(lines, ["    pkg/.agents/skills/  a skills tree, whose folders are skill content, not scopes"]);
+    },
+  ));
 
 test("why lists a folder's skills only in a trusted project with skills on", () =>
   withTree({ "pkg/x.ts": "x", "pkg/.agents/skills/deploy/SKILL.md": skill("deploy", "Deploy it") }, async (tree) => {
