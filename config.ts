@@ -683,6 +683,7 @@ export const FAILURE_LABELS = {
   sweep: "sweeping the caches",
   checks: "hookify checks",
   startup: "reading what Pi loaded at start-up",
+  report: "building the /lazy-agents report",
 } as const;
 
 export type FailureLabel = keyof typeof FAILURE_LABELS;

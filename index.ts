@@ -225,7 +225,8 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
       description: C.COMMAND_DESCRIPTION,
       getArgumentCompletions: (prefix) => commandCompletions(engine, prefix),
       handler: async (args, ctx) => {
-        const report = await commandReport(engine, args, env(ctx));
+        // A report that fails is a failure like a hook's: counted, warned once, and a fixed line in its place.
+        const report = (await guarded(ctx, "report", () => commandReport(engine, args, env(ctx)))) ?? C.REPORT_FAILED;
         // Without a UI the report goes to stderr: Pi keeps stdout for the answer (print) or events (json).
         if (ctx.hasUI) ctx.ui.notify(report, "info");
         else process.stderr.write(`${report}\n`);
@@ -235,21 +236,17 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
 }
 
 async function commandReport(engine: LazyAgents, args: string, env: CallEnvironment): Promise<string> {
-  try {
-    const words = args.trim();
-    if (words.startsWith("why ")) {
-      // An argument wrapped in quotes is a bash command; a bare one is a path (which may hold spaces).
-      const quoted = /^(["'])(.*)\1$/s.exec(words.slice(4).trim())?.[2];
-      if (quoted !== undefined) return await explainCommand(engine, quoted, env);
-      const why = await explainPath(engine, words.slice(4), env);
-      return [why, ...checkWhy(engine, env, words.slice(4).trim())].join("\n");
-    }
-    if (words !== "" && words !== C.VERBOSE_ARGUMENT) return C.REPORT_USAGE;
-    engine.discoveryFor(env.cwd);
-    return [formatInspection(engine, words === C.VERBOSE_ARGUMENT), ...checkReport(engine, env)].join("\n");
-  } catch {
-    return C.REPORT_FAILED;
+  const words = args.trim();
+  if (words.startsWith("why ")) {
+    // An argument wrapped in quotes is a bash command; a bare one is a path (which may hold spaces).
+    const quoted = /^(["'])(.*)\1$/s.exec(words.slice(4).trim())?.[2];
+    if (quoted !== undefined) return await explainCommand(engine, quoted, env);
+    const why = await explainPath(engine, words.slice(4), env);
+    return [why, ...checkWhy(engine, env, words.slice(4).trim())].join("\n");
   }
+  if (words !== "" && words !== C.VERBOSE_ARGUMENT) return C.REPORT_USAGE;
+  engine.discoveryFor(env.cwd);
+  return [formatInspection(engine, words === C.VERBOSE_ARGUMENT), ...checkReport(engine, env)].join("\n");
 }
 
 export default createLazyAgents();

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { utimesSync, unlinkSync, writeFileSync, appendFileSync, mkdirSync, rmSync } from "node:fs";
 import type { ExtensionFactory } from "@earendil-works/pi-coding-agent";
 import { createLazyAgents, nodeFileSystem, type FileSystem } from "../index.ts";
-import { FAILURE_LABELS, FAILURE_WARNING, REASONS } from "../config.ts";
+import { FAILURE_LABELS, FAILURE_WARNING, REASONS, REPORT_FAILED } from "../config.ts";
 import {
   loadRunner,
   reminderOf,
@@ -151,6 +151,30 @@ test("a hook that fails leaves the tool alone, is counted in /lazy-agents under 
     const report = h.notifications.at(-1)!;
     assert.match(report, new RegExp(`${FAILURE_LABELS.toolCall}: 2`));
     assert.match(report, new RegExp(`${FAILURE_LABELS.toolResult}: 2`));
+    assert.doesNotMatch(report, /BOOM/);
+  }));
+
+test("a bug while building /lazy-agents is counted under its label and warned once, the report replaced by a fixed line", () =>
+  withTree({ "pkg/AGENTS.md": "PKG-RULES\n", "pkg/a.ts": "a\n" }, async (tree) => {
+    const broken = createLazyAgents({
+      onEngine: (engine) => {
+        const values = engine.inspection.values.bind(engine.inspection);
+        let once = true;
+        engine.inspection.values = () => {
+          if (!once) return values();
+          once = false;
+          throw new TypeError(`${tree.cwd}: BOOM`);
+        };
+      },
+    });
+    const h = await loadRunner(tree, { hasUI: true, factories: [broken] });
+    await h.call("read", { path: "pkg/a.ts" });
+    const before = h.notifications.length;
+    await h.command("lazy-agents", "--verbose");
+    assert.deepEqual(h.notifications.slice(before), [FAILURE_WARNING, REPORT_FAILED]);
+    await h.command("lazy-agents", "");
+    const report = h.notifications.at(-1)!;
+    assert.match(report, new RegExp(`${FAILURE_LABELS.report}: 1`));
     assert.doesNotMatch(report, /BOOM/);
   }));
 
