@@ -3115,7 +3115,7 @@ function ruleFolder(ctx: Discovery, place: RulePlace, parentKind: ParentKind): R
 
 /** The rule a rule file defines as it is now, compiled once per version; why not, for a file refused or gone. */
 function ruleAt(ctx: Discovery, place: RulePlace, candidate: string): Rule | { reason: C.Reason | "skip" | "held" } {
-  const file = ctx.sourceFile(candidate, place.base);
+  const file = ctx.sourceFileOrUnknown(candidate, place.base);
   if ("reason" in file) return file;
   let rule = ctx.compiledRules.get(candidate);
   if (rule?.loaded !== file || rule.dir !== place.display) {

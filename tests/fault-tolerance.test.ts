@@ -545,36 +545,50 @@ test("an I/O error on a rule folder costs only its own rules: the model keeps th
     },
   ));
 
-test("a rule file an I/O error makes unreadable is unknown, not gone: a held rule stays, and a new one arrives once the error clears", () =>
-  twoTrees(
-    {
-      "pkg/x.ts": "x",
-      ".claude/rules/held.md": "HELD-RULE",
-      ".claude/rules/later.md": "LATER-RULE",
-    },
-    async (tree, mode) => {
-      const failing = new Set<string>([`open ${tree.abs(".claude/rules/later.md")}`]);
-      const fs = interceptFileSystem((call, proceed) => {
-        if (failing.has(`${call.method} ${call.path}`)) throw fsError("EIO", call.method, call.path);
-        return proceed();
-      }, nodeFileSystem);
-      const h = await loadRunner(tree, { hasUI: true, factories: [createLazyAgents({ fs })] });
-      const first = reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "";
-      assert.match(first, /HELD-RULE/, mode);
-      assert.match(first, /\.claude\/rules\/later\.md was not loaded: could not be read/, mode);
-      // The held rule's file changes and cannot be read: the model keeps what it holds.
-      failing.add(`open ${tree.abs(".claude/rules/held.md")}`);
-      utimesSync(tree.abs(".claude/rules/held.md"), 2_000_000_000, 2_000_000_000);
-      for (let i = 0; i < 2; i++) {
-        const during = reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "";
-        assert.doesNotMatch(during, /no longer applies/, `${mode}: unknown, not gone`);
-      }
-      failing.clear();
-      const after = reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "";
-      assert.match(after, /LATER-RULE/, `${mode}: read again once the error clears`);
-      assert.doesNotMatch(after, /HELD-RULE|no longer applies/, `${mode}: the held rule is not sent again`);
-    },
-  ));
+for (const method of ["open", "lstat"] as const) {
+  test(`a rule file an I/O error on its ${method} makes unreadable is unknown, not gone: a held rule stays, the instruction files and other rules still arrive, and a new one arrives once the error clears`, () =>
+    twoTrees(
+      {
+        "pkg/x.ts": "x",
+        "pkg/AGENTS.md": "PKG-RULES",
+        ".claude/rules/held.md": "HELD-RULE",
+        ".claude/rules/later.md": "LATER-RULE",
+        ".cursor/rules/later.mdc": "---\nalwaysApply: true\n---\nLATER-CURSOR",
+        ".github/instructions/later.instructions.md": '---\napplyTo: "**"\n---\nLATER-COPILOT',
+      },
+      async (tree, mode) => {
+        const later = [
+          ".claude/rules/later.md",
+          ".cursor/rules/later.mdc",
+          ".github/instructions/later.instructions.md",
+        ];
+        const failing = new Set(later.map((path) => `${method} ${tree.abs(path)}`));
+        const fs = interceptFileSystem((call, proceed) => {
+          if (failing.has(`${call.method} ${call.path}`)) throw fsError("EIO", call.method, call.path);
+          return proceed();
+        }, nodeFileSystem);
+        const h = await loadRunner(tree, { hasUI: true, factories: [createLazyAgents({ fs })] });
+        const first = reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "";
+        assert.match(first, /HELD-RULE/, mode);
+        assert.match(first, /PKG-RULES/, mode);
+        for (const path of later)
+          assert.match(first, new RegExp(`${path.replace(/\./g, "\\.")} was not loaded: could not be read`), mode);
+        // The held rule's file changes and cannot be read: the model keeps what it holds.
+        failing.add(`${method} ${tree.abs(".claude/rules/held.md")}`);
+        utimesSync(tree.abs(".claude/rules/held.md"), 2_000_000_000, 2_000_000_000);
+        for (let i = 0; i < 2; i++) {
+          const during = reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "";
+          assert.doesNotMatch(during, /no longer applies/, `${mode}: unknown, not gone`);
+        }
+        assert.ok(!h.notifications.includes(FAILURE_WARNING), `${mode}: an I/O error is not the extension's failure`);
+        failing.clear();
+        const after = reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "";
+        for (const text of ["LATER-RULE", "LATER-CURSOR", "LATER-COPILOT"])
+          assert.match(after, new RegExp(text), `${mode}: read again once the error clears`);
+        assert.doesNotMatch(after, /HELD-RULE|no longer applies/, `${mode}: the held rule is not sent again`);
+      },
+    ));
+}
 
 test("a settings change that drops the folder caches between a read's call and its result fails nothing", () =>
   withTree({ "pkg/AGENTS.md": "PKG-RULES", "pkg/x.ts": "x" }, async (tree) => {
