@@ -2673,7 +2673,7 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
     rejected.push({ path, reason, kind });
   /** Adds the skill a file in the folder `prefix` names defines; false when no regular file is there, as Pi takes it. */
   const addSkill = (candidate: string, declared: boolean, prefix: string): boolean => {
-    const file = ctx.sourceFile(candidate, link.scope);
+    const file = ctx.sourceFileOrUnknown(candidate, link.scope);
     if ("reason" in file) {
       if (file.reason !== "skip" && file.reason !== "held")
         reject(toDisplayPath(ctx.cwdReal, file.real ?? candidate), file.reason);

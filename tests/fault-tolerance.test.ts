@@ -466,6 +466,36 @@ test("an I/O error on a skill's own file keeps that skill", () =>
     assert.doesNotMatch(reminderOf(during.content) ?? "", /is gone/);
   }));
 
+for (const method of ["open", "lstat"] as const) {
+  test(`an I/O error on the ${method} of one skill's file costs only that skill: the other skills of its tree still arrive`, () =>
+    twoTrees(
+      {
+        "pkg/AGENTS.md": "PKG-RULES",
+        "pkg/x.ts": "x",
+        ...Object.fromEntries(
+          ["a", "b", "c"].map((name) => [
+            `pkg/.agents/skills/${name}/SKILL.md`,
+            `---\nname: ${name}\ndescription: SKILL-${name}\n---\n`,
+          ]),
+        ),
+      },
+      async (tree, mode) => {
+        // Each in turn, so that one of them is listed before the others whatever the directory order.
+        for (const failing of ["a", "b", "c"]) {
+          const f = await passingFault(tree, "EIO", [{ method, path: `pkg/.agents/skills/${failing}/SKILL.md` }]);
+          const reminder = reminderOf((await f.h.call("read", { path: "pkg/x.ts" })).content) ?? "";
+          assert.ok(f.fired.count > 0, `${mode}: the fault fired`);
+          for (const name of ["a", "b", "c"].filter((name) => name !== failing))
+            assert.match(reminder, new RegExp(`SKILL-${name}`), `${mode}: ${name} arrives while ${failing} fails`);
+          assert.ok(
+            !f.h.notifications.includes(FAILURE_WARNING),
+            `${mode}: an I/O error is not the extension's failure`,
+          );
+        }
+      },
+    ));
+}
+
 test("a file refused for what it is still lets the next name apply", () =>
   withTree({ ...files, "a/b/AGENTS.override.md": Buffer.from([0xff, 0xfe, 0x41]) }, async (tree) => {
     const h = await loadRunner(tree, { factories: [createLazyAgents({ spawnGit: noGit })] });
