@@ -2474,8 +2474,8 @@ class Discovery {
     return this.fileOf(this.resolveSource(written, scope, how));
   }
 
-  sourceFileOrUnknown(written: string, scope: string): SourceFile {
-    return fsOr({ reason: "unreadable" as const }, () => this.sourceFile(written, scope));
+  sourceFileOrUnknown(written: string, scope: string, how: SourceNaming = "layout"): SourceFile {
+    return fsOr({ reason: "unreadable" as const }, () => this.sourceFile(written, scope, how));
   }
 
   /** The file a source resolved to, read once per content; a folder is nothing, another kind not regular. */
@@ -2581,7 +2581,7 @@ function importedFiles(ctx: Discovery, from: InstructionFile, target: string, sc
   if (!listing) return files;
   for (const entry of sortedNames(listing)) {
     if (entry.name.startsWith(".") || (entry.kind !== "file" && entry.kind !== "link")) continue;
-    const file = ctx.sourceFile(join(resolved.real, entry.name), scope, "named");
+    const file = ctx.sourceFileOrUnknown(join(resolved.real, entry.name), scope, "named");
     // The cap hides only a file that would be taken: those past it that are refused are told as refused.
     if (files.length >= C.MAX_IMPORT_DIR_FILES && !("reason" in file)) {
       const counts = { taken: files.length, total: listing.total };

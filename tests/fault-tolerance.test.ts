@@ -523,6 +523,30 @@ test("an I/O error on an imported file keeps the import the model holds", () =>
     },
   ));
 
+for (const method of ["open", "lstat"] as const) {
+  test(`an I/O error on the ${method} of one file of an imported folder costs only that file: the folder's other files still arrive`, () =>
+    twoTrees(
+      {
+        "pkg/AGENTS.md": "PKG-RULES, see @docs",
+        "pkg/docs/a.md": "IMPORTED-A",
+        "pkg/docs/b.md": "IMPORTED-B",
+        "pkg/x.ts": "x",
+      },
+      async (tree, mode) => {
+        const f = await passingFault(tree, "EIO", [{ method, path: "pkg/docs/a.md" }]);
+        const during = await f.h.call("read", { path: "pkg/x.ts" });
+        assert.ok(f.fired.count > 0, `${mode}: the fault fired`);
+        assertIntact(during);
+        const reminder = reminderOf(during.content) ?? "";
+        assert.match(reminder, /IMPORTED-B/, `${mode}: the other file of the folder arrives`);
+        assert.match(reminder, /an import in pkg\/AGENTS\.md was not loaded: could not be read/, mode);
+        assert.ok(!f.h.notifications.includes(FAILURE_WARNING), `${mode}: an I/O error is not the extension's failure`);
+        f.active.on = false;
+        assert.match(reminderOf((await f.h.call("read", { path: "pkg/x.ts" })).content) ?? "", /IMPORTED-A/, mode);
+      },
+    ));
+}
+
 test("the first failure of a session warns, even when it is the only one", () =>
   withTree({ "pkg/AGENTS.md": "PKG-RULES", "pkg/a.ts": "a\n" }, async (tree) => {
     const broken = createLazyAgents({
