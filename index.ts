@@ -2700,11 +2700,12 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
   };
   /** Scans one folder of the tree; `prefix` is its path below the root and a `/`, as Pi matches ignore rules. */
   const scan = (dir: string, prefix: string, depth: number, inherited: IgnoreSet): void => {
-    const rulesOf = (listing: ListingEntry): IgnoreSet => {
-      const files = listing.ignoreFiles.flatMap((name) => {
-        const file = ctx.sourceFile(join(dir, name), "", "control");
-        return "reason" in file ? [] : [file];
-      });
+    const rulesOf = (listing: ListingEntry): IgnoreSet | undefined => {
+      const read = listing.ignoreFiles.map((name) => ctx.sourceFileOrUnknown(join(dir, name), "", "control"));
+      // What an ignore file that cannot be read hides is unknown, and so is its folder: not listed as if it hid nothing.
+      if (read.some((file) => "reason" in file && file.reason === "unreadable"))
+        return void reject(toDisplayPath(ctx.cwdReal, dir), "unreadable");
+      const files = read.flatMap((file) => ("reason" in file ? [] : [file]));
       if (files.length === 0) return inherited;
       const known = listing.ignores;
       const same = known?.inherited === inherited && known.prefix === prefix && known.files.length === files.length;
@@ -2717,12 +2718,13 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
       !isIgnored(rules, `${prefix}${C.SKILL_FILE_NAME}`, false) && addSkill(join(dir, C.SKILL_FILE_NAME), true, prefix);
     // A folder known to hold SKILL.md stays a skill while that file exists: nothing else there matters.
     const known = ctx.listings.peek(dir);
-    if (known?.hasSkillFile && isSkill(rulesOf(known))) return;
+    const knownRules = known?.hasSkillFile ? rulesOf(known) : inherited;
+    if (!knownRules || (known?.hasSkillFile && isSkill(knownRules))) return;
     const listing = ctx.listedAt(dir)?.listing;
     if (!listing) return;
     const rules = rulesOf(listing);
     // A skill's folder is read no further, so its entries past the cap are no loss.
-    if (listing.hasSkillFile && isSkill(rules)) return;
+    if (!rules || (listing.hasSkillFile && isSkill(rules))) return;
     noteScanCap(ctx, dir, listing, rejected);
     for (const { name, kind } of listing.names) {
       if (name.startsWith(".") || name === "node_modules" || kind === "other") continue;

@@ -496,6 +496,52 @@ for (const method of ["open", "lstat"] as const) {
     ));
 }
 
+for (const method of ["open", "lstat"] as const) {
+  test(`an I/O error on the ${method} of a skills-tree ignore file leaves its folder unknown: what it hides stays unlisted, the rest of the tree still arrives`, () =>
+    twoTrees(
+      {
+        "pkg/AGENTS.md": "PKG-RULES",
+        "pkg/x.ts": "x",
+        ...Object.fromEntries(
+          ["a", "b", "c"].flatMap((group) => [
+            [`pkg/.agents/skills/${group}/.ignore`, "hidden\n"],
+            ...["hidden", "shown"].map((name) => [
+              `pkg/.agents/skills/${group}/${name}/SKILL.md`,
+              `---\nname: ${group}-${name}\ndescription: SKILL-${group}-${name}\n---\n`,
+            ]),
+          ]),
+        ),
+      },
+      async (tree, mode) => {
+        // Each in turn, so that one of them is listed before the others whatever the directory order.
+        for (const failing of ["a", "b", "c"]) {
+          const f = await passingFault(tree, "EIO", [{ method, path: `pkg/.agents/skills/${failing}/.ignore` }]);
+          const during = reminderOf((await f.h.call("read", { path: "pkg/x.ts" })).content) ?? "";
+          assert.ok(f.fired.count > 0, `${mode}: the fault fired`);
+          assert.doesNotMatch(
+            during,
+            /-hidden/,
+            `${mode}: nothing an ignore file hides is listed while ${failing}'s fails`,
+          );
+          for (const group of ["a", "b", "c"].filter((group) => group !== failing))
+            assert.match(
+              during,
+              new RegExp(`SKILL-${group}-shown`),
+              `${mode}: ${group} arrives while ${failing} fails`,
+            );
+          assert.ok(
+            !f.h.notifications.includes(FAILURE_WARNING),
+            `${mode}: an I/O error is not the extension's failure`,
+          );
+          f.active.on = false;
+          const after = reminderOf((await f.h.call("read", { path: "pkg/x.ts" })).content) ?? "";
+          assert.match(after, new RegExp(`SKILL-${failing}-shown`), `${mode}: ${failing}'s skill once it clears`);
+          assert.doesNotMatch(after, /-hidden/, mode);
+        }
+      },
+    ));
+}
+
 test("a file refused for what it is still lets the next name apply", () =>
   withTree({ ...files, "a/b/AGENTS.override.md": Buffer.from([0xff, 0xfe, 0x41]) }, async (tree) => {
     const h = await loadRunner(tree, { factories: [createLazyAgents({ spawnGit: noGit })] });
