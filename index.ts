@@ -3050,7 +3050,12 @@ function ruleFoldersFor(ctx: Discovery, views: DirectoryView[], sources: Readonl
 function ruleFolder(ctx: Discovery, place: RulePlace, parentKind: ParentKind): RuleFolder {
   // A parent that is a link must resolve inside cwd before anything below it is listed.
   const written = join(ctx.cwdReal, place.parentScope);
-  const linked = parentKind === "link" ? ctx.resolveSource(written, place.base) : undefined;
+  const linked = parentKind === "link" ? fsOr(null, () => ctx.resolveSource(written, place.base)) : undefined;
+  // One that cannot be resolved now (EIO) is unknown, not gone: the rules the model may hold from it stay offered.
+  if (linked === null) {
+    const rejected = [{ path: place.display, reason: "unreadable" as const, kind: "instruction" as const }];
+    return { place, rules: ctx.ruleFolders.get(place.display)?.rules ?? [], rejected };
+  }
   const parentDir = !linked ? written : "reason" in linked || !linked.stats.isDirectory() ? undefined : linked.real;
   // The report says why a linked parent is refused; not while git has yet to answer, nor for a link to nothing.
   const refused = linked && "reason" in linked && linked.reason !== "held" ? linked.reason : "skip";

@@ -645,6 +645,47 @@ test("an I/O error on a rule folder costs only its own rules: the model keeps th
     },
   ));
 
+for (const method of ["lstat", "realpath"] as const) {
+  test(`an I/O error on the ${method} of a linked rule home costs only its rules: the model keeps those it holds, the instruction files and other rules still arrive`, () =>
+    twoTrees(
+      {
+        "pkg/AGENTS.md": "PKG-RULES",
+        "pkg/x.ts": "x",
+        "other/AGENTS.md": "OTHER-RULES",
+        "other/y.ts": "y",
+        "real-claude/rules/r.md": "CLAUDE-RULE",
+        ".claude": { link: "real-claude" },
+        ".github/instructions/g.instructions.md": '---\napplyTo: "**"\n---\nCOPILOT-RULE',
+      },
+      async (tree, mode) => {
+        const failing = { on: true };
+        const fs = interceptFileSystem((call, proceed) => {
+          if (failing.on && call.method === method && call.path === tree.abs(".claude"))
+            throw fsError("EIO", call.method, call.path);
+          return proceed();
+        }, nodeFileSystem);
+        const h = await loadRunner(tree, { hasUI: true, factories: [createLazyAgents({ fs })] });
+        const during = await h.call("read", { path: "pkg/x.ts" });
+        assertIntact(during);
+        const first = reminderOf(during.content) ?? "";
+        assert.match(first, /PKG-RULES/, mode);
+        assert.match(first, /COPILOT-RULE/, mode);
+        assert.doesNotMatch(first, /CLAUDE-RULE/, mode);
+        failing.on = false;
+        assert.match(reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "", /CLAUDE-RULE/, mode);
+        // The home the model holds a rule of, unreadable again: its rule stays.
+        failing.on = true;
+        const held = reminderOf((await h.call("read", { path: "other/y.ts" })).content) ?? "";
+        assert.match(held, /OTHER-RULES/, mode);
+        assert.doesNotMatch(held, /no longer applies/, `${mode}: unknown, not gone`);
+        failing.on = false;
+        const after = reminderOf((await h.call("read", { path: "other/y.ts" })).content) ?? "";
+        assert.doesNotMatch(after, /CLAUDE-RULE|no longer applies/, `${mode}: the held rule is not sent again`);
+        assert.ok(!h.notifications.includes(FAILURE_WARNING), `${mode}: an I/O error is not the extension's failure`);
+      },
+    ));
+}
+
 for (const method of ["open", "lstat"] as const) {
   test(`a rule file an I/O error on its ${method} makes unreadable is unknown, not gone: a held rule stays, the instruction files and other rules still arrive, and a new one arrives once the error clears`, () =>
     twoTrees(
