@@ -2729,8 +2729,11 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
     for (const { name, kind } of listing.names) {
       if (name.startsWith(".") || name === "node_modules" || kind === "other") continue;
       const path = join(dir, name);
-      const resolved = kind === "link" ? ctx.resolveSource(path, toDisplayPath(ctx.cwdReal, dir)) : undefined;
-      if (resolved && "reason" in resolved) continue;
+      const scope = toDisplayPath(ctx.cwdReal, dir);
+      const resolved = kind === "link" ? fsOr(null, () => ctx.resolveSource(path, scope)) : undefined;
+      // A link that cannot be resolved now (EIO) is unknown, not gone: what the model holds of it stands.
+      if (resolved === null) reject(toDisplayPath(ctx.cwdReal, path), "unreadable");
+      if (resolved === null || (resolved && "reason" in resolved)) continue;
       const folder = resolved ? resolved.stats.isDirectory() && resolved.real : kind === "dir" && path;
       if (isIgnored(rules, `${prefix}${name}`, folder !== false)) continue;
       if (folder === false) {

@@ -542,6 +542,43 @@ for (const method of ["open", "lstat"] as const) {
     ));
 }
 
+for (const method of ["lstat", "realpath"] as const) {
+  test(`an I/O error on the ${method} of a linked skill folder costs only that skill: the model keeps it, and the other skills of its tree still arrive`, () =>
+    twoTrees(
+      {
+        "pkg/AGENTS.md": "PKG-RULES",
+        "pkg/x.ts": "x",
+        ...Object.fromEntries(
+          ["a", "b", "c"].flatMap((name) => [
+            [`pkg/real-${name}/SKILL.md`, `---\nname: ${name}\ndescription: SKILL-${name}\n---\n`],
+            [`pkg/.agents/skills/${name}`, { link: `../../real-${name}` }],
+          ]),
+        ),
+      },
+      async (tree, mode) => {
+        // Each in turn, so that one of them is listed before the others whatever the directory order.
+        for (const failing of ["a", "b", "c"]) {
+          const f = await passingFault(tree, "EIO", [{ method, path: `pkg/.agents/skills/${failing}` }]);
+          const during = reminderOf((await f.h.call("read", { path: "pkg/x.ts" })).content) ?? "";
+          assert.ok(f.fired.count > 0, `${mode}: the fault fired`);
+          for (const name of ["a", "b", "c"].filter((name) => name !== failing))
+            assert.match(during, new RegExp(`SKILL-${name}`), `${mode}: ${name} arrives while ${failing} fails`);
+          f.active.on = false;
+          assert.match(reminderOf((await f.h.call("read", { path: "pkg/x.ts" })).content) ?? "", /SKILL-/, mode);
+          // The skill the model now holds, unreadable again after a change in its tree: it stays.
+          f.active.on = true;
+          utimesSync(tree.abs("pkg/.agents/skills"), 2_000_000_000, 2_000_000_000);
+          const held = reminderOf((await f.h.call("read", { path: "pkg/x.ts" })).content) ?? "";
+          assert.doesNotMatch(held, /is gone/, `${mode}: unknown, not gone`);
+          assert.ok(
+            !f.h.notifications.includes(FAILURE_WARNING),
+            `${mode}: an I/O error is not the extension's failure`,
+          );
+        }
+      },
+    ));
+}
+
 test("a file refused for what it is still lets the next name apply", () =>
   withTree({ ...files, "a/b/AGENTS.override.md": Buffer.from([0xff, 0xfe, 0x41]) }, async (tree) => {
     const h = await loadRunner(tree, { factories: [createLazyAgents({ spawnGit: noGit })] });
