@@ -2427,10 +2427,12 @@ class Discovery {
         const id = stats ? `${stats.dev}:${stats.ino}` : undefined;
         return stats === null || (id !== undefined && !probed.has(id) && !!probed.add(id));
       };
-      const entryOf = (name: string) => (named ? named.get(name) : this.fs.lstat(join(dir, name)));
+      // A home whose lstat fails is taken for a link: judged where it resolves, whose I/O error counts as unreadable.
+      const kindOf = (name: string) =>
+        named ? kindOfEntry(named.get(name)) : fsOr("link" as const, () => kindOfEntry(this.fs.lstat(join(dir, name))));
       return {
         candidates: wanted.filter(has).map((name) => join(dir, name)),
-        homes: new Map([...C.SOURCE_HOMES.keys()].map((name) => [name, kindOfEntry(entryOf(name))])),
+        homes: new Map([...C.SOURCE_HOMES.keys()].map((name) => [name, kindOf(name)])),
         listed: named && listed!.length,
         links: named && listed!.some((dirent) => dirent.isSymbolicLink()),
       };

@@ -682,6 +682,43 @@ test("an I/O error on a rule folder costs only its own rules: the model keeps th
     },
   ));
 
+test("an I/O error on the lstat of a source home in a folder read name by name costs only what that home holds", () => {
+  const homes: Record<string, string> = {
+    ".claude": "CLAUDE-RULE",
+    ".cursor": "CURSOR-RULE",
+    ".github": "COPILOT-RULE",
+    "pkg/.agents": "SKILL-s",
+    "pkg/.cursor": "NESTED-RULE",
+  };
+  return twoTrees(
+    {
+      // A name that differs from an instruction file's only in case: the folder is probed name by name.
+      "claude.md": "folded",
+      "pkg/agents.md": "folded",
+      "pkg/AGENTS.md": "PKG-RULES",
+      "pkg/x.ts": "x",
+      ".claude/rules/c.md": "CLAUDE-RULE",
+      ".cursor/rules/r.mdc": "---\nalwaysApply: true\n---\nCURSOR-RULE",
+      ".github/instructions/g.instructions.md": '---\napplyTo: "**"\n---\nCOPILOT-RULE',
+      "pkg/.agents/skills/s/SKILL.md": "---\nname: s\ndescription: SKILL-s\n---\n",
+      "pkg/.cursor/rules/n.mdc": "---\nalwaysApply: true\n---\nNESTED-RULE",
+    },
+    async (tree, mode) => {
+      for (const failing of Object.keys(homes)) {
+        const f = await passingFault(tree, "EIO", [{ method: "lstat", path: failing }]);
+        const during = await f.h.call("read", { path: "pkg/x.ts" });
+        assert.ok(f.fired.count > 0, `${mode}: the fault fired`);
+        assertIntact(during);
+        const reminder = reminderOf(during.content) ?? "";
+        assert.match(reminder, /PKG-RULES/, `${mode}: the instruction file arrives while ${failing} fails`);
+        for (const [home, text] of Object.entries(homes))
+          if (home !== failing) assert.match(reminder, new RegExp(text), `${mode}: ${home} while ${failing} fails`);
+        assert.ok(!f.h.notifications.includes(FAILURE_WARNING), `${mode}: an I/O error is not the extension's failure`);
+      }
+    },
+  );
+});
+
 for (const method of ["lstat", "realpath"] as const) {
   test(`an I/O error on the ${method} of a linked rule home costs only its rules: the model keeps those it holds, the instruction files and other rules still arrive`, () =>
     twoTrees(
