@@ -2427,10 +2427,12 @@ class Discovery {
         const id = stats ? `${stats.dev}:${stats.ino}` : undefined;
         return stats === null || (id !== undefined && !probed.has(id) && !!probed.add(id));
       };
-      const entryOf = (name: string) => (named ? named.get(name) : this.fs.lstat(join(dir, name)));
+      // A home whose lstat fails is taken for a link: judged where it resolves, whose I/O error counts as unreadable.
+      const kindOf = (name: string) =>
+        named ? kindOfEntry(named.get(name)) : fsOr("link" as const, () => kindOfEntry(this.fs.lstat(join(dir, name))));
       return {
         candidates: wanted.filter(has).map((name) => join(dir, name)),
-        homes: new Map([...C.SOURCE_HOMES.keys()].map((name) => [name, kindOfEntry(entryOf(name))])),
+        homes: new Map([...C.SOURCE_HOMES.keys()].map((name) => [name, kindOf(name)])),
         listed: named && listed!.length,
         links: named && listed!.some((dirent) => dirent.isSymbolicLink()),
       };
@@ -2474,8 +2476,8 @@ class Discovery {
     return this.fileOf(this.resolveSource(written, scope, how));
   }
 
-  sourceFileOrUnknown(written: string, scope: string): SourceFile {
-    return fsOr({ reason: "unreadable" as const }, () => this.sourceFile(written, scope));
+  sourceFileOrUnknown(written: string, scope: string, how: SourceNaming = "layout"): SourceFile {
+    return fsOr({ reason: "unreadable" as const }, () => this.sourceFile(written, scope, how));
   }
 
   /** The file a source resolved to, read once per content; a folder is nothing, another kind not regular. */
@@ -2581,7 +2583,7 @@ function importedFiles(ctx: Discovery, from: InstructionFile, target: string, sc
   if (!listing) return files;
   for (const entry of sortedNames(listing)) {
     if (entry.name.startsWith(".") || (entry.kind !== "file" && entry.kind !== "link")) continue;
-    const file = ctx.sourceFile(join(resolved.real, entry.name), scope, "named");
+    const file = ctx.sourceFileOrUnknown(join(resolved.real, entry.name), scope, "named");
     // The cap hides only a file that would be taken: those past it that are refused are told as refused.
     if (files.length >= C.MAX_IMPORT_DIR_FILES && !("reason" in file)) {
       const counts = { taken: files.length, total: listing.total };
@@ -2673,7 +2675,7 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
     rejected.push({ path, reason, kind });
   /** Adds the skill a file in the folder `prefix` names defines; false when no regular file is there, as Pi takes it. */
   const addSkill = (candidate: string, declared: boolean, prefix: string): boolean => {
-    const file = ctx.sourceFile(candidate, link.scope);
+    const file = ctx.sourceFileOrUnknown(candidate, link.scope);
     if ("reason" in file) {
       if (file.reason !== "skip" && file.reason !== "held")
         reject(toDisplayPath(ctx.cwdReal, file.real ?? candidate), file.reason);
@@ -2700,11 +2702,12 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
   };
   /** Scans one folder of the tree; `prefix` is its path below the root and a `/`, as Pi matches ignore rules. */
   const scan = (dir: string, prefix: string, depth: number, inherited: IgnoreSet): void => {
-    const rulesOf = (listing: ListingEntry): IgnoreSet => {
-      const files = listing.ignoreFiles.flatMap((name) => {
-        const file = ctx.sourceFile(join(dir, name), "", "control");
-        return "reason" in file ? [] : [file];
-      });
+    const rulesOf = (listing: ListingEntry): IgnoreSet | undefined => {
+      const read = listing.ignoreFiles.map((name) => ctx.sourceFileOrUnknown(join(dir, name), "", "control"));
+      // What an ignore file that cannot be read hides is unknown, and so is its folder: not listed as if it hid nothing.
+      if (read.some((file) => "reason" in file && file.reason === "unreadable"))
+        return void reject(toDisplayPath(ctx.cwdReal, dir), "unreadable");
+      const files = read.flatMap((file) => ("reason" in file ? [] : [file]));
       if (files.length === 0) return inherited;
       const known = listing.ignores;
       const same = known?.inherited === inherited && known.prefix === prefix && known.files.length === files.length;
@@ -2717,18 +2720,22 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
       !isIgnored(rules, `${prefix}${C.SKILL_FILE_NAME}`, false) && addSkill(join(dir, C.SKILL_FILE_NAME), true, prefix);
     // A folder known to hold SKILL.md stays a skill while that file exists: nothing else there matters.
     const known = ctx.listings.peek(dir);
-    if (known?.hasSkillFile && isSkill(rulesOf(known))) return;
+    const knownRules = known?.hasSkillFile ? rulesOf(known) : inherited;
+    if (!knownRules || (known?.hasSkillFile && isSkill(knownRules))) return;
     const listing = ctx.listedAt(dir)?.listing;
     if (!listing) return;
     const rules = rulesOf(listing);
     // A skill's folder is read no further, so its entries past the cap are no loss.
-    if (listing.hasSkillFile && isSkill(rules)) return;
+    if (!rules || (listing.hasSkillFile && isSkill(rules))) return;
     noteScanCap(ctx, dir, listing, rejected);
     for (const { name, kind } of listing.names) {
       if (name.startsWith(".") || name === "node_modules" || kind === "other") continue;
       const path = join(dir, name);
-      const resolved = kind === "link" ? ctx.resolveSource(path, toDisplayPath(ctx.cwdReal, dir)) : undefined;
-      if (resolved && "reason" in resolved) continue;
+      const scope = toDisplayPath(ctx.cwdReal, dir);
+      const resolved = kind === "link" ? fsOr(null, () => ctx.resolveSource(path, scope)) : undefined;
+      // A link that cannot be resolved now (EIO) is unknown, not gone: what the model holds of it stands.
+      if (resolved === null) reject(toDisplayPath(ctx.cwdReal, path), "unreadable");
+      if (resolved === null || (resolved && "reason" in resolved)) continue;
       const folder = resolved ? resolved.stats.isDirectory() && resolved.real : kind === "dir" && path;
       if (isIgnored(rules, `${prefix}${name}`, folder !== false)) continue;
       if (folder === false) {
@@ -3048,7 +3055,12 @@ function ruleFoldersFor(ctx: Discovery, views: DirectoryView[], sources: Readonl
 function ruleFolder(ctx: Discovery, place: RulePlace, parentKind: ParentKind): RuleFolder {
   // A parent that is a link must resolve inside cwd before anything below it is listed.
   const written = join(ctx.cwdReal, place.parentScope);
-  const linked = parentKind === "link" ? ctx.resolveSource(written, place.base) : undefined;
+  const linked = parentKind === "link" ? fsOr(null, () => ctx.resolveSource(written, place.base)) : undefined;
+  // One that cannot be resolved now (EIO) is unknown, not gone: the rules the model may hold from it stay offered.
+  if (linked === null) {
+    const rejected = [{ path: place.display, reason: "unreadable" as const, kind: "instruction" as const }];
+    return { place, rules: ctx.ruleFolders.get(place.display)?.rules ?? [], rejected };
+  }
   const parentDir = !linked ? written : "reason" in linked || !linked.stats.isDirectory() ? undefined : linked.real;
   // The report says why a linked parent is refused; not while git has yet to answer, nor for a link to nothing.
   const refused = linked && "reason" in linked && linked.reason !== "held" ? linked.reason : "skip";
@@ -3115,7 +3127,7 @@ function ruleFolder(ctx: Discovery, place: RulePlace, parentKind: ParentKind): R
 
 /** The rule a rule file defines as it is now, compiled once per version; why not, for a file refused or gone. */
 function ruleAt(ctx: Discovery, place: RulePlace, candidate: string): Rule | { reason: C.Reason | "skip" | "held" } {
-  const file = ctx.sourceFile(candidate, place.base);
+  const file = ctx.sourceFileOrUnknown(candidate, place.base);
   if ("reason" in file) return file;
   let rule = ctx.compiledRules.get(candidate);
   if (rule?.loaded !== file || rule.dir !== place.display) {

@@ -490,6 +490,119 @@ test("an I/O error on a skill's own file keeps that skill", () =>
     assert.doesNotMatch(reminderOf(during.content) ?? "", /is gone/);
   }));
 
+for (const method of ["open", "lstat"] as const) {
+  test(`an I/O error on the ${method} of one skill's file costs only that skill: the other skills of its tree still arrive`, () =>
+    twoTrees(
+      {
+        "pkg/AGENTS.md": "PKG-RULES",
+        "pkg/x.ts": "x",
+        ...Object.fromEntries(
+          ["a", "b", "c"].map((name) => [
+            `pkg/.agents/skills/${name}/SKILL.md`,
+            `---\nname: ${name}\ndescription: SKILL-${name}\n---\n`,
+          ]),
+        ),
+      },
+      async (tree, mode) => {
+        // Each in turn, so that one of them is listed before the others whatever the directory order.
+        for (const failing of ["a", "b", "c"]) {
+          const f = await passingFault(tree, "EIO", [{ method, path: `pkg/.agents/skills/${failing}/SKILL.md` }]);
+          const reminder = reminderOf((await f.h.call("read", { path: "pkg/x.ts" })).content) ?? "";
+          assert.ok(f.fired.count > 0, `${mode}: the fault fired`);
+          for (const name of ["a", "b", "c"].filter((name) => name !== failing))
+            assert.match(reminder, new RegExp(`SKILL-${name}`), `${mode}: ${name} arrives while ${failing} fails`);
+          assert.ok(
+            !f.h.notifications.includes(FAILURE_WARNING),
+            `${mode}: an I/O error is not the extension's failure`,
+          );
+        }
+      },
+    ));
+}
+
+for (const method of ["open", "lstat"] as const) {
+  test(`an I/O error on the ${method} of a skills-tree ignore file leaves its folder unknown: what it hides stays unlisted, the rest of the tree still arrives`, () =>
+    twoTrees(
+      {
+        "pkg/AGENTS.md": "PKG-RULES",
+        "pkg/x.ts": "x",
+        ...Object.fromEntries(
+          ["a", "b", "c"].flatMap((group) => [
+            [`pkg/.agents/skills/${group}/.ignore`, "hidden\n"],
+            ...["hidden", "shown"].map((name) => [
+              `pkg/.agents/skills/${group}/${name}/SKILL.md`,
+              `---\nname: ${group}-${name}\ndescription: SKILL-${group}-${name}\n---\n`,
+            ]),
+          ]),
+        ),
+      },
+      async (tree, mode) => {
+        // Each in turn, so that one of them is listed before the others whatever the directory order.
+        for (const failing of ["a", "b", "c"]) {
+          const f = await passingFault(tree, "EIO", [{ method, path: `pkg/.agents/skills/${failing}/.ignore` }]);
+          const during = reminderOf((await f.h.call("read", { path: "pkg/x.ts" })).content) ?? "";
+          assert.ok(f.fired.count > 0, `${mode}: the fault fired`);
+          assert.doesNotMatch(
+            during,
+            /-hidden/,
+            `${mode}: nothing an ignore file hides is listed while ${failing}'s fails`,
+          );
+          for (const group of ["a", "b", "c"].filter((group) => group !== failing))
+            assert.match(
+              during,
+              new RegExp(`SKILL-${group}-shown`),
+              `${mode}: ${group} arrives while ${failing} fails`,
+            );
+          assert.ok(
+            !f.h.notifications.includes(FAILURE_WARNING),
+            `${mode}: an I/O error is not the extension's failure`,
+          );
+          f.active.on = false;
+          const after = reminderOf((await f.h.call("read", { path: "pkg/x.ts" })).content) ?? "";
+          assert.match(after, new RegExp(`SKILL-${failing}-shown`), `${mode}: ${failing}'s skill once it clears`);
+          assert.doesNotMatch(after, /-hidden/, mode);
+        }
+      },
+    ));
+}
+
+for (const method of ["lstat", "realpath"] as const) {
+  test(`an I/O error on the ${method} of a linked skill folder costs only that skill: the model keeps it, and the other skills of its tree still arrive`, () =>
+    twoTrees(
+      {
+        "pkg/AGENTS.md": "PKG-RULES",
+        "pkg/x.ts": "x",
+        ...Object.fromEntries(
+          ["a", "b", "c"].flatMap((name) => [
+            [`pkg/real-${name}/SKILL.md`, `---\nname: ${name}\ndescription: SKILL-${name}\n---\n`],
+            [`pkg/.agents/skills/${name}`, { link: `../../real-${name}` }],
+          ]),
+        ),
+      },
+      async (tree, mode) => {
+        // Each in turn, so that one of them is listed before the others whatever the directory order.
+        for (const failing of ["a", "b", "c"]) {
+          const f = await passingFault(tree, "EIO", [{ method, path: `pkg/.agents/skills/${failing}` }]);
+          const during = reminderOf((await f.h.call("read", { path: "pkg/x.ts" })).content) ?? "";
+          assert.ok(f.fired.count > 0, `${mode}: the fault fired`);
+          for (const name of ["a", "b", "c"].filter((name) => name !== failing))
+            assert.match(during, new RegExp(`SKILL-${name}`), `${mode}: ${name} arrives while ${failing} fails`);
+          f.active.on = false;
+          assert.match(reminderOf((await f.h.call("read", { path: "pkg/x.ts" })).content) ?? "", /SKILL-/, mode);
+          // The skill the model now holds, unreadable again after a change in its tree: it stays.
+          f.active.on = true;
+          utimesSync(tree.abs("pkg/.agents/skills"), 2_000_000_000, 2_000_000_000);
+          const held = reminderOf((await f.h.call("read", { path: "pkg/x.ts" })).content) ?? "";
+          assert.doesNotMatch(held, /is gone/, `${mode}: unknown, not gone`);
+          assert.ok(
+            !f.h.notifications.includes(FAILURE_WARNING),
+            `${mode}: an I/O error is not the extension's failure`,
+          );
+        }
+      },
+    ));
+}
+
 test("a file refused for what it is still lets the next name apply", () =>
   withTree({ ...files, "a/b/AGENTS.override.md": Buffer.from([0xff, 0xfe, 0x41]) }, async (tree) => {
     const h = await loadRunner(tree, { factories: [createLazyAgents({ spawnGit: noGit })] });
@@ -516,6 +629,30 @@ test("an I/O error on an imported file keeps the import the model holds", () =>
       assert.doesNotMatch(reminderOf(after.content) ?? "", /IMPORTED-RULES/, "nor sent again once it clears");
     },
   ));
+
+for (const method of ["open", "lstat"] as const) {
+  test(`an I/O error on the ${method} of one file of an imported folder costs only that file: the folder's other files still arrive`, () =>
+    twoTrees(
+      {
+        "pkg/AGENTS.md": "PKG-RULES, see @docs",
+        "pkg/docs/a.md": "IMPORTED-A",
+        "pkg/docs/b.md": "IMPORTED-B",
+        "pkg/x.ts": "x",
+      },
+      async (tree, mode) => {
+        const f = await passingFault(tree, "EIO", [{ method, path: "pkg/docs/a.md" }]);
+        const during = await f.h.call("read", { path: "pkg/x.ts" });
+        assert.ok(f.fired.count > 0, `${mode}: the fault fired`);
+        assertIntact(during);
+        const reminder = reminderOf(during.content) ?? "";
+        assert.match(reminder, /IMPORTED-B/, `${mode}: the other file of the folder arrives`);
+        assert.match(reminder, /an import in pkg\/AGENTS\.md was not loaded: could not be read/, mode);
+        assert.ok(!f.h.notifications.includes(FAILURE_WARNING), `${mode}: an I/O error is not the extension's failure`);
+        f.active.on = false;
+        assert.match(reminderOf((await f.h.call("read", { path: "pkg/x.ts" })).content) ?? "", /IMPORTED-A/, mode);
+      },
+    ));
+}
 
 test("the first failure of a session warns, even when it is the only one", () =>
   withTree({ "pkg/AGENTS.md": "PKG-RULES", "pkg/a.ts": "a\n" }, async (tree) => {
@@ -569,36 +706,128 @@ test("an I/O error on a rule folder costs only its own rules: the model keeps th
     },
   ));
 
-test("a rule file an I/O error makes unreadable is unknown, not gone: a held rule stays, and a new one arrives once the error clears", () =>
-  twoTrees(
+test("an I/O error on the lstat of a source home in a folder read name by name costs only what that home holds", () => {
+  const homes: Record<string, string> = {
+    ".claude": "CLAUDE-RULE",
+    ".cursor": "CURSOR-RULE",
+    ".github": "COPILOT-RULE",
+    "pkg/.agents": "SKILL-s",
+    "pkg/.cursor": "NESTED-RULE",
+  };
+  return twoTrees(
     {
+      // A name that differs from an instruction file's only in case: the folder is probed name by name.
+      "claude.md": "folded",
+      "pkg/agents.md": "folded",
+      "pkg/AGENTS.md": "PKG-RULES",
       "pkg/x.ts": "x",
-      ".claude/rules/held.md": "HELD-RULE",
-      ".claude/rules/later.md": "LATER-RULE",
+      ".claude/rules/c.md": "CLAUDE-RULE",
+      ".cursor/rules/r.mdc": "---\nalwaysApply: true\n---\nCURSOR-RULE",
+      ".github/instructions/g.instructions.md": '---\napplyTo: "**"\n---\nCOPILOT-RULE',
+      "pkg/.agents/skills/s/SKILL.md": "---\nname: s\ndescription: SKILL-s\n---\n",
+      "pkg/.cursor/rules/n.mdc": "---\nalwaysApply: true\n---\nNESTED-RULE",
     },
     async (tree, mode) => {
-      const failing = new Set<string>([`open ${tree.abs(".claude/rules/later.md")}`]);
-      const fs = interceptFileSystem((call, proceed) => {
-        if (failing.has(`${call.method} ${call.path}`)) throw fsError("EIO", call.method, call.path);
-        return proceed();
-      }, nodeFileSystem);
-      const h = await loadRunner(tree, { hasUI: true, factories: [createLazyAgents({ fs })] });
-      const first = reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "";
-      assert.match(first, /HELD-RULE/, mode);
-      assert.match(first, /\.claude\/rules\/later\.md was not loaded: could not be read/, mode);
-      // The held rule's file changes and cannot be read: the model keeps what it holds.
-      failing.add(`open ${tree.abs(".claude/rules/held.md")}`);
-      utimesSync(tree.abs(".claude/rules/held.md"), 2_000_000_000, 2_000_000_000);
-      for (let i = 0; i < 2; i++) {
-        const during = reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "";
-        assert.doesNotMatch(during, /no longer applies/, `${mode}: unknown, not gone`);
+      for (const failing of Object.keys(homes)) {
+        const f = await passingFault(tree, "EIO", [{ method: "lstat", path: failing }]);
+        const during = await f.h.call("read", { path: "pkg/x.ts" });
+        assert.ok(f.fired.count > 0, `${mode}: the fault fired`);
+        assertIntact(during);
+        const reminder = reminderOf(during.content) ?? "";
+        assert.match(reminder, /PKG-RULES/, `${mode}: the instruction file arrives while ${failing} fails`);
+        for (const [home, text] of Object.entries(homes))
+          if (home !== failing) assert.match(reminder, new RegExp(text), `${mode}: ${home} while ${failing} fails`);
+        assert.ok(!f.h.notifications.includes(FAILURE_WARNING), `${mode}: an I/O error is not the extension's failure`);
       }
-      failing.clear();
-      const after = reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "";
-      assert.match(after, /LATER-RULE/, `${mode}: read again once the error clears`);
-      assert.doesNotMatch(after, /HELD-RULE|no longer applies/, `${mode}: the held rule is not sent again`);
     },
-  ));
+  );
+});
+
+for (const method of ["lstat", "realpath"] as const) {
+  test(`an I/O error on the ${method} of a linked rule home costs only its rules: the model keeps those it holds, the instruction files and other rules still arrive`, () =>
+    twoTrees(
+      {
+        "pkg/AGENTS.md": "PKG-RULES",
+        "pkg/x.ts": "x",
+        "other/AGENTS.md": "OTHER-RULES",
+        "other/y.ts": "y",
+        "real-claude/rules/r.md": "CLAUDE-RULE",
+        ".claude": { link: "real-claude" },
+        ".github/instructions/g.instructions.md": '---\napplyTo: "**"\n---\nCOPILOT-RULE',
+      },
+      async (tree, mode) => {
+        const failing = { on: true };
+        const fs = interceptFileSystem((call, proceed) => {
+          if (failing.on && call.method === method && call.path === tree.abs(".claude"))
+            throw fsError("EIO", call.method, call.path);
+          return proceed();
+        }, nodeFileSystem);
+        const h = await loadRunner(tree, { hasUI: true, factories: [createLazyAgents({ fs })] });
+        const during = await h.call("read", { path: "pkg/x.ts" });
+        assertIntact(during);
+        const first = reminderOf(during.content) ?? "";
+        assert.match(first, /PKG-RULES/, mode);
+        assert.match(first, /COPILOT-RULE/, mode);
+        assert.doesNotMatch(first, /CLAUDE-RULE/, mode);
+        failing.on = false;
+        assert.match(reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "", /CLAUDE-RULE/, mode);
+        // The home the model holds a rule of, unreadable again: its rule stays.
+        failing.on = true;
+        const held = reminderOf((await h.call("read", { path: "other/y.ts" })).content) ?? "";
+        assert.match(held, /OTHER-RULES/, mode);
+        assert.doesNotMatch(held, /no longer applies/, `${mode}: unknown, not gone`);
+        failing.on = false;
+        const after = reminderOf((await h.call("read", { path: "other/y.ts" })).content) ?? "";
+        assert.doesNotMatch(after, /CLAUDE-RULE|no longer applies/, `${mode}: the held rule is not sent again`);
+        assert.ok(!h.notifications.includes(FAILURE_WARNING), `${mode}: an I/O error is not the extension's failure`);
+      },
+    ));
+}
+
+for (const method of ["open", "lstat"] as const) {
+  test(`a rule file an I/O error on its ${method} makes unreadable is unknown, not gone: a held rule stays, the instruction files and other rules still arrive, and a new one arrives once the error clears`, () =>
+    twoTrees(
+      {
+        "pkg/x.ts": "x",
+        "pkg/AGENTS.md": "PKG-RULES",
+        ".claude/rules/held.md": "HELD-RULE",
+        ".claude/rules/later.md": "LATER-RULE",
+        ".cursor/rules/later.mdc": "---\nalwaysApply: true\n---\nLATER-CURSOR",
+        ".github/instructions/later.instructions.md": '---\napplyTo: "**"\n---\nLATER-COPILOT',
+      },
+      async (tree, mode) => {
+        const later = [
+          ".claude/rules/later.md",
+          ".cursor/rules/later.mdc",
+          ".github/instructions/later.instructions.md",
+        ];
+        const failing = new Set(later.map((path) => `${method} ${tree.abs(path)}`));
+        const fs = interceptFileSystem((call, proceed) => {
+          if (failing.has(`${call.method} ${call.path}`)) throw fsError("EIO", call.method, call.path);
+          return proceed();
+        }, nodeFileSystem);
+        const h = await loadRunner(tree, { hasUI: true, factories: [createLazyAgents({ fs })] });
+        const first = reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "";
+        assert.match(first, /HELD-RULE/, mode);
+        assert.match(first, /PKG-RULES/, mode);
+        for (const path of later)
+          assert.match(first, new RegExp(`${path.replace(/\./g, "\\.")} was not loaded: could not be read`), mode);
+        // The held rule's file changes and cannot be read: the model keeps what it holds.
+        failing.add(`${method} ${tree.abs(".claude/rules/held.md")}`);
+        utimesSync(tree.abs(".claude/rules/held.md"), 2_000_000_000, 2_000_000_000);
+        for (let i = 0; i < 2; i++) {
+          const during = reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "";
+          assert.doesNotMatch(during, /no longer applies/, `${mode}: unknown, not gone`);
+        }
+        assert.ok(!h.notifications.includes(FAILURE_WARNING), `${mode}: an I/O error is not the extension's failure`);
+        failing.clear();
+        const after = reminderOf((await h.call("read", { path: "pkg/x.ts" })).content) ?? "";
+        for (const text of ["LATER-RULE", "LATER-CURSOR", "LATER-COPILOT"])
+          assert.match(after, new RegExp(text), `${mode}: read again once the error clears`);
+        assert.doesNotMatch(after, /HELD-RULE|no longer applies/, `${mode}: the held rule is not sent again`);
+      },
+    ));
+}
 
 test("a settings change that drops the folder caches between a read's call and its result fails nothing", () =>
   withTree({ "pkg/AGENTS.md": "PKG-RULES", "pkg/x.ts": "x" }, async (tree) => {
