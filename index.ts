@@ -1107,19 +1107,25 @@ function checksIn(discovery: Discovery, state: CheckState, bases: CheckBase[], w
   for (const { dir, scope, stats } of bases) {
     // Most folders hold no `.claude`: the folder's entry, kept while its signature stands, says so for no call.
     const holds = stats === undefined || discovery.directoryEntry(dir, stats)?.homes.get(C.CHECK_DIR_NAME) !== "none";
-    const { folder, listing } = (holds && fsOr(undefined, () => discovery.listedAt(join(dir, C.CHECK_DIR_NAME)))) || {};
+    // Told once per reason, as a refused instruction file is.
+    const refuse = (written: string, reason: C.Reason | "skip" | "held") => {
+      const path = toDisplayPath(discovery.cwdReal, written);
+      if (reason === "skip" || reason === "held" || state.refused.get(path) === reason) return;
+      state.refused.set(path, reason);
+      warn(`${C.USER_PREFIX}${skipText({ path, reason }, oneLine)}`);
+    };
+    const home = join(dir, C.CHECK_DIR_NAME);
+    // One that cannot be listed now (EIO) hides its rules: the call runs, and the user hears that they did not.
+    const listed = holds ? fsOr(null, () => discovery.listedAt(home)) : undefined;
+    if (listed === null) refuse(home, "unreadable");
+    const { folder, listing } = listed ?? {};
     if (listing) state.scopes.add(scope);
     else state.scopes.delete(scope);
     for (const { name, kind } of listing ? sortedNames(listing) : []) {
       if ((kind !== "file" && kind !== "link") || !C.CHECK_FILE_NAME.test(name)) continue;
       const file = discovery.sourceFileOrUnknown(join(folder!, name), scope);
       if ("reason" in file) {
-        // Told once per reason, as a refused instruction file is.
-        const path = toDisplayPath(discovery.cwdReal, join(dir, C.CHECK_DIR_NAME, name));
-        if (file.reason !== "skip" && file.reason !== "held" && state.refused.get(path) !== file.reason) {
-          state.refused.set(path, file.reason);
-          warn(`${C.USER_PREFIX}${skipText({ path, reason: file.reason }, oneLine)}`);
-        }
+        refuse(join(home, name), file.reason);
         continue;
       }
       let check = state.compiled.get(file);
