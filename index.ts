@@ -2221,7 +2221,9 @@ function locateChain(ctx: Discovery, target: string, targetIsDirectory: boolean)
     if (real === undefined) continue;
     if (relativeInside(ctx.cwdReal, real) === undefined) return undefined;
     // A directory target may name a file (grep, find): its folder is the scope.
-    const folder = targetIsDirectory && up === target && !ctx.fs.stat(real)?.isDirectory() ? dirname(real) : real;
+    // A stat that fails (EIO) leaves it unknown: its folder, which holds it either way, is the scope.
+    const isFolder = () => fsOr(undefined, () => ctx.fs.stat(real))?.isDirectory() === true;
+    const folder = targetIsDirectory && up === target && !isFolder() ? dirname(real) : real;
     return { links: chainFor(ctx, relative(ctx.cwdReal, folder)) };
   }
   return undefined;
@@ -3035,11 +3037,12 @@ function rulePlace(source: C.RuleSource, base: string): RulePlace {
  * folder's parent (`.cursor`, `.claude`, `.github`), never below it: git gives up beyond a link.
  */
 function ruleFoldersFor(ctx: Discovery, views: DirectoryView[], sources: ReadonlySet<C.RuleSource>): RuleFolder[] {
-  // cwd's entry, as a folder view's: one lstat of cwd while it stands.
-  const homes = ctx.directoryEntry(ctx.cwdReal)?.homes;
+  // cwd's entry, as a folder view's: one lstat of cwd while it stands. One that fails takes each home for a link,
+  // judged where it resolves, as a folder read name by name does.
+  const entry = fsOr(null, () => ctx.directoryEntry(ctx.cwdReal));
   const places = C.RULE_SOURCES.filter((source) => sources.has(source)).map((source) => ({
     place: CWD_RULE_PLACES.get(source)!,
-    kind: homes?.get(C.RULE_DIRS[source][0]) ?? "none",
+    kind: entry === null ? "link" : (entry?.homes.get(C.RULE_DIRS[source][0]) ?? "none"),
   }));
   for (const view of sources.has("cursor") ? views : []) {
     let place = ctx.rulePlaces.get(view.scope);
