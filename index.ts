@@ -3641,7 +3641,10 @@ async function explainCommand(engine: LazyAgents, command: string, env: CallEnvi
     for (const { scope, view, why } of chainFolders(located, views, unviewed)) {
       if (why) ignored.push(`${use.word} (${scope}/: ${C.REASONS[why]})`);
       const file = view?.file;
-      const held = file ? `${file.path}, ${fileState(engine.ledger, file)}` : C.REPORT_TEXT.noInstructionFile;
+      // A folder whose only candidate was refused says which and why, as `why <path>` does.
+      const refused = view?.rejected.find(({ kind }) => kind === "instruction");
+      const none = refused ? C.REPORT_TEXT.refusedFile(refused.path, refused.reason) : C.REPORT_TEXT.noInstructionFile;
+      const held = file ? `${file.path}, ${fileState(engine.ledger, file)}` : none;
       if (!view) continue;
       if (!activated.has(scope)) activated.set(scope, { label: `${scopeGlob(scope)} (${held})`, words: new Set() });
       activated.get(scope)!.words.add(`${use.word} ${role}`);
