@@ -728,6 +728,7 @@ export const REPORT_TEXT = {
       ? "could not be read now: the folders below it still count"
       : `${REASONS[why]}${why === "skillsTree" ? "" : ": nothing below it is used"}`,
   noInstructionFile: "no instruction file",
+  refusedFile: (path: string, why: Reason) => `not used: ${path}: ${REASONS[why]}`,
   skillsUntrusted: "  Skills are not listed: the project is not trusted.",
   noCommandWords: "  No command words were found.",
   ignoredWords: "ignored:",

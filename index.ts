@@ -1107,19 +1107,25 @@ function checksIn(discovery: Discovery, state: CheckState, bases: CheckBase[], w
   for (const { dir, scope, stats } of bases) {
     // Most folders hold no `.claude`: the folder's entry, kept while its signature stands, says so for no call.
     const holds = stats === undefined || discovery.directoryEntry(dir, stats)?.homes.get(C.CHECK_DIR_NAME) !== "none";
-    const { folder, listing } = (holds && fsOr(undefined, () => discovery.listedAt(join(dir, C.CHECK_DIR_NAME)))) || {};
+    // Told once per reason, as a refused instruction file is.
+    const refuse = (written: string, reason: C.Reason | "skip" | "held") => {
+      const path = toDisplayPath(discovery.cwdReal, written);
+      if (reason === "skip" || reason === "held" || state.refused.get(path) === reason) return;
+      state.refused.set(path, reason);
+      warn(`${C.USER_PREFIX}${skipText({ path, reason }, oneLine)}`);
+    };
+    const home = join(dir, C.CHECK_DIR_NAME);
+    // One that cannot be listed now (EIO) hides its rules: the call runs, and the user hears that they did not.
+    const listed = holds ? fsOr(null, () => discovery.listedAt(home)) : undefined;
+    if (listed === null) refuse(home, "unreadable");
+    const { folder, listing } = listed ?? {};
     if (listing) state.scopes.add(scope);
     else state.scopes.delete(scope);
     for (const { name, kind } of listing ? sortedNames(listing) : []) {
       if ((kind !== "file" && kind !== "link") || !C.CHECK_FILE_NAME.test(name)) continue;
       const file = discovery.sourceFileOrUnknown(join(folder!, name), scope);
       if ("reason" in file) {
-        // Told once per reason, as a refused instruction file is.
-        const path = toDisplayPath(discovery.cwdReal, join(dir, C.CHECK_DIR_NAME, name));
-        if (file.reason !== "skip" && file.reason !== "held" && state.refused.get(path) !== file.reason) {
-          state.refused.set(path, file.reason);
-          warn(`${C.USER_PREFIX}${skipText({ path, reason: file.reason }, oneLine)}`);
-        }
+        refuse(join(home, name), file.reason);
         continue;
       }
       let check = state.compiled.get(file);
@@ -2215,7 +2221,9 @@ function locateChain(ctx: Discovery, target: string, targetIsDirectory: boolean)
     if (real === undefined) continue;
     if (relativeInside(ctx.cwdReal, real) === undefined) return undefined;
     // A directory target may name a file (grep, find): its folder is the scope.
-    const folder = targetIsDirectory && up === target && !ctx.fs.stat(real)?.isDirectory() ? dirname(real) : real;
+    // A stat that fails (EIO) leaves it unknown: its folder, which holds it either way, is the scope.
+    const isFolder = () => fsOr(undefined, () => ctx.fs.stat(real))?.isDirectory() === true;
+    const folder = targetIsDirectory && up === target && !isFolder() ? dirname(real) : real;
     return { links: chainFor(ctx, relative(ctx.cwdReal, folder)) };
   }
   return undefined;
@@ -3029,11 +3037,12 @@ function rulePlace(source: C.RuleSource, base: string): RulePlace {
  * folder's parent (`.cursor`, `.claude`, `.github`), never below it: git gives up beyond a link.
  */
 function ruleFoldersFor(ctx: Discovery, views: DirectoryView[], sources: ReadonlySet<C.RuleSource>): RuleFolder[] {
-  // cwd's entry, as a folder view's: one lstat of cwd while it stands.
-  const homes = ctx.directoryEntry(ctx.cwdReal)?.homes;
+  // cwd's entry, as a folder view's: one lstat of cwd while it stands. One that fails takes each home for a link,
+  // judged where it resolves, as a folder read name by name does.
+  const entry = fsOr(null, () => ctx.directoryEntry(ctx.cwdReal));
   const places = C.RULE_SOURCES.filter((source) => sources.has(source)).map((source) => ({
     place: CWD_RULE_PLACES.get(source)!,
-    kind: homes?.get(C.RULE_DIRS[source][0]) ?? "none",
+    kind: entry === null ? "link" : (entry?.homes.get(C.RULE_DIRS[source][0]) ?? "none"),
   }));
   for (const view of sources.has("cursor") ? views : []) {
     let place = ctx.rulePlaces.get(view.scope);
@@ -3632,7 +3641,10 @@ async function explainCommand(engine: LazyAgents, command: string, env: CallEnvi
     for (const { scope, view, why } of chainFolders(located, views, unviewed)) {
       if (why) ignored.push(`${use.word} (${scope}/: ${C.REASONS[why]})`);
       const file = view?.file;
-      const held = file ? `${file.path}, ${fileState(engine.ledger, file)}` : C.REPORT_TEXT.noInstructionFile;
+      // A folder whose only candidate was refused says which and why, as `why <path>` does.
+      const refused = view?.rejected.find(({ kind }) => kind === "instruction");
+      const none = refused ? C.REPORT_TEXT.refusedFile(refused.path, refused.reason) : C.REPORT_TEXT.noInstructionFile;
+      const held = file ? `${file.path}, ${fileState(engine.ledger, file)}` : none;
       if (!view) continue;
       if (!activated.has(scope)) activated.set(scope, { label: `${scopeGlob(scope)} (${held})`, words: new Set() });
       activated.get(scope)!.words.add(`${use.word} ${role}`);

@@ -475,6 +475,18 @@ test('/lazy-agents why "<command>" names a folder it cannot read and a skills tr
     },
   ));
 
+test('/lazy-agents why "<command>" names the instruction file a folder refused, not "no instruction file"', () =>
+  twoTrees({ "a/x.ts": "x\n" }, async (t) => {
+    writeFileSync(join(t.root, "outside.md"), "OUTSIDE\n");
+    t.link("a/AGENTS.md", join(t.root, "outside.md"));
+    const h = await loadRunner(t, { hasUI: true });
+    await h.command("lazy-agents", 'why "cat a/x.ts"');
+    assert.deepEqual(h.notifications.at(-1)!.split("\n").slice(1), [
+      "  a/** (not used: a/AGENTS.md: a link that leads outside the working directory): a/x.ts activates",
+      "  ignored: cat (a command name)",
+    ]);
+  }));
+
 test('/lazy-agents why "<command>" does not call a file directly in cwd the working directory itself', () =>
   withTree({ ...tree, "README.md": "readme\n" }, async (t) => {
     const h = await loadRunner(t, { hasUI: true });

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { checkFields, createLazyAgents, hookifyFrontmatter, hookifyRegex, hookifyRule } from "../index.ts";
-import { interceptFileSystem } from "./fs-seam.ts";
+import { fsError, interceptFileSystem } from "./fs-seam.ts";
 import {
   costRatio,
   countOccurrences,
@@ -902,6 +902,34 @@ test("a linked .claude's rule files are read where the link was judged to lead, 
       const h = await loadRunner(tree, { factories: [createLazyAgents({ fs })] });
       assert.doesNotMatch(JSON.stringify(await h.call("bash", { command: "echo hi" })), /OUT/, mode);
       assert.deepEqual(opened, [tree.abs("shared/claude/hookify.r.local.md")], mode);
+    },
+  ));
+
+// An I/O error on listing a `.claude` hides its rules: the call runs (fail-open), but the user must know a block
+// rule there did not run, as a rule file that cannot be read is told.
+test("a .claude that cannot be listed lets the call run and warns once that it could not be read", () =>
+  twoTrees(
+    { ".claude/hookify.r.local.md": rule("name: r\nevent: bash\npattern: echo\naction: block") },
+    async (tree, mode) => {
+      let failing = true;
+      const fs = interceptFileSystem((call, proceed) => {
+        if (failing && call.method === "readdir" && call.path === tree.abs(".claude"))
+          throw fsError("EIO", call.method, call.path);
+        return proceed();
+      });
+      const h = await loadRunner(tree, { hasUI: true, factories: [createLazyAgents({ fs })] });
+      const first = await h.call("bash", { command: "echo one" });
+      await h.call("bash", { command: "echo two" });
+      assert.equal(first.blocked, false, mode);
+      const told = h.notifications.filter((n) => n.includes(".claude was not loaded: could not be read"));
+      assert.equal(told.length, 1, `${mode}: ${JSON.stringify(h.notifications)}`);
+      assert.doesNotMatch(told[0]!, new RegExp(tree.root.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")), mode);
+      failing = false;
+      assert.equal(
+        (await h.call("bash", { command: "echo three" })).blocked,
+        true,
+        `${mode}: readable again, it blocks`,
+      );
     },
   ));
 

@@ -3,9 +3,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { utimesSync, unlinkSync, writeFileSync, appendFileSync, mkdirSync, rmSync } from "node:fs";
+import { join } from "node:path";
 import type { ExtensionFactory } from "@earendil-works/pi-coding-agent";
 import { createLazyAgents, nodeFileSystem, type FileSystem } from "../index.ts";
-import { FAILURE_LABELS, FAILURE_WARNING, REASONS, REPORT_FAILED } from "../config.ts";
+import { FAILURE_LABELS, FAILURE_WARNING, REASONS, REPORT_FAILED, SETTINGS_KEY } from "../config.ts";
 import {
   loadRunner,
   reminderOf,
@@ -260,6 +261,42 @@ for (const site of [
       assert.match(reminderOf(during.content) ?? "", /A-RULES/, "a's file still arrives");
     }));
 }
+
+// Two filesystem calls outside the folders below cwd: cwd's own lstat (its rule homes), and the stat that tells whether
+// a search tool's target reached through a link is a folder. An I/O error on either is the filesystem's, not a bug.
+test("an EIO on the lstat of cwd itself costs no delivery: the folders' files and cwd's rules still arrive, and nothing is counted as a failure", () =>
+  withTree({ ...files, ".claude/rules/r.md": "---\npaths:\n  - a/**\n---\nRULE-TEXT\n" }, async (tree) => {
+    const f = await faultyRunner(
+      tree,
+      (call) => {
+        throw fsError("EIO", call.method, call.path);
+      },
+      (call) => call.method === "lstat" && call.path === tree.cwd,
+    );
+    const during = await f.h.call("read", { path: "a/b/x.ts" });
+    assert.ok(f.fired.count > 0, "the fault never fired: no lstat of cwd");
+    assertIntact(during);
+    assert.match(reminderOf(during.content) ?? "", /B-RULES[^]*RULE-TEXT/);
+    assert.ok(!f.h.notifications.includes(FAILURE_WARNING), JSON.stringify(f.h.notifications));
+  }));
+
+test("an EIO on the stat of a search tool's target reached through a link still delivers the files above it", () =>
+  withTree({ ...files, l: { link: "a" } }, async (tree) => {
+    const triggers = ["read", "edit", "write", "bash", "ls"];
+    writeFileSync(join(tree.agentDir, "settings.json"), JSON.stringify({ [SETTINGS_KEY]: { triggers } }));
+    const f = await faultyRunner(
+      tree,
+      (call) => {
+        throw fsError("EIO", call.method, call.path);
+      },
+      (call) => call.method === "stat" && call.path === tree.abs("a/b"),
+    );
+    const during = await f.h.call("ls", { path: "l/b" });
+    assert.ok(f.fired.count > 0, "the fault never fired: no stat of a/b");
+    assertIntact(during);
+    assert.match(reminderOf(during.content) ?? "", /A-RULES/);
+    assert.ok(!f.h.notifications.includes(FAILURE_WARNING), JSON.stringify(f.h.notifications));
+  }));
 
 test("a file that grows past the cap between stat and read is refused once, and picked up when it shrinks", () =>
   withTree(files, async (tree) => {
