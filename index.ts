@@ -2472,12 +2472,8 @@ class Discovery {
   }
 
   /** The one reader of a source file: instruction, rule, skill or ignore file, or an import. */
-  sourceFile(written: string, scope: string, how: SourceNaming = "layout"): SourceFile {
-    return this.fileOf(this.resolveSource(written, scope, how));
-  }
-
   sourceFileOrUnknown(written: string, scope: string, how: SourceNaming = "layout"): SourceFile {
-    return fsOr({ reason: "unreadable" as const }, () => this.sourceFile(written, scope, how));
+    return fsOr({ reason: "unreadable" as const }, () => this.fileOf(this.resolveSource(written, scope, how)));
   }
 
   /** The file a source resolved to, read once per content; a folder is nothing, another kind not regular. */
