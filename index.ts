@@ -2589,8 +2589,7 @@ function importedFiles(ctx: Discovery, from: InstructionFile, target: string, sc
     add(file);
   }
   // Its entries past the scan limit are not read: files may lie after the first entries by name.
-  const counts = { taken: listing.names.length, total: listing.total };
-  if (counts.taken < counts.total) rejected.push({ path: from.path, reason: "importScanCapped", kind: "cap", counts });
+  noteScanCap(from.path, listing, rejected, "importScanCapped");
   return files;
 }
 
@@ -2723,7 +2722,7 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
     const rules = rulesOf(listing);
     // A skill's folder is read no further, so its entries past the cap are no loss.
     if (!rules || (listing.hasSkillFile && isSkill(rules))) return;
-    noteScanCap(ctx, dir, listing, rejected);
+    noteScanCap(toDisplayPath(ctx.cwdReal, dir), listing, rejected);
     for (const { name, kind } of listing.names) {
       if (name.startsWith(".") || name === "node_modules" || kind === "other") continue;
       const path = join(dir, name);
@@ -2765,10 +2764,9 @@ function skillOf({ text, path }: InstructionFile, folder: string): ParsedSkill {
   return { ok: true, hidden: frontmatter["disable-model-invocation"] === true, skill };
 }
 
-function noteScanCap(ctx: Discovery, dir: string, listing: ListingEntry, rejected: Rejection[]): void {
+function noteScanCap(path: string, listing: ListingEntry, rejected: Rejection[], reason: C.Reason = "scanCapped") {
   const counts = { taken: listing.names.length, total: listing.total };
-  if (counts.taken < counts.total)
-    rejected.push({ path: toDisplayPath(ctx.cwdReal, dir), reason: "scanCapped", kind: "cap", counts });
+  if (counts.taken < counts.total) rejected.push({ path, reason, kind: "cap", counts });
 }
 
 /** A folder's entries as discovery keeps them: past the cap, the first entries by name. */
@@ -3099,7 +3097,7 @@ function ruleFolder(ctx: Discovery, place: RulePlace, parentKind: ParentKind): R
     folder.rejected.push({ path: toDisplayPath(ctx.cwdReal, dir), reason: "unreadable", kind: "instruction" });
   }
   for (const [listing, dir] of found) {
-    noteScanCap(ctx, dir, listing, folder.rejected);
+    noteScanCap(toDisplayPath(ctx.cwdReal, dir), listing, folder.rejected);
     for (const { name, kind } of sortedNames(listing)) {
       if (kind === "dir" || kind === "other" || name.startsWith(".") || !isRuleName(name)) continue;
       const candidate = join(dir, name);
