@@ -510,7 +510,7 @@ export class LazyAgents {
     this.sweepSoon(discovery);
     const call = this.locate(discovery, event, env);
     if (!call) return undefined;
-    call.gitAnswer = askGit(discovery, this.git, chainQuestionsOf(discovery, [call]));
+    call.gitAnswer = askGit(discovery, this.git, chainQuestions(discovery, [call]));
     this.pending.set(event.toolCallId, call);
     const gate = this.gate;
     if (!gate || parent !== undefined || (event.toolName !== "write" && event.toolName !== "edit")) return undefined;
@@ -651,7 +651,7 @@ export class LazyAgents {
       planRules(this.ledger, plan, { discovery, views, touched, options: this.options });
     if (!discovery || round > C.MAX_IMPORT_DEPTH) return finish(views, plan);
     // What the views and plan just built left open (imports, rule folders).
-    const open = [...discovery.gitAnswers.wanted, ...chainQuestionsOf(discovery, calls)];
+    const open = [...discovery.gitAnswers.wanted, ...chainQuestions(discovery, calls)];
     const answers = askGit(discovery, this.git, open);
     return answers ? this.settle(calls, answers, finish, shown, round) : finish(views, plan);
   }
@@ -846,10 +846,6 @@ export class LazyAgents {
       ...this.discovery?.cacheSizes(),
     };
   }
-}
-
-function chainQuestionsOf(discovery: Discovery, calls: PendingCall[]): string[] {
-  return calls.flatMap((call) => call.chains.flatMap((located) => chainQuestions(discovery, located.links)));
 }
 
 /**
@@ -2236,13 +2232,14 @@ function spelledAsOnDisk(ctx: Discovery, links: ChainLink[], stats: nodeFs.Stats
 
 // The folder view: what each folder on a chain offers, parent first, up to the first ignored one.
 
-/** Questions for git about the chain's folders it has not answered for, down to the first ignored one. */
-function chainQuestions(ctx: Discovery, links: ChainLink[]): string[] {
+/** Questions for git about the calls' folders it has not answered for, each chain down to its first ignored one. */
+function chainQuestions(ctx: Discovery, calls: Array<{ chains: Located[] }>): string[] {
   const questions: string[] = [];
-  for (const link of links) {
-    if (ignoredReasonOf(ctx, link) !== undefined) break;
-    if (!ctx.gitAnswers.folders.has(link.scope)) questions.push(`${link.scope}/`);
-  }
+  for (const { links } of calls.flatMap((call) => call.chains))
+    for (const link of links) {
+      if (ignoredReasonOf(ctx, link) !== undefined) break;
+      if (!ctx.gitAnswers.folders.has(link.scope)) questions.push(`${link.scope}/`);
+    }
   return questions;
 }
 
