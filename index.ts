@@ -3005,9 +3005,6 @@ function ruleApplies(rule: Rule, touched: readonly string[]): boolean {
   return kind !== "manual" && (kind !== "glob" || touched.some((path) => ruleMatches(rule, path)));
 }
 
-// Made once: cwd's rule places are the same at every call.
-const CWD_RULE_PLACES = new Map(C.RULE_SOURCES.map((source) => [source, rulePlace(source, "")]));
-
 function rulePlace(source: C.RuleSource, base: string): RulePlace {
   const [parent, child] = C.RULE_DIRS[source];
   const parentScope = base === "" ? parent : `${base}/${parent}`;
@@ -3023,7 +3020,7 @@ function ruleFoldersFor(ctx: Discovery, views: DirectoryView[], sources: Readonl
   // cwd's entry, as a folder view's: one lstat of cwd while it stands.
   const homes = ctx.directoryEntry(ctx.cwdReal)?.homes;
   const places = C.RULE_SOURCES.filter((source) => sources.has(source)).map((source) => ({
-    place: CWD_RULE_PLACES.get(source)!,
+    place: rulePlace(source, ""),
     kind: homes?.get(C.RULE_DIRS[source][0]) ?? "none",
   }));
   for (const view of sources.has("cursor") ? views : []) {
