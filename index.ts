@@ -2736,16 +2736,15 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
       else reject(toDisplayPath(ctx.cwdReal, folder), "skillDepthCapped", "cap");
     }
   };
-  try {
-    // A linked `.agents` is judged where it leads; a linked `skills` below it, by the listing.
-    const written = join(link.dir, home);
+  // A linked `.agents` is judged where it leads; a linked `skills` below it, by the listing.
+  const written = join(link.dir, home);
+  const scanned = fsOr(false, () => {
     const agents = entry.homes.get(home) === "link" ? ctx.sourceFolder(written, link.scope) : written;
     if (agents !== undefined) scan(join(agents, child), "", 0, NO_IGNORES);
-  } catch (error) {
-    errorCode(error);
-    // The skills found so far stand; the rest are unknown until the next access.
-    reject(toDisplayPath(ctx.cwdReal, join(link.dir, home, child)), "unreadable");
-  }
+    return true;
+  });
+  // The skills found so far stand; the rest are unknown until the next access.
+  if (!scanned) reject(toDisplayPath(ctx.cwdReal, join(written, child)), "unreadable");
   return skills;
 }
 
