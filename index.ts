@@ -2717,8 +2717,8 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
     const listing = ctx.listedAt(dir)?.listing;
     if (!listing) return;
     const rules = rulesOf(listing);
-    // A skill's folder is read no further, so its entries past the cap are no loss.
-    if (!rules || (listing.hasSkillFile && isSkill(rules))) return;
+    // A skill's folder is read no further, so its entries past the cap are no loss; an unchanged one was tried above.
+    if (!rules || (listing.hasSkillFile && listing !== known && isSkill(rules))) return;
     noteScanCap(toDisplayPath(ctx.cwdReal, dir), listing, rejected);
     for (const { name, kind } of listing.names) {
       if (name.startsWith(".") || name === "node_modules" || kind === "other") continue;
