@@ -510,7 +510,7 @@ export class LazyAgents {
     this.sweepSoon(discovery);
     const call = this.locate(discovery, event, env);
     if (!call) return undefined;
-    call.gitAnswer = askGit(discovery, this.git, chainQuestionsOf(discovery, [call]));
+    call.gitAnswer = askGit(discovery, this.git, chainQuestions(discovery, [call]));
     this.pending.set(event.toolCallId, call);
     const gate = this.gate;
     if (!gate || parent !== undefined || (event.toolName !== "write" && event.toolName !== "edit")) return undefined;
@@ -651,7 +651,7 @@ export class LazyAgents {
       planRules(this.ledger, plan, { discovery, views, touched, options: this.options });
     if (!discovery || round > C.MAX_IMPORT_DEPTH) return finish(views, plan);
     // What the views and plan just built left open (imports, rule folders).
-    const open = [...discovery.gitAnswers.wanted, ...chainQuestionsOf(discovery, calls)];
+    const open = [...discovery.gitAnswers.wanted, ...chainQuestions(discovery, calls)];
     const answers = askGit(discovery, this.git, open);
     return answers ? this.settle(calls, answers, finish, shown, round) : finish(views, plan);
   }
@@ -846,10 +846,6 @@ export class LazyAgents {
       ...this.discovery?.cacheSizes(),
     };
   }
-}
-
-function chainQuestionsOf(discovery: Discovery, calls: PendingCall[]): string[] {
-  return calls.flatMap((call) => call.chains.flatMap((located) => chainQuestions(discovery, located.links)));
 }
 
 /**
@@ -2244,13 +2240,14 @@ function spelledAsOnDisk(ctx: Discovery, links: ChainLink[], stats: nodeFs.Stats
 
 // The folder view: what each folder on a chain offers, parent first, up to the first ignored one.
 
-/** Questions for git about the chain's folders it has not answered for, down to the first ignored one. */
-function chainQuestions(ctx: Discovery, links: ChainLink[]): string[] {
+/** Questions for git about the calls' folders it has not answered for, each chain down to its first ignored one. */
+function chainQuestions(ctx: Discovery, calls: Array<{ chains: Located[] }>): string[] {
   const questions: string[] = [];
-  for (const link of links) {
-    if (ignoredReasonOf(ctx, link) !== undefined) break;
-    if (!ctx.gitAnswers.folders.has(link.scope)) questions.push(`${link.scope}/`);
-  }
+  for (const { links } of calls.flatMap((call) => call.chains))
+    for (const link of links) {
+      if (ignoredReasonOf(ctx, link) !== undefined) break;
+      if (!ctx.gitAnswers.folders.has(link.scope)) questions.push(`${link.scope}/`);
+    }
   return questions;
 }
 
@@ -2480,12 +2477,8 @@ class Discovery {
   }
 
   /** The one reader of a source file: instruction, rule, skill or ignore file, or an import. */
-  sourceFile(written: string, scope: string, how: SourceNaming = "layout"): SourceFile {
-    return this.fileOf(this.resolveSource(written, scope, how));
-  }
-
   sourceFileOrUnknown(written: string, scope: string, how: SourceNaming = "layout"): SourceFile {
-    return fsOr({ reason: "unreadable" as const }, () => this.sourceFile(written, scope, how));
+    return fsOr({ reason: "unreadable" as const }, () => this.fileOf(this.resolveSource(written, scope, how)));
   }
 
   /** The file a source resolved to, read once per content; a folder is nothing, another kind not regular. */
@@ -2601,8 +2594,7 @@ function importedFiles(ctx: Discovery, from: InstructionFile, target: string, sc
     add(file);
   }
   // Its entries past the scan limit are not read: files may lie after the first entries by name.
-  const counts = { taken: listing.names.length, total: listing.total };
-  if (counts.taken < counts.total) rejected.push({ path: from.path, reason: "importScanCapped", kind: "cap", counts });
+  noteScanCap(from.path, listing, rejected, "importScanCapped");
   return files;
 }
 
@@ -2733,9 +2725,9 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
     const listing = ctx.listedAt(dir)?.listing;
     if (!listing) return;
     const rules = rulesOf(listing);
-    // A skill's folder is read no further, so its entries past the cap are no loss.
-    if (!rules || (listing.hasSkillFile && isSkill(rules))) return;
-    noteScanCap(ctx, dir, listing, rejected);
+    // A skill's folder is read no further, so its entries past the cap are no loss; an unchanged one was tried above.
+    if (!rules || (listing.hasSkillFile && listing !== known && isSkill(rules))) return;
+    noteScanCap(toDisplayPath(ctx.cwdReal, dir), listing, rejected);
     for (const { name, kind } of listing.names) {
       if (name.startsWith(".") || name === "node_modules" || kind === "other") continue;
       const path = join(dir, name);
@@ -2752,16 +2744,15 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
       else reject(toDisplayPath(ctx.cwdReal, folder), "skillDepthCapped", "cap");
     }
   };
-  try {
-    // A linked `.agents` is judged where it leads; a linked `skills` below it, by the listing.
-    const written = join(link.dir, home);
+  // A linked `.agents` is judged where it leads; a linked `skills` below it, by the listing.
+  const written = join(link.dir, home);
+  const scanned = fsOr(false, () => {
     const agents = entry.homes.get(home) === "link" ? ctx.sourceFolder(written, link.scope) : written;
     if (agents !== undefined) scan(join(agents, child), "", 0, NO_IGNORES);
-  } catch (error) {
-    errorCode(error);
-    // The skills found so far stand; the rest are unknown until the next access.
-    reject(toDisplayPath(ctx.cwdReal, join(link.dir, home, child)), "unreadable");
-  }
+    return true;
+  });
+  // The skills found so far stand; the rest are unknown until the next access.
+  if (!scanned) reject(toDisplayPath(ctx.cwdReal, join(written, child)), "unreadable");
   return skills;
 }
 
@@ -2777,10 +2768,9 @@ function skillOf({ text, path }: InstructionFile, folder: string): ParsedSkill {
   return { ok: true, hidden: frontmatter["disable-model-invocation"] === true, skill };
 }
 
-function noteScanCap(ctx: Discovery, dir: string, listing: ListingEntry, rejected: Rejection[]): void {
+function noteScanCap(path: string, listing: ListingEntry, rejected: Rejection[], reason: C.Reason = "scanCapped") {
   const counts = { taken: listing.names.length, total: listing.total };
-  if (counts.taken < counts.total)
-    rejected.push({ path: toDisplayPath(ctx.cwdReal, dir), reason: "scanCapped", kind: "cap", counts });
+  if (counts.taken < counts.total) rejected.push({ path, reason, kind: "cap", counts });
 }
 
 /** A folder's entries as discovery keeps them: past the cap, the first entries by name. */
@@ -3022,9 +3012,6 @@ function ruleApplies(rule: Rule, touched: readonly string[]): boolean {
   return kind !== "manual" && (kind !== "glob" || touched.some((path) => ruleMatches(rule, path)));
 }
 
-// Made once: cwd's rule places are the same at every call.
-const CWD_RULE_PLACES = new Map(C.RULE_SOURCES.map((source) => [source, rulePlace(source, "")]));
-
 function rulePlace(source: C.RuleSource, base: string): RulePlace {
   const [parent, child] = C.RULE_DIRS[source];
   const parentScope = base === "" ? parent : `${base}/${parent}`;
@@ -3041,7 +3028,7 @@ function ruleFoldersFor(ctx: Discovery, views: DirectoryView[], sources: Readonl
   // judged where it resolves, as a folder read name by name does.
   const entry = fsOr(null, () => ctx.directoryEntry(ctx.cwdReal));
   const places = C.RULE_SOURCES.filter((source) => sources.has(source)).map((source) => ({
-    place: CWD_RULE_PLACES.get(source)!,
+    place: rulePlace(source, ""),
     kind: entry === null ? "link" : (entry?.homes.get(C.RULE_DIRS[source][0]) ?? "none"),
   }));
   for (const view of sources.has("cursor") ? views : []) {
@@ -3112,7 +3099,7 @@ function ruleFolder(ctx: Discovery, place: RulePlace, parentKind: ParentKind): R
     folder.rejected.push({ path: toDisplayPath(ctx.cwdReal, dir), reason: "unreadable", kind: "instruction" });
   }
   for (const [listing, dir] of found) {
-    noteScanCap(ctx, dir, listing, folder.rejected);
+    noteScanCap(toDisplayPath(ctx.cwdReal, dir), listing, folder.rejected);
     for (const { name, kind } of sortedNames(listing)) {
       if (kind === "dir" || kind === "other" || name.startsWith(".") || !isRuleName(name)) continue;
       const candidate = join(dir, name);

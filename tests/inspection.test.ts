@@ -326,6 +326,13 @@ test("a skill file that links outside cwd, or is not a regular file, is listed a
     assert.doesNotMatch(text, /OUTSIDE-DESCRIPTION/);
   }));
 
+test("a SKILL.md that is not a regular file is listed as not used once, when its folder is viewed again", () =>
+  withTree({ "pkg/x.ts": "x", "pkg/.agents/skills/fifo/keep": "" }, async (tree) => {
+    execFileSync("mkfifo", [tree.abs("pkg/.agents/skills/fifo/SKILL.md")]);
+    const text = await report(tree, "", {}, ["pkg/x.ts", "pkg/x.ts"]);
+    assert.equal(text.match(/pkg\/.agents\/skills\/fifo\/SKILL.md {2,}not a regular file/g)?.length, 1);
+  }));
+
 test("/lazy-agents says the extension is off only when it is", () =>
   withTree({ "src/AGENTS.md": "S", "src/x.ts": "x" }, async (tree) => {
     assert.doesNotMatch(await report(tree, ""), /off for this run/);
