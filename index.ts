@@ -799,9 +799,11 @@ export class LazyAgents {
     return { lost, rescued };
   }
 
-  /** Applies new options; caches that depend on them start over. */
+  /** Applies new options; the folder caches start over when an option they depend on changes. */
   configure(options: Options): void {
-    if (discoveryChanged(this.options, options)) {
+    const discovered = (o: Options) =>
+      JSON.stringify([o.fileNames, [...o.ignoredDirs].sort(), o.maxFileBytes, o.imports]);
+    if (discovered(this.options) !== discovered(options)) {
       this.discovery = undefined;
       this.inspection.clear();
     }
@@ -3557,13 +3559,6 @@ function projectSettingsSection(fs: FileSystem, cwd: string): unknown {
     if (error instanceof SyntaxError) return UNPARSED;
     return C.SETTLED_ERROR_CODES.has(errorCode(error)) ? undefined : UNPARSED;
   }
-}
-
-/** True when two option sets would discover differently (the caches depend on these). */
-function discoveryChanged(a: Options, b: Options): boolean {
-  const discovered = (o: Options) =>
-    JSON.stringify([o.fileNames, [...o.ignoredDirs].sort(), o.maxFileBytes, o.imports]);
-  return discovered(a) !== discovered(b);
 }
 
 // =============================================================================================
