@@ -107,7 +107,8 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
 
     const showStatus = (ctx: ExtensionContext): void => {
       try {
-        if (ctx.hasUI) ctx.ui.setStatus(C.STATUS_KEY, engine.options.enabled ? statusText(engine.ledger) : undefined);
+        if (ctx.hasUI)
+          ctx.ui.setStatus(C.STATUS_KEY, engine.options.enabled ? C.statusText(heldCounts(engine.ledger)) : undefined);
       } catch {}
     };
 
@@ -3817,8 +3818,6 @@ function heldCounts(ledger: Ledger): C.Counts {
   const rules = ledger.all("rule").filter((rule) => rule.as === "text").length;
   return { files: ledger.all("file").length, rules, skills: ledger.all("skill").length };
 }
-
-const statusText = (ledger: Ledger) => C.statusText(heldCounts(ledger));
 
 /** The notification of what one turn's reminders loaded, counted by kind as the status line counts; none for nothing. */
 function turnNotice(records: LedgerRecord[]): string | undefined {
