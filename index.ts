@@ -107,7 +107,8 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
 
     const showStatus = (ctx: ExtensionContext): void => {
       try {
-        if (ctx.hasUI) ctx.ui.setStatus(C.STATUS_KEY, engine.options.enabled ? statusText(engine.ledger) : undefined);
+        if (ctx.hasUI)
+          ctx.ui.setStatus(C.STATUS_KEY, engine.options.enabled ? C.statusText(heldCounts(engine.ledger)) : undefined);
       } catch {}
     };
 
@@ -799,9 +800,11 @@ export class LazyAgents {
     return { lost, rescued };
   }
 
-  /** Applies new options; caches that depend on them start over. */
+  /** Applies new options; the folder caches start over when an option they depend on changes. */
   configure(options: Options): void {
-    if (discoveryChanged(this.options, options)) {
+    const discovered = (o: Options) =>
+      JSON.stringify([o.fileNames, [...o.ignoredDirs].sort(), o.maxFileBytes, o.imports]);
+    if (discovered(this.options) !== discovered(options)) {
       this.discovery = undefined;
       this.inspection.clear();
     }
@@ -3555,13 +3558,6 @@ function projectSettingsSection(fs: FileSystem, cwd: string): unknown {
   }
 }
 
-/** True when two option sets would discover differently (the caches depend on these). */
-function discoveryChanged(a: Options, b: Options): boolean {
-  const discovered = (o: Options) =>
-    JSON.stringify([o.fileNames, [...o.ignoredDirs].sort(), o.maxFileBytes, o.imports]);
-  return discovered(a) !== discovered(b);
-}
-
 // =============================================================================================
 // 9. The /lazy-agents report: what the session has seen, kept per scope and replaced at each view,
 // and `why <path>` / `why "<command>"`. Never file contents.
@@ -3821,8 +3817,6 @@ function heldCounts(ledger: Ledger): C.Counts {
   const rules = ledger.all("rule").filter((rule) => rule.as === "text").length;
   return { files: ledger.all("file").length, rules, skills: ledger.all("skill").length };
 }
-
-const statusText = (ledger: Ledger) => C.statusText(heldCounts(ledger));
 
 /** The notification of what one turn's reminders loaded, counted by kind as the status line counts; none for nothing. */
 function turnNotice(records: LedgerRecord[]): string | undefined {
