@@ -22,7 +22,7 @@
 // 10. A glob rule of .claude/.cursor/.github applies when a touched path matches it: `ruleApplies`.
 // 11. Each part of a reminder (files, skills, rules, rule listings) opens with its full explanation
 //     while the model cannot see one; after that, a list with a one-line header, files and rules
-//     with their tags alone: `explains`.
+//     with their tags alone: `explainedIn`.
 // 12. A hookify rule of a `.claude` on the call's path blocks, asks or warns on a bash, edit, write
 //     or read call, a prompt or a stop; block wins over ask over warn: `checkVerdict`.
 // 13. Every file read for the model (instruction files, imports, rules, skills) and every folder a
@@ -1970,13 +1970,10 @@ function budgetOrder(plan: DeliveryPlan): PlannedFile[] {
   return order;
 }
 
-/** The sections a plan opens with their full explanation. */
+/** The sections a plan opens with their full explanation: those it fills whose explanation the model cannot see. */
 function explainedIn(plan: DeliveryPlan): Section[] {
-  return C.REMINDER_SECTIONS.filter((section) => (plan[section]?.length ?? 0) > 0 && explains(plan, section));
-}
-
-function explains(plan: DeliveryPlan, section: Section): boolean {
-  return !plan.explainedEarlier.has(section);
+  const unexplained = (section: Section) => (plan[section]?.length ?? 0) > 0 && !plan.explainedEarlier.has(section);
+  return C.REMINDER_SECTIONS.filter(unexplained);
 }
 
 /** Each section's items as the reminder shows them. */
@@ -1986,9 +1983,10 @@ function sectionItems(plan: DeliveryPlan): Array<[Section, string[]]> {
 }
 
 function formatReminder(plan: DeliveryPlan): string {
+  const explained = explainedIn(plan);
   const blocks: string[] = [];
   for (const [section, items] of sectionItems(plan)) {
-    const intro = C.SECTION_INTROS[section][explains(plan, section) ? 0 : 1];
+    const intro = C.SECTION_INTROS[section][explained.includes(section) ? 0 : 1];
     if (items.length > 0) blocks.push([...(intro === undefined ? [] : [intro]), ...items].join("\n"));
   }
   const notices = noticeLines(plan.record);
@@ -2000,7 +1998,7 @@ function formatReminder(plan: DeliveryPlan): string {
   const more = touched.length > C.SHOWN_TOUCHED_PATHS ? ` +${touched.length - C.SHOWN_TOUCHED_PATHS}` : "";
   const shown = touched.slice(0, C.SHOWN_TOUCHED_PATHS).map(reminderField).join(", ");
   const opening = touched.length === 0 ? `${REMINDER_OPEN}>` : `${REMINDER_OPEN} touched="${shown}${more}">`;
-  const preamble = explainedIn(plan).length > 0 ? [C.REMINDER_PREAMBLE] : [];
+  const preamble = explained.length > 0 ? [C.REMINDER_PREAMBLE] : [];
   return [opening, ...preamble, blocks.join("\n\n"), C.REMINDER_CLOSE].join("\n");
 }
 
