@@ -726,8 +726,7 @@ export class LazyAgents {
     const named = calls.length > (own ? 1 : 0) || own?.commands !== undefined;
     const finish = (views: DirectoryView[], plan: DeliveryPlan) => {
       this.inspection.record(views);
-      const touched = calls.flatMap((c) => c.touched);
-      if (named && touched.length > 0) plan.touched = touched;
+      if (named) plan.touched = calls.flatMap((c) => c.touched);
       return this.deliver(event, plan);
     };
     return this.settle(calls, joinAnswers(...calls.map((c) => c.gitAnswer)), finish, shown);
