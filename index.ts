@@ -161,10 +161,9 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
     const turnLoaded: LedgerRecord[] = [];
     const answer = <R>(ctx: ExtensionContext, outcome: Outcome<R> | undefined): R | undefined => {
       if (outcome && ctx.hasUI) {
-        turnLoaded.push(outcome.plan.record);
+        turnLoaded.push(outcome.record);
         // One fixed line per refused file; never contents, absolute paths or exceptions.
-        for (const skip of outcome.plan.record.skipped)
-          tell(ctx, `${C.USER_PREFIX}${skipText(skip, oneLine)}`, "warning");
+        for (const skip of outcome.record.skipped) tell(ctx, `${C.USER_PREFIX}${skipText(skip, oneLine)}`, "warning");
         showStatus(ctx);
       }
       return outcome?.answer;
@@ -385,10 +384,10 @@ interface CallEnvironment {
   trusted: boolean;
 }
 
-/** What a hook hands Pi for a call (a block, a patch), with the plan it carries, which the user is told of. */
+/** What a hook hands Pi for a call (a block, a patch), with the record of what it sends, which the user is told of. */
 interface Outcome<R> {
   answer: R;
-  plan: DeliveryPlan;
+  record: LedgerRecord;
 }
 
 type GateOutcome = Outcome<{ block: true; reason: string }>;
@@ -534,7 +533,7 @@ export class LazyAgents {
       const warning = this.checks.pending.get(event.toolCallId);
       this.checks.pending.delete(event.toolCallId);
       const held = (reason: string) => ({ block: true as const, reason: warning ? `${reason}\n\n${warning}` : reason });
-      if (sibling) return { answer: held(C.GATE_SIBLING_TEXT), plan: { ...plan, record: emptyRecord() } };
+      if (sibling) return { answer: held(C.GATE_SIBLING_TEXT), record: emptyRecord() };
       const text = formatReminder(plan);
       plan.record.reminder = versionOf(text);
       this.ledger.apply(plan.record);
@@ -543,7 +542,7 @@ export class LazyAgents {
       gate.retries.set(call.target, plan.record.reminder);
       for (const entry of plan.files) gate.scopes.add(entry.scope);
       for (const entry of plan.rules ?? []) gate.rules.add(entry.record.path);
-      return { answer: held(`${text}\n${C.GATE_RETRY_TEXT}`), plan };
+      return { answer: held(`${text}\n${C.GATE_RETRY_TEXT}`), record: plan.record };
     });
   }
 
@@ -775,7 +774,7 @@ export class LazyAgents {
       this.unconfirmed.delete(this.unconfirmed.keys().next().value!);
     this.unconfirmed.set(event.toolCallId, plan.record);
     this.ledger.apply(plan.record);
-    return { answer: patch, plan };
+    return { answer: patch, record: plan.record };
   }
 
   /**
