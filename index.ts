@@ -206,7 +206,6 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
 
     // Per-call state ends with each result; what a call's end did not clear ends with its turn.
     pi.on("turn_end", (event, ctx) => {
-      // A reminder that a later extension replaced, cut or dropped never reached the model: the ledger follows the session.
       const confirm = () => {
         const { lost, rescued } = engine.confirmTurn(event.toolResults);
         for (const entry of rescued) pi.appendEntry(C.RESCUED_RECORD_ENTRY, entry);
@@ -517,9 +516,8 @@ export class LazyAgents {
     // left files out of the reason: its own result carries them.
     return this.settle([call], call.gitAnswer, (views, plan): GateOutcome | undefined => {
       this.inspection.record(views);
-      // A write into a scope gated in this turn, or into paths a rule gated in this turn governs: its instructions
-      // reach the model only after it. A retry comes in a later message, so one target twice in a message gated for
-      // its scope is held twice; a target a rule alone held goes through when it is tried again.
+      // A retry comes in a later message: one target twice in a message gated for its scope is held twice; a target
+      // a rule alone held goes through when it is tried again.
       const gatedScope = views.some((view) => gate.scopes.has(view.scope));
       if (!gatedScope && gate.retries.delete(call.target)) return undefined;
       const carries = () => plan.files.length > 0 || (plan.rules?.length ?? 0) > 0;
