@@ -742,8 +742,7 @@ export class LazyAgents {
     const look =
       !named && call.toolName === "read" && views.some((v) => v.imports.length > 0 || (lacks(v.file) && inside()));
     const target = named || look ? this.realTarget(call) : undefined;
-    const files = (view: DirectoryView) => [view.file, ...view.imports.map(({ file }) => file)];
-    const shows = look && views.some((view) => files(view).some((file) => file?.realPath === target));
+    const shows = look && viewedFiles(views).some((file) => file.realPath === target);
     if (target === undefined || !(named || shows)) return {};
     // A failed write showed nothing: the file on disk is still the one the model lacks.
     if (call.toolName === "write") return event.isError ? {} : { shownWhole: target };
