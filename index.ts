@@ -22,7 +22,7 @@
 // 10. A glob rule of .claude/.cursor/.github applies when a touched path matches it: `ruleApplies`.
 // 11. Each part of a reminder (files, skills, rules, rule listings) opens with its full explanation
 //     while the model cannot see one; after that, a list with a one-line header, files and rules
-//     with their tags alone: `explains`.
+//     with their tags alone: `explainedIn`.
 // 12. A hookify rule of a `.claude` on the call's path blocks, asks or warns on a bash, edit, write
 //     or read call, a prompt or a stop; block wins over ask over warn: `checkVerdict`.
 // 13. Every file read for the model (instruction files, imports, rules, skills) and every folder a
@@ -162,10 +162,9 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
     const turnLoaded: LedgerRecord[] = [];
     const answer = <R>(ctx: ExtensionContext, outcome: Outcome<R> | undefined): R | undefined => {
       if (outcome && ctx.hasUI) {
-        turnLoaded.push(outcome.plan.record);
+        turnLoaded.push(outcome.record);
         // One fixed line per refused file; never contents, absolute paths or exceptions.
-        for (const skip of outcome.plan.record.skipped)
-          tell(ctx, `${C.USER_PREFIX}${skipText(skip, oneLine)}`, "warning");
+        for (const skip of outcome.record.skipped) tell(ctx, `${C.USER_PREFIX}${skipText(skip, oneLine)}`, "warning");
         showStatus(ctx);
       }
       return outcome?.answer;
@@ -208,7 +207,6 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
 
     // Per-call state ends with each result; what a call's end did not clear ends with its turn.
     pi.on("turn_end", (event, ctx) => {
-      // A reminder that a later extension replaced, cut or dropped never reached the model: the ledger follows the session.
       const confirm = () => {
         const { lost, rescued } = engine.confirmTurn(event.toolResults);
         for (const entry of rescued) pi.appendEntry(C.RESCUED_RECORD_ENTRY, entry);
@@ -386,10 +384,10 @@ interface CallEnvironment {
   trusted: boolean;
 }
 
-/** What a hook hands Pi for a call (a block, a patch), with the plan it carries, which the user is told of. */
+/** What a hook hands Pi for a call (a block, a patch), with the record of what it sends, which the user is told of. */
 interface Outcome<R> {
   answer: R;
-  plan: DeliveryPlan;
+  record: LedgerRecord;
 }
 
 type GateOutcome = Outcome<{ block: true; reason: string }>;
@@ -519,9 +517,8 @@ export class LazyAgents {
     // left files out of the reason: its own result carries them.
     return this.settle([call], call.gitAnswer, (views, plan): GateOutcome | undefined => {
       this.inspection.record(views);
-      // A write into a scope gated in this turn, or into paths a rule gated in this turn governs: its instructions
-      // reach the model only after it. A retry comes in a later message, so one target twice in a message gated for
-      // its scope is held twice; a target a rule alone held goes through when it is tried again.
+      // A retry comes in a later message: one target twice in a message gated for its scope is held twice; a target
+      // a rule alone held goes through when it is tried again.
       const gatedScope = views.some((view) => gate.scopes.has(view.scope));
       if (!gatedScope && gate.retries.delete(call.target)) return undefined;
       const carries = () => plan.files.length > 0 || (plan.rules?.length ?? 0) > 0;
@@ -535,7 +532,7 @@ export class LazyAgents {
       const warning = this.checks.pending.get(event.toolCallId);
       this.checks.pending.delete(event.toolCallId);
       const held = (reason: string) => ({ block: true as const, reason: warning ? `${reason}\n\n${warning}` : reason });
-      if (sibling) return { answer: held(C.GATE_SIBLING_TEXT), plan: { ...plan, record: emptyRecord() } };
+      if (sibling) return { answer: held(C.GATE_SIBLING_TEXT), record: emptyRecord() };
       const text = formatReminder(plan);
       plan.record.reminder = versionOf(text);
       this.ledger.apply(plan.record);
@@ -544,7 +541,7 @@ export class LazyAgents {
       gate.retries.set(call.target, plan.record.reminder);
       for (const entry of plan.files) gate.scopes.add(entry.scope);
       for (const entry of plan.rules ?? []) gate.rules.add(entry.record.path);
-      return { answer: held(`${text}\n${C.GATE_RETRY_TEXT}`), plan };
+      return { answer: held(`${text}\n${C.GATE_RETRY_TEXT}`), record: plan.record };
     });
   }
 
@@ -727,8 +724,7 @@ export class LazyAgents {
     const named = calls.length > (own ? 1 : 0) || own?.commands !== undefined;
     const finish = (views: DirectoryView[], plan: DeliveryPlan) => {
       this.inspection.record(views);
-      const touched = calls.flatMap((c) => c.touched);
-      if (named && touched.length > 0) plan.touched = touched;
+      if (named) plan.touched = calls.flatMap((c) => c.touched);
       return this.deliver(event, plan);
     };
     return this.settle(calls, joinAnswers(...calls.map((c) => c.gitAnswer)), finish, shown);
@@ -747,8 +743,7 @@ export class LazyAgents {
     const look =
       !named && call.toolName === "read" && views.some((v) => v.imports.length > 0 || (lacks(v.file) && inside()));
     const target = named || look ? this.realTarget(call) : undefined;
-    const files = (view: DirectoryView) => [view.file, ...view.imports.map(({ file }) => file)];
-    const shows = look && views.some((view) => files(view).some((file) => file?.realPath === target));
+    const shows = look && viewedFiles(views).some((file) => file.realPath === target);
     if (target === undefined || !(named || shows)) return {};
     // A failed write showed nothing: the file on disk is still the one the model lacks.
     if (call.toolName === "write") return event.isError ? {} : { shownWhole: target };
@@ -777,7 +772,7 @@ export class LazyAgents {
       this.unconfirmed.delete(this.unconfirmed.keys().next().value!);
     this.unconfirmed.set(event.toolCallId, plan.record);
     this.ledger.apply(plan.record);
-    return { answer: patch, plan };
+    return { answer: patch, record: plan.record };
   }
 
   /**
@@ -1975,13 +1970,10 @@ function budgetOrder(plan: DeliveryPlan): PlannedFile[] {
   return order;
 }
 
-/** The sections a plan opens with their full explanation. */
+/** The sections a plan opens with their full explanation: those it fills whose explanation the model cannot see. */
 function explainedIn(plan: DeliveryPlan): Section[] {
-  return C.REMINDER_SECTIONS.filter((section) => (plan[section]?.length ?? 0) > 0 && explains(plan, section));
-}
-
-function explains(plan: DeliveryPlan, section: Section): boolean {
-  return !plan.explainedEarlier.has(section);
+  const unexplained = (section: Section) => (plan[section]?.length ?? 0) > 0 && !plan.explainedEarlier.has(section);
+  return C.REMINDER_SECTIONS.filter(unexplained);
 }
 
 /** Each section's items as the reminder shows them. */
@@ -1991,9 +1983,10 @@ function sectionItems(plan: DeliveryPlan): Array<[Section, string[]]> {
 }
 
 function formatReminder(plan: DeliveryPlan): string {
+  const explained = explainedIn(plan);
   const blocks: string[] = [];
   for (const [section, items] of sectionItems(plan)) {
-    const intro = C.SECTION_INTROS[section][explains(plan, section) ? 0 : 1];
+    const intro = C.SECTION_INTROS[section][explained.includes(section) ? 0 : 1];
     if (items.length > 0) blocks.push([...(intro === undefined ? [] : [intro]), ...items].join("\n"));
   }
   const notices = noticeLines(plan.record);
@@ -2005,7 +1998,7 @@ function formatReminder(plan: DeliveryPlan): string {
   const more = touched.length > C.SHOWN_TOUCHED_PATHS ? ` +${touched.length - C.SHOWN_TOUCHED_PATHS}` : "";
   const shown = touched.slice(0, C.SHOWN_TOUCHED_PATHS).map(reminderField).join(", ");
   const opening = touched.length === 0 ? `${REMINDER_OPEN}>` : `${REMINDER_OPEN} touched="${shown}${more}">`;
-  const preamble = explainedIn(plan).length > 0 ? [C.REMINDER_PREAMBLE] : [];
+  const preamble = explained.length > 0 ? [C.REMINDER_PREAMBLE] : [];
   return [opening, ...preamble, blocks.join("\n\n"), C.REMINDER_CLOSE].join("\n");
 }
 
