@@ -2223,12 +2223,14 @@ function locateChain(ctx: Discovery, target: string, targetIsDirectory: boolean)
 
 /** Whether a new chain is spelled as on disk: only a filesystem that folds names finds `PKG` for `pkg`. */
 function spelledAsOnDisk(ctx: Discovery, links: ChainLink[], stats: nodeFs.Stats[]): boolean {
-  const first = links[0]!;
   if (ctx.folds === undefined) {
-    const swapped = [...first.name].map((c) => (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase())).join("");
-    if (swapped === first.name) return true;
-    const other = fsOr(undefined, () => ctx.fs.lstat(join(ctx.cwdReal, swapped)));
-    ctx.folds = other !== undefined && other.ino === stats[0]!.ino && other.dev === stats[0]!.dev;
+    // Asked of the first name with letters: a chain of names without any (`2024/…`) has no other spelling.
+    const swap = (name: string) =>
+      [...name].map((c) => (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase())).join("");
+    const at = links.findIndex(({ name }) => swap(name) !== name);
+    if (at === -1) return true;
+    const other = fsOr(undefined, () => ctx.fs.lstat(join(dirname(links[at]!.dir), swap(links[at]!.name))));
+    ctx.folds = other !== undefined && other.ino === stats[at]!.ino && other.dev === stats[at]!.dev;
   }
   const last = links.at(-1)!.dir;
   return !ctx.folds || ctx.realpathOrUndefined(last) === last;
