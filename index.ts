@@ -3805,7 +3805,7 @@ function commandCompletions(engine: LazyAgents, prefix: string): Array<{ value: 
   return items.length > 0 ? items : null;
 }
 
-/** What the model holds, counted one way for the status line, the notification and the report. */
+/** What the model holds, counted for the status line and the report; a turn's notice counts its own records. */
 function heldCounts(ledger: Ledger): C.Counts {
   const rules = ledger.all("rule").filter((rule) => rule.as === "text").length;
   return { files: ledger.all("file").length, rules, skills: ledger.all("skill").length };
