@@ -298,28 +298,28 @@ interface ShellWordOutcome {
   path?: string;
 }
 
-/** Locates what the words name. Each distinct path costs one lstat, and only once its folders are known to be real. */
-function locateShellWords(discovery: Discovery, commands: ShellCommand[], cwd: string): ShellWordOutcome[] {
+/**
+ * Locates what the words name, and the distinct chains they activate, one per deepest folder. Each distinct path
+ * costs one lstat, and only once its folders are known to be real.
+ */
+function locateShellWords(discovery: Discovery, commands: ShellCommand[], cwd: string) {
   const byPath = new Map<string, Located | C.ShellWordReason>();
   const folders = new Map<string, FolderWalk>();
-  return commands.flatMap(({ uses }) =>
+  const chains = new Map<string, Located>();
+  const outcomes = commands.flatMap(({ uses }) =>
     uses.map((use): ShellWordOutcome => {
       if (use.role === "skip") return { use, reason: use.reason };
       const key = `${use.role}\0${use.path}`;
       const path = expandHome(use.path) ?? resolve(cwd, use.path);
       let found = byPath.get(key);
       if (found === undefined) byPath.set(key, (found = locateShellPath(discovery, use.role, path, folders)));
-      if (typeof found !== "string") return { use, located: found, path };
-      return found === "cwdItself" ? { use, reason: found, path } : { use, reason: found };
+      if (typeof found === "string")
+        return found === "cwdItself" ? { use, reason: found, path } : { use, reason: found };
+      chains.set(found.links.at(-1)!.scope, found);
+      return { use, located: found, path };
     }),
   );
-}
-
-/** The distinct chains the outcomes activate, one per deepest folder. */
-function shellChains(outcomes: ShellWordOutcome[]): Located[] {
-  const chains = new Map<string, Located>();
-  for (const { located } of outcomes) if (located) chains.set(located.links.at(-1)!.scope, located);
-  return [...chains.values()];
+  return { outcomes, chains: [...chains.values()] };
 }
 
 /** A written word's folder, which the command may create; a read word's existing file (its folder) or folder. */
@@ -551,8 +551,7 @@ export class LazyAgents {
     if (isToolCallEventType("bash", event)) {
       if (typeof event.input.command !== "string") return undefined;
       const commands = readShellCommand(event.input.command);
-      const outcomes = locateShellWords(discovery, commands, env.cwd);
-      const chains = shellChains(outcomes);
+      const { outcomes, chains } = locateShellWords(discovery, commands, env.cwd);
       // Rules touch point: the cwd-relative paths the command names, for rule globs (cwd itself aside).
       const rels = this.options.rules ? outcomes.map(({ path }) => path && touchedPath(discovery, path, env.cwd)) : [];
       const touched = [...new Set(rels.filter((rel): rel is string => !!rel))];
@@ -669,7 +668,7 @@ export class LazyAgents {
     const folder = call.chains[0]?.links.at(-1)?.dir ?? discovery.cwdReal;
     const throughLink = () => discovery.directories.peek(folder)?.links !== false && this.writesOf(call) !== undefined;
     if (call.commands?.some(({ uses }) => uses.some(names))) {
-      call.chains = shellChains(locateShellWords(discovery, call.commands, this.boundCwd ?? discovery.cwdReal));
+      call.chains = locateShellWords(discovery, call.commands, this.boundCwd ?? discovery.cwdReal).chains;
     } else if (call.relocate || (call.toolName === "write" && call.mayLink && throughLink())) {
       const located = locateChain(discovery, call.target, false);
       call.chains = located ? [located] : [];
@@ -2223,12 +2222,14 @@ function locateChain(ctx: Discovery, target: string, targetIsDirectory: boolean)
 
 /** Whether a new chain is spelled as on disk: only a filesystem that folds names finds `PKG` for `pkg`. */
 function spelledAsOnDisk(ctx: Discovery, links: ChainLink[], stats: nodeFs.Stats[]): boolean {
-  const first = links[0]!;
   if (ctx.folds === undefined) {
-    const swapped = [...first.name].map((c) => (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase())).join("");
-    if (swapped === first.name) return true;
-    const other = fsOr(undefined, () => ctx.fs.lstat(join(ctx.cwdReal, swapped)));
-    ctx.folds = other !== undefined && other.ino === stats[0]!.ino && other.dev === stats[0]!.dev;
+    // Asked of the first name with letters: a chain of names without any (`2024/…`) has no other spelling.
+    const swap = (name: string) =>
+      [...name].map((c) => (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase())).join("");
+    const at = links.findIndex(({ name }) => swap(name) !== name);
+    if (at === -1) return true;
+    const other = fsOr(undefined, () => ctx.fs.lstat(join(dirname(links[at]!.dir), swap(links[at]!.name))));
+    ctx.folds = other !== undefined && other.ino === stats[at]!.ino && other.dev === stats[at]!.dev;
   }
   const last = links.at(-1)!.dir;
   return !ctx.folds || ctx.realpathOrUndefined(last) === last;
@@ -3602,8 +3603,7 @@ async function explainCommand(engine: LazyAgents, command: string, env: CallEnvi
   const discovery = engine.discoveryFor(env.cwd);
   if (!discovery) return C.REPORT_NO_CWD;
   const commands = readShellCommand(command);
-  const outcomes = locateShellWords(discovery, commands, env.cwd);
-  const chains = shellChains(outcomes);
+  const { outcomes, chains } = locateShellWords(discovery, commands, env.cwd);
   const { views, unviewed } = await viewForReport(engine, discovery, chains, env);
   // One line per activated scope, naming the words that activate it; one line for every word ignored.
   const activated = new Map<string, { label: string; words: Set<string> }>();
@@ -3805,7 +3805,7 @@ function commandCompletions(engine: LazyAgents, prefix: string): Array<{ value: 
   return items.length > 0 ? items : null;
 }
 
-/** What the model holds, counted one way for the status line, the notification and the report. */
+/** What the model holds, counted for the status line and the report; a turn's notice counts its own records. */
 function heldCounts(ledger: Ledger): C.Counts {
   const rules = ledger.all("rule").filter((rule) => rule.as === "text").length;
   return { files: ledger.all("file").length, rules, skills: ledger.all("skill").length };

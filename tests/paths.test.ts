@@ -131,6 +131,16 @@ test("on a filesystem that folds case, one folder has one identity: the real pat
     assert.equal(reminderOf(mixed.content), undefined, "and by a third spelling");
   }));
 
+test("on a filesystem that folds case, a folder below one whose name has no letters has one identity too", () =>
+  withTree({ "2024/pkg/AGENTS.md": "PKG-RULES\n", "2024/pkg/x.ts": "x\n" }, async (tree) => {
+    const fs = caseInsensitive(tree.cwd);
+    const h = await loadRunner(tree, { factories: [createLazyAgents({ fs, spawnGit: noGit })] });
+    const typed = await h.callWithOutput("read", { path: "2024/PKG/x.ts" }, [{ type: "text", text: "x\n" }]);
+    assert.match(reminderOf(typed.content) ?? "", /path="2024\/pkg\/AGENTS.md">/, "the folder's own spelling");
+    const again = await h.call("read", { path: "2024/pkg/x.ts" });
+    assert.equal(reminderOf(again.content), undefined, "the same folder by its own spelling: already delivered");
+  }));
+
 test("on a filesystem that folds case, a bash word names the folder by its real path's spelling", () =>
   withTree({ "pkg/AGENTS.md": "PKG-RULES\n", "pkg/x.ts": "x\n" }, async (tree) => {
     const fs = caseInsensitive(tree.cwd);
