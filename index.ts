@@ -1097,16 +1097,16 @@ function checkBases(discovery: Discovery, located: Located | undefined): CheckBa
 /** The rule files of these folders, compiled once per version: a folder's listing, then a stat per file. */
 function checksIn(discovery: Discovery, state: CheckState, bases: CheckBase[], warn = (_: string) => {}): Check[] {
   const checks: Check[] = [];
+  // Told once per reason, as a refused instruction file is.
+  const refuse = (written: string, reason: C.Reason | "skip" | "held") => {
+    const path = toDisplayPath(discovery.cwdReal, written);
+    if (reason === "skip" || reason === "held" || state.refused.get(path) === reason) return;
+    state.refused.set(path, reason);
+    warn(`${C.USER_PREFIX}${skipText({ path, reason }, oneLine)}`);
+  };
   for (const { dir, scope, stats } of bases) {
     // Most folders hold no `.claude`: the folder's entry, kept while its signature stands, says so for no call.
     const holds = stats === undefined || discovery.directoryEntry(dir, stats)?.homes.get(C.CHECK_DIR_NAME) !== "none";
-    // Told once per reason, as a refused instruction file is.
-    const refuse = (written: string, reason: C.Reason | "skip" | "held") => {
-      const path = toDisplayPath(discovery.cwdReal, written);
-      if (reason === "skip" || reason === "held" || state.refused.get(path) === reason) return;
-      state.refused.set(path, reason);
-      warn(`${C.USER_PREFIX}${skipText({ path, reason }, oneLine)}`);
-    };
     const home = join(dir, C.CHECK_DIR_NAME);
     // One that cannot be listed now (EIO) hides its rules: the call runs, and the user hears that they did not.
     const listed = holds ? fsOr(null, () => discovery.listedAt(home)) : undefined;
@@ -3616,12 +3616,12 @@ async function explainCommand(engine: LazyAgents, command: string, env: CallEnvi
     const role = use.role === "write" ? C.REPORT_TEXT.writtenActivates : C.REPORT_TEXT.activates;
     for (const { scope, view, why } of chainFolders(located, views, unviewed)) {
       if (why) ignored.push(`${use.word} (${scope}/: ${C.REASONS[why]})`);
-      const file = view?.file;
+      if (!view) continue;
+      const { file } = view;
       // A folder whose only candidate was refused says which and why, as `why <path>` does.
-      const refused = view?.rejected.find(({ kind }) => kind === "instruction");
+      const refused = view.rejected.find(({ kind }) => kind === "instruction");
       const none = refused ? C.REPORT_TEXT.refusedFile(refused.path, refused.reason) : C.REPORT_TEXT.noInstructionFile;
       const held = file ? `${file.path}, ${fileState(engine.ledger, file)}` : none;
-      if (!view) continue;
       if (!activated.has(scope)) activated.set(scope, { label: `${scopeGlob(scope)} (${held})`, words: new Set() });
       activated.get(scope)!.words.add(`${use.word} ${role}`);
     }
