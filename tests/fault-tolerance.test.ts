@@ -265,19 +265,19 @@ for (const site of [
 // Two filesystem calls outside the folders below cwd: cwd's own lstat (its rule homes), and the stat that tells whether
 // a search tool's target reached through a link is a folder. An I/O error on either is the filesystem's, not a bug.
 test("an EIO on the lstat of cwd itself costs no delivery: the folders' files and cwd's rules still arrive, and nothing is counted as a failure", () =>
-  withTree({ ...files, ".claude/rules/r.md": "---\npaths:\n  - a/**\n---\nRULE-TEXT\n" }, async (tree) => {
-    const f = await faultyRunner(
-      tree,
-      (call) => {
-        throw fsError("EIO", call.method, call.path);
-      },
-      (call) => call.method === "lstat" && call.path === tree.cwd,
-    );
-    const during = await f.h.call("read", { path: "a/b/x.ts" });
-    assert.ok(f.fired.count > 0, "the fault never fired: no lstat of cwd");
+  twoTrees({ ...files, ".claude/rules/r.md": "---\npaths:\n  - a/**\n---\nRULE-TEXT\n" }, async (tree, kind) => {
+    let fired = 0;
+    const fs = interceptFileSystem((call, proceed) => {
+      if (call.method !== "lstat" || call.path !== tree.cwd) return proceed();
+      fired++;
+      throw fsError("EIO", call.method, call.path);
+    });
+    const h = await loadRunner(tree, { hasUI: true, factories: [createLazyAgents({ fs })] });
+    const during = await h.call("read", { path: "a/b/x.ts" });
+    assert.ok(fired > 0, `${kind}: the fault never fired: no lstat of cwd`);
     assertIntact(during);
-    assert.match(reminderOf(during.content) ?? "", /B-RULES[^]*RULE-TEXT/);
-    assert.ok(!f.h.notifications.includes(FAILURE_WARNING), JSON.stringify(f.h.notifications));
+    assert.match(reminderOf(during.content) ?? "", /B-RULES[^]*RULE-TEXT/, kind);
+    assert.ok(!h.notifications.includes(FAILURE_WARNING), `${kind}: ${JSON.stringify(h.notifications)}`);
   }));
 
 test("an EIO on the stat of a search tool's target reached through a link still delivers the files above it", () =>
