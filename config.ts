@@ -468,6 +468,10 @@ export const CHECKS_CLOSE = "</nested-checks>";
 /** The reminder's closing tag (index.ts exports its opening, REMINDER_OPEN, for tests). */
 export const REMINDER_CLOSE = "</nested-instructions>";
 
+/** Python's whitespace (str.isspace) at a string's start: \x1c-\x1f and \x85 are, a BOM is not, unlike JavaScript's. */
+// oxlint-disable-next-line no-control-regex -- they are whitespace to Python, so to hookify
+export const PYTHON_SPACE_START = /^[\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+/;
+
 /** What in a text would read as the closing tag of a wrapper the model sees: a reminder, its files and rules, checks. */
 export const WRAPPER_CLOSING_TAG = /<(?=\s*\/\s*(?:file|rule|nested-instructions|nested-checks)\b)/gi;
 

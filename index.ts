@@ -932,9 +932,17 @@ export class CheckState {
   located?: { id: string; located: Located; target: string; rel?: string };
 }
 
+/** Python's `str.strip()`, as hookify strips: its whitespace is not JavaScript's. */
+function strip(text: string): string {
+  const rest = text.replace(C.PYTHON_SPACE_START, "");
+  // The end is walked, not matched: a `\s+$` regex is quadratic on a long run of spaces inside a text.
+  const end = trailingRun(rest, (char) => C.PYTHON_SPACE_START.test(char));
+  return rest.slice(0, end);
+}
+
 /** hookify's value cleaning: whitespace, then every `"` and then every `'` at both ends; backslashes stay. */
 function hookifyValue(text: string): string {
-  let value = text.trim();
+  let value = strip(text);
   for (const quote of ['"', "'"]) {
     const end = trailingRun(value, (char) => char === quote);
     value = value.slice(0, end).replace(new RegExp(`^${quote}+`), "");
@@ -945,7 +953,7 @@ function hookifyValue(text: string): string {
 /** `key: value` pairs, split at their first colon, as hookify's list items are. */
 function hookifyPairs(parts: string[]): Record<string, string> {
   return Object.fromEntries(
-    parts.map((part) => [part.split(":", 1)[0]!.trim(), hookifyValue(part.slice(part.indexOf(":") + 1))]),
+    parts.map((part) => [strip(part.split(":", 1)[0]!), hookifyValue(part.slice(part.indexOf(":") + 1))]),
   );
 }
 
@@ -965,27 +973,27 @@ export function hookifyFrontmatter(content: string): { frontmatter: Record<strin
     list = dict = undefined;
   };
   for (const line of content.slice(3, second).split("\n")) {
-    const stripped = line.trim();
+    const stripped = strip(line);
     if (stripped === "" || stripped.startsWith("#")) continue;
-    const indent = line.length - line.trimStart().length;
+    const indent = line.length - line.replace(C.PYTHON_SPACE_START, "").length;
     if (indent === 0 && line.includes(":") && !stripped.startsWith("-")) {
       save();
       const at = line.indexOf(":");
       const value = hookifyValue(line.slice(at + 1));
       const lower = value.toLowerCase();
-      if (line.slice(at + 1).trim() === "") [key, list] = [line.slice(0, at).trim(), []];
-      else frontmatter[line.slice(0, at).trim()] = lower === "true" ? true : lower === "false" ? false : value;
+      if (strip(line.slice(at + 1)) === "") [key, list] = [strip(line.slice(0, at)), []];
+      else frontmatter[strip(line.slice(0, at))] = lower === "true" ? true : lower === "false" ? false : value;
     } else if (stripped.startsWith("-") && list) {
       if (dict) list.push(dict);
       dict = undefined;
-      const item = stripped.slice(1).trim();
+      const item = strip(stripped.slice(1));
       if (!item.includes(":")) list.push(hookifyValue(item));
       else if (item.includes(",")) list.push(hookifyPairs(item.split(",").filter((part) => part.includes(":"))));
       else dict = hookifyPairs([item]);
     } else if (indent > 2 && dict && line.includes(":")) Object.assign(dict, hookifyPairs([stripped]));
   }
   save();
-  return { frontmatter, message: content.slice(second + 3).trim() };
+  return { frontmatter, message: strip(content.slice(second + 3)) };
 }
 
 /** Python's truth of a parsed value: a non-empty string or list, or true. */

@@ -146,6 +146,18 @@ const HOOKIFY_PARSES: Array<[string, string, Record<string, unknown>, string]> =
   ],
   ["no frontmatter", "no frontmatter", {}, "no frontmatter"],
   ["CRLF lines and TRUE", "---\nname: x\r\nenabled: TRUE\r\n---\r\nbody\r\n", { name: "x", enabled: true }, "body"],
+  [
+    // hookify strips with Python's str.strip(): \x1c-\x1f and \x85 are whitespace there, and a BOM is not.
+    "Python's whitespace, not JavaScript's",
+    "---\nname: a\x1f\npattern: \ufeffrm\x85\nevent:\x1cbash\n\x1fenabled: false\nconditions:\n  - field: command\x1e, operator: contains\x1d, pattern: x\ufeff\n---\n\x85body\ufeff\x1f",
+    {
+      name: "a",
+      pattern: "\ufeffrm",
+      event: "bash",
+      conditions: [{ field: "command", operator: "contains", pattern: "x\ufeff" }],
+    },
+    "body\ufeff",
+  ],
 ];
 
 test("the frontmatter parser reads hookify's examples as hookify does", () => {
