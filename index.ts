@@ -290,24 +290,17 @@ export function resolveToolPath(raw: unknown, cwd: string, exists?: (path: strin
 
 // Bash activation: the paths a command's words name, located like the targets of read and write.
 
-/** One word's outcome: the chain it activates, or why not; `path` when it names something inside cwd. */
-interface ShellWordOutcome {
-  use: ShellWordUse;
-  located?: Located;
-  reason?: C.ShellWordReason;
-  path?: string;
-}
-
 /**
- * Locates what the words name, and the distinct chains they activate, one per deepest folder. Each distinct path
- * costs one lstat, and only once its folders are known to be real.
+ * Locates what the words name (each word's chain, or why not; its path when it names something inside cwd), and the
+ * distinct chains they activate, one per deepest folder. Each distinct path costs one lstat, and only once its
+ * folders are known to be real.
  */
 function locateShellWords(discovery: Discovery, commands: ShellCommand[], cwd: string) {
   const byPath = new Map<string, Located | C.ShellWordReason>();
   const folders = new Map<string, FolderWalk>();
   const chains = new Map<string, Located>();
   const outcomes = commands.flatMap(({ uses }) =>
-    uses.map((use): ShellWordOutcome => {
+    uses.map((use) => {
       if (use.role === "skip") return { use, reason: use.reason };
       const key = `${use.role}\0${use.path}`;
       const path = expandHome(use.path) ?? resolve(cwd, use.path);
