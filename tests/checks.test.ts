@@ -191,6 +191,8 @@ test("a rule's defaults and simple pattern follow hookify's Rule.from_dict", () 
     ["no frontmatter", { invalid: true }],
     ["---\nevent: bash\npattern: (unclosed\n---\n", { invalid: true }],
     ["---\nconditions:\n  - plain item\n---\n", { invalid: true }],
+    // hookify opens the file with Python's universal newlines: a lone \r and \r\n each end a line.
+    ["---\rname: x\renabled: false\r---\rbody\r\nmore\r\n", { name: "x", enabled: false, message: "body\nmore" }],
   ];
   for (const [text, expected] of table) {
     const rule = hookifyRule(text);
