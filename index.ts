@@ -3058,10 +3058,6 @@ function ruleFolder(ctx: Discovery, place: RulePlace, parentKind: ParentKind): R
   const refused = linked && "reason" in linked && linked.reason !== "held" ? linked.reason : "skip";
   if (refused !== "skip") ctx.ignoredSeen.set(place.display, refused);
   else if (linked) ctx.ignoredSeen.delete(place.display);
-  if (parentKind === "none" || parentDir === undefined) {
-    ctx.ruleFolders.delete(place.display);
-    return { place, listings: [], rules: [], rejected: [] };
-  }
   const found = new Map<ListingEntry, string>();
   // A folder that cannot be listed now (EIO, EACCES) is unknown, not empty: the rest is read, and it again next time.
   const unreadable: string[] = [];
@@ -3082,7 +3078,8 @@ function ruleFolder(ctx: Discovery, place: RulePlace, parentKind: ParentKind): R
       if (folder && !name.startsWith(".") && !ctx.options.ignoredDirs.has(name)) walk(join(dir, name), depth + 1);
     }
   };
-  walk(join(parentDir, C.RULE_DIRS[place.source][1]), 0);
+  // No parent, or a refused one, lists nothing: the folder holds no rules, as an empty one does.
+  if (parentKind !== "none" && parentDir !== undefined) walk(join(parentDir, C.RULE_DIRS[place.source][1]), 0);
   const known = ctx.ruleFolders.get(place.display);
   const read = [...found.keys()];
   const same = known?.listings?.length === read.length && read.every((listing, i) => listing === known.listings![i]);
