@@ -2263,8 +2263,7 @@ function joinAnswers(...answers: Array<Promise<void> | undefined>): Promise<void
 
 function viewChain(ctx: Discovery, located: Located, withSkills: boolean, unviewed?: Unviewed): DirectoryView[] {
   const views: DirectoryView[] = [];
-  for (let index = 0; index < located.links.length; index++) {
-    const link = located.links[index]!;
+  for (const [index, link] of located.links.entries()) {
     // A skills tree holds skill content, read when a skill applies: its folders are not scopes.
     const skillsTree =
       link.name === C.SKILLS_DIR_SEGMENTS[1] && located.links[index - 1]?.name === C.SKILLS_DIR_SEGMENTS[0];
