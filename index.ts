@@ -2265,8 +2265,7 @@ function joinAnswers(...answers: Array<Promise<void> | undefined>): Promise<void
 
 function viewChain(ctx: Discovery, located: Located, withSkills: boolean, unviewed?: Unviewed): DirectoryView[] {
   const views: DirectoryView[] = [];
-  for (let index = 0; index < located.links.length; index++) {
-    const link = located.links[index]!;
+  for (const [index, link] of located.links.entries()) {
     // A skills tree holds skill content, read when a skill applies: its folders are not scopes.
     const skillsTree =
       link.name === C.SKILLS_DIR_SEGMENTS[1] && located.links[index - 1]?.name === C.SKILLS_DIR_SEGMENTS[0];
@@ -2308,10 +2307,8 @@ function viewDirectory(ctx: Discovery, link: ChainLink, withSkills: boolean, sta
       break;
     }
     // A file that waits for git, or cannot be read now, may be the one that applies: the names after it wait.
-    if (result.reason === "held") break;
-    if (result.reason !== "skip")
-      view.rejected.push({ path: toDisplayPath(ctx.cwdReal, candidate), reason: result.reason, kind: "instruction" });
-    if (result.reason === "unreadable") break;
+    refuse(view.rejected, toDisplayPath(ctx.cwdReal, candidate), result.reason, "instruction");
+    if (result.reason === "held" || result.reason === "unreadable") break;
   }
   if (view.file && ctx.options.imports) view.imports = importsOf(ctx, view.file, view.scope, view.rejected);
   if (skills) view.skills = skillsOf(ctx, link, entry, view.rejected);
@@ -2569,11 +2566,8 @@ function importTargetsOf(ctx: Discovery, file: InstructionFile): string[] {
  */
 function importedFiles(ctx: Discovery, from: InstructionFile, target: string, scope: string, rejected: Rejection[]) {
   const files: InstructionFile[] = [];
-  const add = (file: SourceFile): void => {
-    if (!("reason" in file)) files.push(file);
-    else if (file.reason !== "skip" && file.reason !== "held")
-      rejected.push({ path: from.path, reason: file.reason, kind: "import" });
-  };
+  const add = (file: SourceFile) =>
+    "reason" in file ? refuse(rejected, from.path, file.reason, "import") : files.push(file);
   const resolved = ctx.resolveSource(target, scope, "named");
   if ("reason" in resolved || !resolved.stats.isDirectory()) {
     add(ctx.fileOf(resolved));
@@ -2670,14 +2664,13 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
   // The names and files of every skill found so far in this tree, listed or hidden.
   const names = new Set<string>();
   const paths = new Set<string>();
-  const reject = (path: string, reason: C.Reason, kind: Rejection["kind"] = "skill") =>
-    rejected.push({ path, reason, kind });
+  const reject = (path: string, reason: C.Reason | "skip" | "held", kind: Rejection["kind"] = "skill") =>
+    refuse(rejected, path, reason, kind);
   /** Adds the skill a file in the folder `prefix` names defines; false when no regular file is there, as Pi takes it. */
   const addSkill = (candidate: string, declared: boolean, prefix: string): boolean => {
     const file = ctx.sourceFileOrUnknown(candidate, link.scope);
     if ("reason" in file) {
-      if (file.reason !== "skip" && file.reason !== "held")
-        reject(toDisplayPath(ctx.cwdReal, file.real ?? candidate), file.reason);
+      reject(toDisplayPath(ctx.cwdReal, file.real ?? candidate), file.reason);
       return file.reason !== "skip" && file.reason !== "notRegular";
     }
     const entry = ctx.files.peek(file.realPath)!;
@@ -2770,6 +2763,11 @@ function skillOf({ text, path }: InstructionFile, folder: string): ParsedSkill {
 function noteScanCap(path: string, listing: ListingEntry, rejected: Rejection[], reason: C.Reason = "scanCapped") {
   const counts = { taken: listing.names.length, total: listing.total };
   if (counts.taken < counts.total) rejected.push({ path, reason, kind: "cap", counts });
+}
+
+/** Records a refusal; nothing for a source that is not there ("skip") or waits for git ("held"). */
+function refuse(rejected: Rejection[], path: string, reason: C.Reason | "skip" | "held", kind: Rejection["kind"]) {
+  if (reason !== "skip" && reason !== "held") rejected.push({ path, reason, kind });
 }
 
 /** A folder's entries as discovery keeps them: past the cap, the first entries by name. */
@@ -3061,10 +3059,6 @@ function ruleFolder(ctx: Discovery, place: RulePlace, parentKind: ParentKind): R
   const refused = linked && "reason" in linked && linked.reason !== "held" ? linked.reason : "skip";
   if (refused !== "skip") ctx.ignoredSeen.set(place.display, refused);
   else if (linked) ctx.ignoredSeen.delete(place.display);
-  if (parentKind === "none" || parentDir === undefined) {
-    ctx.ruleFolders.delete(place.display);
-    return { place, listings: [], rules: [], rejected: [] };
-  }
   const found = new Map<ListingEntry, string>();
   // A folder that cannot be listed now (EIO, EACCES) is unknown, not empty: the rest is read, and it again next time.
   const unreadable: string[] = [];
@@ -3085,7 +3079,8 @@ function ruleFolder(ctx: Discovery, place: RulePlace, parentKind: ParentKind): R
       if (folder && !name.startsWith(".") && !ctx.options.ignoredDirs.has(name)) walk(join(dir, name), depth + 1);
     }
   };
-  walk(join(parentDir, C.RULE_DIRS[place.source][1]), 0);
+  // No parent, or a refused one, lists nothing: the folder holds no rules, as an empty one does.
+  if (parentKind !== "none" && parentDir !== undefined) walk(join(parentDir, C.RULE_DIRS[place.source][1]), 0);
   const known = ctx.ruleFolders.get(place.display);
   const read = [...found.keys()];
   const same = known?.listings?.length === read.length && read.every((listing, i) => listing === known.listings![i]);
@@ -3112,8 +3107,7 @@ function ruleFolder(ctx: Discovery, place: RulePlace, parentKind: ParentKind): R
       const earlier = rule.reason === "unreadable" ? ctx.compiledRules.get(candidate) : undefined;
       if (rule.reason === "held" || rule.reason === "unreadable") folder.listings = undefined;
       if (earlier) folder.rules.push(earlier);
-      else if (rule.reason !== "skip" && rule.reason !== "held")
-        folder.rejected.push({ path: toDisplayPath(ctx.cwdReal, candidate), reason: rule.reason, kind: "instruction" });
+      else refuse(folder.rejected, toDisplayPath(ctx.cwdReal, candidate), rule.reason, "instruction");
     }
   }
   ctx.ruleFolders.set(place.display, folder);
