@@ -1100,7 +1100,7 @@ function checkBases(discovery: Discovery, located: Located | undefined): CheckBa
 function checksIn(discovery: Discovery, state: CheckState, bases: CheckBase[], warn = (_: string) => {}): Check[] {
   const checks: Check[] = [];
   // Told once per reason, as a refused instruction file is.
-  const refuse = (written: string, reason: C.Reason | "skip" | "held") => {
+  const warnOnce = (written: string, reason: C.Reason | "skip" | "held") => {
     const path = toDisplayPath(discovery.cwdReal, written);
     if (reason === "skip" || reason === "held" || state.refused.get(path) === reason) return;
     state.refused.set(path, reason);
@@ -1112,7 +1112,7 @@ function checksIn(discovery: Discovery, state: CheckState, bases: CheckBase[], w
     const home = join(dir, C.CHECK_DIR_NAME);
     // One that cannot be listed now (EIO) hides its rules: the call runs, and the user hears that they did not.
     const listed = holds ? fsOr(null, () => discovery.listedAt(home)) : undefined;
-    if (listed === null) refuse(home, "unreadable");
+    if (listed === null) warnOnce(home, "unreadable");
     const { folder, listing } = listed ?? {};
     if (listing) state.scopes.add(scope);
     else state.scopes.delete(scope);
@@ -1120,7 +1120,7 @@ function checksIn(discovery: Discovery, state: CheckState, bases: CheckBase[], w
       if ((kind !== "file" && kind !== "link") || !C.CHECK_FILE_NAME.test(name)) continue;
       const file = discovery.sourceFileOrUnknown(join(folder!, name), scope);
       if ("reason" in file) {
-        refuse(join(home, name), file.reason);
+        warnOnce(join(home, name), file.reason);
         continue;
       }
       let check = state.compiled.get(file);
