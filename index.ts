@@ -999,20 +999,23 @@ function pythonText(value: unknown, fallback: string): string {
   return value === true ? "True" : value === false ? "False" : typeof value === "string" ? value : fallback;
 }
 
-/** Under `u`, an escaped character Python takes as itself (`\-`, `\:`) is written by its code. */
-function unicodeEscape(escape: string): string {
-  if (/^\\[\p{L}\p{N}^$\\.*+?()[\]{}|/]$/u.test(escape)) return escape;
-  const code = escape.codePointAt(1)!;
+/** Under `u`, what Python escapes as itself (`\-`, `\:`) or by its `octal` code (`\012`) is written by its code. */
+function unicodeEscape(escape: string, octal?: string): string {
+  if (octal === undefined && /^\\[\p{L}\p{N}^$\\.*+?()[\]{}|/]$/u.test(escape)) return escape;
+  const code = octal === undefined ? escape.codePointAt(1)! : Number.parseInt(octal, 8);
   return code < 0x100 ? `\\x${code.toString(16).padStart(2, "0")}` : `\\u{${code.toString(16)}}`;
 }
 
-/** A Python pattern's body as a JavaScript source, for the `u` flag or without it. */
-function pythonSource(body: string, flags: string, unicode: boolean): string {
+/** A Python pattern's body as a JavaScript source for the `u` flag, which reads code points as Python does. */
+function pythonSource(body: string, flags: string): string {
   // Escapes, classes and quantifiers are tokens of their own, so a `$` or `{` in them stays what it is. A class
   // that never closes runs to the end, as one token that does not compile: looking for its `]` from each `[` took
-  // quadratic time.
-  const tokens = /\\[^]|\[\^?\]?(?:\\[^]|[^\\\]])*\]?|\(\?P<|\(\?P=(\w+)\)|\{(?:\d+(?:,\d*)?|,\d+)\}|[$.{}\]]/gu;
-  return body.replace(tokens, (found, name?: string) => {
+  // quadratic time. Outside a class, Python's octal escape is `\0` and up to two digits more, or three digits up to
+  // `\377`; any other `\1`… is a backreference.
+  const tokens =
+    /\\(0[0-7]{0,2}|[0-3][0-7]{2})|\\[^]|\[\^?\]?(?:\\[^]|[^\\\]])*\]?|\(\?P<|\(\?P=(\w+)\)|\{(?:\d+(?:,\d*)?|,\d+)\}|[$.{}\]]/gu;
+  return body.replace(tokens, (found, octal?: string, name?: string) => {
+    if (octal !== undefined) return unicodeEscape(found, octal);
     if (name !== undefined) return `\\k<${name}>`;
     // Python reads a `]` that opens a class as a member; JavaScript as the end of an empty class.
     const token = found.replace(/^\[(\^?)\]/, "[$1\\]");
@@ -1020,31 +1023,32 @@ function pythonSource(body: string, flags: string, unicode: boolean): string {
     if (token === ".") return flags.includes("s") ? token : "[^\\n]";
     // Python's `{,n}` is `{0,n}`; a brace or bracket that closes nothing is itself.
     if (token.length > 2 && token.startsWith("{")) return token.replace("{,", "{0,");
-    if (token.length === 1 && token !== "$" && token !== "[") return unicode ? `\\${token}` : token;
-    if (unicode && token.startsWith("["))
-      return token.replace(/\\[^]/gu, (escape) => C.PYTHON_UNICODE_IN_CLASS[escape] ?? unicodeEscape(escape));
+    if (token.length === 1 && token !== "$" && token !== "[") return `\\${token}`;
+    // In a class, every escaped run of octal digits is a code, as in Python.
+    if (token.startsWith("["))
+      return token.replace(/\\([0-7]{1,3})|\\[^]/gu, (escape, code?: string) =>
+        code === undefined ? (C.PYTHON_UNICODE_IN_CLASS[escape] ?? unicodeEscape(escape)) : unicodeEscape(escape, code),
+      );
     // With re.M, `$` reads as JavaScript's.
     if (token === "$" && flags.includes("m")) return token;
-    return C.PYTHON_REGEX_TOKENS[token] ?? (unicode ? (C.PYTHON_UNICODE_TOKENS[token] ?? unicodeEscape(token)) : token);
+    return C.PYTHON_REGEX_TOKENS[token] ?? C.PYTHON_UNICODE_TOKENS[token] ?? unicodeEscape(token);
   });
 }
 
 // Exported for tests: Python-only regex syntax, translated.
 /**
- * A hookify (Python) pattern as a JavaScript regex, case-insensitive; undefined when it does not compile.
- * One with \w, \d or \b under `u` when it compiles so; otherwise (and for what only the legacy syntax
- * reads, an octal `\012`) without.
+ * A hookify (Python) pattern as a JavaScript regex, case-insensitive, under `u`; undefined when it does not
+ * compile. Python takes global flags only at its start, in one group or several.
  */
 export function hookifyRegex(pattern: string): RegExp | undefined {
-  const inline = /^\(\?([ims]+)\)/.exec(pattern);
-  const flags = `i${[...new Set(inline?.[1])].filter((flag) => flag !== "i").join("")}`;
-  const body = pattern.slice(inline?.[0].length ?? 0);
-  for (const unicode of /\\[wWdDbB]/.test(body) ? [true, false] : [false]) {
-    try {
-      return new RegExp(pythonSource(body, flags, unicode), unicode ? `${flags}u` : flags);
-    } catch {}
+  const inline = /^(?:\(\?[ims]+\))+/.exec(pattern)?.[0] ?? "";
+  const flags = `i${[...new Set(inline.replace(/[^ms]/g, ""))].join("")}`;
+  try {
+    return new RegExp(pythonSource(pattern.slice(inline.length), flags), `${flags}u`);
+  } catch (error) {
+    if (error instanceof SyntaxError) return undefined;
+    throw error;
   }
-  return undefined;
 }
 
 // Exported for tests: the field mapping and the examples' rules.

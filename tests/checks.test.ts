@@ -184,19 +184,19 @@ test("a rule's defaults and simple pattern follow hookify's Rule.from_dict", () 
     ["---\npattern: x\n---\nm", { name: "unnamed", enabled: true, event: "all", action: "warn", invalid: false }],
     [
       "---\nevent: bash\npattern: rm\n---\n",
-      { conditions: [{ field: "command", operator: "regex_match", pattern: "rm", regex: /rm/i }] },
+      { conditions: [{ field: "command", operator: "regex_match", pattern: "rm", regex: /rm/iu }] },
     ],
     [
       "---\nevent: file\npattern: a\n---\n",
-      { conditions: [{ field: "new_text", operator: "regex_match", pattern: "a", regex: /a/i }] },
+      { conditions: [{ field: "new_text", operator: "regex_match", pattern: "a", regex: /a/iu }] },
     ],
     [
       "---\nevent: prompt\npattern: a\n---\n",
-      { conditions: [{ field: "prompt", operator: "regex_match", pattern: "a", regex: /a/i }] },
+      { conditions: [{ field: "prompt", operator: "regex_match", pattern: "a", regex: /a/iu }] },
     ],
     [
       "---\nevent: stop\npattern: a\n---\n",
-      { conditions: [{ field: "content", operator: "regex_match", pattern: "a", regex: /a/i }] },
+      { conditions: [{ field: "content", operator: "regex_match", pattern: "a", regex: /a/iu }] },
     ],
     ["---\nevent: bash\nenabled: false\naction: deny\n---\n", { enabled: false, action: "deny", conditions: [] }],
     ["no frontmatter", { invalid: true }],
@@ -232,6 +232,13 @@ test("Python-only regex syntax is translated; matching is a case-insensitive sea
     ["(?i)SECRET", "my secret", true],
     ["(?s)a.b", "a\nb", true],
     ["\\\\A", "\\A", true],
+    // Python matches code points and folds case by Unicode: the Kelvin sign is a k, the long s an s.
+    ["k", "\u212a", true],
+    ["s", "\u017f", true],
+    ["^.$", "\u{1F600}", true],
+    ["\\012", "\n", true],
+    ["[\\012]", "\n", true],
+    ["(?s)(?m)a.b$", "a\nb\nc", true],
   ];
   for (const [pattern, text, expected] of table) {
     const regex = hookifyRegex(pattern);
@@ -240,6 +247,8 @@ test("Python-only regex syntax is translated; matching is a case-insensitive sea
   }
   assert.equal(hookifyRegex("(?x) a b"), undefined);
   assert.equal(hookifyRegex("[unclosed"), undefined);
+  // A reference to a group that does not exist does not compile in Python: the rule never fires there.
+  assert.equal(hookifyRegex("ab\\1"), undefined);
 });
 
 test("the fields of bash, write and edit calls map as hookify names them", () => {
