@@ -279,16 +279,28 @@ export const PYTHON_REGEX_TOKENS: Record<string, string> = {
 // Python's \w, \d and \b are Unicode (a str pattern), JavaScript's ASCII: read under the `u` flag, outside a class
 // and in one.
 const WORD = "\\p{L}\\p{N}_";
+// Python's whitespace (str.isspace, and \s): \x1c-\x1f and \x85 are, a BOM is not, unlike JavaScript's.
+const SPACE = "\\t-\\r\\x1c-\\x20\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000";
+/** Python's whitespace at a string's start, as hookify's str.strip() and lstrip() take it. */
+export const PYTHON_SPACE_START = new RegExp(`^[${SPACE}]+`, "u");
 const [IS_WORD, NOT_WORD] = [`(?<=[${WORD}])`, `(?<![${WORD}])`];
 export const PYTHON_UNICODE_TOKENS: Record<string, string> = {
   "\\w": `[${WORD}]`,
   "\\W": `[^${WORD}]`,
   "\\d": "[\\p{Nd}]",
   "\\D": "[^\\p{Nd}]",
-  "\\b": `(?:${IS_WORD}(?![${WORD}])|${NOT_WORD}(?=[${WORD}]))`,
-  "\\B": `(?:${IS_WORD}(?=[${WORD}])|${NOT_WORD}(?![${WORD}]))`,
+  "\\s": `[${SPACE}]`,
+  "\\S": `[^${SPACE}]`,
+  // Lookaheads, so that a quantifier after them does not compile, as in Python ("nothing to repeat").
+  "\\b": `(?=${IS_WORD}(?![${WORD}])|${NOT_WORD}(?=[${WORD}]))`,
+  "\\B": `(?=${IS_WORD}(?=[${WORD}])|${NOT_WORD}(?![${WORD}]))`,
 };
-export const PYTHON_UNICODE_IN_CLASS: Record<string, string> = { "\\w": WORD, "\\d": "\\p{Nd}", "\\D": "\\P{Nd}" };
+export const PYTHON_UNICODE_IN_CLASS: Record<string, string> = {
+  "\\w": WORD,
+  "\\d": "\\p{Nd}",
+  "\\D": "\\P{Nd}",
+  "\\s": SPACE,
+};
 
 // What the translation of a pattern that cannot backtrack looks like: plain atoms, classes, Python's `$` and a
 // top-level `|`, with no quantifier, group or backreference. A test then costs at most text × pattern steps, so a
@@ -467,10 +479,6 @@ export const CHECKS_CLOSE = "</nested-checks>";
 
 /** The reminder's closing tag (index.ts exports its opening, REMINDER_OPEN, for tests). */
 export const REMINDER_CLOSE = "</nested-instructions>";
-
-/** Python's whitespace (str.isspace) at a string's start: \x1c-\x1f and \x85 are, a BOM is not, unlike JavaScript's. */
-// oxlint-disable-next-line no-control-regex -- they are whitespace to Python, so to hookify
-export const PYTHON_SPACE_START = /^[\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+/;
 
 /** What in a text would read as the closing tag of a wrapper the model sees: a reminder, its files and rules, checks. */
 export const WRAPPER_CLOSING_TAG = /<(?=\s*\/\s*(?:file|rule|nested-instructions|nested-checks)\b)/gi;

@@ -1013,7 +1013,7 @@ function pythonSource(body: string, flags: string): string {
   // quadratic time. Outside a class, Python's octal escape is `\0` and up to two digits more, or three digits up to
   // `\377`; any other `\1`… is a backreference.
   const tokens =
-    /\\(0[0-7]{0,2}|[0-3][0-7]{2})|\\[^]|\[\^?\]?(?:\\[^]|[^\\\]])*\]?|\(\?P<|\(\?P=(\w+)\)|\{(?:\d+(?:,\d*)?|,\d+)\}|[$.{}\]]/gu;
+    /\\(0[0-7]{0,2}|[0-3][0-7]{2})|\\[^]|\[\^?\]?(?:\\[^]|[^\\\]])*\]?|\(\?P<|\(\?P=(\w+)\)|\{(?:\d+(?:,\d*)?|,\d+)\}|[$^.{}\]]/gu;
   return body.replace(tokens, (found, octal?: string, name?: string) => {
     if (octal !== undefined) return unicodeEscape(found, octal);
     if (name !== undefined) return `\\k<${name}>`;
@@ -1023,14 +1023,15 @@ function pythonSource(body: string, flags: string): string {
     if (token === ".") return flags.includes("s") ? token : "[^\\n]";
     // Python's `{,n}` is `{0,n}`; a brace or bracket that closes nothing is itself.
     if (token.length > 2 && token.startsWith("{")) return token.replace("{,", "{0,");
+    // With re.M, `^` and `$` are at a newline, where JavaScript's are at \r, U+2028 and U+2029 too.
+    if (token === "^") return flags.includes("m") ? "(?<![^\\n])" : token;
+    if (token === "$" && flags.includes("m")) return "(?![^\\n])";
     if (token.length === 1 && token !== "$" && token !== "[") return `\\${token}`;
     // In a class, every escaped run of octal digits is a code, as in Python.
     if (token.startsWith("["))
       return token.replace(/\\([0-7]{1,3})|\\[^]/gu, (escape, code?: string) =>
         code === undefined ? (C.PYTHON_UNICODE_IN_CLASS[escape] ?? unicodeEscape(escape)) : unicodeEscape(escape, code),
       );
-    // With re.M, `$` reads as JavaScript's.
-    if (token === "$" && flags.includes("m")) return token;
     return C.PYTHON_REGEX_TOKENS[token] ?? C.PYTHON_UNICODE_TOKENS[token] ?? unicodeEscape(token);
   });
 }

@@ -239,6 +239,13 @@ test("Python-only regex syntax is translated; matching is a case-insensitive sea
     ["\\012", "\n", true],
     ["[\\012]", "\n", true],
     ["(?s)(?m)a.b$", "a\nb\nc", true],
+    // Python's whitespace is not JavaScript's, and its lines under re.M end only at a newline.
+    ["\\s", "\x1f", true],
+    ["[\\s]", "\x85", true],
+    ["a\\sb", "a\ufeffb", false],
+    ["(?m)^b", "a\rb", false],
+    ["(?m)a$", "a\u2028", false],
+    ["(?m)^b$", "a\nb\nc", true],
   ];
   for (const [pattern, text, expected] of table) {
     const regex = hookifyRegex(pattern);
@@ -249,6 +256,8 @@ test("Python-only regex syntax is translated; matching is a case-insensitive sea
   assert.equal(hookifyRegex("[unclosed"), undefined);
   // A reference to a group that does not exist does not compile in Python: the rule never fires there.
   assert.equal(hookifyRegex("ab\\1"), undefined);
+  // Nor does a quantified assertion ("nothing to repeat").
+  assert.equal(hookifyRegex("\\b*"), undefined);
 });
 
 test("the fields of bash, write and edit calls map as hookify names them", () => {
