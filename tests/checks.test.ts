@@ -260,6 +260,17 @@ test("Python-only regex syntax is translated; matching is a case-insensitive sea
   assert.equal(hookifyRegex("\\b*"), undefined);
 });
 
+// Recorded by scripts/regex-cases.py from Python's re: seeded patterns of hookify's syntax over texts that fold
+// case, hold digits and whitespace beyond ASCII, and end lines as only one of Python and JavaScript does.
+test("patterns match as Python's re.search does on 300 recorded patterns, and compile where it compiles them", () => {
+  const cases = JSON.parse(readFileSync(join(import.meta.dirname, "hookify-regexes.json"), "utf8"));
+  for (const [pattern, texts] of cases as Array<[string, Array<[string, boolean]> | null]>) {
+    const regex = hookifyRegex(pattern);
+    if (texts === null) assert.equal(regex, undefined, `${JSON.stringify(pattern)} compiles`);
+    else for (const [text, found] of texts) assert.equal(regex?.test(text), found, JSON.stringify([pattern, text]));
+  }
+});
+
 test("the fields of bash, write and edit calls map as hookify names them", () => {
   const table: Array<[string, Record<string, unknown>, string | undefined, Record<string, string[]>]> = [
     ["bash", { command: "rm -rf x" }, undefined, { command: ["rm -rf x"] }],
