@@ -3529,28 +3529,23 @@ function settingsOrigin(fs: FileSystem, cwd: string, trusted: boolean): Settings
     resolve(getAgentDir()) === join(homedir(), CONFIG_DIR_NAME, "agent")
       ? C.GLOBAL_SETTINGS_LABEL
       : C.CUSTOM_GLOBAL_SETTINGS_LABEL;
-  const project = trusted ? projectSettingsSection(fs, cwd) : undefined;
-  if (project === UNPARSED) return () => C.eitherSettingsLabel(globalLabel);
-  const sets = (key?: string) => key === undefined || (isObject(project) && Object.hasOwn(project, key));
-  return (key) => (project !== undefined && sets(key) ? C.PROJECT_SETTINGS_LABEL : globalLabel);
-}
-
-const UNPARSED = Symbol("unparsed");
-
-/** The project's `lazyAgents` value: undefined when the project has no such file or key, UNPARSED when it cannot tell. */
-function projectSettingsSection(fs: FileSystem, cwd: string): unknown {
+  if (!trusted) return () => globalLabel;
+  const unparsed = () => C.eitherSettingsLabel(globalLabel);
+  // The project's `lazyAgents` value; undefined when the project has no such file or key.
+  let project: unknown;
   try {
     const cwdReal = fs.realpath(cwd);
     const real = fs.realpath(join(cwdReal, CONFIG_DIR_NAME, "settings.json"));
     const loaded = isPathInside(cwdReal, real) ? readBounded(fs, real, C.MAX_SETTING_BYTES) : undefined;
-    if (!loaded?.ok) return UNPARSED;
+    if (!loaded?.ok) return unparsed;
     // Pi reads an empty file as no settings.
-    if (loaded.text.trim() === "") return undefined;
-    return (JSON.parse(loaded.text) as Record<string, unknown> | null)?.[C.SETTINGS_KEY];
+    if (loaded.text.trim() !== "")
+      project = (JSON.parse(loaded.text) as Record<string, unknown> | null)?.[C.SETTINGS_KEY];
   } catch (error) {
-    if (error instanceof SyntaxError) return UNPARSED;
-    return C.SETTLED_ERROR_CODES.has(errorCode(error)) ? undefined : UNPARSED;
+    if (error instanceof SyntaxError || !C.SETTLED_ERROR_CODES.has(errorCode(error))) return unparsed;
   }
+  const sets = (key?: string) => key === undefined || (isObject(project) && Object.hasOwn(project, key));
+  return (key) => (project !== undefined && sets(key) ? C.PROJECT_SETTINGS_LABEL : globalLabel);
 }
 
 // =============================================================================================
