@@ -4207,6 +4207,7 @@ export function readShellCommand(
         skip(word, "commandName");
         owner = posix.basename(word.text);
       } else if (index === toolAt) {
+        afterDashes = false; // A wrapper's `--` (`sudo -- ls -la`) ends the wrapper's options, not the tool's.
         if (word.text.includes("/") || word.dynamic) use(word, "read");
         else skip(word, "commandName");
       } else if (!afterDashes && word.text.startsWith("-") && !word.dynamic) {

@@ -128,6 +128,9 @@ const cases: Array<[string, string[]]> = [
   ['FOO=1 BAR="a b" cat src/a.ts', ["read:src/a.ts"]],
   ["env CI=1 timeout 60 npm test", ["read:test"]],
   ["sudo cat /etc/hosts", ["read:/etc/hosts"]],
+  // A wrapper's `--` ends its own options, not the tool's.
+  ["sudo -- ls -la src", ["read:src"]],
+  ["nohup -- cat -n notes.txt", ["read:notes.txt"]],
   ["./scripts/test.sh --watch", ["read:scripts/test.sh"]],
   // Redirects of every kind.
   ["echo x > out/a.txt", ["read:x", "write:out/a.txt"]],
