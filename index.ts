@@ -1006,17 +1006,23 @@ function unicodeEscape(escape: string, octal?: string): string {
   return code < 0x100 ? `\\x${code.toString(16).padStart(2, "0")}` : `\\u{${code.toString(16)}}`;
 }
 
+// Escapes, classes and quantifiers are tokens of their own, so a `$` or `{` in them stays what it is. A class that
+// never closes runs to the end, as one token that does not compile: looking for its `]` from each `[` took quadratic
+// time. Outside a class, Python's octal escape is `\0` and up to two digits more, or three digits up to `\377`; any
+// other `\1`… is a backreference. Verbose (re.X) also reads whitespace and `#` comments, which it drops.
+const PYTHON_TOKEN = String.raw`\\(0[0-7]{0,2}|[0-3][0-7]{2})|\\[^]|\[\^?\]?(?:\\[^]|[^\\\]])*\]?|\(\?P<|\(\?P=(\w+)\)|\{(?:\d+(?:,\d*)?|,\d+)\}|[$^.{}\]]`;
+const PYTHON_TOKENS = {
+  plain: new RegExp(PYTHON_TOKEN, "gu"),
+  verbose: new RegExp(`${PYTHON_TOKEN}|#[^\\n]*|[\\t-\\r ]`, "gu"),
+};
+
 /** A Python pattern's body as a JavaScript source for the `u` flag, which reads code points as Python does. */
 function pythonSource(body: string, flags: string): string {
-  // Escapes, classes and quantifiers are tokens of their own, so a `$` or `{` in them stays what it is. A class
-  // that never closes runs to the end, as one token that does not compile: looking for its `]` from each `[` took
-  // quadratic time. Outside a class, Python's octal escape is `\0` and up to two digits more, or three digits up to
-  // `\377`; any other `\1`… is a backreference.
-  const tokens =
-    /\\(0[0-7]{0,2}|[0-3][0-7]{2})|\\[^]|\[\^?\]?(?:\\[^]|[^\\\]])*\]?|\(\?P<|\(\?P=(\w+)\)|\{(?:\d+(?:,\d*)?|,\d+)\}|[$^.{}\]]/gu;
+  const tokens = PYTHON_TOKENS[flags.includes("x") ? "verbose" : "plain"];
   return body.replace(tokens, (found, octal?: string, name?: string) => {
     if (octal !== undefined) return unicodeEscape(found, octal);
     if (name !== undefined) return `\\k<${name}>`;
+    if (/^[#\t-\r ]/.test(found)) return "";
     // Python reads a `]` that opens a class as a member; JavaScript as the end of an empty class.
     const token = found.replace(/^\[(\^?)\]/, "[$1\\]");
     // Python's `.` stops only at a newline; JavaScript's also at `\r`, U+2028 and U+2029.
@@ -1042,10 +1048,10 @@ function pythonSource(body: string, flags: string): string {
  * compile. Python takes global flags only at its start, in one group or several.
  */
 export function hookifyRegex(pattern: string): RegExp | undefined {
-  const inline = /^(?:\(\?[ims]+\))+/.exec(pattern)?.[0] ?? "";
-  const flags = `i${[...new Set(inline.replace(/[^ms]/g, ""))].join("")}`;
+  const inline = /^(?:\(\?[imsx]+\))+/.exec(pattern)?.[0] ?? "";
+  const flags = `i${[...new Set(inline.replace(/[^msx]/g, ""))].join("")}`;
   try {
-    return new RegExp(pythonSource(pattern.slice(inline.length), flags), `${flags}u`);
+    return new RegExp(pythonSource(pattern.slice(inline.length), flags), `${flags.replace("x", "")}u`);
   } catch (error) {
     if (error instanceof SyntaxError) return undefined;
     throw error;

@@ -246,13 +246,17 @@ test("Python-only regex syntax is translated; matching is a case-insensitive sea
     ["(?m)^b", "a\rb", false],
     ["(?m)a$", "a\u2028", false],
     ["(?m)^b$", "a\nb\nc", true],
+    // Verbose: whitespace and comments outside classes are dropped, an escaped or bracketed space kept.
+    ["(?x) a b # the word", "ab", true],
+    ["(?x) a b", "a b", false],
+    ["(?x)a\\ b[ ]c", "a b c", true],
+    ["a #b", "a #b", true],
   ];
   for (const [pattern, text, expected] of table) {
     const regex = hookifyRegex(pattern);
     assert.ok(regex, pattern);
     assert.equal(regex.test(text), expected, `${pattern} on ${JSON.stringify(text)}`);
   }
-  assert.equal(hookifyRegex("(?x) a b"), undefined);
   assert.equal(hookifyRegex("[unclosed"), undefined);
   // A reference to a group that does not exist does not compile in Python: the rule never fires there.
   assert.equal(hookifyRegex("ab\\1"), undefined);
