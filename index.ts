@@ -3363,6 +3363,8 @@ class GitIgnoreOracle {
   /** Whether git ignores each cwd-relative path (a folder's ends in `/`); false for all without git. */
   async ask(paths: string[]): Promise<boolean[]> {
     this.start();
+    // Off, it answers false for all: no timer, no waiters (bench: cold_nogit_peer_over_ours, asked at each cold call).
+    if (this.off) return paths.map(() => false);
     const rules = paths.map((path) => new Promise<string | undefined>((answer) => this.send({ path, answer })));
     const timer = setTimeout(() => this.stop(), C.GIT_ANSWER_TIMEOUT_MS);
     try {
