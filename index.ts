@@ -612,7 +612,9 @@ export class LazyAgents {
     const discovery = this.discovery;
     if (!discovery) return undefined;
     const plain = call.chains[0]?.stats !== undefined && discovery.folds === false;
-    const stats = plain ? fsOr(undefined, () => discovery.fs.lstat(call.target)) : undefined;
+    const stats = plain ? fsOr(null, () => discovery.fs.lstat(call.target)) : null;
+    // Nothing there: no realpath to fail with ENOENT (bench: a warm write of a new file cost twice a read).
+    if (stats === undefined) return undefined;
     return stats && !stats.isSymbolicLink() ? call.target : discovery.realpathOrUndefined(call.target);
   }
 
