@@ -637,7 +637,12 @@ export class LazyAgents {
     const discovery = this.discovery;
     // Cleared once before all the calls' views, so that each call's questions reach git, not only the last one's.
     discovery?.gitAnswers.wanted.clear();
-    const views = discovery ? mergeViews(calls.flatMap((call) => this.viewsOf(discovery, call))) : [];
+    // One call's views are merged already (bench: peer_over_ours_nogit).
+    const views = !discovery
+      ? []
+      : calls.length === 1
+        ? this.viewsOf(discovery, calls[0]!)
+        : mergeViews(calls.flatMap((call) => this.viewsOf(discovery, call)));
     const plan = planDelivery(this.ledger, {
       views,
       ...shown(views),
@@ -1633,7 +1638,11 @@ interface PlanInput {
 
 function planDelivery(ledger: Ledger, input: PlanInput): DeliveryPlan {
   const plan: DeliveryPlan = { record: emptyRecord(), files: [], skills: [], explainedEarlier: ledger.explained };
-  const offered = new Set(input.views.flatMap((view) => [view.file?.path, ...view.imports.map((i) => i.file.path)]));
+  const offered = new Set<string>();
+  for (const { file, imports } of input.views) {
+    if (file) offered.add(file.path);
+    for (const imported of imports) offered.add(imported.file.path);
+  }
   const planFile = (file: InstructionFile, scope: string, importedBy?: string): void => {
     if (file.realPath === input.shownInPart || input.leaveAlone?.has(file.realPath)) return;
     const held = ledger.get("file", file.path);
@@ -1704,7 +1713,9 @@ function planRetraction(
   offered: ReadonlySet<unknown>,
   unchangedRoot?: string,
 ) {
-  const paths = [...(ledger.byScope[kind].get(scope) ?? [])];
+  const scoped = ledger.byScope[kind].get(scope);
+  if (scoped === undefined) return;
+  const paths = [...scoped];
   // A warm view offers all its scope was sent: nothing to look up (profile: 4% of a warm call).
   if (paths.every((path) => offered.has(path))) return;
   const sent = paths.flatMap((path) => ledger.get(kind, path) ?? []);
@@ -2254,8 +2265,9 @@ function chainQuestions(ctx: Discovery, calls: Array<{ chains: Located[] }>): st
   const questions: string[] = [];
   for (const { links } of calls.flatMap((call) => call.chains))
     for (const link of links) {
-      if (ignoredReasonOf(ctx, link) !== undefined) break;
-      if (!ctx.gitAnswers.folders.has(link.scope)) questions.push(`${link.scope}/`);
+      const answer = ctx.gitAnswers.folders.get(link.scope);
+      if (answer === true || ctx.options.ignoredDirs.has(link.name)) break;
+      if (answer === undefined) questions.push(`${link.scope}/`);
     }
   return questions;
 }
@@ -2532,6 +2544,8 @@ class Discovery {
 // same rules as instruction files. Depth first, at most C.MAX_IMPORT_DEPTH hops the shortest way, cycles cut.
 
 function importsOf(ctx: Discovery, root: InstructionFile, scope: string, rejected: Rejection[]) {
+  // Most files import nothing: no walk (bench: the every-folder chain's warm calls, peer_over_ours_nogit).
+  if (importTargetsOf(ctx, root).length === 0) return [];
   // Followed breadth first, so that a longer way that reaches a file first does not put its imports past the cap.
   const found = new Map<string, InstructionFile[]>();
   const seen = new Set([root.realPath]);
