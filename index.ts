@@ -605,7 +605,9 @@ export class LazyAgents {
     const discovery = this.discovery;
     if (!discovery) return undefined;
     const plain = call.chains[0]?.stats !== undefined && discovery.folds === false;
-    const stats = plain ? fsOr(undefined, () => discovery.fs.lstat(call.target)) : undefined;
+    const stats = plain ? fsOr(null, () => discovery.fs.lstat(call.target)) : null;
+    // Nothing there: no realpath to fail with ENOENT (bench: a warm write of a new file cost twice a read).
+    if (stats === undefined) return undefined;
     return stats && !stats.isSymbolicLink() ? call.target : discovery.realpathOrUndefined(call.target);
   }
 
@@ -628,7 +630,12 @@ export class LazyAgents {
     const discovery = this.discovery;
     // Cleared once before all the calls' views, so that each call's questions reach git, not only the last one's.
     discovery?.gitAnswers.wanted.clear();
-    const views = discovery ? mergeViews(calls.flatMap((call) => this.viewsOf(discovery, call))) : [];
+    // One call's views are merged already (bench: peer_over_ours_nogit).
+    const views = !discovery
+      ? []
+      : calls.length === 1
+        ? this.viewsOf(discovery, calls[0]!)
+        : mergeViews(calls.flatMap((call) => this.viewsOf(discovery, call)));
     const plan = planDelivery(this.ledger, {
       views,
       ...shown(views),
@@ -1120,6 +1127,8 @@ function checksIn(discovery: Discovery, state: CheckState, bases: CheckBase[], w
   for (const { dir, scope, stats } of bases) {
     // Most folders hold no `.claude`: the folder's entry, kept while its signature stands, says so for no call.
     const holds = stats === undefined || discovery.directoryEntry(dir, stats)?.homes.get(C.CHECK_DIR_NAME) !== "none";
+    // No path joined for a folder without one (bench: peer_over_ours_nogit, a warm call's chain).
+    if (!holds && !state.scopes.delete(scope)) continue;
     const home = join(dir, C.CHECK_DIR_NAME);
     // One that cannot be listed now (EIO) hides its rules: the call runs, and the user hears that they did not.
     const listed = holds ? fsOr(null, () => discovery.listedAt(home)) : undefined;
@@ -1634,7 +1643,11 @@ interface PlanInput {
 
 function planDelivery(ledger: Ledger, input: PlanInput): DeliveryPlan {
   const plan: DeliveryPlan = { record: emptyRecord(), files: [], skills: [], explainedEarlier: ledger.explained };
-  const offered = new Set(input.views.flatMap((view) => [view.file?.path, ...view.imports.map((i) => i.file.path)]));
+  const offered = new Set<string>();
+  for (const { file, imports } of input.views) {
+    if (file) offered.add(file.path);
+    for (const imported of imports) offered.add(imported.file.path);
+  }
   const planFile = (file: InstructionFile, scope: string, importedBy?: string): void => {
     if (file.realPath === input.shownInPart || input.leaveAlone?.has(file.realPath)) return;
     const held = ledger.get("file", file.path);
@@ -1705,7 +1718,9 @@ function planRetraction(
   offered: ReadonlySet<unknown>,
   unchangedRoot?: string,
 ) {
-  const paths = [...(ledger.byScope[kind].get(scope) ?? [])];
+  const scoped = ledger.byScope[kind].get(scope);
+  if (scoped === undefined) return;
+  const paths = [...scoped];
   // A warm view offers all its scope was sent: nothing to look up (profile: 4% of a warm call).
   if (paths.every((path) => offered.has(path))) return;
   const sent = paths.flatMap((path) => ledger.get(kind, path) ?? []);
@@ -2255,8 +2270,9 @@ function chainQuestions(ctx: Discovery, calls: Array<{ chains: Located[] }>): st
   const questions: string[] = [];
   for (const { links } of calls.flatMap((call) => call.chains))
     for (const link of links) {
-      if (ignoredReasonOf(ctx, link) !== undefined) break;
-      if (!ctx.gitAnswers.folders.has(link.scope)) questions.push(`${link.scope}/`);
+      const answer = ctx.gitAnswers.folders.get(link.scope);
+      if (answer === true || ctx.options.ignoredDirs.has(link.name)) break;
+      if (answer === undefined) questions.push(`${link.scope}/`);
     }
   return questions;
 }
@@ -2530,6 +2546,8 @@ class Discovery {
 // same rules as instruction files. Depth first, at most C.MAX_IMPORT_DEPTH hops the shortest way, cycles cut.
 
 function importsOf(ctx: Discovery, root: InstructionFile, scope: string, rejected: Rejection[]) {
+  // Most files import nothing: no walk (bench: the every-folder chain's warm calls, peer_over_ours_nogit).
+  if (importTargetsOf(ctx, root).length === 0) return [];
   // Followed breadth first, so that a longer way that reaches a file first does not put its imports past the cap.
   const found = new Map<string, InstructionFile[]>();
   const seen = new Set([root.realPath]);
@@ -3362,6 +3380,8 @@ class GitIgnoreOracle {
   /** Whether git ignores each cwd-relative path (a folder's ends in `/`); false for all without git. */
   async ask(paths: string[]): Promise<boolean[]> {
     this.start();
+    // Off, it answers false for all: no timer, no waiters (bench: cold_nogit_peer_over_ours, asked at each cold call).
+    if (this.off) return paths.map(() => false);
     const rules = paths.map((path) => new Promise<string | undefined>((answer) => this.send({ path, answer })));
     const timer = setTimeout(() => this.stop(), C.GIT_ANSWER_TIMEOUT_MS);
     try {
