@@ -630,7 +630,7 @@ export class LazyAgents {
     const discovery = this.discovery;
     // Cleared once before all the calls' views, so that each call's questions reach git, not only the last one's.
     discovery?.gitAnswers.wanted.clear();
-    // One call's views are merged already (bench: peer_over_ours_nogit).
+    // One call's views are merged already (bench: with planDelivery's loop, 3% of a warm call; peer_over_ours_nogit).
     const views = !discovery
       ? []
       : calls.length === 1
@@ -1643,6 +1643,7 @@ interface PlanInput {
 
 function planDelivery(ledger: Ledger, input: PlanInput): DeliveryPlan {
   const plan: DeliveryPlan = { record: emptyRecord(), files: [], skills: [], explainedEarlier: ledger.explained };
+  // A loop, with no array per view (bench: with settle's single-call views, 3% of a warm call; peer_over_ours_nogit).
   const offered = new Set<string>();
   for (const { file, imports } of input.views) {
     if (file) offered.add(file.path);
@@ -2270,9 +2271,8 @@ function chainQuestions(ctx: Discovery, calls: Array<{ chains: Located[] }>): st
   const questions: string[] = [];
   for (const { links } of calls.flatMap((call) => call.chains))
     for (const link of links) {
-      const answer = ctx.gitAnswers.folders.get(link.scope);
-      if (answer === true || ctx.options.ignoredDirs.has(link.name)) break;
-      if (answer === undefined) questions.push(`${link.scope}/`);
+      if (ignoredReasonOf(ctx, link) !== undefined) break;
+      if (!ctx.gitAnswers.folders.has(link.scope)) questions.push(`${link.scope}/`);
     }
   return questions;
 }
