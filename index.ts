@@ -1068,8 +1068,7 @@ export function hookifyRegex(pattern: string): RegExp | undefined {
 // Exported for tests: the field mapping and the examples' rules.
 /** hookify's `Rule.from_dict` over its parser's output, and whether the rule can be used at all. */
 export function hookifyRule(text: string) {
-  // hookify opens the file in Python's text mode, whose universal newlines turn \r\n and a lone \r into \n.
-  const { frontmatter, message } = hookifyFrontmatter(text.replace(/\r\n?/g, "\n"));
+  const { frontmatter, message } = hookifyFrontmatter(text);
   // No frontmatter, a condition that is not a mapping, or a pattern that does not compile.
   let invalid = Object.keys(frontmatter).length === 0;
   // A list is kept as its text, which no event equals: hookify loads such a rule for no event.

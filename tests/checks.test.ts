@@ -202,8 +202,6 @@ test("a rule's defaults and simple pattern follow hookify's Rule.from_dict", () 
     ["no frontmatter", { invalid: true }],
     ["---\nevent: bash\npattern: (unclosed\n---\n", { invalid: true }],
     ["---\nconditions:\n  - plain item\n---\n", { invalid: true }],
-    // hookify opens the file with Python's universal newlines: a lone \r and \r\n each end a line.
-    ["---\rname: x\renabled: false\r---\rbody\r\nmore\r\n", { name: "x", enabled: false, message: "body\nmore" }],
   ];
   for (const [text, expected] of table) {
     const rule = hookifyRule(text);
@@ -384,6 +382,24 @@ both(
     assert.match(text, /\*\*\[block-dangerous-rm\]\*\*\n⚠️ \*\*Dangerous rm command detected!\*\*/);
     assert.match(text, /\.claude\/hookify\.dangerous-rm\.local\.md/);
     assert.ok(run.notifications.some((n) => /hookify blocked: block-dangerous-rm/.test(n)));
+  },
+);
+
+both(
+  "rule files saved with \\r\\n or \\r line ends block as hookify reads them (universal newlines), their messages without \\r",
+  {
+    ".claude/hookify.crlf.local.md":
+      "---\r\nname: no-rm\r\nevent: bash\r\npattern: rm\\s+-rf\r\naction: block\r\n---\r\n\r\nLine one.\r\nLine two.\r\n",
+    ".claude/hookify.cr.local.md": "---\rname: no-mv\revent: bash\rpattern: mv\\s\raction: block\r---\rMove blocked.\r",
+    "keep/file.txt": "x",
+  },
+  async (tree) => {
+    const run = await play(tree, [toolTurn(["bash", { command: "rm -rf keep && mv keep kept" }]), finalTurn()]);
+    assert.ok(existsSync(tree.abs("keep/file.txt")), "the tool never ran");
+    const text = textOf(run.results[0]!.content);
+    assert.match(text, /\*\*\[no-rm\]\*\*\nLine one\.\nLine two\./);
+    assert.match(text, /\*\*\[no-mv\]\*\*\nMove blocked\./);
+    assert.doesNotMatch(text, /\r/);
   },
 );
 
