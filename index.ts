@@ -1126,11 +1126,14 @@ function checksIn(discovery: Discovery, state: CheckState, bases: CheckBase[], w
   for (const { dir, scope, stats } of bases) {
     // Most folders hold no `.claude`: the folder's entry, kept while its signature stands, says so for no call.
     const holds = stats === undefined || discovery.directoryEntry(dir, stats)?.homes.get(C.CHECK_DIR_NAME) !== "none";
-    // No path joined for a folder without one (bench: peer_over_ours_nogit, a warm call's chain).
-    if (!holds && !state.scopes.delete(scope)) continue;
+    // A folder without one only leaves the scopes: no path joined (bench: peer_over_ours_nogit, a warm call's chain).
+    if (!holds) {
+      state.scopes.delete(scope);
+      continue;
+    }
     const home = join(dir, C.CHECK_DIR_NAME);
     // One that cannot be listed now (EIO) hides its rules: the call runs, and the user hears that they did not.
-    const listed = holds ? fsOr(null, () => discovery.listedAt(home)) : undefined;
+    const listed = fsOr(null, () => discovery.listedAt(home));
     if (listed === null) warnOnce(home, "unreadable");
     const { folder, listing } = listed ?? {};
     if (listing) state.scopes.add(scope);
