@@ -504,7 +504,7 @@ export class LazyAgents {
     this.sweepSoon(discovery);
     const call = this.locate(discovery, event, env);
     if (!call) return undefined;
-    call.gitAnswer = askGit(discovery, this.git, chainQuestions(discovery, [call]));
+    call.gitAnswer = askGit(discovery, this.git, () => chainQuestions(discovery, [call]));
     this.pending.set(event.toolCallId, call);
     const gate = this.gate;
     if (!gate || parent !== undefined || (event.toolName !== "write" && event.toolName !== "edit")) return undefined;
@@ -650,7 +650,7 @@ export class LazyAgents {
       planRules(this.ledger, plan, { discovery, views, touched, options: this.options });
     if (!discovery || round > C.MAX_IMPORT_DEPTH) return finish(views, plan);
     // What the views and plan just built left open (imports, rule folders).
-    const open = [...discovery.gitAnswers.wanted, ...chainQuestions(discovery, calls)];
+    const open = () => [...discovery.gitAnswers.wanted, ...chainQuestions(discovery, calls)];
     const answers = askGit(discovery, this.git, open);
     return answers ? this.settle(calls, answers, finish, shown, round) : finish(views, plan);
   }
@@ -1330,7 +1330,7 @@ function registerChecks(pi: ExtensionAPI, engine: LazyAgents): void {
       discovery.gitAnswers.wanted.clear();
       const checks = checksIn(discovery, state, bases, warn);
       // A linked `.claude` is read once git has said whether it ignores where the link leads.
-      const answers = askGit(discovery, engine.git, [...discovery.gitAnswers.wanted]);
+      const answers = askGit(discovery, engine.git, () => [...discovery.gitAnswers.wanted]);
       return answers ? answers.then(() => judge(checksIn(discovery, state, bases, warn))) : judge(checks);
     });
 
@@ -2282,7 +2282,9 @@ function chainQuestions(ctx: Discovery, calls: Array<{ chains: Located[] }>): st
 }
 
 /** The one way to ask git: questions as `setGitAnswer` takes them; undefined when none. */
-function askGit(ctx: Discovery, git: GitIgnoreOracle | undefined, questions: string[]): Promise<void> | undefined {
+function askGit(ctx: Discovery, git: GitIgnoreOracle | undefined, ask: () => string[]): Promise<void> | undefined {
+  // A git that is off is not asked: its questions are not even gathered (A/B, warm depth-8 reads, no git: 0.95).
+  const questions = git?.off === false ? ask() : [];
   if (!git || questions.length === 0) return undefined;
   return git.ask(questions).then((answers) => {
     questions.forEach((question, index) => setGitAnswer(ctx.gitAnswers, question, answers[index]!));
