@@ -2757,11 +2757,11 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
     const rules = rulesOf(listing);
     // A skill's folder is read no further, so its entries past the cap are no loss; an unchanged one was tried above.
     if (!rules || (listing.hasSkillFile && listing !== known && isSkill(rules))) return;
-    noteScanCap(toDisplayPath(ctx.cwdReal, dir), listing, rejected);
+    const scope = toDisplayPath(ctx.cwdReal, dir);
+    noteScanCap(scope, listing, rejected);
     for (const { name, kind } of listing.names) {
       if (name.startsWith(".") || name === "node_modules" || kind === "other") continue;
       const path = entryPath(dir, name);
-      const scope = toDisplayPath(ctx.cwdReal, dir);
       const resolved = kind === "link" ? fsOr(null, () => ctx.resolveSource(path, scope)) : undefined;
       // A link that cannot be resolved now (EIO) is unknown, not gone: what the model holds of it stands.
       if (resolved === null) reject(toDisplayPath(ctx.cwdReal, path), "unreadable");
