@@ -147,6 +147,12 @@ export const MAX_NOTICE_PATHS = 8;
 /** Time bound of the regex matches of one call, in ms: a runaway pattern is cut there. */
 export const CHECK_MATCH_TIMEOUT_MS = 50;
 
+/**
+ * Time the bounded matches of one call may take, in ms: past it, the rules not run yet let the call through and the
+ * next call starts with them. A test started before it may still take two bounds (together, then alone).
+ */
+export const CHECK_CALL_BUDGET_MS = 4 * CHECK_MATCH_TIMEOUT_MS;
+
 /** Text length × pattern length up to which a pattern that cannot backtrack runs without the bound. */
 export const CHECK_UNBOUNDED_MATCH_STEPS = 1 << 20;
 
@@ -675,6 +681,9 @@ export type CheckSkip = "invalid" | "timedOut";
 export const checkSkippedWarning = (name: string, why: CheckSkip): string =>
   `${USER_PREFIX}the hookify rule "${name}" is skipped for this session: ` +
   (why === "timedOut" ? "its pattern took too long to match." : "its file or a pattern in it cannot be used.");
+
+/** The one warning of a session whose call ran out of CHECK_CALL_BUDGET_MS; no rule is named, as any may be late. */
+export const CHECKS_LATE_WARNING = `${USER_PREFIX}some hookify rules were not run in time and let a call through; later calls run them first.`;
 
 /** What the user is told when checks speak: the action and the rules' names. */
 export const checkNotice = (action: "blocked" | "warned" | "asked", names: string[]): string =>

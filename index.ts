@@ -932,6 +932,8 @@ export class CheckState {
   readonly pending = new Map<string, string>();
   /** Whether a stop was sent back since the last prompt. */
   continued = false;
+  /** The rule a call's budget stopped at: the next call's bounded matches start with it. */
+  late?: Check;
   /** The last edit, write or read the checks located, for delivery to take instead of locating it again. */
   located?: { id: string; located: Located; target: string; rel?: string };
 }
@@ -1179,14 +1181,19 @@ let checkSandbox: { context: Context; script: Script } | undefined;
  * Runs each rule's tests, under C.CHECK_MATCH_TIMEOUT_MS together unless they cannot run away: a rule
  * of many patterns, each quick, must not cost a call more. The rule whose test times out runs once more
  * alone, so that a busy machine pausing the process does not condemn plain patterns; timing out twice marks it.
+ * Past C.CHECK_CALL_BUDGET_MS the rest are not run (they match nothing): returns the rule they start with.
  */
-function boundedMatches(tests: RegexTest[]): void {
+function boundedMatches(tests: RegexTest[], late?: Check): Check | undefined {
   const slow = tests.filter((test) => {
     const small = test.text.length * test.regex.source.length <= C.CHECK_UNBOUNDED_MATCH_STEPS;
     if (small && C.BACKTRACK_FREE.test(test.regex.source)) test.matched = test.regex.test(test.text);
     return test.matched === undefined;
   });
-  if (slow.length === 0) return;
+  if (slow.length === 0) return undefined;
+  // The rule the last call's budget stopped at goes first: each call marks a runaway rule, none is starved.
+  const first = slow.findIndex((test) => test.of === late);
+  if (first > 0) slow.unshift(...slow.splice(first));
+  const started = performance.now();
   const { context, script } = (checkSandbox ??= {
     context: createContext({}),
     script: new Script("for (; i < until; i++) tests[i].matched = tests[i].regex.test(tests[i].text);"),
@@ -1212,7 +1219,9 @@ function boundedMatches(tests: RegexTest[]): void {
     while (end < slow.length && slow[end]!.of === slow[at]!.of) end++;
     if (!run(start, end)) slow[at]!.timedOut = true;
     from = end;
+    if (from < slow.length && performance.now() - started >= C.CHECK_CALL_BUDGET_MS) return slow[from]!.of;
   }
+  return undefined;
 }
 
 function operatorHolds(operator: string, pattern: string, value: string): boolean {
@@ -1248,7 +1257,10 @@ function matchingChecks(state: CheckState, checks: Check[], input: CheckInput, w
     });
     plans.push({ check, conditions });
   }
-  boundedMatches(plans.flatMap(({ conditions }) => conditions.flatMap((c) => (Array.isArray(c) ? c : []))));
+  const tests = plans.flatMap(({ conditions }) => conditions.flatMap((c) => (Array.isArray(c) ? c : [])));
+  const late = boundedMatches(tests, state.late);
+  if (late && !state.late) warn(C.CHECKS_LATE_WARNING);
+  state.late = late ?? state.late;
   const matched: Check[] = [];
   for (const { check, conditions } of plans) {
     if (conditions.some((c) => Array.isArray(c) && c.some((test) => test.timedOut)))
