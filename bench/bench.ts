@@ -28,7 +28,7 @@ import {
   floorOf,
   generateTree,
   parkGit,
-  removeAllTrees,
+  removeTreesAtExit,
   removeTree,
   treeBase,
   type SyntheticTree,
@@ -813,15 +813,7 @@ function fsRow(counted: Counted, tree: SyntheticTree): string[] {
 }
 
 async function main(): Promise<void> {
-  // Trees can hold 100k files in memory-backed storage: never leave them behind, whatever ends
-  // the run (an error, a closed pipe, Ctrl-C).
-  process.once("exit", removeAllTrees);
-  for (const signal of ["SIGINT", "SIGTERM"] as const) {
-    process.once(signal, () => {
-      removeAllTrees();
-      process.exit(130);
-    });
-  }
+  removeTreesAtExit();
   const config = configOf(process.argv.slice(2));
   const gc = exposeGc();
   const started = performance.now();

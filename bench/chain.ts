@@ -186,6 +186,17 @@ export async function measureChains(options: ChainOptions, probe?: () => void): 
   return { calls, timed, streak, counted: await countChains(calls, sides, options, perChain), trees: { git, noGit } };
 }
 
+/** `length` reads of the files at the bottom of the tree's first 8-folder chain in turn; the first is cold. */
+export function streakCalls(tree: SyntheticTree, length: number): ReplayCall[] {
+  const bottom = tree.dirs.find((dir) => dir.depth === 8)!;
+  return Array.from({ length }, (_, index) => ({
+    toolName: "read",
+    path: `${bottom.rel}/${bottom.files[index % bottom.files.length]}`,
+    dir: bottom,
+    cold: index === 0,
+  }));
+}
+
 /**
  * The warm path at its purest, git against no git: one chain's cold read, then warm reads of the
  * files at its bottom, each call's tool_call then tool_result with no tool in between (nothing of
@@ -193,13 +204,7 @@ export async function measureChains(options: ChainOptions, probe?: () => void): 
  * Fresh runners, so the chain is cold for them at the first call only.
  */
 async function warmStreak(git: SyntheticTree, noGit: SyntheticTree): Promise<{ git: Sample[]; noGit: Sample[] }> {
-  const bottom = git.dirs.find((dir) => dir.depth === 8)!;
-  const calls: ReplayCall[] = Array.from({ length: 1 + 2 * WARM_STREAK }, (_, index) => ({
-    toolName: "read",
-    path: `${bottom.rel}/${bottom.files[index % bottom.files.length]}`,
-    dir: bottom,
-    cold: index === 0,
-  }));
+  const calls = streakCalls(git, 1 + 2 * WARM_STREAK);
   const runners: BenchRunner[] = [];
   try {
     const lanes = [];

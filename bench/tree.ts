@@ -346,6 +346,20 @@ export function removeAllTrees(): void {
   for (const root of liveRoots) removeTree({ root });
 }
 
+/**
+ * Trees can hold 100k files in memory-backed storage: never leave them behind, whatever ends the
+ * run (an error, a closed pipe, Ctrl-C).
+ */
+export function removeTreesAtExit(): void {
+  process.once("exit", removeAllTrees);
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    process.once(signal, () => {
+      removeAllTrees();
+      process.exit(130);
+    });
+  }
+}
+
 /** Working directories (not vendored) by depth. */
 export function dirsAtDepth(tree: SyntheticTree, depth: number): DirNode[] {
   return tree.dirs.filter((dir) => !dir.ignored && dir.depth === depth);
