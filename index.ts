@@ -40,7 +40,7 @@ import * as nodeFs from "node:fs";
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { hash } from "node:crypto";
 import { homedir } from "node:os";
-import { basename, dirname, isAbsolute, join, posix, relative, resolve, sep } from "node:path";
+import * as nodePath from "node:path";
 import { fileURLToPath } from "node:url";
 import { createContext, Script, type Context } from "node:vm";
 import {
@@ -61,7 +61,14 @@ import {
   type ToolResultEventResult,
   type TurnEndEvent,
 } from "@earendil-works/pi-coding-agent";
-import * as C from "./config.ts";
+import * as config from "./config.ts";
+import type { CheckSkip, Counts, FailureLabel, Reason, RuleSource, Setting, ShellWordReason } from "./config.ts";
+
+// Pi loads an extension through jiti, which hands it every module as a Proxy: a name read from one is a trap at each
+// use. The names the warm path uses are read once, here (A/B, warm depth-8 reads, no git: config 0.94, path and fs 0.92).
+const C = { ...config };
+const { basename, dirname, isAbsolute, join, posix, relative, resolve, sep } = nodePath;
+const { closeSync, fstatSync, lstatSync, openSync, readdirSync, readSync, realpathSync, statSync } = nodeFs;
 
 // =============================================================================================
 // 1. Pi adapter. The only code that knows Pi's events: it turns them into engine calls and decides
@@ -85,7 +92,7 @@ function tell(ctx: ExtensionContext, message: string, level: "info" | "warning")
 // Every hook runs fail-open: a failure costs only what the extension would have added. It is
 // counted under a fixed label for `/lazy-agents`, and the user is warned once per session.
 function guardFor(engine: LazyAgents) {
-  return <T>(ctx: ExtensionContext, label: C.FailureLabel, run: () => T | Promise<T>, fallback?: () => T) => {
+  return <T>(ctx: ExtensionContext, label: FailureLabel, run: () => T | Promise<T>, fallback?: () => T) => {
     const failed = () => {
       if (engine.noteFailure(label)) tell(ctx, C.FAILURE_WARNING, "warning");
       return fallback?.();
@@ -298,7 +305,7 @@ export function resolveToolPath(raw: unknown, cwd: string, exists?: (path: strin
  * folders are known to be real.
  */
 function locateShellWords(discovery: Discovery, commands: ShellCommand[], cwd: string) {
-  const byPath = new Map<string, Located | C.ShellWordReason>();
+  const byPath = new Map<string, Located | ShellWordReason>();
   const folders = new Map<string, FolderWalk>();
   const chains = new Map<string, Located>();
   const outcomes = commands.flatMap(({ uses }) =>
@@ -323,7 +330,7 @@ function locateShellPath(
   role: "read" | "write",
   path: string,
   folders: Map<string, FolderWalk>,
-): Located | C.ShellWordReason {
+): Located | ShellWordReason {
   if (path.includes("\0") || Buffer.byteLength(path) > C.MAX_PATH_BYTES) return "missing";
   if (!mayBeInside(discovery, path)) return "outside";
   const below = (located?: Located) => (!located ? "outside" : located.links.length === 0 ? "cwdItself" : located);
@@ -424,7 +431,7 @@ export class LazyAgents {
   /** The session entry the ledger was last checked against, for context edits appended since. */
   contextMark?: string | null;
   /** Failures the hooks caught, by label, for `/lazy-agents`. */
-  readonly failures = new Map<C.FailureLabel, number>();
+  readonly failures = new Map<FailureLabel, number>();
   readonly checks = new CheckState();
   git?: GitIgnoreOracle;
   startupSkills = new Map<string, string>();
@@ -447,7 +454,7 @@ export class LazyAgents {
   }
 
   /** Counts a failure a hook caught; true for the session's first, which the user hears about. */
-  noteFailure(label: C.FailureLabel): boolean {
+  noteFailure(label: FailureLabel): boolean {
     const first = this.failures.size === 0;
     this.failures.set(label, (this.failures.get(label) ?? 0) + 1);
     return first;
@@ -924,9 +931,9 @@ export class CheckState {
   readonly scopes = new Set<string>();
   readonly compiled = new WeakMap<InstructionFile, Check>();
   /** Rule versions skipped for the session, by path and version. */
-  readonly skipped = new Map<string, C.CheckSkip>();
+  readonly skipped = new Map<string, CheckSkip>();
   /** Rule files refused (a link out of cwd, too large), by path: each reason is told once. */
-  readonly refused = new Map<string, C.Reason>();
+  readonly refused = new Map<string, Reason>();
   readonly fired = new Map<string, number>();
   /** Warnings waiting for their call's result. */
   readonly pending = new Map<string, string>();
@@ -1123,7 +1130,7 @@ function checkBases(discovery: Discovery, located: Located | undefined): CheckBa
 function checksIn(discovery: Discovery, state: CheckState, bases: CheckBase[], warn = (_: string) => {}): Check[] {
   const checks: Check[] = [];
   // Told once per reason, as a refused instruction file is.
-  const warnOnce = (written: string, reason: C.Reason | "skip" | "held") => {
+  const warnOnce = (written: string, reason: Reason | "skip" | "held") => {
     const path = toDisplayPath(discovery.cwdReal, written);
     if (reason === "skip" || reason === "held" || state.refused.get(path) === reason) return;
     state.refused.set(path, reason);
@@ -1160,7 +1167,7 @@ function checksIn(discovery: Discovery, state: CheckState, bases: CheckBase[], w
   return checks;
 }
 
-function skipCheck(state: CheckState, check: Check, why: C.CheckSkip, warn: (text: string) => void): void {
+function skipCheck(state: CheckState, check: Check, why: CheckSkip, warn: (text: string) => void): void {
   state.skipped.set(check.skipKey, why);
   warn(C.checkSkippedWarning(oneLine(check.name), why));
 }
@@ -1556,7 +1563,7 @@ class Ledger {
   /** What the instruction file held for each scope imports: an import stays while one still does. */
   readonly importsByScope = new Map<string, Set<string>>();
   /** Skip notices the model holds, by skipKey → reason. */
-  readonly skipped = new Map<string, C.Reason>();
+  readonly skipped = new Map<string, Reason>();
   /** Further scopes the model was told a held file governs: path → scopes. */
   readonly alsoGoverns = new Map<string, Set<string>>();
   /** Sections whose full explanation the model can still see. */
@@ -2093,7 +2100,7 @@ function shownRuleScope(scope: string): string {
 
 interface Rejection {
   path: string;
-  reason: C.Reason;
+  reason: Reason;
   /** Instruction-file, import and cap rejections are told to the model; the others only to the user. */
   kind: "instruction" | "import" | "skill" | "overridden" | "cap";
   /** For a capped folder: how many of its entries were taken. */
@@ -2144,10 +2151,10 @@ interface DirectoryEntry {
 }
 
 /** A source resolved and let through by the source policy, or why not ("skip": nothing is there). */
-type ResolvedSource = { real: string; stats: nodeFs.Stats } | { reason: C.Reason | "skip" | "held" };
+type ResolvedSource = { real: string; stats: nodeFs.Stats } | { reason: Reason | "skip" | "held" };
 
 /** A source file, or why there is none; `real` names a file that is there but was refused as read. */
-type SourceFile = InstructionFile | { reason: C.Reason | "skip" | "held"; real?: string };
+type SourceFile = InstructionFile | { reason: Reason | "skip" | "held"; real?: string };
 
 interface FileEntry {
   loaded: Loaded;
@@ -2158,7 +2165,7 @@ interface FileEntry {
   skill?: ParsedSkill & { folder: string };
 }
 
-type ParsedSkill = { ok: true; skill: Skill; hidden: boolean } | { ok: false; reason: C.Reason };
+type ParsedSkill = { ok: true; skill: Skill; hidden: boolean } | { ok: false; reason: Reason };
 
 interface ListingEntry {
   names: Array<{ name: string; kind: "file" | "dir" | "link" | "other" }>;
@@ -2330,7 +2337,7 @@ function viewChain(ctx: Discovery, located: Located, withSkills: boolean, unview
   return views;
 }
 
-function ignoredReasonOf(ctx: Discovery, link: ChainLink): C.Reason | undefined {
+function ignoredReasonOf(ctx: Discovery, link: ChainLink): Reason | undefined {
   if (ctx.options.ignoredDirs.has(link.name)) return "ignoredDir";
   return ctx.gitAnswers.folders.get(link.scope) === true ? "gitIgnored" : undefined;
 }
@@ -2379,7 +2386,7 @@ class Discovery {
   folds?: boolean;
   readonly gitAnswers: GitAnswers;
   /** Folders whose subtree was skipped, for the inspection command. */
-  readonly ignoredSeen = new Map<string, C.Reason>();
+  readonly ignoredSeen = new Map<string, Reason>();
   /** Real paths of the context files Pi loaded at start-up (inside cwd): never sent again. */
   startupContext: ReadonlySet<string> = new Set();
   /** Sources held back for git so far; a view that saw it grow is pending. */
@@ -2389,7 +2396,7 @@ class Discovery {
   // depth-8 reads: 0.95), and each rule compiled once per version.
   readonly ruleFolders = new Map<string, RuleFolder>();
   readonly rulePlaces = new Map<string, RulePlace>();
-  readonly cwdRulePlaces: Partial<Record<C.RuleSource, RulePlace>> = {};
+  readonly cwdRulePlaces: Partial<Record<RuleSource, RulePlace>> = {};
   readonly compiledRules = new Map<string, Rule>();
   private sweepAt = 256;
   /** Every cache, by the name the soak test and the inspection command show. */
@@ -2665,7 +2672,7 @@ function sourceRefusal(
   written: string,
   real: string,
   isDirectory: () => boolean,
-): C.Reason | "held" | undefined {
+): Reason | "held" | undefined {
   if (how === "control") return isPathInside(ctx.cwdReal, real) ? undefined : "symlinkEscape";
   if (ctx.startupContext.has(real)) return "startupContext";
   // The warm path: a file its source's layout names, and no link, is the folder view's to judge.
@@ -2687,7 +2694,7 @@ function sourceRefusal(
 }
 
 /** Whether git ignores a target (cwd-relative segments) or a folder above it; "held" when unknown. */
-function gitRefusal(ctx: Discovery, segments: string[], isDirectory: boolean): C.Reason | "held" | undefined {
+function gitRefusal(ctx: Discovery, segments: string[], isDirectory: boolean): Reason | "held" | undefined {
   const questions: string[] = [];
   let scope = "";
   for (const [index, name] of segments.entries()) {
@@ -2715,7 +2722,7 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
   // The names and files of every skill found so far in this tree, listed or hidden.
   const names = new Set<string>();
   const paths = new Set<string>();
-  const reject = (path: string, reason: C.Reason | "skip" | "held", kind: Rejection["kind"] = "skill") =>
+  const reject = (path: string, reason: Reason | "skip" | "held", kind: Rejection["kind"] = "skill") =>
     refuse(rejected, path, reason, kind);
   /** Adds the skill a file in the folder `prefix` names defines; false when no regular file is there, as Pi takes it. */
   const addSkill = (candidate: string, declared: boolean, prefix: string): boolean => {
@@ -2812,13 +2819,13 @@ function skillOf({ text, path }: InstructionFile, folder: string): ParsedSkill {
   return { ok: true, hidden: frontmatter["disable-model-invocation"] === true, skill };
 }
 
-function noteScanCap(path: string, listing: ListingEntry, rejected: Rejection[], reason: C.Reason = "scanCapped") {
+function noteScanCap(path: string, listing: ListingEntry, rejected: Rejection[], reason: Reason = "scanCapped") {
   const counts = { taken: listing.names.length, total: listing.total };
   if (counts.taken < counts.total) rejected.push({ path, reason, kind: "cap", counts });
 }
 
 /** Records a refusal; nothing for a source that is not there ("skip") or waits for git ("held"). */
-function refuse(rejected: Rejection[], path: string, reason: C.Reason | "skip" | "held", kind: Rejection["kind"]) {
+function refuse(rejected: Rejection[], path: string, reason: Reason | "skip" | "held", kind: Rejection["kind"]) {
   if (reason !== "skip" && reason !== "held") rejected.push({ path, reason, kind });
 }
 
@@ -2922,7 +2929,7 @@ interface RuleMeta {
  * `applyTo:`, else a description offers it, as VS Code does; manual with `excludeAgent: coding-agent`. Globs are a
  * list, or a comma list.
  */
-export function readRuleMeta(source: C.RuleSource, text: string, fileName: string): RuleMeta & { body: string } {
+export function readRuleMeta(source: RuleSource, text: string, fileName: string): RuleMeta & { body: string } {
   // Pi's parser; hand-written rules often hold frontmatter that is not valid YAML (`globs: *.ts`
   // reads as an alias), which is then read as the tools themselves read it.
   const { frontmatter, body } = yamlFrontmatter(text) ?? looseFrontmatter(text);
@@ -2979,7 +2986,7 @@ export function splitGlobList(value: string): string[] {
 
 // Exported for tests: a table test of each source's glob semantics.
 /** Whether a source's glob matches a path relative to the folder holding the rule folder. */
-export function globMatches(source: C.RuleSource, glob: string, path: string): boolean {
+export function globMatches(source: RuleSource, glob: string, path: string): boolean {
   const compiled = ruleGlob([glob], source);
   return compiled.ok && compiled.matches(path);
 }
@@ -2988,13 +2995,13 @@ export function globMatches(source: C.RuleSource, glob: string, path: string): b
  * A rule's globs as one matcher: a Claude glob without a slash matches only at the base, a Cursor or
  * Copilot one at any depth. `!` exclusions are in none of the three tools' syntax: they match nothing.
  */
-function ruleGlob(globs: readonly string[], source: C.RuleSource): ReturnType<typeof compileGlob> {
+function ruleGlob(globs: readonly string[], source: RuleSource): ReturnType<typeof compileGlob> {
   const usable = globs.map((glob) => glob.trim().replace(/^\.\//, "")).filter((glob) => !glob.startsWith("!"));
   return compileGlob(usable, { braces: true, floating: source !== "claude" });
 }
 
 /** The globs as the model is shown them, from cwd; a rule without globs covers its base. */
-function ruleScope(meta: RuleMeta, source: C.RuleSource, base: string): string {
+function ruleScope(meta: RuleMeta, source: RuleSource, base: string): string {
   const prefix = base === "" ? "" : `${base}/`;
   if (meta.kind !== "glob") return `${prefix}**`;
   // One reading for all three sources, a Claude glob's: a Cursor or Copilot glob without a slash says its `**/`.
@@ -3009,7 +3016,7 @@ function ruleScope(meta: RuleMeta, source: C.RuleSource, base: string): string {
 }
 
 interface Rule {
-  source: C.RuleSource;
+  source: RuleSource;
   /** cwd-relative path of the file's real location: its identity in the ledger. */
   path: string;
   /** Absolute path as listed; stat-checked again before the rule is delivered. */
@@ -3029,7 +3036,7 @@ interface Rule {
 }
 
 interface RulePlace {
-  source: C.RuleSource;
+  source: RuleSource;
   base: string;
   /** cwd-relative rule folder's parent (`.cursor` …), and its segments and absolute path. */
   parentScope: string;
@@ -3063,7 +3070,7 @@ function ruleApplies(rule: Rule, touched: readonly string[]): boolean {
   return kind !== "manual" && (kind !== "glob" || touched.some((path) => ruleMatches(rule, path)));
 }
 
-function rulePlace(ctx: Discovery, source: C.RuleSource, base: string): RulePlace {
+function rulePlace(ctx: Discovery, source: RuleSource, base: string): RulePlace {
   const [parent, child] = C.RULE_DIRS[source];
   const parentScope = base === "" ? parent : `${base}/${parent}`;
   const [parentSegments, parentDir] = [parentScope.split("/"), join(ctx.cwdReal, parentScope)];
@@ -3075,7 +3082,7 @@ function rulePlace(ctx: Discovery, source: C.RuleSource, base: string): RulePlac
  * that holds or held one. Folders git has not answered for yet wait. Git is asked about the rule
  * folder's parent (`.cursor`, `.claude`, `.github`), never below it: git gives up beyond a link.
  */
-function ruleFoldersFor(ctx: Discovery, views: DirectoryView[], sources: ReadonlySet<C.RuleSource>): RuleFolder[] {
+function ruleFoldersFor(ctx: Discovery, views: DirectoryView[], sources: ReadonlySet<RuleSource>): RuleFolder[] {
   // cwd's entry, as a folder view's: one lstat of cwd while it stands. One that fails takes each home for a link,
   // judged where it resolves, as a folder read name by name does.
   const entry = fsOr(null, () => ctx.directoryEntry(ctx.cwdReal));
@@ -3171,7 +3178,7 @@ function ruleFolder(ctx: Discovery, place: RulePlace, parentKind: ParentKind): R
 }
 
 /** The rule a rule file defines as it is now, compiled once per version; why not, for a file refused or gone. */
-function ruleAt(ctx: Discovery, place: RulePlace, candidate: string): Rule | { reason: C.Reason | "skip" | "held" } {
+function ruleAt(ctx: Discovery, place: RulePlace, candidate: string): Rule | { reason: Reason | "skip" | "held" } {
   const file = ctx.sourceFileOrUnknown(candidate, place.base);
   if ("reason" in file) return file;
   let rule = ctx.compiledRules.get(candidate);
@@ -3235,20 +3242,20 @@ const OPEN_FLAGS = nodeFs.constants.O_RDONLY | (nodeFs.constants.O_NOFOLLOW ?? 0
 // Exported for tests: the fault-injecting seam of tests wraps it. stat and lstat give undefined
 // when nothing is there.
 export const nodeFileSystem = {
-  stat: (path: string) => nodeFs.statSync(path, { throwIfNoEntry: false }),
-  lstat: (path: string) => nodeFs.lstatSync(path, { throwIfNoEntry: false }),
-  realpath: (path: string) => nodeFs.realpathSync.native(path),
-  open: (path: string) => nodeFs.openSync(path, OPEN_FLAGS),
-  fstat: (fd: number) => nodeFs.fstatSync(fd),
+  stat: (path: string) => statSync(path, { throwIfNoEntry: false }),
+  lstat: (path: string) => lstatSync(path, { throwIfNoEntry: false }),
+  realpath: (path: string) => realpathSync.native(path),
+  open: (path: string) => openSync(path, OPEN_FLAGS),
+  fstat: (fd: number) => fstatSync(fd),
   read: (fd: number, buffer: Uint8Array, offset: number, length: number, position: number) =>
-    nodeFs.readSync(fd, buffer, offset, length, position),
-  close: (fd: number) => nodeFs.closeSync(fd),
-  readdir: (path: string) => nodeFs.readdirSync(path, { withFileTypes: true }),
+    readSync(fd, buffer, offset, length, position),
+  close: (fd: number) => closeSync(fd),
+  readdir: (path: string) => readdirSync(path, { withFileTypes: true }),
 };
 
 export type FileSystem = typeof nodeFileSystem;
 
-type Loaded = { ok: true; text: string; version: string; bytes: number } | { ok: false; reason: C.Reason };
+type Loaded = { ok: true; text: string; version: string; bytes: number } | { ok: false; reason: Reason };
 
 type Signature = Pick<nodeFs.Stats, "dev" | "ino" | "size" | "mtimeMs" | "ctimeMs">;
 
@@ -3487,7 +3494,7 @@ export const defaultOptions = C.defaultOptions;
  * A setting's value, shaped as its option's default (a list or a set); undefined for a value it does not take.
  * A name is at most 255 characters, not `.` or `..`, without `/`, `\` or NUL; a list holds at most 64.
  */
-function settingValue(setting: C.Setting, value: unknown, shape: unknown): unknown {
+function settingValue(setting: Setting, value: unknown, shape: unknown): unknown {
   const { type, min = 0, from } = setting;
   if (type === "boolean") return typeof value === "boolean" ? value : undefined;
   if (type === "bytes") {
@@ -3535,7 +3542,7 @@ export function optionsFromSettings(
     warnings.push(C.SETTINGS_WARNINGS.moreKeys(more.filter((other) => other === where).length, where));
   for (const key of SETTING_KEYS) {
     if (raw[key] === undefined) continue;
-    const setting: C.Setting = C.SETTINGS[key];
+    const setting: Setting = C.SETTINGS[key];
     const option = (setting.option ?? key) as keyof Options;
     const value = settingValue(setting, raw[key], options[option]);
     if (value === undefined) warnings.push(C.SETTINGS_WARNINGS.badValue(key, origin(key), C.settingExpected(setting)));
@@ -3625,7 +3632,7 @@ function viewedFiles(views: Iterable<DirectoryView>): Array<InstructionFile & { 
 }
 
 /** Why a folder of a chain has no view: where the chain stopped (ignored, a skills tree), or it could not be read. */
-type Unviewed = Map<string, C.Reason>;
+type Unviewed = Map<string, Reason>;
 
 /** Views the chains as a call would, once git has answered, and records them; a folder looks alike on every chain. */
 async function viewForReport(engine: LazyAgents, discovery: Discovery, chains: Located[], env: CallEnvironment) {
@@ -3855,7 +3862,7 @@ function commandCompletions(engine: LazyAgents, prefix: string): Array<{ value: 
 }
 
 /** What the model holds, counted for the status line and the report; a turn's notice counts its own records. */
-function heldCounts(ledger: Ledger): C.Counts {
+function heldCounts(ledger: Ledger): Counts {
   const rules = ledger.all("rule").filter((rule) => rule.as === "text").length;
   return { files: ledger.all("file").length, rules, skills: ledger.all("skill").length };
 }
@@ -4059,7 +4066,7 @@ function errorCode(error: unknown): string {
 
 /** What one word of a bash command is to the extension: a path to activate, or why not. */
 type ShellWordUse =
-  { word: string; role: "read" | "write"; path: string } | { word: string; role: "skip"; reason: C.ShellWordReason };
+  { word: string; role: "read" | "write"; path: string } | { word: string; role: "skip"; reason: ShellWordReason };
 
 interface ShellCommand {
   /** The command's directory, relative to cwd or absolute; undefined after a `cd` known only at run time. */
@@ -4257,7 +4264,7 @@ export function readShellCommand(
     let base = frame.cwd;
     let afterDashes = false;
     let owner = ""; // The wrapper whose options come before the tool (`env -C dir`).
-    const skip = (word: ShellWord, reason: C.ShellWordReason) => uses.push({ word: word.text, role: "skip", reason });
+    const skip = (word: ShellWord, reason: ShellWordReason) => uses.push({ word: word.text, role: "skip", reason });
     const use = (word: ShellWord, role: "read" | "write") => uses.push(shellWordUse(word, role, base));
     for (let index = 0; index < words.length; index++) {
       const word = words[index]!;
@@ -4370,7 +4377,7 @@ export function globWork(): number {
 function compileGlob(
   globs: string | readonly string[],
   options: { braces: boolean; floating: boolean },
-): { ok: true; matches: (path: string) => boolean } | { ok: false; reason: C.Reason } {
+): { ok: true; matches: (path: string) => boolean } | { ok: false; reason: Reason } {
   const alternatives: Array<{ segments: Array<GlobChar[] | typeof ANY_DEPTH>; prefix: string; suffix: string }> = [];
   let chars = 0;
   for (let glob of typeof globs === "string" ? [globs] : globs) {
