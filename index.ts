@@ -1152,7 +1152,7 @@ function checksIn(discovery: Discovery, state: CheckState, bases: CheckBase[], w
       if ((kind !== "file" && kind !== "link") || !C.CHECK_FILE_NAME.test(name)) continue;
       const file = discovery.sourceFileOrUnknown(entryPath(folder!, name), scope);
       if ("reason" in file) {
-        warnOnce(join(home, name), file.reason);
+        warnOnce(entryPath(home, name), file.reason);
         continue;
       }
       let check = state.compiled.get(file);
@@ -2214,7 +2214,11 @@ function chainFor(ctx: Discovery, rel: string): ChainLink[] {
   links = [];
   for (const name of rel === "" ? [] : rel.split(sep)) {
     const parent = links.at(-1);
-    links.push({ dir: join(parent?.dir ?? ctx.cwdReal, name), scope: parent ? `${parent.scope}/${name}` : name, name });
+    links.push({
+      dir: entryPath(parent?.dir ?? ctx.cwdReal, name),
+      scope: parent ? `${parent.scope}/${name}` : name,
+      name,
+    });
   }
   ctx.chains.set(rel, links);
   return links;
@@ -2279,7 +2283,7 @@ function spelledAsOnDisk(ctx: Discovery, links: ChainLink[], stats: nodeFs.Stats
       [...name].map((c) => (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase())).join("");
     const at = links.findIndex(({ name }) => swap(name) !== name);
     if (at === -1) return true;
-    const other = fsOr(undefined, () => ctx.fs.lstat(join(dirname(links[at]!.dir), swap(links[at]!.name))));
+    const other = fsOr(undefined, () => ctx.fs.lstat(entryPath(dirname(links[at]!.dir), swap(links[at]!.name))));
     ctx.folds = other !== undefined && other.ino === stats[at]!.ino && other.dev === stats[at]!.dev;
   }
   const last = links.at(-1)!.dir;
@@ -2477,13 +2481,15 @@ class Discovery {
       const probed = new Set<string>();
       const has = (name: string) => {
         if (named) return named.has(name);
-        const stats = fsOr(null, () => this.fs.lstat(join(dir, name)));
+        const stats = fsOr(null, () => this.fs.lstat(entryPath(dir, name)));
         const id = stats ? `${stats.dev}:${stats.ino}` : undefined;
         return stats === null || (id !== undefined && !probed.has(id) && !!probed.add(id));
       };
       // A home whose lstat fails is taken for a link: judged where it resolves, whose I/O error counts as unreadable.
       const kindOf = (name: string) =>
-        named ? kindOfEntry(named.get(name)) : fsOr("link" as const, () => kindOfEntry(this.fs.lstat(join(dir, name))));
+        named
+          ? kindOfEntry(named.get(name))
+          : fsOr("link" as const, () => kindOfEntry(this.fs.lstat(entryPath(dir, name))));
       return {
         candidates: wanted.filter(has).map((name) => entryPath(dir, name)),
         homes: new Map([...C.SOURCE_HOMES.keys()].map((name) => [name, kindOf(name)])),
@@ -2800,7 +2806,7 @@ function skillsOf(ctx: Discovery, link: ChainLink, entry: DirectoryEntry, reject
     return true;
   });
   // The skills found so far stand; the rest are unknown until the next access.
-  if (!scanned) reject(toDisplayPath(ctx.cwdReal, join(written, child)), "unreadable");
+  if (!scanned) reject(toDisplayPath(ctx.cwdReal, entryPath(written, child)), "unreadable");
   return skills;
 }
 
