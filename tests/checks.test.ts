@@ -22,7 +22,6 @@ import {
   type TreeSpec,
   twoTrees,
   withCwdAt,
-  withTree,
   type CallResult,
 } from "./harness.ts";
 import type { FauxResponseStep } from "@earendil-works/pi-ai";
@@ -666,50 +665,49 @@ const runawayRules: TreeSpec = Object.fromEntries(
   ]),
 );
 
-// One plain folder: the bound is the matcher's, not discovery's, and each tree costs 40 × 100 ms of runaway matching.
-test("a call's checks stop at a fixed budget: rules not run in time let it through, and the next calls go on", () =>
-  withTree(
-    {
-      ...runawayRules,
-      ".claude/hookify.zz-plain.local.md": rule(
-        "name: plain-rule\nevent: bash\npattern: echo\\s+a\naction: block",
-        "PLAIN",
-      ),
-    },
-    async (tree) => {
-      const h = await loadRunner(tree, { hasUI: true });
-      const command = `echo ${"a".repeat(5_000)}b`;
-      const calls: Array<{ ms: number; result: CallResult }> = [];
-      // Each call marks at least one runaway rule: after 40 calls none is left to run.
-      while (calls.length <= 40 && !calls.at(-1)?.result.blocked) {
-        let result: CallResult | undefined;
-        const ms = await timed(async () => (result = await h.call("bash", { command })));
-        calls.push({ ms, result: result! });
-      }
-      // Unbounded per call, the first took 40 × 2 × 50 ms. A hang guard with room for a loaded machine, not a speed
-      // goal: a quarter of that, where the budget and the two bounds of a test started within it make 300 ms.
-      for (const [index, { ms }] of calls.entries()) assert.ok(ms < (40 * 100) / 4, `call ${index} took ${ms} ms`);
-      assert.equal(
-        calls[0]!.result.blocked,
-        false,
-        "the plain rule, not run within the first call's budget, lets it through",
-      );
-      assert.match(textOf(calls[0]!.result.content), /a{5000}b/, "the command ran");
-      assert.ok(calls.length > 1 && calls.length <= 41, `${calls.length} calls`);
-      assert.match(calls.at(-1)!.result.reason!, /\*\*\[plain-rule\]\*\*\nPLAIN/);
-      const skipped = h.notifications.filter((n) =>
-        /"slow-\d\d" is skipped for this session: its pattern took too long/.test(n),
-      );
-      assert.equal(skipped.length, 40, "each runaway rule is skipped once, with one warning");
-      assert.deepEqual(
-        h.notifications.filter((n) => /not run in time/.test(n)),
-        ["pi-lazy-agents: some hookify rules were not run in time and let a call through; later calls run them first."],
-        "one warning for the session",
-      );
-      await h.command("lazy-agents", "");
-      assert.equal(countOccurrences(h.notifications.at(-1)!, "timed out"), 40);
-    },
-  ));
+both(
+  "a call's checks stop at a fixed budget: rules not run in time let it through, and the next calls go on",
+  {
+    ...runawayRules,
+    ".claude/hookify.zz-plain.local.md": rule(
+      "name: plain-rule\nevent: bash\npattern: echo\\s+a\naction: block",
+      "PLAIN",
+    ),
+  },
+  async (tree) => {
+    const h = await loadRunner(tree, { hasUI: true });
+    const command = `echo ${"a".repeat(5_000)}b`;
+    const calls: Array<{ ms: number; result: CallResult }> = [];
+    // Each call marks at least one runaway rule: after 40 calls none is left to run.
+    while (calls.length <= 40 && !calls.at(-1)?.result.blocked) {
+      let result: CallResult | undefined;
+      const ms = await timed(async () => (result = await h.call("bash", { command })));
+      calls.push({ ms, result: result! });
+    }
+    // Unbounded per call, the first took 40 × 2 × 50 ms. A hang guard with room for a loaded machine, not a speed
+    // goal: a quarter of that, where the budget and the two bounds of a test started within it make 300 ms.
+    for (const [index, { ms }] of calls.entries()) assert.ok(ms < (40 * 100) / 4, `call ${index} took ${ms} ms`);
+    assert.equal(
+      calls[0]!.result.blocked,
+      false,
+      "the plain rule, not run within the first call's budget, lets it through",
+    );
+    assert.match(textOf(calls[0]!.result.content), /a{5000}b/, "the command ran");
+    assert.ok(calls.length > 1 && calls.length <= 41, `${calls.length} calls`);
+    assert.match(calls.at(-1)!.result.reason!, /\*\*\[plain-rule\]\*\*\nPLAIN/);
+    const skipped = h.notifications.filter((n) =>
+      /"slow-\d\d" is skipped for this session: its pattern took too long/.test(n),
+    );
+    assert.equal(skipped.length, 40, "each runaway rule is skipped once, with one warning");
+    assert.deepEqual(
+      h.notifications.filter((n) => /not run in time/.test(n)),
+      ["pi-lazy-agents: some hookify rules were not run in time and let a call through; later calls run them first."],
+      "one warning for the session",
+    );
+    await h.command("lazy-agents", "");
+    assert.equal(countOccurrences(h.notifications.at(-1)!, "timed out"), 40);
+  },
+);
 
 // hookify strips every quote at both ends of a value; a run of them inside it is kept.
 const quoted = (i: number, run: string) =>
