@@ -1157,7 +1157,9 @@ function checksIn(discovery: Discovery, state: CheckState, bases: CheckBase[], w
       }
       let check = state.compiled.get(file);
       const skipKey = `${file.path}\0${file.version}`;
-      if (!check) state.compiled.set(file, (check = { ...hookifyRule(file.text), loaded: file, skipKey }));
+      // hookify reads a rule in Python's text mode, which keeps a BOM: its text then has no frontmatter.
+      const text = file.bom ? `\uFEFF${file.text}` : file.text;
+      if (!check) state.compiled.set(file, (check = { ...hookifyRule(text), loaded: file, skipKey }));
       checks.push(check);
     }
   }
@@ -2111,6 +2113,8 @@ interface InstructionFile {
   text: string;
   version: string;
   bytes: number;
+  /** The file starts with a BOM, which `text` no longer holds. */
+  bom?: true;
 }
 
 interface Skill {
@@ -2548,8 +2552,8 @@ class Discovery {
     // A read that failed (EIO, EACCES, a race) may succeed next time without the file changing.
     const entry = this.files.current(real, stats, load, ({ loaded }) => loaded.ok || loaded.reason !== "unreadable");
     if (!entry.loaded.ok) return { reason: entry.loaded.reason, real };
-    const { text, version, bytes } = entry.loaded;
-    return (entry.file ??= { path: toDisplayPath(this.cwdReal, real), realPath: real, text, version, bytes });
+    const { text, version, bytes, bom } = entry.loaded;
+    return (entry.file ??= { path: toDisplayPath(this.cwdReal, real), realPath: real, text, version, bytes, bom });
   }
 
   sourceFolder(path: string, scope: string): string | undefined {
@@ -3258,7 +3262,7 @@ export const nodeFileSystem = {
 
 export type FileSystem = typeof nodeFileSystem;
 
-type Loaded = { ok: true; text: string; version: string; bytes: number } | { ok: false; reason: Reason };
+type Loaded = { ok: true; text: string; version: string; bytes: number; bom?: true } | { ok: false; reason: Reason };
 
 type Signature = Pick<nodeFs.Stats, "dev" | "ino" | "size" | "mtimeMs" | "ctimeMs">;
 
@@ -3322,7 +3326,8 @@ function readBounded(fs: FileSystem, realPath: string, maxBytes: number, judged?
     if (length > maxBytes) return { ok: false, reason: "tooLarge" };
     const text = decodeInstructionText(buffer.subarray(0, length));
     if (text === undefined) return { ok: false, reason: "notUtf8" };
-    return { ok: true, text, version: versionOf(text), bytes: length };
+    const bom = buffer[0] === 0xef && buffer[1] === 0xbb && buffer[2] === 0xbf ? { bom: true as const } : {};
+    return { ok: true, text, version: versionOf(text), bytes: length, ...bom };
   } catch (error) {
     errorCode(error);
     return { ok: false, reason: "unreadable" };

@@ -898,6 +898,24 @@ both(
   },
 );
 
+// hookify opens a rule file in Python's text mode, which keeps a UTF-8 BOM: the text does not start with `---`, so
+// extract_frontmatter finds none and load_rule_file skips the rule with a warning.
+both(
+  "a rule file that starts with a BOM has no frontmatter, as in hookify: it blocks nothing and is listed as invalid",
+  {
+    ".claude/hookify.bom.local.md": `\uFEFF${rule("name: bom-rule\nevent: bash\npattern: rm\\s+-rf\naction: block", "BOM-BODY")}`,
+    "keep/file.txt": "x",
+  },
+  async (tree) => {
+    const run = await play(tree, [toolTurn(["bash", { command: "rm -rf keep" }]), finalTurn()]);
+    assert.equal(run.results[0]!.isError, false, "the command ran");
+    assert.doesNotMatch(textOf(run.results[0]!.content), /BOM-BODY/);
+    assert.ok(!existsSync(tree.abs("keep")));
+    assert.equal(run.notifications.filter((n) => /unnamed/.test(n)).length, 1, "one warning names the rule");
+    assert.match(await run.report(), /unnamed +\.claude\/hookify\.bom\.local\.md +all +warn +invalid/);
+  },
+);
+
 // Python's `$` (without re.M) matches at the end and before a newline that ends the text; JavaScript's only at the end.
 test("a pattern's $ matches before a final newline, as in Python; inside a class or escaped it stays a dollar", () => {
   const texts = ["x", "x\n", "x\n\n", "x\ny", "a$"];
