@@ -1255,7 +1255,7 @@ export function asciiJson(value: unknown): string {
   );
 }
 
-export function describeFailure(original: Failure, minimal: { case: Case; failure: Failure }): string {
+export function describeFailure(original: Failure, minimal: { case: Case; failure: Failure }, git = false): string {
   const big = (content: Content) =>
     typeof content === "string" && content.length > 120 ? `${content.slice(0, 60)}…(${content.length} chars)` : content;
   const entries = minimal.case.entries.map((entry) =>
@@ -1269,7 +1269,7 @@ export function describeFailure(original: Failure, minimal: { case: Case; failur
     minimal.failure.message,
     asciiJson({ seed: minimal.case.seed, entries, steps: minimal.case.steps }),
     "",
-    `replay: bun run fuzz -- --seed ${original.seed} --cases 1`,
+    `replay: bun run fuzz -- --seed ${original.seed} --cases 1${git ? " --git" : ""}`,
   ].join("\n");
 }
 
@@ -1299,7 +1299,7 @@ export async function fuzz(
   if (!firstFailure) return undefined;
   const { case: failed, failure } = firstFailure;
   const minimal = options.shrink === false ? { case: failed, failure } : await shrink(failed, failure, options);
-  return describeFailure(failure, minimal);
+  return describeFailure(failure, minimal, options.git);
 }
 
 export function loadCase(path: string): Case {
