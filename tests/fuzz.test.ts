@@ -49,6 +49,14 @@ test(`differential fuzz in a git repository: ${GIT_CASES} seeded cases agree wit
   assert.equal(planned, undefined, planned);
 });
 
+test("the reference model agrees that an unreadable skill file costs only its own skill, whatever the folder order", async () => {
+  // Seed 20261611: a skills tree whose loose skill file fails with EIO, listed before a folder with a SKILL.md.
+  for (const git of [false, true]) {
+    const report = await fuzz(20261611, 1, { git });
+    assert.equal(report, undefined, report);
+  }
+});
+
 test("a failing case is reported with its seed, a minimal reproduction and the replay command", async () => {
   // A case that passes, played again with a read fault the model does not know of: a bug to find.
   const c: Case = {

@@ -206,9 +206,6 @@ function frontmatterOf(text: string): Record<string, unknown> | undefined {
 
 export type Candidate = { file: ModelFile } | { reason: ModelReason } | { skip: true } | { unknown: true };
 
-/** Thrown through a skills scan that met a file it could not read: the rest is unknown. */
-class Unknown extends Error {}
-
 export class ReferenceModel {
   readonly cwd: string;
   /** What the LLM holds: instruction file path → version and the scope it was given for. */
@@ -299,14 +296,7 @@ export class ReferenceModel {
       view.file = result.file;
       break;
     }
-    if (withSkills) {
-      try {
-        this.skillsIn(dir, view.skills);
-      } catch (error) {
-        if (!(error instanceof Unknown)) throw error;
-        view.skillsUnknown = true;
-      }
-    }
+    if (withSkills) view.skillsUnknown = this.skillsIn(dir, view.skills);
     return view;
   }
 
@@ -342,15 +332,20 @@ export class ReferenceModel {
     return { file: { path: display(this.cwd, real), real, text, version: modelVersion(text), bytes: bytes.length } };
   }
 
-  /** Pi's rules for `.agents/skills`, answered from the disk; throws Unknown past an unreadable file. */
-  skillsIn(dir: string, skills: ModelSkill[]): void {
-    if (!tryLstat(join(dir, ".agents"))) return;
+  /**
+   * Pi's rules for `.agents/skills`, answered from the disk; true when a file could not be read. An unreadable file
+   * costs only its own skill: the rest of the tree is still scanned, in whatever order.
+   */
+  skillsIn(dir: string, skills: ModelSkill[]): boolean {
+    if (!tryLstat(join(dir, ".agents"))) return false;
     const root = tryRealpath(join(dir, ".agents", "skills"));
-    if (root === undefined || !strictlyInside(this.cwd, root)) return;
-    this.scanSkills(root, 0, skills);
+    if (root === undefined || !strictlyInside(this.cwd, root)) return false;
+    const unknown = { seen: false };
+    this.scanSkills(root, 0, skills, unknown);
+    return unknown.seen;
   }
 
-  private scanSkills(dir: string, depth: number, out: ModelSkill[]): void {
+  private scanSkills(dir: string, depth: number, out: ModelSkill[], unknown: { seen: boolean }): void {
     if (!tryStat(dir)?.isDirectory()) return;
     let entries: Array<{ name: string; link: boolean; dir: boolean; file: boolean }>;
     try {
@@ -365,7 +360,7 @@ export class ReferenceModel {
     }
     entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     if (entries.some((entry) => entry.name === "SKILL.md")) {
-      this.addSkill(join(dir, "SKILL.md"), out);
+      this.addSkill(join(dir, "SKILL.md"), out, unknown);
       return;
     }
     for (const entry of entries) {
@@ -379,16 +374,16 @@ export class ReferenceModel {
         if (tryStat(real)?.isDirectory()) subdirectory = real;
       }
       if (subdirectory !== undefined) {
-        if (depth < SKILL_MAX_DEPTH) this.scanSkills(subdirectory, depth + 1, out);
+        if (depth < SKILL_MAX_DEPTH) this.scanSkills(subdirectory, depth + 1, out, unknown);
         continue;
       }
-      if (depth > 0 && entry.name.endsWith(".md")) this.addSkill(path, out);
+      if (depth > 0 && entry.name.endsWith(".md")) this.addSkill(path, out, unknown);
     }
   }
 
-  private addSkill(path: string, out: ModelSkill[]): void {
+  private addSkill(path: string, out: ModelSkill[], unknown: { seen: boolean }): void {
     const result = this.candidate(path);
-    if ("unknown" in result) throw new Unknown();
+    if ("unknown" in result) return void (unknown.seen = true);
     if (!("file" in result)) return;
     const frontmatter = frontmatterOf(result.file.text);
     if (frontmatter === undefined) return;
