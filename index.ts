@@ -3877,7 +3877,8 @@ function heldCounts(ledger: Ledger): Counts {
 
 /** The notification of what one turn's reminders loaded, counted by kind as the status line counts; none for nothing. */
 function turnNotice(records: LedgerRecord[]): string | undefined {
-  const pathsOf = (items: Array<{ path: string }>) => new Set(items.map((item) => item.path));
+  // In path order: the order results are answered in depends on git's timing, and a list should not.
+  const pathsOf = (items: Array<{ path: string }>) => new Set(items.map((item) => item.path).sort());
   const files = pathsOf(records.flatMap((record) => record.files.filter((file) => file.via === "reminder")));
   const rules = pathsOf(records.flatMap((record) => (record.rules ?? []).filter((rule) => rule.as === "text")));
   const skills = pathsOf(records.flatMap((record) => record.skills));

@@ -809,10 +809,11 @@ function expectedWarningsOf(record: ExpectedRecord): string[] {
   return record.skipped.map((skip) => `pi-lazy-agents: ${skip.path} was not loaded: ${REASONS[skip.reason]}`);
 }
 
-/** One notification for a whole turn: its files, then its skills, each path once, counted. */
+/** One notification for a whole turn: its files, then its skills, each path once, in path order, counted. */
 function expectedLoaded(records: ExpectedRecord[]): string[] {
-  const files = [...new Set(records.flatMap((r) => r.files.filter((f) => f.via === "reminder").map((f) => f.path)))];
-  const skills = [...new Set(records.flatMap((r) => r.skills.map((k) => k.path)))];
+  const paths = (all: string[]) => [...new Set(all)].sort();
+  const files = paths(records.flatMap((r) => r.files.filter((f) => f.via === "reminder").map((f) => f.path)));
+  const skills = paths(records.flatMap((r) => r.skills.map((k) => k.path)));
   if (files.length + skills.length === 0) return [];
   return [loadedNotice({ files: files.length, rules: 0, skills: skills.length }, [...files, ...skills])];
 }

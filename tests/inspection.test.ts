@@ -274,6 +274,31 @@ test(`with a UI: parallel calls of one turn get one notification naming all they
     },
   ));
 
+test("with a UI: a turn's notification lists each kind in path order, not in the order its results came", () =>
+  twoTrees(
+    {
+      "z/AGENTS.md": "Z",
+      "z/x.ts": "x",
+      "z/.agents/skills/zz/SKILL.md": skill("zz", "ZZ skill"),
+      "a/AGENTS.md": "A",
+      "a/y.ts": "y",
+      "a/.agents/skills/aa/SKILL.md": skill("aa", "AA skill"),
+    },
+    async (tree, mode) => {
+      const h = await loadRunner(tree, { hasUI: true });
+      await h.call("read", { path: "z/x.ts" });
+      await h.call("read", { path: "a/y.ts" });
+      await h.endTurn();
+      assert.deepEqual(
+        h.notifications,
+        [
+          "pi-lazy-agents: loaded 2 files · 2 skills: a/AGENTS.md, z/AGENTS.md, a/.agents/skills/aa/SKILL.md, z/.agents/skills/zz/SKILL.md",
+        ],
+        mode,
+      );
+    },
+  ));
+
 test("in print mode nothing goes to stdout", () =>
   withTree({ "src/AGENTS.md": "PRINT-RULES", "src/a.ts": "a" }, (tree) => {
     const root = join(import.meta.dirname, "..");
