@@ -2999,24 +2999,29 @@ export function globMatches(source: RuleSource, glob: string, path: string): boo
 }
 
 /**
- * A rule's globs as one matcher: a Claude glob without a slash matches only at the base, a Cursor or
- * Copilot one at any depth. `!` exclusions are in none of the three tools' syntax: they match nothing.
+ * A rule's globs as one matcher: a Claude glob without a slash matches only at the base, a Cursor one at any
+ * depth, a Copilot one as VS Code reads it. `!` exclusions are in none of the three tools' syntax: they match nothing.
  */
 function ruleGlob(globs: readonly string[], source: RuleSource): ReturnType<typeof compileGlob> {
   const usable = globs.map((glob) => glob.trim().replace(/^\.\//, "")).filter((glob) => !glob.startsWith("!"));
-  return compileGlob(usable, { braces: true, floating: source !== "claude" });
+  // VS Code puts `**/` before an applyTo glob not anchored by `/` or `**/`, and matches it whatever the case.
+  const read =
+    source !== "copilot" ? usable : usable.map((glob) => (/^(\/|\*\*(\/|$))/.test(glob) ? glob : `**/${glob}`));
+  return compileGlob(read, { braces: true, floating: source === "cursor", ignoreCase: source === "copilot" });
 }
 
 /** The globs as the model is shown them, from cwd; a rule without globs covers its base. */
 function ruleScope(meta: RuleMeta, source: RuleSource, base: string): string {
   const prefix = base === "" ? "" : `${base}/`;
   if (meta.kind !== "glob") return `${prefix}**`;
-  // One reading for all three sources, a Claude glob's: a Cursor or Copilot glob without a slash says its `**/`.
+  // One reading for all three sources, a Claude glob's: a Cursor glob without a slash, or a Copilot glob not
+  // anchored by `/` or `**/`, says its `**/`.
   const fromBase = (glob: string) => {
     const not = glob.startsWith("!") ? "!" : "";
     const bare = glob.slice(not.length);
     const plain = bare.replace(/^\.?\/+/, "");
-    const floating = source !== "claude" && !bare.startsWith("/") && !plain.includes("/") && plain !== "**";
+    const anchored = bare.startsWith("/") || /^\*\*(\/|$)/.test(plain);
+    const floating = source !== "claude" && !anchored && (source === "copilot" || !plain.includes("/"));
     return `${not}${prefix}${floating ? "**/" : ""}${plain}`;
   };
   return meta.globs.map(fromBase).join(", ");
@@ -4363,7 +4368,7 @@ function joinShellPath(base: string | undefined, word: ShellWord): string | unde
 // length × pattern length steps: no glob can make it backtrack exponentially, as a RegExp (or `path.matchesGlob`) can.
 // Braces are expanded first, within MAX_GLOB_EXPANSIONS, and globs past MAX_GLOB_CHARS are refused before they are
 // read. Options: `braces`, `{a,b}` are alternatives (rules) or characters (ignore files); `floating`, a glob without a
-// slash matches at any depth (Cursor, Copilot, ignore files).
+// slash matches at any depth (Cursor, ignore files); `ignoreCase`, glob and path are compared lowercased (Copilot).
 
 /** One character of a segment's pattern: itself, `*`, or a test (`?`, a `[…]` class). */
 type GlobChar = string | typeof ANY_RUN | ((char: string) => boolean);
@@ -4385,12 +4390,13 @@ export function globWork(): number {
 /** One matcher for a list of globs (a path matches when one of them does), or why it cannot be had. */
 function compileGlob(
   globs: string | readonly string[],
-  options: { braces: boolean; floating: boolean },
+  options: { braces: boolean; floating: boolean; ignoreCase?: boolean },
 ): { ok: true; matches: (path: string) => boolean } | { ok: false; reason: Reason } {
   const alternatives: Array<{ segments: Array<GlobChar[] | typeof ANY_DEPTH>; prefix: string; suffix: string }> = [];
   let chars = 0;
   for (let glob of typeof globs === "string" ? [globs] : globs) {
     if (glob.length > C.MAX_GLOB_CHARS) return { ok: false, reason: "globTooLong" };
+    if (options.ignoreCase) glob = glob.toLowerCase();
     const anchored = glob.startsWith("/");
     glob = glob.replace(/^\/+/, "").replace(/\/$/, "/**");
     if (glob === "") continue;
@@ -4416,7 +4422,8 @@ function compileGlob(
   }
   return {
     ok: true,
-    matches: (path) => {
+    matches: (text) => {
+      const path = options.ignoreCase ? text.toLowerCase() : text;
       let parts: string[] | undefined;
       return alternatives.some(({ segments, prefix, suffix }) => {
         globSteps++;

@@ -72,9 +72,10 @@ const globTable: Array<[RuleSource, string, string, boolean]> = [
   ["cursor", "**/*.{ts,tsx}", "a/b/c.tsx", true],
   ["cursor", "/*.json", "package.json", true],
   ["cursor", "/*.json", "sub/package.json", false],
-  // Copilot: `*` and `**` and `**/*` match everything; `**/*.py` recursively; `src/*.py` in src only;
-  // `src/**/*.py` recursively in src; `**/subdir/**/*.py` at any depth. A bare `*.py` matches at any
-  // depth, as VS Code applies it.
+  // Copilot: `*` and `**` and `**/*` match everything; `**/*.py` recursively; `src/*.py` in src, not below;
+  // `src/**/*.py` recursively in src; `**/subdir/**/*.py` at any depth. As VS Code applies them, a glob
+  // not anchored by `/` or `**/` matches at any depth (`src/*.py` in every `src`), and case does not count;
+  // Claude and Cursor globs keep the case they have.
   ["copilot", "**", "a/b/c.txt", true],
   ["copilot", "**/*", "a/b/c.txt", true],
   ["copilot", "*", "a/b/c.txt", true],
@@ -88,6 +89,15 @@ const globTable: Array<[RuleSource, string, string, boolean]> = [
   ["copilot", "**/subdir/**/*.py", "a/subdir/c.py", true],
   ["copilot", "**/subdir/**/*.py", "a/other/c.py", false],
   ["copilot", ".github/workflows/*.yml", ".github/workflows/ci.yml", true],
+  ["copilot", "src/*.py", "lib/src/main.py", true],
+  ["copilot", "src/**/*.ts", "packages/x/src/a.ts", true],
+  ["copilot", "src/**/*.ts", "packages/x/lib/a.ts", false],
+  ["copilot", "/src/*.py", "lib/src/main.py", false],
+  ["copilot", "**/*.md", "docs/GUIDE.MD", true],
+  ["copilot", "Docs/*.MD", "docs/guide.md", true],
+  ["copilot", "[A-C].ts", "b.ts", true],
+  ["cursor", "*.md", "docs/GUIDE.MD", false],
+  ["claude", "**/*.md", "docs/GUIDE.MD", false],
   // Shared syntax: `?`, classes, negated classes, escapes, trailing slash, `./`.
   ["cursor", "file?.ts", "file1.ts", true],
   ["cursor", "file?.ts", "file12.ts", false],
@@ -999,6 +1009,29 @@ test("a Copilot rule that excludes the coding agent is for code review only and 
       const reminder = reminderOf((await h.call("read", { path: "src/a.ts" })).content) ?? "";
       assert.match(reminder, /CODING-ONLY/);
       assert.doesNotMatch(reminder, /REVIEW-ONLY/);
+    },
+  ));
+
+test("a Copilot glob reads as VS Code reads applyTo: unless anchored by / or **/ at any depth (src/**/*.ts in packages/x/src), its scope saying so, and whatever the case", () =>
+  twoTrees(
+    {
+      ".github/instructions/src.instructions.md": rule('applyTo: "src/**/*.ts"', "COPILOT-SRC-RULE"),
+      ".github/instructions/md.instructions.md": rule('applyTo: "docs/*.md"', "COPILOT-MD-RULE"),
+      "packages/x/src/a.ts": "a\n",
+      "Docs/GUIDE.MD": "g\n",
+    },
+    async (tree, mode) => {
+      const h = await loadRunner(tree);
+      const readOf = async (path: string) => reminderOf((await h.call("read", { path })).content) ?? "";
+      const guide = await readOf("Docs/GUIDE.MD");
+      assert.match(
+        guide,
+        /<rule path="\.github\/instructions\/md\.instructions\.md" scope="\*\*\/docs\/\*\.md">/,
+        mode,
+      );
+      assert.doesNotMatch(guide, /COPILOT-SRC-RULE/, mode);
+      const src = /<rule path="\.github\/instructions\/src\.instructions\.md" scope="\*\*\/src\/\*\*\/\*\.ts">/;
+      assert.match(await readOf("packages/x/src/a.ts"), src, mode);
     },
   ));
 
