@@ -170,8 +170,7 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
     const answer = <R>(ctx: ExtensionContext, outcome: Outcome<R> | undefined): R | undefined => {
       if (outcome && ctx.hasUI) {
         turnLoaded.push(outcome.record);
-        // One fixed line per refused file; never contents, absolute paths or exceptions.
-        for (const skip of outcome.record.skipped) tell(ctx, `${C.USER_PREFIX}${skipText(skip, oneLine)}`, "warning");
+        for (const skip of outcome.record.skipped) tell(ctx, refusalWarning(skip), "warning");
         showStatus(ctx);
       }
       return outcome?.answer;
@@ -1126,12 +1125,9 @@ function checkBases(discovery: Discovery, located: Located | undefined): CheckBa
 /** The rule files of these folders, compiled once per version: a folder's listing, then a stat per file. */
 function checksIn(discovery: Discovery, state: CheckState, bases: CheckBase[], warn = (_: string) => {}): Check[] {
   const checks: Check[] = [];
-  // Told once per reason, as a refused instruction file is.
-  const warnOnce = (written: string, reason: Reason | "skip" | "held") => {
-    const path = toDisplayPath(discovery.cwdReal, written);
-    if (reason === "skip" || reason === "held" || state.refused.get(path) === reason) return;
-    state.refused.set(path, reason);
-    warn(`${C.USER_PREFIX}${skipText({ path, reason }, oneLine)}`);
+  const warnRefused = (written: string, reason: Reason | "skip" | "held") => {
+    if (reason !== "skip" && reason !== "held")
+      warnOnce(state.refused, { path: toDisplayPath(discovery.cwdReal, written), reason }, warn);
   };
   for (const { dir, scope, stats } of bases) {
     // Most folders hold no `.claude`: the folder's entry, kept while its signature stands, says so for no call.
@@ -1144,7 +1140,7 @@ function checksIn(discovery: Discovery, state: CheckState, bases: CheckBase[], w
     const home = entryPath(dir, C.CHECK_DIR_NAME);
     // One that cannot be listed now (EIO) hides its rules: the call runs, and the user hears that they did not.
     const listed = fsOr(null, () => discovery.listedAt(home));
-    if (listed === null) warnOnce(home, "unreadable");
+    if (listed === null) warnRefused(home, "unreadable");
     const { folder, listing } = listed ?? {};
     if (listing) state.scopes.add(scope);
     else state.scopes.delete(scope);
@@ -1152,7 +1148,7 @@ function checksIn(discovery: Discovery, state: CheckState, bases: CheckBase[], w
       if ((kind !== "file" && kind !== "link") || !C.CHECK_FILE_NAME.test(name)) continue;
       const file = discovery.sourceFileOrUnknown(entryPath(folder!, name), scope);
       if ("reason" in file) {
-        warnOnce(entryPath(home, name), file.reason);
+        warnRefused(entryPath(home, name), file.reason);
         continue;
       }
       let check = state.compiled.get(file);
@@ -1919,6 +1915,18 @@ function projectionShows(messages: readonly unknown[], record: LedgerRecord): bo
 function skipText(skip: Skip, field: (text: string) => string = reminderField): string {
   if (C.CAP_REASONS.has(skip.reason)) return C.cutShortNotice(field(skip.path), C.reasonText(skip.reason, skip.counts));
   return (skip.inImport ? C.importNotLoadedNotice : C.notLoadedNotice)(field(skip.path), C.REASONS[skip.reason]);
+}
+
+/** The user's one fixed line for a refusal: never contents, absolute paths or exceptions. */
+function refusalWarning(skip: Skip): string {
+  return `${C.USER_PREFIX}${skipText(skip, oneLine)}`;
+}
+
+/** Warns the user of a refusal the model is not told of, once per path and reason. */
+function warnOnce(told: Map<string, Reason>, skip: Skip, warn: (text: string) => void): void {
+  if (told.get(skip.path) === skip.reason) return;
+  told.set(skip.path, skip.reason);
+  warn(refusalWarning(skip));
 }
 
 /** A one-line field or attribute value inside the reminder, escaped as Pi escapes its own skill listing. */
