@@ -203,9 +203,10 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
     pi.on("tool_call", (event, ctx) =>
       guarded(ctx, "toolCall", () => then(engine.onToolCall(event, env(ctx)), (held) => answer(ctx, held))),
     );
-    pi.on("tool_result", (event, ctx) =>
-      guarded(ctx, "toolResult", () => then(engine.onToolResult(event), (done) => answer(ctx, done))),
-    );
+    pi.on("tool_result", (event, ctx) => {
+      const warn = (text: string) => tell(ctx, text, "warning");
+      return guarded(ctx, "toolResult", () => then(engine.onToolResult(event, warn), (done) => answer(ctx, done)));
+    });
 
     // A call that a later extension blocked, or that was aborted, has no result: it writes nothing for its
     // siblings to leave alone. Pi ends every call so, right after its result, and a blocked one before any tool runs.
@@ -446,6 +447,8 @@ export class LazyAgents {
   private readonly nested = new Map<string, PendingCall[]>();
   private readonly rootOf = new Map<string, string>();
   private readonly unconfirmed = new Map<string, LedgerRecord>();
+  /** What could not be read that the user alone hears of (a folder on the way, a skill), by path: each reason once. */
+  private readonly toldUser = new Map<string, Reason>();
 
   constructor(fs: FileSystem = nodeFileSystem, spawner: SpawnGit = spawnGit) {
     this.fs = fs;
@@ -627,7 +630,7 @@ export class LazyAgents {
   private settle<T>(
     calls: PendingCall[],
     wait: Promise<void> | undefined,
-    finish: (views: DirectoryView[], plan: DeliveryPlan) => T,
+    finish: (views: DirectoryView[], plan: DeliveryPlan, unviewed: Unviewed) => T,
     shown: (views: DirectoryView[]) => Shown = () => ({}),
     round = 0,
   ): T | Promise<T> {
@@ -638,7 +641,8 @@ export class LazyAgents {
     const discovery = this.discovery;
     // Cleared once before all the calls' views, so that each call's questions reach git, not only the last one's.
     discovery?.gitAnswers.wanted.clear();
-    const views = discovery ? mergeViews(calls.map((call) => this.viewsOf(discovery, call))) : [];
+    const unviewed: Unviewed = new Map();
+    const views = discovery ? mergeViews(calls.map((call) => this.viewsOf(discovery, call, unviewed))) : [];
     const plan = planDelivery(this.ledger, {
       views,
       ...shown(views),
@@ -649,11 +653,11 @@ export class LazyAgents {
     const touched = calls.flatMap((call) => call.touched);
     if (this.options.rules && discovery)
       planRules(this.ledger, plan, { discovery, views, touched, options: this.options });
-    if (!discovery || round > C.MAX_IMPORT_DEPTH) return finish(views, plan);
+    if (!discovery || round > C.MAX_IMPORT_DEPTH) return finish(views, plan, unviewed);
     // What the views and plan just built left open (imports, rule folders).
     const open = () => [...discovery.gitAnswers.wanted, ...chainQuestions(discovery, calls)];
     const answers = askGit(discovery, this.git, open);
-    return answers ? this.settle(calls, answers, finish, shown, round) : finish(views, plan);
+    return answers ? this.settle(calls, answers, finish, shown, round) : finish(views, plan, unviewed);
   }
 
   /** Resolves once git has answered all that views of these chains ask (`/lazy-agents why` waits so too). */
@@ -662,7 +666,7 @@ export class LazyAgents {
   }
 
   /** A call's views, its chains located again when the tool may have made their folders or instruction files. */
-  private viewsOf(discovery: Discovery, call: PendingCall): DirectoryView[] {
+  private viewsOf(discovery: Discovery, call: PendingCall, unviewed: Unviewed): DirectoryView[] {
     // A command may create or change a word named like an instruction file (`>`, `tee`, `sed -i`).
     const names = (use: ShellWordUse) =>
       use.role !== "skip" && this.options.fileNames.includes(posix.basename(use.path));
@@ -676,7 +680,7 @@ export class LazyAgents {
       const located = locateChain(discovery, call.target, false);
       call.chains = located ? [located] : [];
     }
-    return mergeViews(call.chains.map((located) => viewChain(discovery, located, call.withSkills)));
+    return mergeViews(call.chains.map((located) => viewChain(discovery, located, call.withSkills, unviewed)));
   }
 
   /**
@@ -708,7 +712,10 @@ export class LazyAgents {
    * Activation, after the tool ran: the patch for this result, or undefined to leave it alone.
    * A nested call's activation waits for its outermost call's result, which views them all.
    */
-  onToolResult(event: ToolResultEvent): ResultOutcome | undefined | Promise<ResultOutcome | undefined> {
+  onToolResult(
+    event: ToolResultEvent,
+    warn: (text: string) => void,
+  ): ResultOutcome | undefined | Promise<ResultOutcome | undefined> {
     const call = this.pending.get(event.toolCallId);
     const rootId = this.rootOf.get(event.toolCallId);
     this.endCall(event.toolCallId);
@@ -724,9 +731,16 @@ export class LazyAgents {
     const shown = (views: DirectoryView[]) => (own && !own.commands ? this.shownByTool(own, event, views) : {});
     // A file tool's reminder is for the path its call names; a command's or a script's names the paths it touched.
     const named = calls.length > (own ? 1 : 0) || own?.commands !== undefined;
-    const finish = (views: DirectoryView[], plan: DeliveryPlan) => {
+    const finish = (views: DirectoryView[], plan: DeliveryPlan, unviewed: Unviewed) => {
       this.inspection.record(views);
       if (named) plan.touched = calls.flatMap((c) => c.touched);
+      // Only the user hears of a folder or skill that could not be read: the model is told of no refused skill, and
+      // of a folder, which mostly holds no instruction file, a notice would mostly be noise.
+      for (const [path, reason] of unviewed)
+        if (reason === "unreadable") warnOnce(this.toldUser, { path, reason }, warn);
+      for (const view of views)
+        for (const { path, reason, kind } of view.rejected)
+          if (kind === "skill" && reason === "unreadable") warnOnce(this.toldUser, { path, reason }, warn);
       return this.deliver(event, plan);
     };
     return this.settle(calls, joinAnswers(...calls.map((c) => c.gitAnswer)), finish, shown);
@@ -2330,6 +2344,9 @@ function joinAnswers(...answers: Array<Promise<void> | undefined>): Promise<void
   return pending.length <= 1 ? pending[0] : Promise.all(pending).then(() => undefined);
 }
 
+/** Why a folder of a chain has no view: where the chain stopped (ignored, a skills tree), or it could not be read. */
+type Unviewed = Map<string, Reason>;
+
 function viewChain(ctx: Discovery, located: Located, withSkills: boolean, unviewed?: Unviewed): DirectoryView[] {
   const views: DirectoryView[] = [];
   for (const [index, link] of located.links.entries()) {
@@ -3651,9 +3668,6 @@ function viewedFiles(views: Iterable<DirectoryView>): Array<InstructionFile & { 
     return offered.map(({ file, importedBy }) => ({ ...file, scope, importedBy }));
   });
 }
-
-/** Why a folder of a chain has no view: where the chain stopped (ignored, a skills tree), or it could not be read. */
-type Unviewed = Map<string, Reason>;
 
 /** Views the chains as a call would, once git has answered, and records them; a folder looks alike on every chain. */
 async function viewForReport(engine: LazyAgents, discovery: Discovery, chains: Located[], env: CallEnvironment) {
