@@ -170,8 +170,7 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
     const answer = <R>(ctx: ExtensionContext, outcome: Outcome<R> | undefined): R | undefined => {
       if (outcome && ctx.hasUI) {
         turnLoaded.push(outcome.record);
-        // One fixed line per refused file; never contents, absolute paths or exceptions.
-        for (const skip of outcome.record.skipped) tell(ctx, `${C.USER_PREFIX}${skipText(skip, oneLine)}`, "warning");
+        for (const skip of outcome.record.skipped) tell(ctx, refusalWarning(skip), "warning");
         showStatus(ctx);
       }
       return outcome?.answer;
@@ -204,9 +203,10 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
     pi.on("tool_call", (event, ctx) =>
       guarded(ctx, "toolCall", () => then(engine.onToolCall(event, env(ctx)), (held) => answer(ctx, held))),
     );
-    pi.on("tool_result", (event, ctx) =>
-      guarded(ctx, "toolResult", () => then(engine.onToolResult(event), (done) => answer(ctx, done))),
-    );
+    pi.on("tool_result", (event, ctx) => {
+      const warn = (text: string) => tell(ctx, text, "warning");
+      return guarded(ctx, "toolResult", () => then(engine.onToolResult(event, warn), (done) => answer(ctx, done)));
+    });
 
     // A call that a later extension blocked, or that was aborted, has no result: it writes nothing for its
     // siblings to leave alone. Pi ends every call so, right after its result, and a blocked one before any tool runs.
@@ -447,6 +447,8 @@ export class LazyAgents {
   private readonly nested = new Map<string, PendingCall[]>();
   private readonly rootOf = new Map<string, string>();
   private readonly unconfirmed = new Map<string, LedgerRecord>();
+  /** What could not be read that the user alone hears of (a folder on the way, a skill), by path: each reason once. */
+  private readonly toldUser = new Map<string, Reason>();
 
   constructor(fs: FileSystem = nodeFileSystem, spawner: SpawnGit = spawnGit) {
     this.fs = fs;
@@ -628,7 +630,7 @@ export class LazyAgents {
   private settle<T>(
     calls: PendingCall[],
     wait: Promise<void> | undefined,
-    finish: (views: DirectoryView[], plan: DeliveryPlan) => T,
+    finish: (views: DirectoryView[], plan: DeliveryPlan, unviewed: Unviewed) => T,
     shown: (views: DirectoryView[]) => Shown = () => ({}),
     round = 0,
   ): T | Promise<T> {
@@ -639,7 +641,8 @@ export class LazyAgents {
     const discovery = this.discovery;
     // Cleared once before all the calls' views, so that each call's questions reach git, not only the last one's.
     discovery?.gitAnswers.wanted.clear();
-    const views = discovery ? mergeViews(calls.map((call) => this.viewsOf(discovery, call))) : [];
+    const unviewed: Unviewed = new Map();
+    const views = discovery ? mergeViews(calls.map((call) => this.viewsOf(discovery, call, unviewed))) : [];
     const plan = planDelivery(this.ledger, {
       views,
       ...shown(views),
@@ -650,11 +653,11 @@ export class LazyAgents {
     const touched = calls.flatMap((call) => call.touched);
     if (this.options.rules && discovery)
       planRules(this.ledger, plan, { discovery, views, touched, options: this.options });
-    if (!discovery || round > C.MAX_IMPORT_DEPTH) return finish(views, plan);
+    if (!discovery || round > C.MAX_IMPORT_DEPTH) return finish(views, plan, unviewed);
     // What the views and plan just built left open (imports, rule folders).
     const open = () => [...discovery.gitAnswers.wanted, ...chainQuestions(discovery, calls)];
     const answers = askGit(discovery, this.git, open);
-    return answers ? this.settle(calls, answers, finish, shown, round) : finish(views, plan);
+    return answers ? this.settle(calls, answers, finish, shown, round) : finish(views, plan, unviewed);
   }
 
   /** Resolves once git has answered all that views of these chains ask (`/lazy-agents why` waits so too). */
@@ -663,7 +666,7 @@ export class LazyAgents {
   }
 
   /** A call's views, its chains located again when the tool may have made their folders or instruction files. */
-  private viewsOf(discovery: Discovery, call: PendingCall): DirectoryView[] {
+  private viewsOf(discovery: Discovery, call: PendingCall, unviewed: Unviewed): DirectoryView[] {
     // A command may create or change a word named like an instruction file (`>`, `tee`, `sed -i`).
     const names = (use: ShellWordUse) =>
       use.role !== "skip" && this.options.fileNames.includes(posix.basename(use.path));
@@ -677,7 +680,7 @@ export class LazyAgents {
       const located = locateChain(discovery, call.target, false);
       call.chains = located ? [located] : [];
     }
-    return mergeViews(call.chains.map((located) => viewChain(discovery, located, call.withSkills)));
+    return mergeViews(call.chains.map((located) => viewChain(discovery, located, call.withSkills, unviewed)));
   }
 
   /**
@@ -709,7 +712,10 @@ export class LazyAgents {
    * Activation, after the tool ran: the patch for this result, or undefined to leave it alone.
    * A nested call's activation waits for its outermost call's result, which views them all.
    */
-  onToolResult(event: ToolResultEvent): ResultOutcome | undefined | Promise<ResultOutcome | undefined> {
+  onToolResult(
+    event: ToolResultEvent,
+    warn: (text: string) => void,
+  ): ResultOutcome | undefined | Promise<ResultOutcome | undefined> {
     const call = this.pending.get(event.toolCallId);
     const rootId = this.rootOf.get(event.toolCallId);
     this.endCall(event.toolCallId);
@@ -725,9 +731,16 @@ export class LazyAgents {
     const shown = (views: DirectoryView[]) => (own && !own.commands ? this.shownByTool(own, event, views) : {});
     // A file tool's reminder is for the path its call names; a command's or a script's names the paths it touched.
     const named = calls.length > (own ? 1 : 0) || own?.commands !== undefined;
-    const finish = (views: DirectoryView[], plan: DeliveryPlan) => {
+    const finish = (views: DirectoryView[], plan: DeliveryPlan, unviewed: Unviewed) => {
       this.inspection.record(views);
       if (named) plan.touched = calls.flatMap((c) => c.touched);
+      // Only the user hears of a folder or skill that could not be read: the model is told of no refused skill, and
+      // of a folder, which mostly holds no instruction file, a notice would mostly be noise.
+      for (const [path, reason] of unviewed)
+        if (reason === "unreadable") warnOnce(this.toldUser, { path, reason }, warn);
+      for (const view of views)
+        for (const { path, reason, kind } of view.rejected)
+          if (kind === "skill" && reason === "unreadable") warnOnce(this.toldUser, { path, reason }, warn);
       return this.deliver(event, plan);
     };
     return this.settle(calls, joinAnswers(...calls.map((c) => c.gitAnswer)), finish, shown);
@@ -1126,12 +1139,9 @@ function checkBases(discovery: Discovery, located: Located | undefined): CheckBa
 /** The rule files of these folders, compiled once per version: a folder's listing, then a stat per file. */
 function checksIn(discovery: Discovery, state: CheckState, bases: CheckBase[], warn = (_: string) => {}): Check[] {
   const checks: Check[] = [];
-  // Told once per reason, as a refused instruction file is.
-  const warnOnce = (written: string, reason: Reason | "skip" | "held") => {
-    const path = toDisplayPath(discovery.cwdReal, written);
-    if (reason === "skip" || reason === "held" || state.refused.get(path) === reason) return;
-    state.refused.set(path, reason);
-    warn(`${C.USER_PREFIX}${skipText({ path, reason }, oneLine)}`);
+  const warnRefused = (written: string, reason: Reason | "skip" | "held") => {
+    if (reason !== "skip" && reason !== "held")
+      warnOnce(state.refused, { path: toDisplayPath(discovery.cwdReal, written), reason }, warn);
   };
   for (const { dir, scope, stats } of bases) {
     // Most folders hold no `.claude`: the folder's entry, kept while its signature stands, says so for no call.
@@ -1144,7 +1154,7 @@ function checksIn(discovery: Discovery, state: CheckState, bases: CheckBase[], w
     const home = entryPath(dir, C.CHECK_DIR_NAME);
     // One that cannot be listed now (EIO) hides its rules: the call runs, and the user hears that they did not.
     const listed = fsOr(null, () => discovery.listedAt(home));
-    if (listed === null) warnOnce(home, "unreadable");
+    if (listed === null) warnRefused(home, "unreadable");
     const { folder, listing } = listed ?? {};
     if (listing) state.scopes.add(scope);
     else state.scopes.delete(scope);
@@ -1152,7 +1162,7 @@ function checksIn(discovery: Discovery, state: CheckState, bases: CheckBase[], w
       if ((kind !== "file" && kind !== "link") || !C.CHECK_FILE_NAME.test(name)) continue;
       const file = discovery.sourceFileOrUnknown(entryPath(folder!, name), scope);
       if ("reason" in file) {
-        warnOnce(entryPath(home, name), file.reason);
+        warnRefused(entryPath(home, name), file.reason);
         continue;
       }
       let check = state.compiled.get(file);
@@ -1921,6 +1931,18 @@ function skipText(skip: Skip, field: (text: string) => string = reminderField): 
   return (skip.inImport ? C.importNotLoadedNotice : C.notLoadedNotice)(field(skip.path), C.REASONS[skip.reason]);
 }
 
+/** The user's one fixed line for a refusal: never contents, absolute paths or exceptions. */
+function refusalWarning(skip: Skip): string {
+  return `${C.USER_PREFIX}${skipText(skip, oneLine)}`;
+}
+
+/** Warns the user of a refusal the model is not told of, once per path and reason. */
+function warnOnce(told: Map<string, Reason>, skip: Skip, warn: (text: string) => void): void {
+  if (told.get(skip.path) === skip.reason) return;
+  told.set(skip.path, skip.reason);
+  warn(refusalWarning(skip));
+}
+
 /** A one-line field or attribute value inside the reminder, escaped as Pi escapes its own skill listing. */
 function reminderField(text: string): string {
   return oneLine(text).replace(/[&<>"']/g, (char) => C.XML_ESCAPES[char]!);
@@ -2321,6 +2343,9 @@ function joinAnswers(...answers: Array<Promise<void> | undefined>): Promise<void
   const pending = answers.filter((answer) => answer !== undefined);
   return pending.length <= 1 ? pending[0] : Promise.all(pending).then(() => undefined);
 }
+
+/** Why a folder of a chain has no view: where the chain stopped (ignored, a skills tree), or it could not be read. */
+type Unviewed = Map<string, Reason>;
 
 function viewChain(ctx: Discovery, located: Located, withSkills: boolean, unviewed?: Unviewed): DirectoryView[] {
   const views: DirectoryView[] = [];
@@ -3643,9 +3668,6 @@ function viewedFiles(views: Iterable<DirectoryView>): Array<InstructionFile & { 
     return offered.map(({ file, importedBy }) => ({ ...file, scope, importedBy }));
   });
 }
-
-/** Why a folder of a chain has no view: where the chain stopped (ignored, a skills tree), or it could not be read. */
-type Unviewed = Map<string, Reason>;
 
 /** Views the chains as a call would, once git has answered, and records them; a folder looks alike on every chain. */
 async function viewForReport(engine: LazyAgents, discovery: Discovery, chains: Located[], env: CallEnvironment) {

@@ -10,6 +10,7 @@ import { FAILURE_LABELS, FAILURE_WARNING, REASONS, REPORT_FAILED, SETTINGS_KEY }
 import {
   loadRunner,
   reminderOf,
+  stderrOf,
   textOf,
   twoTrees,
   withTree,
@@ -45,12 +46,13 @@ interface Faulty {
   fired: { count: number };
 }
 
-/** A runner whose filesystem fails `method` on paths that `matches`, while `active.on`. */
+/** A runner whose filesystem fails `method` on paths that `matches`, while `active.on`; with `git`, git answers. */
 async function faultyRunner(
   tree: Tree,
   fault: (call: FsCall, proceed: () => unknown) => unknown,
   matches: (call: FsCall) => boolean,
   extra: ExtensionFactory[] = [],
+  { git = false, hasUI = true } = {},
 ): Promise<Faulty> {
   const active = { on: true };
   const fired = { count: 0 };
@@ -60,8 +62,8 @@ async function faultyRunner(
     return fault(call, proceed);
   }, nodeFileSystem);
   const h = await loadRunner(tree, {
-    hasUI: true,
-    factories: [createLazyAgents({ fs, spawnGit: noGit }), ...extra],
+    hasUI,
+    factories: [createLazyAgents({ fs, ...(!git && { spawnGit: noGit }) }), ...extra],
   });
   const errors: string[] = [];
   h.runner.onError((error) => errors.push(error.error));
@@ -109,13 +111,20 @@ const SITES: Array<{ name: string; method: FsMethod; path: string }> = [
 const STICKY = new Set(["open", "fstat", "read"]);
 
 /** A runner whose filesystem throws `code` on `method` of the given cwd-relative paths while `on`. */
-async function passingFault(tree: Tree, code: string, sites: Array<{ method: FsMethod; path: string }>) {
+async function passingFault(
+  tree: Tree,
+  code: string,
+  sites: Array<{ method: FsMethod; path: string }>,
+  options?: { git?: boolean; hasUI?: boolean },
+) {
   return faultyRunner(
     tree,
     (call) => {
       throw fsError(code, call.method, call.path);
     },
     (call) => sites.some((site) => call.method === site.method && call.path === tree.abs(site.path)),
+    [],
+    options,
   );
 }
 
@@ -260,6 +269,78 @@ for (const site of [
       assertIntact(during);
       assert.match(reminderOf(during.content) ?? "", /A-RULES/, "a's file still arrives");
     }));
+}
+
+/** The user's warnings: every notification but the turn's "loaded" line. */
+function warningsOf(h: RunnerHarness): string[] {
+  return h.notifications.filter((n) => !n.startsWith("pi-lazy-agents: loaded "));
+}
+
+test("a folder on the way that cannot be read is told to the user once, in one fixed line with its cwd-relative path; the model's text is unchanged and the folders around it still count", () =>
+  twoTrees(
+    { "a/AGENTS.md": "A-RULES\n", "a/b/AGENTS.md": "B-RULES\n", "a/b/c/AGENTS.md": "C-RULES\n", "a/b/c/x.ts": "x\n" },
+    async (tree, kind) => {
+      const f = await passingFault(tree, "EIO", [{ method: "lstat", path: "a/b" }], { git: true });
+      const during = await f.h.call("read", { path: "a/b/c/x.ts" });
+      assert.ok(f.fired.count > 0, `${kind}: the fault fired`);
+      assertIntact(during);
+      const reminder = reminderOf(during.content) ?? "";
+      assert.match(reminder, /A-RULES[^]*C-RULES/, kind);
+      assert.doesNotMatch(reminder, /B-RULES|not loaded|could not be read/, `${kind}: nothing new for the model`);
+      assert.deepEqual(warningsOf(f.h), ["pi-lazy-agents: a/b was not loaded: could not be read"], kind);
+      await f.h.call("read", { path: "a/b/c/x.ts" });
+      await f.h.call("bash", { command: "cat a/b/c/x.ts" });
+      assert.equal(warningsOf(f.h).length, 1, `${kind}: told once: ${JSON.stringify(warningsOf(f.h))}`);
+      f.active.on = false;
+      const after = await f.h.call("read", { path: "a/b/c/x.ts" });
+      assert.match(reminderOf(after.content) ?? "", /B-RULES/, `${kind}: picked up once it clears`);
+      assert.equal(warningsOf(f.h).length, 1, kind);
+      assert.ok(!f.h.notifications.includes(FAILURE_WARNING), `${kind}: an I/O error is not the extension's failure`);
+      // Without a UI the model is still not told, so the user hears of it where Pi's print mode shows warnings.
+      const headless = await stderrOf(async () => {
+        const g = await passingFault(tree, "EIO", [{ method: "lstat", path: "a/b" }], { git: true, hasUI: false });
+        await g.h.call("read", { path: "a/b/c/x.ts" });
+      });
+      assert.equal(headless, "pi-lazy-agents: a/b was not loaded: could not be read\n", kind);
+    },
+  ));
+
+for (const site of [
+  {
+    name: "a skill file",
+    method: "open",
+    path: "a/.agents/skills/s\nk/SKILL.md",
+    shown: "a/.agents/skills/s\\nk/SKILL.md",
+  },
+  { name: "a skills folder", method: "readdir", path: "a/.agents/skills", shown: "a/.agents/skills" },
+] as const) {
+  test(`${site.name} that cannot be read is told to the user once, in one fixed line with its escaped cwd-relative path; the model's text is unchanged`, () =>
+    twoTrees(
+      {
+        "a/AGENTS.md": "A-RULES\n",
+        "a/x.ts": "x\n",
+        "a/.agents/skills/s\nk/SKILL.md": "---\nname: sk\ndescription: SK-DESCRIPTION\n---\nbody\n",
+      },
+      async (tree, kind) => {
+        const f = await passingFault(tree, "EIO", [site], { git: true });
+        const during = await f.h.call("read", { path: "a/x.ts" });
+        assert.ok(f.fired.count > 0, `${kind}: the fault fired`);
+        assertIntact(during);
+        const reminder = reminderOf(during.content) ?? "";
+        assert.match(reminder, /A-RULES/, kind);
+        assert.doesNotMatch(
+          reminder,
+          /SK-DESCRIPTION|not loaded|could not be read/,
+          `${kind}: nothing new for the model`,
+        );
+        assert.deepEqual(warningsOf(f.h), [`pi-lazy-agents: ${site.shown} was not loaded: could not be read`], kind);
+        await f.h.call("read", { path: "a/x.ts" });
+        assert.equal(warningsOf(f.h).length, 1, `${kind}: told once: ${JSON.stringify(warningsOf(f.h))}`);
+        f.active.on = false;
+        assert.match(reminderOf((await f.h.call("read", { path: "a/x.ts" })).content) ?? "", /SK-DESCRIPTION/, kind);
+        assert.equal(warningsOf(f.h).length, 1, kind);
+      },
+    ));
 }
 
 // Two filesystem calls outside the folders below cwd: cwd's own lstat (its rule homes), and the stat that tells whether

@@ -806,7 +806,9 @@ function expectedNotifications(record: ExpectedRecord): string[] {
 }
 
 function expectedWarningsOf(record: ExpectedRecord): string[] {
-  return record.skipped.map((skip) => `pi-lazy-agents: ${skip.path} was not loaded: ${REASONS[skip.reason]}`);
+  const unreadable = (record.unreadable ?? []).map((path) => ({ path, reason: "unreadable" as const }));
+  const refused = [...record.skipped, ...unreadable];
+  return refused.map((skip) => `pi-lazy-agents: ${skip.path} was not loaded: ${REASONS[skip.reason]}`);
 }
 
 /** One notification for a whole turn: its files, then its skills, each path once, in path order, counted. */
@@ -1149,8 +1151,8 @@ export async function runCase(c: Case, options: RunOptions = {}): Promise<Failur
         };
         const original = e.onToolResult.bind(e);
         const planned = (id: string) => void (order.includes(id) || order.push(id));
-        e.onToolResult = (event) => {
-          const result = original(event);
+        e.onToolResult = (event, warn) => {
+          const result = original(event, warn);
           if (!(result instanceof Promise)) planned(event.toolCallId);
           return result instanceof Promise ? result.finally(() => planned(event.toolCallId)) : result;
         };

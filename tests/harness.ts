@@ -606,6 +606,22 @@ export function finalTurn(text = "done"): AssistantMessage {
 // ---------------------------------------------------------------------------------------------
 // Assertions on what reached the model.
 
+/** What the extension writes to stderr while `run` runs. */
+export async function stderrOf(run: () => Promise<unknown>): Promise<string> {
+  const chunks: string[] = [];
+  const write = process.stderr.write;
+  process.stderr.write = ((chunk: string | Uint8Array) => {
+    chunks.push(String(chunk));
+    return true;
+  }) as typeof process.stderr.write;
+  try {
+    await run();
+  } finally {
+    process.stderr.write = write;
+  }
+  return chunks.join("");
+}
+
 export function textOf(content: Array<{ type: string; text?: string }>): string {
   return content.map((block) => (block.type === "text" ? (block.text ?? "") : `[${block.type}]`)).join("\n");
 }

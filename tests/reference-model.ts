@@ -84,8 +84,8 @@ export interface ModelView {
   skills: ModelSkill[];
   /** A passing I/O error hid the folder's file: what the LLM holds of this scope stands. */
   filesUnknown?: boolean;
-  /** A passing I/O error hid part of its skills: the skills the LLM holds of this scope stand. */
-  skillsUnknown?: boolean;
+  /** Skill files a passing I/O error hid (cwd-relative): while there are any, the skills the LLM holds here stand. */
+  skillsUnknown?: string[];
 }
 
 export interface ExpectedFile {
@@ -108,6 +108,8 @@ export interface ExpectedRecord {
   alsoGoverns: Array<{ path: string; scope: string }>;
   /** Sections this reminder explains in full: those it has and the LLM holds no explanation of. */
   explained: ModelSection[];
+  /** Skill files that could not be read, which the user alone is told of, once per path. */
+  unreadable?: string[];
 }
 
 export type ModelSection = "files" | "skills";
@@ -218,6 +220,8 @@ export class ReferenceModel {
   toldAlso = new Set<string>();
   /** Sections whose full explanation the LLM holds. */
   explained = new Set<ModelSection>();
+  /** What the user was told could not be read, for the session: no compaction takes it back. */
+  toldUser = new Set<string>();
 
   /** A file whose lstat fails with a passing I/O error (EIO) right now: it is unknown, not absent. */
   faulty?: string;
@@ -333,19 +337,19 @@ export class ReferenceModel {
   }
 
   /**
-   * Pi's rules for `.agents/skills`, answered from the disk; true when a file could not be read. An unreadable file
+   * Pi's rules for `.agents/skills`, answered from the disk; the files that could not be read. An unreadable file
    * costs only its own skill: the rest of the tree is still scanned, in whatever order.
    */
-  skillsIn(dir: string, skills: ModelSkill[]): boolean {
-    if (!tryLstat(join(dir, ".agents"))) return false;
+  skillsIn(dir: string, skills: ModelSkill[]): string[] {
+    if (!tryLstat(join(dir, ".agents"))) return [];
     const root = tryRealpath(join(dir, ".agents", "skills"));
-    if (root === undefined || !strictlyInside(this.cwd, root)) return false;
-    const unknown = { seen: false };
+    if (root === undefined || !strictlyInside(this.cwd, root)) return [];
+    const unknown: string[] = [];
     this.scanSkills(root, 0, skills, unknown);
-    return unknown.seen;
+    return unknown;
   }
 
-  private scanSkills(dir: string, depth: number, out: ModelSkill[], unknown: { seen: boolean }): void {
+  private scanSkills(dir: string, depth: number, out: ModelSkill[], unknown: string[]): void {
     if (!tryStat(dir)?.isDirectory()) return;
     let entries: Array<{ name: string; link: boolean; dir: boolean; file: boolean }>;
     try {
@@ -381,9 +385,9 @@ export class ReferenceModel {
     }
   }
 
-  private addSkill(path: string, out: ModelSkill[], unknown: { seen: boolean }): void {
+  private addSkill(path: string, out: ModelSkill[], unknown: string[]): void {
     const result = this.candidate(path);
-    if ("unknown" in result) return void (unknown.seen = true);
+    if ("unknown" in result) return void unknown.push(display(this.cwd, path));
     if (!("file" in result)) return;
     const frontmatter = frontmatterOf(result.file.text);
     if (frontmatter === undefined) return;
@@ -432,7 +436,9 @@ export class ReferenceModel {
         if (held.scope === view.scope && !offered.has(path)) record.retracted.push({ path, scope: view.scope });
       }
       const present = new Set(view.skills.map((skill) => skill.path));
-      for (const [path, held] of view.skillsUnknown ? [] : this.heldSkills) {
+      for (const path of view.skillsUnknown ?? [])
+        if (!this.toldUser.has(path) && !record.unreadable?.includes(path)) (record.unreadable ??= []).push(path);
+      for (const [path, held] of view.skillsUnknown?.length ? [] : this.heldSkills) {
         if (held.scope === view.scope && !present.has(path)) record.retractedSkills.push({ path, scope: view.scope });
       }
       for (const refusal of view.rejected) {
@@ -497,6 +503,7 @@ export class ReferenceModel {
     for (const skip of record.skipped) this.told.set(skip.path, skip.reason);
     for (const { path, scope } of record.alsoGoverns) this.toldAlso.add(`${path}\0${scope}`);
     for (const section of record.explained) this.explained.add(section);
+    for (const path of record.unreadable ?? []) this.toldUser.add(path);
   }
 
   private forgetAlso(path: string): void {

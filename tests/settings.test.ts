@@ -7,29 +7,13 @@ import { join, resolve } from "node:path";
 import { Value } from "typebox/value";
 import { optionsFromSettings, SETTING_KEYS, defaultOptions, type Options } from "../index.ts";
 import { MAX_SETTING_BYTES } from "../config.ts";
-import { loadRunner, reminderOf, withTree } from "./harness.ts";
+import { loadRunner, reminderOf, stderrOf, withTree } from "./harness.ts";
 
 const files = { "src/AGENTS.md": "RULES", "src/x.ts": "x" };
 
 const schema = JSON.parse(readFileSync(resolve(import.meta.dirname, "..", "schema.json"), "utf8")) as {
   properties: Record<string, { default: unknown }>;
 };
-
-/** What the extension writes to stderr while `run` runs. */
-async function stderrOf(run: () => Promise<unknown>): Promise<string> {
-  const chunks: string[] = [];
-  const write = process.stderr.write;
-  process.stderr.write = ((chunk: string | Uint8Array) => {
-    chunks.push(String(chunk));
-    return true;
-  }) as typeof process.stderr.write;
-  try {
-    await run();
-  } finally {
-    process.stderr.write = write;
-  }
-  return chunks.join("");
-}
 
 test("settings: project values win over global ones, key by key", () =>
   withTree({ "src/RULES.md": "CUSTOM-NAME", "src/AGENTS.md": "DEFAULT-NAME", "src/x.ts": "x" }, async (tree) => {
