@@ -4414,7 +4414,9 @@ function compileGlob(
   globs: string | readonly string[],
   options: { braces: boolean; floating: boolean; ignoreCase?: boolean },
 ): { ok: true; matches: (path: string) => boolean } | { ok: false; reason: Reason } {
-  const alternatives: Array<{ segments: Array<GlobChar[] | typeof ANY_DEPTH>; prefix: string; suffix: string }> = [];
+  type Segments = Array<GlobChar[] | typeof ANY_DEPTH>;
+  type Alternative = { segments: Segments; prefix: string; suffix: string; inner: string; innerAtSlash: string };
+  const alternatives: Alternative[] = [];
   let chars = 0;
   for (let glob of typeof globs === "string" ? [globs] : globs) {
     if (glob.length > C.MAX_GLOB_CHARS) return { ok: false, reason: "globTooLong" };
@@ -4439,7 +4441,10 @@ function compileGlob(
       // Bench --quick, same code without it: warm_over_stat 63/63 -> 47/61, peer_over_ours_nogit 2.7/4.1 -> 3.6/4.0.
       const prefix = floating ? "" : /^[^*?[\\]*/.exec(pattern)![0];
       const suffix = pattern.slice(trailingRun(pattern, (char) => !"/*?[]\\".includes(char)));
-      alternatives.push({ segments, prefix, suffix });
+      // A glob led by `**/` (every Copilot glob) still names the folders after it: a path that holds none is turned
+      // away as by the prefix (A/B, replay: 0.98).
+      const inner = (pattern.startsWith("**/") && /^[^*?[\\]*\//.exec(pattern.slice(3))?.[0]) || "";
+      alternatives.push({ segments, prefix, suffix, inner, innerAtSlash: `/${inner}` });
     }
   }
   return {
@@ -4447,9 +4452,10 @@ function compileGlob(
     matches: (text) => {
       const path = options.ignoreCase ? text.toLowerCase() : text;
       let parts: string[] | undefined;
-      return alternatives.some(({ segments, prefix, suffix }) => {
+      return alternatives.some(({ segments, prefix, suffix, inner, innerAtSlash }) => {
         globSteps++;
         if (!path.startsWith(prefix) || !path.endsWith(suffix)) return false;
+        if (inner !== "" && !path.startsWith(inner) && !path.includes(innerAtSlash)) return false;
         parts ??= path.split("/");
         return wildcardMatch(segments, ANY_DEPTH, parts.length, (segment, i) => {
           const text = parts![i]!;

@@ -96,6 +96,12 @@ const globTable: Array<[RuleSource, string, string, boolean]> = [
   ["copilot", "**/*.md", "docs/GUIDE.MD", true],
   ["copilot", "Docs/*.MD", "docs/guide.md", true],
   ["copilot", "[A-C].ts", "b.ts", true],
+  // The folders a `**/`-led glob names are found at the start of the path or after a slash, never inside a name.
+  ["copilot", "pkg/x/**", "pkg/x/a.ts", true],
+  ["copilot", "pkg/x/**", "a/pkg/x/b/c.ts", true],
+  ["copilot", "pkg/x/**", "apkg/x/a.ts", false],
+  ["copilot", "pkg/x/**", "apkg/x/pkg/x/a.ts", true],
+  ["copilot", "Pkg/X/**", "a/pkg/x/b.ts", true],
   ["cursor", "*.md", "docs/GUIDE.MD", false],
   ["claude", "**/*.md", "docs/GUIDE.MD", false],
   // Shared syntax: `?`, classes, negated classes, escapes, trailing slash, `./`.
