@@ -735,7 +735,9 @@ export class LazyAgents {
       this.inspection.record(views);
       if (named) plan.touched = calls.flatMap((c) => c.touched);
       // Only the user hears of a folder or skill that could not be read: the model is told of no refused skill, and
-      // of a folder, which mostly holds no instruction file, a notice would mostly be noise.
+      // of a folder, which mostly holds no instruction file, a notice would mostly be noise. A folder named like an
+      // instruction file is refused as one too: the user hears that line once, with the reminder's.
+      for (const { path, reason } of plan.record.skipped) this.toldUser.set(path, reason);
       for (const [path, reason] of unviewed)
         if (reason === "unreadable") warnOnce(this.toldUser, { path, reason }, warn);
       for (const view of views)

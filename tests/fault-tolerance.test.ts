@@ -305,6 +305,14 @@ test("a folder on the way that cannot be read is told to the user once, in one f
     },
   ));
 
+test("a folder named like an instruction file that cannot be read is told to the user once, not as a file and again as a folder", () =>
+  twoTrees({ "a/AGENTS.md/x.ts": "x\n" }, async (tree, kind) => {
+    const f = await passingFault(tree, "EIO", [{ method: "lstat", path: "a/AGENTS.md" }], { git: true });
+    await f.h.call("read", { path: "a/AGENTS.md/x.ts" });
+    assert.ok(f.fired.count > 0, `${kind}: the fault fired`);
+    assert.deepEqual(warningsOf(f.h), ["pi-lazy-agents: a/AGENTS.md was not loaded: could not be read"], kind);
+  }));
+
 for (const site of [
   {
     name: "a skill file",
