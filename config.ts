@@ -216,6 +216,18 @@ export const SOURCE_HOMES: ReadonlyMap<string, string> = new Map(
   [...Object.values(RULE_DIRS), SKILLS_DIR_SEGMENTS].map(([home, child]) => [home!, child!]),
 );
 
+/**
+ * Dot folders where teams keep guidance that each tool's own home links to or imports (Cratis/Chronicle's
+ * `.claude/rules/x.md -> ../../.ai/rules/x.md`): a Markdown file or a folder there may be a source. Anything else in
+ * them, and every other dot name (`.aws/notes.md`), is a dotfile.
+ */
+export const GUIDANCE_DOT_FOLDERS: ReadonlySet<string> = new Set(
+  ".agents .ai .claude .clinerules .codex .continue .cursor .gemini .github .junie .kiro .roo .ruler .rules .windsurf".split(
+    " ",
+  ),
+);
+export const GUIDANCE_FILE = /\.mdc?$/;
+
 /** The frontmatter key that holds a rule's globs, in each source. */
 export const RULE_GLOB_KEYS: Record<RuleSource, string> = { claude: "paths", cursor: "globs", copilot: "applyTo" };
 

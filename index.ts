@@ -2721,7 +2721,9 @@ function sourceRefusal(
       if (!name.startsWith(".")) continue;
       const child = C.SOURCE_HOMES.get(name);
       const home = child !== undefined && (segments[index + 1] ?? (isDirectory() ? child : "")) === child;
-      if (!home) return "dotfile";
+      const markdown = () => index < segments.length - 1 && C.GUIDANCE_FILE.test(segments.at(-1)!);
+      const guidance = C.GUIDANCE_DOT_FOLDERS.has(name) && (isDirectory() || markdown());
+      if (!home && !guidance) return "dotfile";
     }
   }
   return gitRefusal(ctx, relativeInside(ctx.cwdReal, real)!.split(sep), isDirectory());

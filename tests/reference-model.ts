@@ -47,15 +47,24 @@ const HOMES: Record<string, string> = {
 
 /**
  * Where a link may lead: below the folder it was found in (or anywhere in cwd, when outside that
- * folder), no ignored folder and no dot name but a source's home followed by its child.
+ * folder), no ignored folder and no dot name but a source's home followed by its child, or a dot folder of shared
+ * guidance above a Markdown file.
  */
+/** Dot folders of shared agent guidance: a Markdown file in one may be linked to. */
+const GUIDANCE = new Set(
+  ".agents .ai .claude .clinerules .codex .continue .cursor .gemini .github .junie .kiro .roo .ruler .rules .windsurf".split(
+    " ",
+  ),
+);
+
 function linkRefusal(cwd: string, folder: string, real: string): ModelReason | undefined {
   const rel = relative(cwd, real);
   const base = relative(cwd, folder);
   const parts = (base !== "" && rel.startsWith(base + sep) ? rel.slice(base.length + 1) : rel).split(sep);
   for (let i = 0; i < parts.length; i++) {
     if (IGNORED.has(parts[i]!)) return "ignoredDir";
-    if (parts[i]!.startsWith(".") && HOMES[parts[i]!] !== parts[i + 1]) return "dotfile";
+    const guidance = GUIDANCE.has(parts[i]!) && i < parts.length - 1 && /\.mdc?$/.test(parts.at(-1)!);
+    if (parts[i]!.startsWith(".") && HOMES[parts[i]!] !== parts[i + 1] && !guidance) return "dotfile";
   }
   return undefined;
 }

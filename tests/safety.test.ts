@@ -628,6 +628,33 @@ test(`a link cannot send a dotfile, git's store, an ignored folder or what git i
     },
   ));
 
+// As in Cratis/Chronicle: every .claude/rules file links into a shared .ai/rules, which other agents read too.
+test(`guidance a team keeps in an agents' dot folder (.ai/rules) arrives through links and imports; a Markdown file of any other dot folder does not`, () =>
+  twoTrees(
+    {
+      ".ai/rules/csharp.md": '---\npaths:\n  - "**/*.cs"\n---\nSHARED-CSHARP-RULE\n',
+      ".ai/shared.md": "SHARED-IMPORT",
+      ".ai/.env": "AI-ENV-SECRET",
+      ".ai/notes.txt": "AI-TEXT-SECRET",
+      ".aws/notes.md": "AWS-SECRET",
+      "src/AGENTS.md": "SRC-RULES @../.ai/shared.md @../.ai/.env @../.ai/notes.txt @../.aws/notes.md",
+      "src/a.cs": "class A {}",
+      "lib/x.ts": "x",
+    },
+    async (tree, kind) => {
+      tree.link(".claude/rules/csharp.md", "../../.ai/rules/csharp.md");
+      tree.link("lib/AGENTS.md", "../.aws/notes.md");
+      const h = await loadRunner(tree, { hasUI: true });
+      const src = reminderOf((await h.call("read", { path: "src/a.cs" })).content) ?? "";
+      const lib = reminderOf((await h.call("read", { path: "lib/x.ts" })).content) ?? "";
+      assert.match(src, /SHARED-CSHARP-RULE/, kind);
+      assert.match(src, /SHARED-IMPORT/, kind);
+      const all = src + lib + h.notifications.join("\n");
+      for (const secret of ["AI-ENV-SECRET", "AI-TEXT-SECRET", "AWS-SECRET"]) assert.ok(!all.includes(secret), secret);
+      assert.match(lib, /lib\/AGENTS.md was not loaded: a dotfile, which may hold credentials/, kind);
+    },
+  ));
+
 test(`a file Pi loaded at start-up is not sent again, through a link or an import`, () =>
   twoTrees(
     {
