@@ -170,7 +170,9 @@ export function createLazyAgents(create: CreateOptions = {}): (pi: ExtensionAPI)
     const answer = <R>(ctx: ExtensionContext, outcome: Outcome<R> | undefined): R | undefined => {
       if (outcome && ctx.hasUI) {
         turnLoaded.push(outcome.record);
-        for (const skip of outcome.record.skipped) tell(ctx, refusalWarning(skip), "warning");
+        // A file Pi already loaded is no fault: the model hears why it is not sent again, the user nothing.
+        for (const skip of outcome.record.skipped)
+          if (skip.reason !== "startupContext") tell(ctx, refusalWarning(skip), "warning");
         showStatus(ctx);
       }
       return outcome?.answer;

@@ -655,7 +655,7 @@ test(`guidance a team keeps in an agents' dot folder (.ai/rules) arrives through
     },
   ));
 
-test(`a file Pi loaded at start-up is not sent again, through a link or an import`, () =>
+test(`a file Pi loaded at start-up is not sent again, through a link or an import, and the user is not warned of it`, () =>
   twoTrees(
     {
       ".agents/AGENTS.md": "PI-ROOT-RULES",
@@ -670,7 +670,8 @@ test(`a file Pi loaded at start-up is not sent again, through a link or an impor
       tree.link("pkg/AGENTS.md", "../AGENTS.md");
       tree.link("web/AGENTS.md", "../.agents/AGENTS.md");
       const reads = ["pkg", "web", "lib"].map((dir) => ["read", { path: `${dir}/x.ts` }] as [string, JsonObject]);
-      const h = await startSession(tree, [toolTurn(...reads), finalTurn()]);
+      const notifications: string[] = [];
+      const h = await startSession(tree, [toolTurn(...reads), finalTurn()], { notifications });
       try {
         await h.session.prompt("go");
         assert.match(h.session.systemPrompt, /PI-ROOT-RULES/, "Pi put the file in its system prompt");
@@ -680,6 +681,9 @@ test(`a file Pi loaded at start-up is not sent again, through a link or an impor
         assert.match(toolText, /LIB-RULES/);
         assert.doesNotMatch(toolText, /PI-ROOT-RULES/);
         assert.match(toolText, /pkg\/AGENTS.md was not loaded: the file Pi loaded at start-up/);
+        // Nothing is wrong: the user is not warned of it, as of a refused file.
+        assert.ok(notifications.length > 0, "the session has a UI");
+        assert.ok(!notifications.some((n) => n.includes("start-up")), JSON.stringify(notifications));
       } finally {
         h.dispose();
       }
