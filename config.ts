@@ -226,7 +226,7 @@ export const GUIDANCE_DOT_FOLDERS: ReadonlySet<string> = new Set(
     " ",
   ),
 );
-export const GUIDANCE_FILE = /\.mdc?$/;
+export const GUIDANCE_FILE = /\.mdc?$/i;
 
 /** The frontmatter key that holds a rule's globs, in each source. */
 export const RULE_GLOB_KEYS: Record<RuleSource, string> = { claude: "paths", cursor: "globs", copilot: "applyTo" };

@@ -48,7 +48,7 @@ const HOMES: Record<string, string> = {
 /**
  * Where a link may lead: below the folder it was found in (or anywhere in cwd, when outside that
  * folder), no ignored folder and no dot name but a source's home followed by its child, or a dot folder of shared
- * guidance above a Markdown file.
+ * guidance above a Markdown file or leading to a folder.
  */
 /** Dot folders of shared agent guidance: a Markdown file in one may be linked to. */
 const GUIDANCE = new Set(
@@ -63,7 +63,8 @@ function linkRefusal(cwd: string, folder: string, real: string): ModelReason | u
   const parts = (base !== "" && rel.startsWith(base + sep) ? rel.slice(base.length + 1) : rel).split(sep);
   for (let i = 0; i < parts.length; i++) {
     if (IGNORED.has(parts[i]!)) return "ignoredDir";
-    const guidance = GUIDANCE.has(parts[i]!) && i < parts.length - 1 && /\.mdc?$/.test(parts.at(-1)!);
+    const markdown = i < parts.length - 1 && /\.mdc?$/i.test(parts.at(-1)!);
+    const guidance = GUIDANCE.has(parts[i]!) && (markdown || tryStat(real)?.isDirectory() === true);
     if (parts[i]!.startsWith(".") && HOMES[parts[i]!] !== parts[i + 1] && !guidance) return "dotfile";
   }
   return undefined;

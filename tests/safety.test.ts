@@ -634,10 +634,11 @@ test(`guidance a team keeps in an agents' dot folder (.ai/rules) arrives through
     {
       ".ai/rules/csharp.md": '---\npaths:\n  - "**/*.cs"\n---\nSHARED-CSHARP-RULE\n',
       ".ai/shared.md": "SHARED-IMPORT",
+      ".ai/UPPER.MD": "UPPER-IMPORT",
       ".ai/.env": "AI-ENV-SECRET",
       ".ai/notes.txt": "AI-TEXT-SECRET",
       ".aws/notes.md": "AWS-SECRET",
-      "src/AGENTS.md": "SRC-RULES @../.ai/shared.md @../.ai/.env @../.ai/notes.txt @../.aws/notes.md",
+      "src/AGENTS.md": "SRC-RULES @../.ai/shared.md @../.ai/UPPER.MD @../.ai/.env @../.ai/notes.txt @../.aws/notes.md",
       "src/a.cs": "class A {}",
       "lib/x.ts": "x",
     },
@@ -649,6 +650,7 @@ test(`guidance a team keeps in an agents' dot folder (.ai/rules) arrives through
       const lib = reminderOf((await h.call("read", { path: "lib/x.ts" })).content) ?? "";
       assert.match(src, /SHARED-CSHARP-RULE/, kind);
       assert.match(src, /SHARED-IMPORT/, kind);
+      assert.match(src, /UPPER-IMPORT/, kind);
       const all = src + lib + h.notifications.join("\n");
       for (const secret of ["AI-ENV-SECRET", "AI-TEXT-SECRET", "AWS-SECRET"]) assert.ok(!all.includes(secret), secret);
       assert.match(lib, /lib\/AGENTS.md was not loaded: a dotfile, which may hold credentials/, kind);
