@@ -365,16 +365,23 @@ export function reasonText(reason: Reason, counts?: { taken: number; total: numb
   return counts ? `${REASONS[reason]}; ${counts.taken} of ${counts.total} entries taken` : REASONS[reason];
 }
 
-/** The one line that counts what the budget left out of a reminder, and names the first of them. */
-export function leftOutText(files: number, skills: number, notices: number, names: readonly string[]): string {
-  const counts = [
-    [files, "instruction file"],
-    [skills, "skill"],
-    [notices, "notice"],
-  ] as const;
-  const parts = counts
-    .filter(([count]) => count > 0)
-    .map(([count, what]) => `${count} ${what}${count === 1 ? "" : "s"}`);
+/** What the budget can leave out of a reminder, each kind as the left-out line counts it: one, many. */
+export const LEFT_OUT_KINDS = {
+  files: ["instruction file", "instruction files"],
+  rules: ["rule", "rules"],
+  ruleListings: ["rule listed by description", "rules listed by description"],
+  skills: ["skill", "skills"],
+  notices: ["notice", "notices"],
+} as const;
+
+export type LeftOutCounts = Record<keyof typeof LEFT_OUT_KINDS, number>;
+
+/** The one line that counts what the budget left out of a reminder, by kind, and names the first of them. */
+export function leftOutText(counts: Readonly<LeftOutCounts>, names: readonly string[]): string {
+  const parts = Object.entries(LEFT_OUT_KINDS).flatMap(([kind, [one, many]]) => {
+    const count = counts[kind as keyof LeftOutCounts];
+    return count > 0 ? [`${count} ${count === 1 ? one : many}`] : [];
+  });
   const shown = names.slice(0, MAX_LEFT_OUT_NAMES);
   const more = names.length > shown.length ? ` and ${names.length - shown.length} more` : "";
   const read = shown.length > 0 ? `, or read them yourself: ${shown.join(", ")}${more}` : "";

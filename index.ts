@@ -1509,6 +1509,8 @@ type Entry<S> = { -readonly [K in keyof S as K extends `${string}?` ? never : K]
 
 type Section = (typeof C.REMINDER_SECTIONS)[number];
 
+type LeftOutCounts = config.LeftOutCounts;
+
 type FileRecord = Entry<typeof C.FILE_FIELDS>;
 
 type SkillRecord = Entry<typeof C.SKILL_FIELDS>;
@@ -1656,7 +1658,7 @@ interface DeliveryPlan {
   ruleListings?: PlannedLine[];
   skills: PlannedLine[];
   /** What the budget left out of this reminder, announced in one line. */
-  leftOut?: { files: number; skills: number; notices: number; names: string[] };
+  leftOut?: { counts: LeftOutCounts; names: string[] };
   /** Sections whose explanation the model can still see: the ledger's own, as a plan is formatted before applied. */
   explainedEarlier: ReadonlySet<Section>;
   /** cwd-relative paths the call touched, which the reminder names. */
@@ -1992,18 +1994,19 @@ function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
     .map((entry) => reminderField(entry.record.path))
     .sort((a, b) => Buffer.byteLength(b) - Buffer.byteLength(a));
   const count = itemLines.length;
-  let remaining = budgetBytes - frame - Buffer.byteLength(`\n\n${C.leftOutText(count, count, count, longest)}`);
-  const leftOut = { files: 0, skills: 0, notices: 0, names: [] as string[] };
+  const counts = (n: number): LeftOutCounts => ({ files: n, rules: n, ruleListings: n, skills: n, notices: n });
+  let remaining = budgetBytes - frame - Buffer.byteLength(`\n\n${C.leftOutText(counts(count), longest)}`);
+  const leftOut = { counts: counts(0), names: [] as string[] };
   const fits = (line: string): boolean => {
     if (lineBytes(line) > remaining) return false;
     remaining -= lineBytes(line);
     return true;
   };
   const gone = new Set<object>();
-  const leave = (left: { path: string }, count: "files" | "skills" | "notices") => {
+  const leave = (left: { path: string }, kind: keyof LeftOutCounts) => {
     gone.add(left);
-    leftOut[count]++;
-    if (count !== "notices") leftOut.names.push(left.path);
+    leftOut.counts[kind]++;
+    if (kind !== "notices") leftOut.names.push(left.path);
   };
   // Notices that do not fit stay unsaid (and unrecorded) until a later access.
   for (const kind of NOTICE_KINDS) {
@@ -2022,9 +2025,9 @@ function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
       while (over() > 0) entry.cutText = cutUtf8(entry.cutText, Buffer.byteLength(entry.cutText) - over());
       remaining -= lineBytes(formatFile(entry));
       kept++;
-    } else leave(entry.record, "files");
+    } else leave(entry.record, "dir" in entry.record ? "rules" : "files");
   }
-  for (const listing of plan.ruleListings ?? []) if (!fits(listing.line)) leave(listing.record, "files");
+  for (const listing of plan.ruleListings ?? []) if (!fits(listing.line)) leave(listing.record, "ruleListings");
   for (const skill of plan.skills) if (!fits(skill.line)) leave(skill.record, "skills");
   const lists = plan as unknown as Record<Section, Array<{ record: object }> | undefined>;
   for (const section of C.REMINDER_SECTIONS) lists[section] = lists[section]?.filter((e) => !gone.has(e.record));
@@ -2068,7 +2071,7 @@ function formatReminder(plan: DeliveryPlan): string {
   const notices = noticeLines(plan.record);
   if (notices.length > 0) blocks.push(notices.join("\n"));
   const left = plan.leftOut;
-  if (left) blocks.push(C.leftOutText(left.files, left.skills, left.notices, left.names.map(reminderField)));
+  if (left) blocks.push(C.leftOutText(left.counts, left.names.map(reminderField)));
   // The opening tag names the paths the tool touched, so a reminder says why it came.
   const touched = [...new Set(plan.touched ?? [])];
   const more = touched.length > C.SHOWN_TOUCHED_PATHS ? ` +${touched.length - C.SHOWN_TOUCHED_PATHS}` : "";
