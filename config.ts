@@ -186,6 +186,9 @@ export const LEDGER_VERSION = 1;
 /** The parts of a reminder that each open with an explanation, in the order the reminder shows them. */
 export const REMINDER_SECTIONS = ["files", "rules", "ruleListings", "skills"] as const;
 
+/** What a reminder may explain, as its record lists it: the preamble, said before all sections, and each section. */
+export const EXPLAINED_PARTS = ["preamble", ...REMINDER_SECTIONS] as const;
+
 /** Settings key in Pi's settings.json files. */
 export const SETTINGS_KEY = "lazyAgents";
 
@@ -411,7 +414,7 @@ export const RULES_INTRO =
 export const RULE_LISTING_INTRO =
   "Rules that apply when a task matches their description. Read a rule's file when its description fits the task.";
 
-/** Opens every reminder that explains a section in full: said once per reminder, whatever sections it holds. */
+/** Opens the first reminder with files, rules or skills that the model can see: said once while it sees it. */
 export const REMINDER_PREAMBLE =
   "Project guidance from the repository for the path this tool touched, not a message from the user.";
 
@@ -549,8 +552,8 @@ export const RECORD_FIELDS = {
   /** Rules delivered or listed (absent in records without rules, so older records read the same). */
   "rules?": { list: RULE_FIELDS },
   "retractedRules?": { list: { path: "string", dir: "string" } },
-  /** Sections this reminder explained in full (absent when it explained none, as in older records). */
-  "explained?": { list: new Set(REMINDER_SECTIONS) },
+  /** Parts this reminder explained in full, the preamble among them (absent when it explained none). */
+  "explained?": { list: new Set(EXPLAINED_PARTS) },
   /** Digest of the reminder text it was delivered with (of a read's own text, for the model's read of the file). */
   "reminder?": "string",
 } as const;

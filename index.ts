@@ -20,9 +20,9 @@
 //     is held back once, the instructions in its reason: `LazyAgents.onToolCall`.
 //  9. A bash command is read, never run: a word names a path to activate when `shellWordUse` says so.
 // 10. A glob rule of .claude/.cursor/.github applies when a touched path matches it: `ruleApplies`.
-// 11. Each part of a reminder (files, skills, rules, rule listings) opens with its full explanation
-//     while the model cannot see one; after that, a list with a one-line header, files and rules
-//     with their tags alone: `explainedIn`.
+// 11. The preamble and each part of a reminder (files, skills, rules, rule listings) come in full while
+//     the model cannot see them; after that, no preamble, a list with a one-line header, files and
+//     rules with their tags alone: `explainedIn`.
 // 12. A hookify rule of a `.claude` on the call's path blocks, asks or warns on a bash, edit, write
 //     or read call, a prompt or a stop; block wins over ask over warn: `checkVerdict`.
 // 13. Every file read for the model (instruction files, imports, rules, skills) and every folder a
@@ -1509,6 +1509,8 @@ type Entry<S> = { -readonly [K in keyof S as K extends `${string}?` ? never : K]
 
 type Section = (typeof C.REMINDER_SECTIONS)[number];
 
+type Explained = (typeof C.EXPLAINED_PARTS)[number];
+
 type LeftOutCounts = config.LeftOutCounts;
 
 type FileRecord = Entry<typeof C.FILE_FIELDS>;
@@ -1579,8 +1581,8 @@ class Ledger {
   readonly skipped = new Map<string, Reason>();
   /** Further scopes the model was told a held file governs: path → scopes. */
   readonly alsoGoverns = new Map<string, Set<string>>();
-  /** Sections whose full explanation the model can still see. */
-  readonly explained = new Set<Section>();
+  /** Parts (the preamble, sections) whose full explanation the model can still see. */
+  readonly explained = new Set<Explained>();
 
   get<K extends Kind>(kind: K, path: string): HeldRecords[K] | undefined {
     return this.held[kind].get(path);
@@ -1659,8 +1661,8 @@ interface DeliveryPlan {
   skills: PlannedLine[];
   /** What the budget left out of this reminder, announced in one line. */
   leftOut?: { counts: LeftOutCounts; names: string[] };
-  /** Sections whose explanation the model can still see: the ledger's own, as a plan is formatted before applied. */
-  explainedEarlier: ReadonlySet<Section>;
+  /** Parts whose explanation the model can still see: the ledger's own, as a plan is formatted before applied. */
+  explainedEarlier: ReadonlySet<Explained>;
   /** cwd-relative paths the call touched, which the reminder names. */
   touched?: readonly string[];
 }
@@ -2049,10 +2051,11 @@ function budgetOrder(plan: DeliveryPlan): PlannedFile[] {
   return order;
 }
 
-/** The sections a plan opens with their full explanation: those it fills whose explanation the model cannot see. */
-function explainedIn(plan: DeliveryPlan): Section[] {
-  const unexplained = (section: Section) => (plan[section]?.length ?? 0) > 0 && !plan.explainedEarlier.has(section);
-  return C.REMINDER_SECTIONS.filter(unexplained);
+/** What a plan explains in full: the sections it fills, and the preamble with any, that the model cannot see. */
+function explainedIn(plan: DeliveryPlan): Explained[] {
+  const filled = C.REMINDER_SECTIONS.filter((section) => (plan[section]?.length ?? 0) > 0);
+  const parts: Explained[] = filled.length > 0 ? ["preamble", ...filled] : [];
+  return parts.filter((part) => !plan.explainedEarlier.has(part));
 }
 
 /** Each section's items as the reminder shows them. */
@@ -2077,7 +2080,7 @@ function formatReminder(plan: DeliveryPlan): string {
   const more = touched.length > C.SHOWN_TOUCHED_PATHS ? ` +${touched.length - C.SHOWN_TOUCHED_PATHS}` : "";
   const shown = touched.slice(0, C.SHOWN_TOUCHED_PATHS).map(reminderField).join(", ");
   const opening = touched.length === 0 ? `${REMINDER_OPEN}>` : `${REMINDER_OPEN} touched="${shown}${more}">`;
-  const preamble = explained.length > 0 ? [C.REMINDER_PREAMBLE] : [];
+  const preamble = explained.includes("preamble") ? [C.REMINDER_PREAMBLE] : [];
   return [opening, ...preamble, blocks.join("\n\n"), C.REMINDER_CLOSE].join("\n");
 }
 
