@@ -186,6 +186,9 @@ export const LEDGER_VERSION = 1;
 /** The parts of a reminder that each open with an explanation, in the order the reminder shows them. */
 export const REMINDER_SECTIONS = ["files", "rules", "ruleListings", "skills"] as const;
 
+/** What a reminder may explain, as its record lists it: the preamble, said before all sections, and each section. */
+export const EXPLAINED_PARTS = ["preamble", ...REMINDER_SECTIONS] as const;
+
 /** Settings key in Pi's settings.json files. */
 export const SETTINGS_KEY = "lazyAgents";
 
@@ -377,16 +380,23 @@ export function reasonText(reason: Reason, counts?: { taken: number; total: numb
   return counts ? `${REASONS[reason]}; ${counts.taken} of ${counts.total} entries taken` : REASONS[reason];
 }
 
-/** The one line that counts what the budget left out of a reminder, and names the first of them. */
-export function leftOutText(files: number, skills: number, notices: number, names: readonly string[]): string {
-  const counts = [
-    [files, "instruction file"],
-    [skills, "skill"],
-    [notices, "notice"],
-  ] as const;
-  const parts = counts
-    .filter(([count]) => count > 0)
-    .map(([count, what]) => `${count} ${what}${count === 1 ? "" : "s"}`);
+/** What the budget can leave out of a reminder, each kind as the left-out line counts it: one, many. */
+export const LEFT_OUT_KINDS = {
+  files: ["instruction file", "instruction files"],
+  rules: ["rule", "rules"],
+  ruleListings: ["rule listed by description", "rules listed by description"],
+  skills: ["skill", "skills"],
+  notices: ["notice", "notices"],
+} as const;
+
+export type LeftOutCounts = Record<keyof typeof LEFT_OUT_KINDS, number>;
+
+/** The one line that counts what the budget left out of a reminder, by kind, and names the first of them. */
+export function leftOutText(counts: Readonly<LeftOutCounts>, names: readonly string[]): string {
+  const parts = Object.entries(LEFT_OUT_KINDS).flatMap(([kind, [one, many]]) => {
+    const count = counts[kind as keyof LeftOutCounts];
+    return count > 0 ? [`${count} ${count === 1 ? one : many}`] : [];
+  });
   const shown = names.slice(0, MAX_LEFT_OUT_NAMES);
   const more = names.length > shown.length ? ` and ${names.length - shown.length} more` : "";
   const read = shown.length > 0 ? `, or read them yourself: ${shown.join(", ")}${more}` : "";
@@ -416,7 +426,7 @@ export const RULES_INTRO =
 export const RULE_LISTING_INTRO =
   "Rules that apply when a task matches their description. Read a rule's file when its description fits the task.";
 
-/** Opens every reminder that explains a section in full: said once per reminder, whatever sections it holds. */
+/** Opens the first reminder with files, rules or skills that the model can see: said once while it sees it. */
 export const REMINDER_PREAMBLE =
   "Project guidance from the repository for the path this tool touched, not a message from the user.";
 
@@ -554,8 +564,8 @@ export const RECORD_FIELDS = {
   /** Rules delivered or listed (absent in records without rules, so older records read the same). */
   "rules?": { list: RULE_FIELDS },
   "retractedRules?": { list: { path: "string", dir: "string" } },
-  /** Sections this reminder explained in full (absent when it explained none, as in older records). */
-  "explained?": { list: new Set(REMINDER_SECTIONS) },
+  /** Parts this reminder explained in full, the preamble among them (absent when it explained none). */
+  "explained?": { list: new Set(EXPLAINED_PARTS) },
   /** Digest of the reminder text it was delivered with (of a read's own text, for the model's read of the file). */
   "reminder?": "string",
 } as const;

@@ -20,9 +20,9 @@
 //     is held back once, the instructions in its reason: `LazyAgents.onToolCall`.
 //  9. A bash command is read, never run: a word names a path to activate when `shellWordUse` says so.
 // 10. A glob rule of .claude/.cursor/.github applies when a touched path matches it: `ruleApplies`.
-// 11. Each part of a reminder (files, skills, rules, rule listings) opens with its full explanation
-//     while the model cannot see one; after that, a list with a one-line header, files and rules
-//     with their tags alone: `explainedIn`.
+// 11. The preamble and each part of a reminder (files, skills, rules, rule listings) come in full while
+//     the model cannot see them; after that, no preamble, a list with a one-line header, files and
+//     rules with their tags alone: `explainedIn`.
 // 12. A hookify rule of a `.claude` on the call's path blocks, asks or warns on a bash, edit, write
 //     or read call, a prompt or a stop; block wins over ask over warn: `checkVerdict`.
 // 13. Every file read for the model (instruction files, imports, rules, skills) and every folder a
@@ -1511,6 +1511,10 @@ type Entry<S> = { -readonly [K in keyof S as K extends `${string}?` ? never : K]
 
 type Section = (typeof C.REMINDER_SECTIONS)[number];
 
+type Explained = (typeof C.EXPLAINED_PARTS)[number];
+
+type LeftOutCounts = config.LeftOutCounts;
+
 type FileRecord = Entry<typeof C.FILE_FIELDS>;
 
 type SkillRecord = Entry<typeof C.SKILL_FIELDS>;
@@ -1579,8 +1583,8 @@ class Ledger {
   readonly skipped = new Map<string, Reason>();
   /** Further scopes the model was told a held file governs: path → scopes. */
   readonly alsoGoverns = new Map<string, Set<string>>();
-  /** Sections whose full explanation the model can still see. */
-  readonly explained = new Set<Section>();
+  /** Parts (the preamble, sections) whose full explanation the model can still see. */
+  readonly explained = new Set<Explained>();
 
   get<K extends Kind>(kind: K, path: string): HeldRecords[K] | undefined {
     return this.held[kind].get(path);
@@ -1658,9 +1662,9 @@ interface DeliveryPlan {
   ruleListings?: PlannedLine[];
   skills: PlannedLine[];
   /** What the budget left out of this reminder, announced in one line. */
-  leftOut?: { files: number; skills: number; notices: number; names: string[] };
-  /** Sections whose explanation the model can still see: the ledger's own, as a plan is formatted before applied. */
-  explainedEarlier: ReadonlySet<Section>;
+  leftOut?: { counts: LeftOutCounts; names: string[] };
+  /** Parts whose explanation the model can still see: the ledger's own, as a plan is formatted before applied. */
+  explainedEarlier: ReadonlySet<Explained>;
   /** cwd-relative paths the call touched, which the reminder names. */
   touched?: readonly string[];
 }
@@ -1994,18 +1998,19 @@ function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
     .map((entry) => reminderField(entry.record.path))
     .sort((a, b) => Buffer.byteLength(b) - Buffer.byteLength(a));
   const count = itemLines.length;
-  let remaining = budgetBytes - frame - Buffer.byteLength(`\n\n${C.leftOutText(count, count, count, longest)}`);
-  const leftOut = { files: 0, skills: 0, notices: 0, names: [] as string[] };
+  const counts = (n: number): LeftOutCounts => ({ files: n, rules: n, ruleListings: n, skills: n, notices: n });
+  let remaining = budgetBytes - frame - Buffer.byteLength(`\n\n${C.leftOutText(counts(count), longest)}`);
+  const leftOut = { counts: counts(0), names: [] as string[] };
   const fits = (line: string): boolean => {
     if (lineBytes(line) > remaining) return false;
     remaining -= lineBytes(line);
     return true;
   };
   const gone = new Set<object>();
-  const leave = (left: { path: string }, count: "files" | "skills" | "notices") => {
+  const leave = (left: { path: string }, kind: keyof LeftOutCounts) => {
     gone.add(left);
-    leftOut[count]++;
-    if (count !== "notices") leftOut.names.push(left.path);
+    leftOut.counts[kind]++;
+    if (kind !== "notices") leftOut.names.push(left.path);
   };
   // Notices that do not fit stay unsaid (and unrecorded) until a later access.
   for (const kind of NOTICE_KINDS) {
@@ -2024,9 +2029,9 @@ function fitPlanToBudget(plan: DeliveryPlan, budgetBytes: number): void {
       while (over() > 0) entry.cutText = cutUtf8(entry.cutText, Buffer.byteLength(entry.cutText) - over());
       remaining -= lineBytes(formatFile(entry));
       kept++;
-    } else leave(entry.record, "files");
+    } else leave(entry.record, "dir" in entry.record ? "rules" : "files");
   }
-  for (const listing of plan.ruleListings ?? []) if (!fits(listing.line)) leave(listing.record, "files");
+  for (const listing of plan.ruleListings ?? []) if (!fits(listing.line)) leave(listing.record, "ruleListings");
   for (const skill of plan.skills) if (!fits(skill.line)) leave(skill.record, "skills");
   const lists = plan as unknown as Record<Section, Array<{ record: object }> | undefined>;
   for (const section of C.REMINDER_SECTIONS) lists[section] = lists[section]?.filter((e) => !gone.has(e.record));
@@ -2048,10 +2053,11 @@ function budgetOrder(plan: DeliveryPlan): PlannedFile[] {
   return order;
 }
 
-/** The sections a plan opens with their full explanation: those it fills whose explanation the model cannot see. */
-function explainedIn(plan: DeliveryPlan): Section[] {
-  const unexplained = (section: Section) => (plan[section]?.length ?? 0) > 0 && !plan.explainedEarlier.has(section);
-  return C.REMINDER_SECTIONS.filter(unexplained);
+/** What a plan explains in full: the sections it fills, and the preamble with any, that the model cannot see. */
+function explainedIn(plan: DeliveryPlan): Explained[] {
+  const filled = C.REMINDER_SECTIONS.filter((section) => (plan[section]?.length ?? 0) > 0);
+  const parts: Explained[] = filled.length > 0 ? ["preamble", ...filled] : [];
+  return parts.filter((part) => !plan.explainedEarlier.has(part));
 }
 
 /** Each section's items as the reminder shows them. */
@@ -2070,13 +2076,13 @@ function formatReminder(plan: DeliveryPlan): string {
   const notices = noticeLines(plan.record);
   if (notices.length > 0) blocks.push(notices.join("\n"));
   const left = plan.leftOut;
-  if (left) blocks.push(C.leftOutText(left.files, left.skills, left.notices, left.names.map(reminderField)));
+  if (left) blocks.push(C.leftOutText(left.counts, left.names.map(reminderField)));
   // The opening tag names the paths the tool touched, so a reminder says why it came.
   const touched = [...new Set(plan.touched ?? [])];
   const more = touched.length > C.SHOWN_TOUCHED_PATHS ? ` +${touched.length - C.SHOWN_TOUCHED_PATHS}` : "";
   const shown = touched.slice(0, C.SHOWN_TOUCHED_PATHS).map(reminderField).join(", ");
   const opening = touched.length === 0 ? `${REMINDER_OPEN}>` : `${REMINDER_OPEN} touched="${shown}${more}">`;
-  const preamble = explained.length > 0 ? [C.REMINDER_PREAMBLE] : [];
+  const preamble = explained.includes("preamble") ? [C.REMINDER_PREAMBLE] : [];
   return [opening, ...preamble, blocks.join("\n\n"), C.REMINDER_CLOSE].join("\n");
 }
 

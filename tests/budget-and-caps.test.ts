@@ -253,3 +253,46 @@ test("a folder import whose files past the 32nd would all be refused announces n
     assert.match(reminder, /an import in pkg\/AGENTS\.md was not loaded: not valid UTF-8/, mode);
   });
 });
+
+test("the left-out line counts instruction files, rules, rule listings and skills each by its own name, and names them", () => {
+  const pad = (what: string, bytes: number) => `${what} ${"x".repeat(bytes)}\n`;
+  const spec: TreeSpec = { "src/a.ts": "a\n", "src/AGENTS.md": "SRC @one.md @two.md @three.md\n" };
+  for (const name of ["one", "two", "three"]) spec[`src/${name}.md`] = pad(`IMPORT-${name}`, 1400);
+  for (let i = 0; i < 6; i++) spec[`.claude/rules/r${i}.md`] = `---\npaths: "src/**"\n---\n${pad(`RULE-${i}`, 700)}`;
+  for (let i = 0; i < 5; i++)
+    spec[`.cursor/rules/d${i}.mdc`] = `---\ndescription: Described ${i} ${"d".repeat(200)}\n---\nbody\n`;
+  for (let i = 0; i < 4; i++)
+    spec[`src/.agents/skills/k${i}/SKILL.md`] =
+      `---\nname: k${i}\ndescription: Skill ${i} ${"s".repeat(200)}\n---\nbody\n`;
+  return twoTrees(spec, async (tree) => {
+    const h = await loadRunner(tree, { settings: { lazyAgents: { reminderBudgetBytes: 4096 } } });
+    const reminder = reminderOf((await h.call("read", { path: "src/a.ts" })).content) ?? "";
+    const line = reminder.split("\n").find((text) => text.includes("this reminder left out")) ?? "";
+    const left = {
+      files: 4 - countOccurrences(reminder, "<file "),
+      rules: 6 - countOccurrences(reminder, "<rule "),
+      listings: 5 - reminder.split("\n").filter((text) => /^- d\d \(scope /.test(text)).length,
+      skills: 4 - reminder.split("\n").filter((text) => /^- k\d: /.test(text)).length,
+    };
+    assert.ok(
+      Object.values(left).every((count) => count > 0),
+      `each kind is left out ${JSON.stringify(left)}`,
+    );
+    const counts = (line.match(/left out (.*?); /) ?? [])[1];
+    const plural = (count: number, one: string, many: string) => `${count} ${count === 1 ? one : many}`;
+    assert.equal(
+      counts,
+      [
+        plural(left.files, "instruction file", "instruction files"),
+        plural(left.rules, "rule", "rules"),
+        plural(left.listings, "rule listed by description", "rules listed by description"),
+        plural(left.skills, "skill", "skills"),
+      ].join(", "),
+      `${line}`,
+    );
+    const names = (line.split("read them yourself: ")[1] ?? "").replace(/ and \d+ more\.$/, "").split(", ");
+    assert.ok(names.includes(".claude/rules/r5.md"), `a left-out rule is named, to be read: ${line}`);
+    assert.ok(names.includes("src/three.md"), `so is a left-out file: ${line}`);
+    assert.ok(Buffer.byteLength(reminder) <= 4096, `${Buffer.byteLength(reminder)} bytes`);
+  });
+});

@@ -26,6 +26,7 @@ import {
   textOf,
   toolTurn,
   withTree,
+  type RuntimeHarness,
   type Tree,
   twoTrees,
 } from "./harness.ts";
@@ -66,6 +67,21 @@ function keptToolText(h: { session: { sessionManager: { buildContextEntries(): u
   );
 }
 
+/** A runtime that read each path in a prompt of its own, then compacted keeping little: the first result drops. */
+async function compactedAfter(tree: Tree, paths: readonly string[]): Promise<RuntimeHarness> {
+  const h = await startRuntime(tree, { settings: { compaction: { enabled: false, keepRecentTokens: 200 } } });
+  try {
+    h.script(paths.flatMap((path) => [read(path), finalTurn()]));
+    for (const path of paths) await h.session.prompt(`read ${path}`);
+    h.script([summaryTurn(), summaryTurn()]);
+    await h.session.compact();
+    return h;
+  } catch (error) {
+    await h.dispose();
+    throw error;
+  }
+}
+
 async function sessionThatRead(tree: Tree, path: string, settings?: Record<string, unknown>): Promise<string> {
   const h = await startSession(tree, [read(path), finalTurn()], settings ? { settings } : {});
   await h.session.prompt("first");
@@ -101,7 +117,7 @@ test("the first reminder explains the instruction files in full; a later one ope
     const h = await loadRunner(tree);
     const first = await h.call("read", { path: "pkg/a.ts" });
     assertFiles(reminderOf(first.content) ?? "", true, "first reminder");
-    assert.deepEqual(readRecord(first.details)?.explained, ["files"], "the record says it explained");
+    assert.deepEqual(readRecord(first.details)?.explained, ["preamble", "files"], "the record says it explained");
     const second = await h.call("read", { path: "other/b.ts" });
     const reminder = reminderOf(second.content) ?? "";
     assert.match(reminder, /OTHER-RULES/);
@@ -125,7 +141,7 @@ test("the skills list is explained in full once; a later list opens with the one
       const h = await loadRunner(tree);
       const first = await h.call("read", { path: "pkg/a.ts" });
       assertOpening(reminderOf(first.content) ?? "", SKILLS_INTRO, SKILLS_HEADER, true, "first skills");
-      assert.deepEqual(readRecord(first.details)?.explained, ["skills"]);
+      assert.deepEqual(readRecord(first.details)?.explained, ["preamble", "skills"]);
       const later = reminderOf((await h.call("read", { path: "other/b.ts" })).content) ?? "";
       assert.match(later, /- lint: Lint the code \[other\/.agents\/skills\/lint\/SKILL.md\]/);
       assertOpening(later, SKILLS_INTRO, SKILLS_HEADER, false, "later skills");
@@ -159,16 +175,10 @@ test("rule texts and rule listings are each explained in full once, then named i
 
 test("after a compaction that drops the explaining reminder, the next reminder explains again", () =>
   withTree({ ...files, "pkg/big.txt": "z".repeat(4000) }, async (tree) => {
-    const h = await startRuntime(tree, { settings: { compaction: { enabled: false, keepRecentTokens: 200 } } });
+    const h = await compactedAfter(tree, ["pkg/a.ts", "pkg/big.txt", "other/b.ts"]);
     try {
-      h.script([read("pkg/a.ts"), finalTurn(), read("pkg/big.txt"), finalTurn(), read("other/b.ts"), finalTurn()]);
-      await h.session.prompt("first");
-      await h.session.prompt("filler");
-      await h.session.prompt("third");
       const before = persistedToolResults(h.session.sessionManager).map((r) => reminderOf(r.content) ?? "");
       assertFiles(before.find((r) => r.includes("OTHER-RULES")) ?? "", false, "before the compaction");
-      h.script([summaryTurn(), summaryTurn()]);
-      await h.session.compact();
       const kept = keptToolText(h);
       assert.doesNotMatch(kept, /PKG-RULES/, "the compaction dropped the explaining reminder");
       assert.match(kept, /OTHER-RULES/, "and kept the later one, with its header only");
@@ -299,5 +309,45 @@ test(`a reminder names the paths a command touched, says once that it is the rep
       assert.doesNotMatch(later!, /user/);
     } finally {
       h.dispose();
+    }
+  }));
+
+const rulesFirstTree = {
+  ".claude/rules/api.md": '---\npaths: "api/**"\n---\nAPI-RULE\n',
+  "api/x.ts": "x\n",
+  "api/big.txt": "z".repeat(4000),
+  ...files,
+};
+
+test("the preamble is said once while the model sees it: a reminder that first explains files after one that explained rules does not repeat it", () =>
+  twoTrees(rulesFirstTree, async (tree) => {
+    const h = await loadRunner(tree);
+    const first = reminderOf((await h.call("read", { path: "api/x.ts" })).content) ?? "";
+    assert.ok(first.startsWith(`${REMINDER_OPEN}>\n${REMINDER_PREAMBLE}\n${RULES_INTRO}\n<rule `), first);
+    const later = reminderOf((await h.call("read", { path: "pkg/a.ts" })).content) ?? "";
+    assertFiles(later, true, "the first files");
+    assert.ok(!later.includes(REMINDER_PREAMBLE), later);
+    assert.ok(later.startsWith(`${REMINDER_OPEN}>\n${INSTRUCTIONS_INTRO}\n<file `), later);
+  }));
+
+test("after a compaction drops the reminder that said the preamble, the next reminder says it again, once", () =>
+  twoTrees(rulesFirstTree, async (tree) => {
+    const h = await compactedAfter(tree, ["api/x.ts", "api/big.txt", "pkg/a.ts"]);
+    try {
+      const kept = keptToolText(h);
+      assert.doesNotMatch(kept, /API-RULE/, "the compaction dropped the reminder that said the preamble");
+      assert.match(kept, /PKG-RULES/, "and kept the later one");
+      assert.equal(countOccurrences(kept, REMINDER_PREAMBLE), 0, "which did not say it");
+      h.script([read("third/c.ts"), finalTurn()]);
+      await h.session.prompt("third folder");
+      const third = persistedToolResults(h.session.sessionManager).at(-1)!;
+      const reminder = reminderOf(third.content) ?? "";
+      assert.ok(
+        reminder.startsWith(`${REMINDER_OPEN}>\n${REMINDER_PREAMBLE}\n<file path="third/AGENTS.md">`),
+        reminder,
+      );
+      assert.equal(countOccurrences(keptToolText(h), REMINDER_PREAMBLE), 1, "the model sees it once");
+    } finally {
+      await h.dispose();
     }
   }));

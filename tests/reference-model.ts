@@ -11,7 +11,8 @@
 // version, changes (supersedes), deletions (one withdrawal), reading or writing the file itself
 // (a write that failed shows nothing of it; a read through a link named otherwise: `readThrough`), skills (name, description, location; withdrawal) and
 // the compaction rule (rebuild from the records still in context), and explanations (each of the
-// two sections, files and skills, is explained in full while no explanation of it is in context).
+// two sections, files and skills, is explained in full while no explanation of it is in context,
+// and the preamble comes with either while no preamble is in context).
 //
 // Bash calls: each word of a generated command is a path to read (it must exist: a folder
 // activates itself, a file its folder), a folder before a glob, or a redirect target (like
@@ -116,13 +117,13 @@ export interface ExpectedRecord {
   skipped: Array<{ path: string; reason: ModelReason }>;
   /** A held file that also governs another scope (one file linked into several folders). */
   alsoGoverns: Array<{ path: string; scope: string }>;
-  /** Sections this reminder explains in full: those it has and the LLM holds no explanation of. */
+  /** Parts this reminder explains in full: the sections it has and the preamble, of which the LLM holds none. */
   explained: ModelSection[];
   /** Skill files that could not be read, which the user alone is told of, once per path. */
   unreadable?: string[];
 }
 
-export type ModelSection = "files" | "skills";
+export type ModelSection = "preamble" | "files" | "skills";
 
 export interface Shown {
   /** Real path of an instruction file the tool showed whole. */
@@ -228,7 +229,7 @@ export class ReferenceModel {
   told = new Map<string, string>();
   /** Further scopes the LLM was told a held file governs: "path\0scope". */
   toldAlso = new Set<string>();
-  /** Sections whose full explanation the LLM holds. */
+  /** Parts (the preamble, sections) whose full explanation the LLM holds. */
   explained = new Set<ModelSection>();
   /** What the user was told could not be read, for the session: no compaction takes it back. */
   toldUser = new Set<string>();
@@ -493,7 +494,10 @@ export class ReferenceModel {
       }
     }
     const has = { files: record.files.some((f) => f.via === "reminder"), skills: record.skills.length > 0 };
-    record.explained = (["files", "skills"] as const).filter((s) => has[s] && !this.explained.has(s));
+    const filled = (["files", "skills"] as const).filter((s) => has[s]);
+    record.explained = (filled.length > 0 ? ["preamble" as const, ...filled] : []).filter(
+      (s) => !this.explained.has(s),
+    );
     return record;
   }
 
