@@ -543,6 +543,8 @@ export const RULE_FIELDS = {
   ...IMPORT_FIELDS,
   as: new Set(["text", "listing"] as const),
   "bytes?": "number",
+  /** `read` when the model got it through its own read or write of the file, as a file's; absent when appended. */
+  "via?": FILE_FIELDS.via,
 } as const;
 
 /** `inImport` marks a refused import of `path`. */

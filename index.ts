@@ -633,7 +633,7 @@ export class LazyAgents {
     calls: PendingCall[],
     wait: Promise<void> | undefined,
     finish: (views: DirectoryView[], plan: DeliveryPlan, unviewed: Unviewed) => T,
-    shown: (views: DirectoryView[]) => Shown = () => ({}),
+    shown: (views: DirectoryView[], folders: RuleFolder[]) => Shown = () => ({}),
     round = 0,
   ): T | Promise<T> {
     if (wait) {
@@ -645,16 +645,19 @@ export class LazyAgents {
     discovery?.gitAnswers.wanted.clear();
     const unviewed: Unviewed = new Map();
     const views = discovery ? mergeViews(calls.map((call) => this.viewsOf(discovery, call, unviewed))) : [];
+    const withRules = this.options.rules ? discovery : undefined;
+    const folders = withRules ? ruleFoldersFor(withRules, views, this.options.ruleSources) : [];
+    const seen = shown(views, folders);
     const plan = planDelivery(this.ledger, {
       views,
-      ...shown(views),
+      ...seen,
       leaveAlone: this.leftAloneBy(calls),
       startupSkills: this.startupSkills,
       cwdReal: discovery?.cwdReal,
     });
     const touched = calls.flatMap((call) => call.touched);
-    if (this.options.rules && discovery)
-      planRules(this.ledger, plan, { discovery, views, touched, options: this.options });
+    if (withRules)
+      planRules(this.ledger, plan, { discovery: withRules, folders, touched, options: this.options, ...seen });
     if (!discovery || round > C.MAX_IMPORT_DEPTH) return finish(views, plan, unviewed);
     // What the views and plan just built left open (imports, rule folders).
     const open = () => [...discovery.gitAnswers.wanted, ...chainQuestions(discovery, calls)];
@@ -730,7 +733,8 @@ export class LazyAgents {
     this.nested.delete(event.toolCallId);
     if (calls.length === 0) return undefined;
     // A command's output is never counted as showing a file: its reminder carries what its words activate.
-    const shown = (views: DirectoryView[]) => (own && !own.commands ? this.shownByTool(own, event, views) : {});
+    const shown = (views: DirectoryView[], folders: RuleFolder[]) =>
+      own && !own.commands ? this.shownByTool(own, event, views, folders) : {};
     // A file tool's reminder is for the path its call names; a command's or a script's names the paths it touched.
     const named = calls.length > (own ? 1 : 0) || own?.commands !== undefined;
     const finish = (views: DirectoryView[], plan: DeliveryPlan, unviewed: Unviewed) => {
@@ -750,8 +754,8 @@ export class LazyAgents {
     return this.settle(calls, joinAnswers(...calls.map((c) => c.gitAnswer)), finish, shown);
   }
 
-  /** What of an instruction file or an import the tool's own output already shows the model. */
-  private shownByTool(call: PendingCall, event: ToolResultEvent, views: DirectoryView[]): Shown {
+  /** What of an instruction file, a rule or an import the tool's own output already shows the model. */
+  private shownByTool(call: PendingCall, event: ToolResultEvent, views: DirectoryView[], folders: RuleFolder[]): Shown {
     // A write, when a view offers an instruction file, is judged also by where it leads.
     const writes = call.toolName === "write" && views.some((view) => view.file) ? this.writesOf(call) : call.writes;
     const named = writes !== undefined || this.options.fileNames.includes(basename(call.target));
@@ -762,8 +766,12 @@ export class LazyAgents {
     const inside = () => this.discovery !== undefined && mayBeInside(this.discovery, call.target);
     const look =
       !named && call.toolName === "read" && views.some((v) => v.imports.length > 0 || (lacks(v.file) && inside()));
-    const target = named || look ? this.realTarget(call) : undefined;
-    const shows = look && viewedFiles(views).some((file) => file.realPath === target);
+    // A read or write by a name a rule file is listed or resolves by, or a rule imports, may show that file: only
+    // then is its target resolved, so that a read of another file costs no call.
+    const ruleNamed = () => folders.some((folder) => ruleNames(this.discovery!, folder).has(basename(call.target)));
+    const ruled = !named && (call.toolName === "read" || call.toolName === "write") && ruleNamed() && inside();
+    const target = named || look || ruled ? this.realTarget(call) : undefined;
+    const shows = ruled || (look && viewedFiles(views).some((file) => file.realPath === target));
     if (target === undefined || !(named || shows)) return {};
     // A failed write showed nothing: the file on disk is still the one the model lacks.
     if (call.toolName === "write") return event.isError ? {} : { shownWhole: target };
@@ -773,7 +781,8 @@ export class LazyAgents {
   }
 
   private deliver(event: ToolResultEvent, plan: DeliveryPlan): ResultOutcome | undefined {
-    const empty = () => plan.record.files.length === 0 && !recordShowsText(plan.record);
+    const empty = () =>
+      plan.record.files.length + (plan.record.rules?.length ?? 0) === 0 && !recordShowsText(plan.record);
     if (empty()) return undefined;
     fitPlanToBudget(plan, this.options.budgetBytes);
     // A budget that leaves out everything still names what it left out, so the model can read it.
@@ -1562,7 +1571,8 @@ function emptyRecord(): LedgerRecord {
 /** Whether a delivery puts text in front of the model (a read of the file itself puts none). */
 function recordShowsText(r: LedgerRecord): boolean {
   const notices = NOTICE_KINDS.some((kind) => (r[kind]?.length ?? 0) > 0);
-  return notices || r.files.some((file) => file.via === "reminder") || r.skills.length + (r.rules?.length ?? 0) > 0;
+  const appended = [...r.files, ...(r.rules ?? [])].some((entry) => entry.via !== "read");
+  return notices || appended || r.skills.length > 0;
 }
 
 /** What the model can hold: an instruction file or an import of one, a skill, a rule or a rule's import. */
@@ -1813,18 +1823,18 @@ function planSkips(ledger: Ledger, plan: DeliveryPlan, rejected: readonly Reject
   }
 }
 
-type RuleInput = { discovery: Discovery; views: DirectoryView[]; touched: readonly string[]; options: Options };
+type RuleInput = Shown & { discovery: Discovery; folders: RuleFolder[]; touched: readonly string[]; options: Options };
 
 /** Adds to a plan the rules the model lacks for these paths, and withdraws rules that are gone. */
-function planRules(ledger: Ledger, plan: DeliveryPlan, { discovery, views, touched, options }: RuleInput): void {
-  const folders = ruleFoldersFor(discovery, views, options.ruleSources);
+function planRules(ledger: Ledger, plan: DeliveryPlan, input: RuleInput): void {
+  const { discovery, folders, touched, options, shownWhole, shownInPart } = input;
   for (const folder of folders) {
     folder.offered ??= new Set(folder.rules.filter((rule) => rule.meta.kind !== "manual").map((rule) => rule.path));
     planRetraction(ledger, plan, "rule", folder.place.display, folder.offered);
     planSkips(ledger, plan, folder.rejected);
   }
   if (touched.length === 0) return;
-  for (const rule of applyingRules(discovery, folders, touched)) {
+  for (const rule of applyingRules(discovery, folders, touched, shownWhole)) {
     const { name, description, kind } = rule.meta;
     if (kind === "described") {
       const record: RuleRecord = { path: rule.path, dir: rule.dir, version: rule.listingVersion, as: "listing" };
@@ -1852,10 +1862,14 @@ function planRules(ledger: Ledger, plan: DeliveryPlan, { discovery, views, touch
       }
     }
     for (const { file, importedBy } of entries) {
+      // As an instruction file's: what the tool shows in part is not appended now, nor counted; whole, it is held.
+      if (file.realPath === shownInPart) continue;
       const { path, version, bytes } = file;
       const supersedes = ledger.get("rule", path) !== undefined;
+      const read = file.realPath === shownWhole;
       const record: RuleRecord = { path, dir: rule.dir, version, as: "text", bytes, ...(importedBy && { importedBy }) };
-      if (takes(ledger, plan, "rule", record))
+      if (read) record.via = "read";
+      if (takes(ledger, plan, "rule", record, read) && !read)
         (plan.rules ??= []).push({ file, scope: rule.base, record, scopeText: shownRuleScope(rule.scope), supersedes });
     }
   }
@@ -3105,6 +3119,14 @@ interface RuleFolder {
   offered?: Set<string>;
   /** Its rules that apply to the touched paths, by those paths, built once per version of the folder's rules. */
   applying?: Map<string, Rule[]>;
+  /** The names of its rule files and their imports: `ruleNames`. */
+  names?: Set<string>;
+}
+
+/** The names a call must use to show one of a folder's rule files or their imports, built once per version. */
+function ruleNames(ctx: Discovery, folder: RuleFolder): Set<string> {
+  const named = (rule: Rule) => [rule.candidate, rule.loaded.realPath, ...importTargetsOf(ctx, rule.loaded)];
+  return (folder.names ??= new Set(folder.rules.flatMap(named).map((path) => basename(path))));
 }
 
 function ruleMatches(rule: Rule, path: string): boolean {
@@ -3252,15 +3274,17 @@ function ruleAt(ctx: Discovery, place: RulePlace, candidate: string): Rule | { r
   return rule.glob?.ok === false ? { reason: rule.glob.reason } : rule;
 }
 
-/** The rules that apply to these paths, each stat-checked again: one pass over the compiled rules. */
-function applyingRules(ctx: Discovery, folders: RuleFolder[], touched: readonly string[]): Rule[] {
+/** The rules that apply to these paths, and a glob rule whose file the call shows whole, each stat-checked again. */
+function applyingRules(ctx: Discovery, folders: RuleFolder[], touched: readonly string[], shown?: string): Rule[] {
+  const applies = (rule: Rule) =>
+    ruleApplies(rule, touched) || (rule.meta.kind === "glob" && rule.loaded.realPath === shown);
   const rules: Rule[] = [];
-  const key = touched.join("\0");
+  const key = [shown, ...touched].join("\0");
   for (const folder of folders) {
     // Paths touched again match no glob again (profile: matching 50 globs was 6% of a warm call).
     let applying = folder.applying?.get(key);
     if (!applying) {
-      applying = folder.rules.filter((rule) => ruleApplies(rule, touched));
+      applying = folder.rules.filter(applies);
       if ((folder.applying ??= new Map()).size >= C.MAX_RULE_MATCH_CACHE) folder.applying.clear();
       folder.applying.set(key, applying);
     }
@@ -3273,9 +3297,9 @@ function applyingRules(ctx: Discovery, folders: RuleFolder[], touched: readonly 
       }
       if (fresh !== rule) {
         folder.rules[folder.rules.indexOf(rule)] = fresh;
-        folder.offered = folder.applying = undefined;
+        folder.offered = folder.applying = folder.names = undefined;
       }
-      if (fresh === rule || ruleApplies(fresh, touched)) rules.push(fresh);
+      if (fresh === rule || applies(fresh)) rules.push(fresh);
     }
   }
   return rules;
@@ -3919,7 +3943,7 @@ function turnNotice(records: LedgerRecord[]): string | undefined {
   // In path order: the order results are answered in depends on git's timing, and a list should not.
   const pathsOf = (items: Array<{ path: string }>) => new Set(items.map((item) => item.path).sort());
   const files = pathsOf(records.flatMap((record) => record.files.filter((file) => file.via === "reminder")));
-  const rules = pathsOf(records.flatMap((record) => (record.rules ?? []).filter((rule) => rule.as === "text")));
+  const rules = pathsOf(records.flatMap((r) => (r.rules ?? []).filter((rule) => rule.as === "text" && !rule.via)));
   const skills = pathsOf(records.flatMap((record) => record.skills));
   const paths = [...files, ...rules, ...skills].map(oneLine);
   const counts = { files: files.size, rules: rules.size, skills: skills.size };

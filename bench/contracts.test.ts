@@ -189,6 +189,30 @@ test("a warm edit or write with checks on stats only cwd's .claude and its rule 
     },
   ));
 
+test("a warm read of a file no rule file or rule import is named like costs no call on its path, where rules are links", () =>
+  withTree(
+    {
+      "shared/rules/csharp.md": '---\npaths: "**/*.cs"\n---\nCSHARP-RULE @../../docs/style.md\n',
+      ".claude/rules/csharp.md": { link: "../../shared/rules/csharp.md" },
+      "docs/style.md": "STYLE\n",
+      "src/a.cs": "a\n",
+      "src/b.cs": "b\n",
+    },
+    async (tree) => {
+      const recorder = recordingFileSystem();
+      const h = await loadRunner(tree, { factories: [createLazyAgents({ fs: recorder.fs, spawnGit: noGit })] });
+      // A file tool's own target is Pi's to read: the extension looks at it only when it may be a rule or an import.
+      const onTarget = async (path: string) => {
+        recorder.calls.length = 0;
+        await h.call("read", { path });
+        return recorder.calls.filter((call) => call.path === tree.abs(path)).map((call) => call.method);
+      };
+      await onTarget("src/a.cs");
+      assert.deepEqual(await onTarget("src/b.cs"), []);
+      assert.deepEqual(await onTarget("docs/style.md"), ["lstat"], "a name a rule imports is looked at");
+    },
+  ));
+
 test("one git helper starts with the session, and warm calls spawn no child process and ask git nothing", () =>
   withTree(
     { ".gitignore": "generated/\n", "src/deep/AGENTS.md": "DEEP", "src/deep/a.ts": "a", "src/deep/b.ts": "b" },

@@ -418,6 +418,149 @@ test("a rule delivered in one session is not sent again after --continue", () =>
     }
   }));
 
+/** The rules a tool result's record holds. */
+const rulesOf = (details: unknown) => readRecord(details)?.rules ?? [];
+
+const csharpRule = (text: string) => rule('paths:\n  - "**/*.cs"', text);
+
+test("a whole read of a rule file counts as its delivery: a file its globs match does not bring it again, a changed rule does", () =>
+  twoTrees(
+    {
+      ".claude/rules/csharp.md": csharpRule("CSHARP-RULE-V1"),
+      ".claude/rules/general.md": "GENERAL-RULE\n",
+      "src/a.cs": "a\n",
+      "src/b.cs": "b\n",
+    },
+    async (tree, mode) => {
+      // The record a reminder makes of the rule, in a session of its own.
+      const fresh = await loadRunner(tree);
+      const sent = rulesOf((await fresh.call("read", { path: "src/a.cs" })).details);
+      const csharp = sent.find((record) => record.path === ".claude/rules/csharp.md");
+      assert.ok(csharp, `${mode}: a reminder sends the rule`);
+      const change = () => {
+        writeFileSync(tree.abs(".claude/rules/csharp.md"), csharpRule("CSHARP-RULE-V2"));
+        utimesSync(tree.abs(".claude/rules/csharp.md"), new Date(), new Date(Date.now() + 5000));
+        return read("src/b.cs");
+      };
+      const h = await startSession(tree, [
+        read(".claude/rules/general.md"),
+        read(".claude/rules/csharp.md"),
+        read("src/a.cs"),
+        change,
+        finalTurn(),
+      ]);
+      try {
+        await h.session.prompt("work");
+        const results = persistedToolResults(h.sessionManager);
+        const texts = results.map((result) => textOf(result.content));
+        assert.equal(countOccurrences(texts[0]!, "GENERAL-RULE"), 1, `${mode}: a rule for every path, read, once`);
+        assert.equal(countOccurrences(texts[1]!, "CSHARP-RULE-V1"), 1, `${mode}: the read shows the rule, once`);
+        assert.deepEqual(rulesOf(results[1]!.details), [{ ...csharp, via: "read" }], `${mode}: held at its version`);
+        assert.equal(reminderOf(results[2]!.content), undefined, `${mode}: the model holds the rule from its read`);
+        assert.match(
+          reminderOf(results[3]!.content) ?? "",
+          /path="\.claude\/rules\/csharp\.md" scope="\*\*\/\*\.cs" supersedes="earlier version">\nCSHARP-RULE-V2/,
+          mode,
+        );
+        const all = texts.join("\n");
+        for (const marker of ["GENERAL-RULE", "CSHARP-RULE-V1", "CSHARP-RULE-V2"])
+          assert.equal(countOccurrences(all, marker), 1, `${mode}: ${marker}`);
+      } finally {
+        h.dispose();
+      }
+    },
+  ));
+
+test("a whole read of a rule file reached through a link counts, by the link's path or by the file's own", () =>
+  twoTrees(
+    {
+      "shared/rules/csharp.md": csharpRule("LINKED-CSHARP-RULE"),
+      ".claude/rules/csharp.md": { link: "../../shared/rules/csharp.md" },
+      "shared/more/go.md": rule('paths:\n  - "**/*.go"', "LINKED-GO-RULE"),
+      ".claude/rules/more": { link: "../../shared/more" },
+      "src/a.cs": "a\n",
+      "src/a.go": "a\n",
+    },
+    async (tree, mode) => {
+      // The rule file read, a file its globs match, its text, and its path in the ledger: where it resolves.
+      const csharp = ["src/a.cs", "LINKED-CSHARP-RULE", "shared/rules/csharp.md"] as const;
+      const go = ["src/a.go", "LINKED-GO-RULE", "shared/more/go.md"] as const;
+      const reads = [
+        [".claude/rules/csharp.md", ...csharp],
+        ["shared/rules/csharp.md", ...csharp],
+        [".claude/rules/more/go.md", ...go],
+        ["shared/more/go.md", ...go],
+      ] as const;
+      for (const [ruleFile, governed, marker, rulePath] of reads) {
+        const h = await loadRunner(tree, { hasUI: true });
+        const own = await h.call("read", { path: ruleFile });
+        assert.equal(countOccurrences(textOf(own.content), marker), 1, `${mode}: ${ruleFile}`);
+        const next = await h.call("read", { path: governed });
+        assert.doesNotMatch(reminderOf(next.content) ?? "", new RegExp(marker), `${mode}: ${ruleFile}`);
+        await h.command("lazy-agents", "");
+        assert.match(
+          h.notifications.at(-1) ?? "",
+          new RegExp(`${rulePath.replaceAll(".", "\\.")} .*delivered \\(read by the model\\)`),
+          `${mode}: ${ruleFile}`,
+        );
+      }
+    },
+  ));
+
+test("a partial or truncated read of a rule file does not count: the next file it governs brings it", () =>
+  twoTrees(
+    {
+      ".claude/rules/csharp.md": csharpRule("CSHARP-RULE"),
+      ".claude/rules/long.md": csharpRule(`LONG-RULE\n${"line\n".repeat(2100)}`),
+      ".claude/rules/general.md": "GENERAL-RULE\nsecond line\n",
+      "src/a.cs": "a\n",
+    },
+    async (tree, mode) => {
+      const h = await loadRunner(tree);
+      const partial = await h.call("read", { path: ".claude/rules/general.md", limit: 1 });
+      assert.deepEqual(partial.content, partial.original, `${mode}: a rule for every path, read in part`);
+      const offset = reminderOf((await h.call("read", { path: ".claude/rules/csharp.md", offset: 2 })).content) ?? "";
+      assert.match(offset, /GENERAL-RULE\nsecond line/, `${mode}: the next access sends the rule read in part`);
+      const long = await h.call("read", { path: ".claude/rules/long.md" });
+      const truncation = (long.details as { truncation?: { truncated?: boolean } } | undefined)?.truncation;
+      assert.equal(truncation?.truncated, true, `${mode}: Pi cut the read`);
+      const next = reminderOf((await h.call("read", { path: "src/a.cs" })).content) ?? "";
+      for (const marker of ["CSHARP-RULE", "LONG-RULE"]) assert.match(next, new RegExp(marker), mode);
+    },
+  ));
+
+test("a whole read of a Claude rule's import the rule governs counts as its delivery; a whole read of the rule brings its imports", () =>
+  twoTrees(
+    {
+      ".claude/rules/docs.md": rule('paths: "docs/**"', "DOCS-RULE @../../docs/style.md"),
+      "docs/style.md": "STYLE-TEXT\n",
+      "docs/guide.md": "guide\n",
+      ".claude/rules/csharp.md": csharpRule("CSHARP-RULE @../../notes/csharp-style.md"),
+      "notes/csharp-style.md": "CSHARP-STYLE\n",
+      "src/a.cs": "a\n",
+    },
+    async (tree, mode) => {
+      const h = await loadRunner(tree);
+      const imported = await h.call("read", { path: "docs/style.md" });
+      assert.equal(countOccurrences(textOf(imported.content), "STYLE-TEXT"), 1, mode);
+      assert.match(reminderOf(imported.content) ?? "", /DOCS-RULE/, mode);
+      const record = rulesOf(imported.details).find((entry) => entry.path === "docs/style.md");
+      assert.deepEqual([record?.via, record?.importedBy], ["read", ".claude/rules/docs.md"], mode);
+      assert.equal(reminderOf((await h.call("read", { path: "docs/guide.md" })).content), undefined, mode);
+      const own = await h.call("read", { path: ".claude/rules/csharp.md" });
+      assert.equal(countOccurrences(textOf(own.content), "CSHARP-RULE"), 1, mode);
+      assert.match(reminderOf(own.content) ?? "", /path="notes\/csharp-style\.md"[^>]*>\nCSHARP-STYLE/, mode);
+      assert.equal(reminderOf((await h.call("read", { path: "src/a.cs" })).content), undefined, mode);
+    },
+  ));
+
+test("writing a rule file counts as its delivery, since the model wrote it", () =>
+  twoTrees({ "src/a.cs": "a\n" }, async (tree, mode) => {
+    const h = await loadRunner(tree);
+    await h.call("write", { path: ".claude/rules/new.md", content: csharpRule("NEW-RULE") });
+    assert.equal(reminderOf((await h.call("read", { path: "src/a.cs" })).content), undefined, mode);
+  }));
+
 test("/lazy-agents lists every rule with source, kind, globs and state; why names matching and other rules", () =>
   twoTrees(ruleTree, async (tree) => {
     const h = await loadRunner(tree, { hasUI: true });
