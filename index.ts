@@ -7,7 +7,8 @@
 //  2. A folder offers the first name of the fileNames setting (INSTRUCTION_FILE_NAMES) it holds
 //     that is accepted; the names after it are overridden. A file refused for what it is lets the
 //     next name apply; an I/O error lets none: `viewDirectory`.
-//  3. A file is sent once per content version: the same version the model holds is not sent again: `planFile`.
+//  3. A file, import, rule or skill is sent once per content version: the same version the model holds is not
+//     sent again, and a whole read or a write of it counts as its delivery: `takes`.
 //  4. A new version supersedes the one the model holds, under the same scope; when a call of the
 //     batch writes the file, that call's result carries it and the others leave it alone: `planFile`.
 //  5. What the model holds and its folder no longer offers is withdrawn; an import only once no file
