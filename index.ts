@@ -3055,25 +3055,28 @@ export function globMatches(source: RuleSource, glob: string, path: string): boo
  * depth, a Copilot one as VS Code reads it. `!` exclusions are in none of the three tools' syntax: they match nothing.
  */
 function ruleGlob(globs: readonly string[], source: RuleSource): ReturnType<typeof compileGlob> {
-  const usable = globs.map((glob) => glob.trim().replace(/^\.\//, "")).filter((glob) => !glob.startsWith("!"));
-  // VS Code puts `**/` before an applyTo glob not anchored by `/` or `**/`, and matches it whatever the case.
-  const read =
-    source !== "copilot" ? usable : usable.map((glob) => (/^(\/|\*\*(\/|$))/.test(glob) ? glob : `**/${glob}`));
-  return compileGlob(read, { braces: true, floating: source === "cursor", ignoreCase: source === "copilot" });
+  const usable = globs.map((glob) => sourceGlob(glob, source)).filter((glob) => !glob.startsWith("!"));
+  // VS Code matches an applyTo glob whatever the case.
+  return compileGlob(usable, { braces: true, floating: source === "cursor", ignoreCase: source === "copilot" });
+}
+
+// A glob as its source reads it, `./` dropped: VS Code puts `**/` before an applyTo glob not led by `/` or `**/`.
+function sourceGlob(glob: string, source: RuleSource): string {
+  const read = glob.trim().replace(/^\.\//, "");
+  return source === "copilot" && !/^(!|\/|\*\*(\/|$))/.test(read) ? `**/${read}` : read;
 }
 
 /** The globs as the model is shown them, from cwd; a rule without globs covers its base. */
 function ruleScope(meta: RuleMeta, source: RuleSource, base: string): string {
   const prefix = base === "" ? "" : `${base}/`;
   if (meta.kind !== "glob") return `${prefix}**`;
-  // One reading for all three sources, a Claude glob's: a Cursor glob without a slash, or a Copilot glob not
-  // anchored by `/` or `**/`, says its `**/`.
+  // One reading for all three sources, a Claude glob's, of each as `ruleGlob` reads it: a Cursor glob without a
+  // slash says its `**/`, as a Copilot glob's reading does.
   const fromBase = (glob: string) => {
     const not = glob.startsWith("!") ? "!" : "";
-    const bare = glob.slice(not.length);
+    const bare = sourceGlob(glob.slice(not.length), source);
     const plain = bare.replace(/^\.?\/+/, "");
-    const anchored = bare.startsWith("/") || /^\*\*(\/|$)/.test(plain);
-    const floating = source !== "claude" && !anchored && (source === "copilot" || !plain.includes("/"));
+    const floating = source === "cursor" && !bare.startsWith("/") && !plain.includes("/") && plain !== "**";
     return `${not}${prefix}${floating ? "**/" : ""}${plain}`;
   };
   return meta.globs.map(fromBase).join(", ");
